@@ -1,0 +1,123 @@
+/**
+ * Every PRISM constant in one typed config. Defaults are the paper's values; the comment
+ * beside each names the section of `shared/design/prism-paper.md` it comes from.
+ */
+export interface IngestConfig {
+  /** §2.4 entity merge: cosine of name embeddings at or above this merges into an existing Entity. */
+  entityMergeThreshold: number;
+  /** §2.4 facet merge within an Episode. */
+  facetMergeThreshold: number;
+  /** §2.6 causal consolidation runs every this many chunks… */
+  consolidateEvery: number;
+  /** …over this many most recent Episodes. */
+  consolidateWindow: number;
+  /** §2.6 causal pairs below this confidence are dropped. */
+  causalMinConfidence: number;
+  /** §1 semantic edges exist in the schema but are off by default. */
+  semanticEdges: boolean;
+}
+
+export interface RetrievalConfig {
+  /** §3 N1 anchors: top-k nearest nodes per layer. */
+  anchorsPerLayer: number;
+  /** §3 N1 per-hop cost. */
+  hopCost: number;
+  /** §3 N1 bundle size K. */
+  bundleSize: number;
+  /** §3 N3 evidence kept, M. */
+  keep: number;
+  /** §3 N3 snippet length shown to the reranker. */
+  rerankSnippetChars: number;
+  /** §3 N2 fallback edge costs c0 for edges not touching a recalled anchor. */
+  fallbackCost: { belongs_to: number; involves_entity: number; temporal: number; causal: number; evolution: number; semantic: number };
+  /** §3 N2 α discounts: (edge type, intent) → multiplier; absent pairs are 1.0. */
+  discounts: { temporalUnderTemporal: number; causalUnderCausal: number; evolutionUnderTemporal: number };
+  /** §3 N4 prototype tier: commit when top-1 cosine exceeds this… */
+  prototypeThreshold: number;
+  /** …and the top-1/top-2 margin exceeds this. */
+  prototypeMargin: number;
+  /** §3 N4 LLM tier: a label is confident at or above this score. */
+  llmIntentThreshold: number;
+}
+
+/** The paper's ablations (§5) and this project's additions, as switches. */
+export interface RetrievalFlags {
+  /** N1 relation-bridge templates (temporal/causal/evolution). Off = "−N1". */
+  relationPaths: boolean;
+  /** N2 α discounts. Off = "−N2". */
+  edgeDiscounts: boolean;
+  /** N3 compression (LLM rerank, or the local precision step in zero-LLM mode). Off = "−N3". */
+  compression: boolean;
+  /** N4 intent routing. The paper's default run keeps it off ("+N4" is the ablation). */
+  intentRouting: boolean;
+  /** Lexical (BM25) anchors fused with dense anchors — beyond the paper. */
+  hybridAnchors: boolean;
+}
+
+export interface PrismConfig {
+  ingest: IngestConfig;
+  retrieval: RetrievalConfig;
+  flags: RetrievalFlags;
+  /** §6 seed for every random choice (bootstrap, sampling). */
+  seed: number;
+}
+
+export const DEFAULT_CONFIG: PrismConfig = {
+  ingest: {
+    entityMergeThreshold: 0.9, // §2.4, §6
+    facetMergeThreshold: 0.85, // §2.4, §6
+    consolidateEvery: 5, // §2.6, §6
+    consolidateWindow: 5, // §2.6
+    causalMinConfidence: 0.7, // §2.6, §6
+    semanticEdges: false, // §1
+  },
+  retrieval: {
+    anchorsPerLayer: 30, // §3 N1, §6
+    hopCost: 0.05, // §3 N1, §6
+    bundleSize: 10, // §3 N1 K, §6
+    keep: 5, // §3 N3 M, §6
+    rerankSnippetChars: 400, // §3 N3, §6
+    fallbackCost: {
+      belongs_to: 0.02, // §3 N2
+      // §3 N2 lists no c0 for involves_entity; it is a containment-like link, so it gets belongs_to's cost.
+      involves_entity: 0.02,
+      semantic: 0.9, // §3 N2
+      temporal: 0.9, // §3 N2
+      causal: 0.9, // §3 N2
+      evolution: 0.9, // §3 N2
+    },
+    discounts: {
+      temporalUnderTemporal: 0.5, // §3 N2
+      causalUnderCausal: 0.5, // §3 N2
+      evolutionUnderTemporal: 0.7, // §3 N2
+    },
+    prototypeThreshold: 0.55, // §3 N4, §6
+    prototypeMargin: 0.1, // §3 N4, §6
+    llmIntentThreshold: 0.5, // §3 N4 ("thresholded"; the paper gives no value)
+  },
+  flags: {
+    relationPaths: true,
+    edgeDiscounts: true,
+    compression: true,
+    intentRouting: false,
+    hybridAnchors: true,
+  },
+  seed: 42, // §6
+};
+
+export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
+
+/** Overlays `overrides` onto the defaults, object by object. */
+export function resolveConfig(overrides: DeepPartial<PrismConfig> = {}): PrismConfig {
+  return {
+    ingest: { ...DEFAULT_CONFIG.ingest, ...overrides.ingest },
+    retrieval: {
+      ...DEFAULT_CONFIG.retrieval,
+      ...overrides.retrieval,
+      fallbackCost: { ...DEFAULT_CONFIG.retrieval.fallbackCost, ...overrides.retrieval?.fallbackCost },
+      discounts: { ...DEFAULT_CONFIG.retrieval.discounts, ...overrides.retrieval?.discounts },
+    },
+    flags: { ...DEFAULT_CONFIG.flags, ...overrides.flags },
+    seed: overrides.seed ?? DEFAULT_CONFIG.seed,
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * PRISM's typed memory graph (design §1) as plain data. Every node and edge carries a
+ * numeric `key` used by the vector indexes; ids are readable strings.
+ */
+export type Layer = 'episode' | 'facet' | 'facetPoint' | 'entity';
+export const LAYERS: readonly Layer[] = ['episode', 'facet', 'facetPoint', 'entity'];
+
+export type RelationType = 'temporal' | 'causal' | 'evolution' | 'involves_entity' | 'semantic';
+export type EdgeType = 'belongs_to' | RelationType;
+export const EDGE_TYPES: readonly EdgeType[] = [
+  'belongs_to',
+  'temporal',
+  'causal',
+  'evolution',
+  'involves_entity',
+  'semantic',
+];
+
+export type EntityType = 'person' | 'organization' | 'place' | 'concept' | 'event' | 'other';
+
+interface NodeBase {
+  id: string;
+  /** Index key, unique across nodes and edges of one memory. */
+  key: number;
+}
+
+export interface EpisodeNode extends NodeBase {
+  layer: 'episode';
+  chunkId: string;
+  summary: string;
+  /** ISO-8601 date-time of the chunk's session header, when known. */
+  time: string | null;
+  /** Position in ingestion order; ties in `time` are broken by it. */
+  order: number;
+}
+
+export interface FacetNode extends NodeBase {
+  layer: 'facet';
+  chunkId: string;
+  episodeId: string;
+  theme: string;
+}
+
+export interface FacetPointNode extends NodeBase {
+  layer: 'facetPoint';
+  chunkId: string;
+  episodeId: string;
+  facetId: string;
+  content: string;
+  entityId: string | null;
+  /** The time expression as written, and its normalised ISO date when resolvable. */
+  timeText: string | null;
+  time: string | null;
+  /** Dialog ids (`D3:12`) of the turns this fact was taken from, when known. */
+  dialogIds: string[];
+}
+
+export interface EntityNode extends NodeBase {
+  layer: 'entity';
+  name: string;
+  entityType: EntityType;
+  /** Chunks that mention the entity; the entity is deleted with the last of them. */
+  chunkIds: string[];
+}
+
+export type GraphNode = EpisodeNode | FacetNode | FacetPointNode | EntityNode;
+
+export interface GraphEdge {
+  id: string;
+  key: number;
+  type: EdgeType;
+  from: string;
+  to: string;
+  /** Chunk whose ingestion created the edge (deletion unit). */
+  chunkId: string;
+  /** Text the edge is embedded from (relation edges only). */
+  description: string | null;
+  /** Causal edges keep the consolidator's confidence. */
+  confidence: number | null;
+}
+
+/** One ingested conversation chunk: the raw text behind an Episode. */
+export interface Chunk {
+  /** SHA-256 (hex) of the chunk's canonical text; doubles as the dedup hash. */
+  id: string;
+  sessionId: string;
+  /** e.g. `[Session 3 — 1:56 pm on 8 May, 2023]` */
+  header: string;
+  text: string;
+  time: string | null;
+  order: number;
+  turns: ChunkTurn[];
+}
+
+export interface ChunkTurn {
+  dialogId: string;
+  speaker: string;
+  text: string;
+}
+
+export interface MemoryMeta {
+  schemaVersion: number;
+  embedderId: string;
+  dim: number;
+  nextKey: number;
+  chunkCount: number;
+  /** Free-form settings persisted with the memory (e.g. extraction mode). */
+  settings: Record<string, string | number | boolean>;
+}
+
+/** Everything a memory holds, as plain data: what stores load and checkpoints carry. */
+export interface MemorySnapshot {
+  meta: MemoryMeta;
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  chunks: Chunk[];
+  /** Vectors by node/edge id. */
+  vectors: Map<string, Float32Array>;
+  /** Hashes of ingested chunks. */
+  hashes: Set<string>;
+}

@@ -1,0 +1,24 @@
+/**
+ * Exact or approximate inner-product search over L2-normalised vectors.
+ * Keys are non-negative safe integers chosen by the caller.
+ */
+export interface VectorIndex {
+  readonly dim: number;
+  readonly size: number;
+  /** Adds `keys.length` vectors packed row-major in `vectors` (length keys.length × dim). */
+  add(keys: readonly number[], vectors: Float32Array): void;
+  /** Removes the keys that exist; returns how many were removed. */
+  remove(keys: readonly number[]): number;
+  /** Top-k by inner product for each packed query row; best first. */
+  search(queries: Float32Array, k: number): SearchHit[][];
+  serialize(): Uint8Array;
+  dispose(): void;
+}
+
+export interface SearchHit {
+  key: number;
+  /** Inner product (= cosine for L2-normalised vectors). */
+  score: number;
+}
+
+export type IndexKind = 'flat' | 'hnsw';

@@ -1,0 +1,32 @@
+export type LlmRole = 'extract' | 'consolidate' | 'rerank' | 'intent' | 'answer' | 'judge';
+export const LLM_ROLES: readonly LlmRole[] = ['extract', 'consolidate', 'rerank', 'intent', 'answer', 'judge'];
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface RoleUsage {
+  calls: number;
+  promptTokens: number;
+  completionTokens: number;
+  cacheHits: number;
+}
+
+export type LlmUsage = Record<LlmRole, RoleUsage>;
+
+/** Minimal structural stand-in for a zod schema, so public types don't depend on zod. */
+export interface JsonSchemaParser<T> {
+  safeParse(value: unknown): { success: true; data: T } | { success: false; error: { message: string } };
+}
+
+export interface LlmCallOptions {
+  signal?: AbortSignal;
+}
+
+/** What the pipeline needs from an LLM: JSON calls validated by a schema, and plain text. */
+export interface LlmClient {
+  chatJson<T>(role: LlmRole, messages: ChatMessage[], schema: JsonSchemaParser<T>, options?: LlmCallOptions): Promise<T>;
+  chatText(role: LlmRole, messages: ChatMessage[], options?: LlmCallOptions): Promise<string>;
+  usage(): LlmUsage;
+}

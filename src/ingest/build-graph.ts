@@ -1,0 +1,255 @@
+import type { IngestConfig } from '../config.ts';
+import type { MemoryGraph } from '../graph/memory-graph.ts';
+import type { Chunk, EdgeType, EntityNode, EpisodeNode, FacetNode, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
+import { dot } from '../util/vectors.ts';
+import type { Extraction } from './extraction.ts';
+import { compareTimes, isoToMillis } from './time.ts';
+
+/** Vectors for the texts of one extraction, computed before building (see `textsToEmbed`). */
+export interface ExtractionVectors {
+  summary: Float32Array;
+  entities: Float32Array[];
+  facetPoints: Float32Array[];
+  facets: Float32Array[];
+}
+
+export interface BuildInput {
+  chunk: Chunk;
+  extraction: Extraction;
+  vectors: ExtractionVectors;
+  graph: MemoryGraph;
+  /** Nearest existing Entity to a name vector (the Entity index), or null when there is none. */
+  nearestEntity: (vector: Float32Array) => { id: string; score: number } | null;
+  config: IngestConfig;
+  /** Allocates index keys (unique across nodes and edges). */
+  nextKey: () => number;
+}
+
+/** What one chunk adds: new or updated nodes (merged Entities gain the chunk), new edges, node vectors. */
+export interface BuildOutput {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  nodeVectors: Array<[string, Float32Array]>;
+}
+
+/** Texts to embed for one extraction, in the order `ExtractionVectors` expects them. */
+export function textsToEmbed(extraction: Extraction): string[] {
+  return [
+    extraction.summary,
+    ...extraction.entities.map((e) => e.name),
+    ...extraction.facetPoints.map((p) => p.content),
+    ...extraction.facets.map((f) => f.theme),
+  ];
+}
+
+export function splitVectors(extraction: Extraction, vectors: Float32Array[]): ExtractionVectors {
+  const e = extraction.entities.length;
+  const p = extraction.facetPoints.length;
+  const summary = vectors[0];
+  if (!summary || vectors.length !== 1 + e + p + extraction.facets.length) {
+    throw new Error(`expected ${1 + e + p + extraction.facets.length} vectors, got ${vectors.length}`);
+  }
+  return {
+    summary,
+    entities: vectors.slice(1, 1 + e),
+    facetPoints: vectors.slice(1 + e, 1 + e + p),
+    facets: vectors.slice(1 + e + p),
+  };
+}
+
+/**
+ * Design §2.4 for one chunk, as a pure function of the current graph: Episode (chained in
+ * time), Entities (merged by exact name, then by name cosine), Facets (merged within the
+ * Episode by theme cosine), FacetPoints with `belongs_to` and `involves_entity`, `temporal`
+ * edges between facts of definite order and `evolution` edges per entity.
+ */
+export function buildChunkGraph(input: BuildInput): BuildOutput {
+  const { chunk, extraction, vectors, graph, config } = input;
+  const nodes: GraphNode[] = [];
+  const edges: GraphEdge[] = [];
+  const nodeVectors: Array<[string, Float32Array]> = [];
+  const edge = (type: EdgeType, from: string, to: string, description: string | null, confidence: number | null = null) => {
+    edges.push({ id: `${type}:${from}>${to}`, key: input.nextKey(), type, from, to, chunkId: chunk.id, description, confidence });
+  };
+
+  // Episode, linked into the chronological chain.
+  const episode: EpisodeNode = {
+    id: `ep:${chunk.id.slice(0, 16)}`,
+    key: input.nextKey(),
+    layer: 'episode',
+    chunkId: chunk.id,
+    summary: extraction.summary,
+    time: chunk.time,
+    order: chunk.order,
+  };
+  nodes.push(episode);
+  nodeVectors.push([episode.id, vectors.summary]);
+  const { before, after } = chainNeighbours(graph, episode);
+  if (before) edge('temporal', before.id, episode.id, `${label(before)} happened before ${label(episode)}`);
+  if (after) edge('temporal', episode.id, after.id, `${label(episode)} happened before ${label(after)}`);
+
+  // Entities: exact name (case-insensitive), else name cosine ≥ threshold, else new.
+  const byName = new Map<string, EntityNode>();
+  for (const node of graph.nodes.values()) if (node.layer === 'entity') byName.set(node.name.toLowerCase(), node);
+  const entityIdByName = new Map<string, string>();
+  extraction.entities.forEach((entity, i) => {
+    const vector = vectors.entities[i];
+    if (!vector) return;
+    const key = entity.name.toLowerCase();
+    let target = byName.get(key);
+    if (!target) {
+      const nearest = input.nearestEntity(vector);
+      const candidate = nearest && nearest.score >= config.entityMergeThreshold ? graph.nodes.get(nearest.id) : undefined;
+      if (candidate?.layer === 'entity') target = candidate;
+    }
+    if (target) {
+      if (!target.chunkIds.includes(chunk.id)) {
+        target = { ...target, chunkIds: [...target.chunkIds, chunk.id] };
+        if (!nodes.some((n) => n.id === target?.id)) nodes.push(target);
+      }
+    } else {
+      target = { id: `en:${chunk.id.slice(0, 12)}:${i}`, key: input.nextKey(), layer: 'entity', name: entity.name, entityType: entity.type, chunkIds: [chunk.id] };
+      nodes.push(target);
+      nodeVectors.push([target.id, vector]);
+    }
+    byName.set(key, target);
+    entityIdByName.set(key, target.id);
+  });
+
+  // Facets: merge near-duplicate themes within this Episode.
+  const facetOfPoint = new Map<number, FacetNode>();
+  const facetNodes: Array<{ node: FacetNode; vector: Float32Array }> = [];
+  extraction.facets.forEach((facet, i) => {
+    const vector = vectors.facets[i];
+    if (!vector) return;
+    let target = facetNodes.find((f) => dot(f.vector, vector) >= config.facetMergeThreshold)?.node;
+    if (!target) {
+      target = { id: `fc:${chunk.id.slice(0, 12)}:${i}`, key: input.nextKey(), layer: 'facet', chunkId: chunk.id, episodeId: episode.id, theme: facet.theme };
+      facetNodes.push({ node: target, vector });
+      nodes.push(target);
+      nodeVectors.push([target.id, vector]);
+      edge('belongs_to', target.id, episode.id, null);
+    }
+    for (const p of facet.pointIndices) if (!facetOfPoint.has(p)) facetOfPoint.set(p, target);
+  });
+
+  // FacetPoints: always new; points no facet claims get a catch-all facet so every fact reaches its Episode.
+  const points: FacetPointNode[] = [];
+  extraction.facetPoints.forEach((fp, i) => {
+    const vector = vectors.facetPoints[i];
+    if (!vector) return;
+    let facet = facetOfPoint.get(i);
+    if (!facet) {
+      facet = { id: `fc:${chunk.id.slice(0, 12)}:rest`, key: input.nextKey(), layer: 'facet', chunkId: chunk.id, episodeId: episode.id, theme: 'other facts' };
+      facetOfPoint.set(i, facet);
+      if (!nodes.some((n) => n.id === facet?.id)) {
+        nodes.push(facet);
+        nodeVectors.push([facet.id, vector]);
+        edge('belongs_to', facet.id, episode.id, null);
+      }
+    }
+    const entityId = fp.entityName ? (entityIdByName.get(fp.entityName.toLowerCase()) ?? null) : null;
+    const point: FacetPointNode = {
+      id: `fp:${chunk.id.slice(0, 12)}:${i}`,
+      key: input.nextKey(),
+      layer: 'facetPoint',
+      chunkId: chunk.id,
+      episodeId: episode.id,
+      facetId: facet.id,
+      content: fp.content,
+      entityId,
+      timeText: fp.timeText,
+      time: fp.time,
+      dialogIds: fp.dialogIds,
+    };
+    points.push(point);
+    nodes.push(point);
+    nodeVectors.push([point.id, vector]);
+    edge('belongs_to', point.id, facet.id, null);
+    if (entityId) {
+      const entity = graph.nodes.get(entityId) ?? nodes.find((n) => n.id === entityId);
+      edge('involves_entity', point.id, entityId, `${point.content} (involves ${entity && entity.layer === 'entity' ? entity.name : 'entity'})`);
+    }
+  });
+
+  // Temporal: a chain through this chunk's facts in definite time order.
+  const timed = points.filter((p) => p.time !== null).sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+  for (let i = 1; i < timed.length; i++) {
+    const a = timed[i - 1];
+    const b = timed[i];
+    if (a && b && a.time && b.time && compareTimes(a.time, b.time) < 0) {
+      edge('temporal', a.id, b.id, `${a.content} (${a.time}) happened before ${b.content} (${b.time})`);
+    }
+  }
+
+  // Evolution: per entity, the latest existing fact → the earliest new one, then the new ones in time order.
+  const pointsByEntity = new Map<string, FacetPointNode[]>();
+  for (const p of points) {
+    if (!p.entityId) continue;
+    const list = pointsByEntity.get(p.entityId) ?? [];
+    list.push(p);
+    pointsByEntity.set(p.entityId, list);
+  }
+  for (const [entityId, list] of pointsByEntity) {
+    const ordered = [...list].sort((a, b) => factOrder(graph, a, episode) - factOrder(graph, b, episode));
+    const latest = latestFactOf(graph, entityId);
+    const chain = latest ? [latest, ...ordered] : ordered;
+    for (let i = 1; i < chain.length; i++) {
+      const a = chain[i - 1];
+      const b = chain[i];
+      if (a && b) edge('evolution', a.id, b.id, `${a.content} → later: ${b.content}`);
+    }
+  }
+
+  return { nodes, edges, nodeVectors };
+}
+
+function label(ep: EpisodeNode): string {
+  return `episode ${ep.order}${ep.time ? ` (${ep.time.slice(0, 10)})` : ''}`;
+}
+
+/** Nearest Episodes before and after `ep` in (time, order). */
+function chainNeighbours(graph: MemoryGraph, ep: EpisodeNode): { before: EpisodeNode | null; after: EpisodeNode | null } {
+  let before: EpisodeNode | null = null;
+  let after: EpisodeNode | null = null;
+  for (const node of graph.nodes.values()) {
+    if (node.layer !== 'episode' || node.id === ep.id) continue;
+    if (episodeCompare(node, ep) < 0) {
+      if (!before || episodeCompare(node, before) > 0) before = node;
+    } else if (!after || episodeCompare(node, after) < 0) after = node;
+  }
+  return { before, after };
+}
+
+function episodeCompare(a: EpisodeNode, b: EpisodeNode): number {
+  return (a.time ?? '').localeCompare(b.time ?? '') || a.order - b.order;
+}
+
+/** Sort key of a fact: its own date if any, else its Episode's. */
+function factOrder(graph: MemoryGraph, p: FacetPointNode, fallback: EpisodeNode): number {
+  const ep = graph.nodes.get(p.episodeId);
+  const time = p.time ?? (ep?.layer === 'episode' ? ep.time : fallback.time) ?? '';
+  return isoToMillis(time);
+}
+
+/** The existing FacetPoint of an entity that is latest in time (then in ingestion order). */
+function latestFactOf(graph: MemoryGraph, entityId: string): FacetPointNode | null {
+  let best: FacetPointNode | null = null;
+  let bestRank = -Infinity;
+  for (const e of graph.edgesTo(entityId, 'involves_entity')) {
+    const p = graph.nodes.get(e.from);
+    if (p?.layer !== 'facetPoint') continue;
+    const ep = graph.nodes.get(p.episodeId);
+    const order = ep?.layer === 'episode' ? ep.order : 0;
+    const rank = factRank(p.time ?? (ep?.layer === 'episode' ? ep.time : null), order);
+    if (rank > bestRank) {
+      bestRank = rank;
+      best = p;
+    }
+  }
+  return best;
+}
+
+function factRank(time: string | null, order: number): number {
+  return isoToMillis(time) * 1e-3 + order * 1e-9;
+}

@@ -1,0 +1,82 @@
+import type { ChunkTurn } from '../graph/types.ts';
+import type { Conversation, ConversationSession } from './conversation.ts';
+
+/** How a conversation is cut into Episodes (design §2.1). */
+export type ChunkingOptions =
+  | { by: 'session' }
+  /** Windows of `size` consecutive turns, never crossing a session boundary. */
+  | { by: 'turns'; size: number }
+  /** Windows of at most `maxChars` characters of turn text (a cheap, tokenizer-free token window). */
+  | { by: 'chars'; maxChars: number };
+
+/** A chunk before hashing: what the ingest pipeline turns into an Episode. */
+export interface ChunkDraft {
+  sessionId: string;
+  header: string;
+  time: string | null;
+  turns: ChunkTurn[];
+  /** Canonical text (header + one line per turn); its SHA-256 is the chunk id. */
+  text: string;
+}
+
+export function chunkConversation(conversation: Conversation, options: ChunkingOptions): ChunkDraft[] {
+  const drafts: ChunkDraft[] = [];
+  for (const session of conversation.sessions) {
+    for (const turns of splitSession(session, options)) {
+      if (turns.length === 0) continue;
+      drafts.push(makeDraft(conversation.id, session, turns));
+    }
+  }
+  return drafts;
+}
+
+function splitSession(session: ConversationSession, options: ChunkingOptions): ChunkTurn[][] {
+  const turns = session.turns.filter((t) => t.text.trim().length > 0);
+  switch (options.by) {
+    case 'session':
+      return [turns];
+    case 'turns': {
+      const size = Math.max(1, Math.floor(options.size));
+      const out: ChunkTurn[][] = [];
+      for (let i = 0; i < turns.length; i += size) out.push(turns.slice(i, i + size));
+      return out;
+    }
+    case 'chars': {
+      const out: ChunkTurn[][] = [];
+      let current: ChunkTurn[] = [];
+      let length = 0;
+      for (const turn of turns) {
+        if (current.length > 0 && length + turn.text.length > options.maxChars) {
+          out.push(current);
+          current = [];
+          length = 0;
+        }
+        current.push(turn);
+        length += turn.text.length;
+      }
+      out.push(current);
+      return out;
+    }
+  }
+}
+
+/** `[conv-26 session_3 · 1:56 pm on 8 May, 2023]` — the date header every context unit carries. */
+export function sessionHeader(conversationId: string, session: Pick<ConversationSession, 'id' | 'dateText'>): string {
+  return `[${conversationId} ${session.id}${session.dateText ? ` · ${session.dateText}` : ''}]`;
+}
+
+/** One line per turn, with its dialog id so packed context can be scored against gold evidence. */
+export function turnLine(turn: ChunkTurn): string {
+  return `(${turn.dialogId}) ${turn.speaker}: ${turn.text}`;
+}
+
+function makeDraft(conversationId: string, session: ConversationSession, turns: ChunkTurn[]): ChunkDraft {
+  const header = sessionHeader(conversationId, session);
+  return {
+    sessionId: `${conversationId}/${session.id}`,
+    header,
+    time: session.time,
+    turns,
+    text: [header, ...turns.map(turnLine)].join('\n'),
+  };
+}

@@ -1,0 +1,136 @@
+import nlp from 'compromise';
+import type { EntityType } from '../graph/types.ts';
+import type { ExtractedEntity, ExtractedFacetPoint, Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
+import { resolveTimeExpression } from './time.ts';
+
+/** Options of the zero-LLM extractor. */
+export interface LocalExtractorOptions {
+  /** Sentences shorter than this many words carry no fact ("Wow!", "Thanks!"). */
+  minWords: number;
+  /** Longest extractive summary, in characters. */
+  summaryChars: number;
+}
+
+export const DEFAULT_LOCAL_EXTRACTOR: LocalExtractorOptions = { minWords: 3, summaryChars: 600 };
+
+/**
+ * The embedded, offline extractor. It uses compromise for sentences and named entities and
+ * chrono-node for time expressions:
+ * - FacetPoints: one per sentence, attributed to its speaker ("Melanie: I painted a sunrise.")
+ *   and tagged with its turn's dialog id;
+ * - Entities: people, places and organisations, the speakers, and concrete nouns (pets, books,
+ *   activities) as `concept`;
+ * - Facets: one per turn (the turn is the natural theme unit of a dialogue); graph building
+ *   merges near-duplicate themes within the Episode;
+ * - time: expressions resolved against the session date at the precision they carry.
+ */
+export function createLocalExtractor(options: Partial<LocalExtractorOptions> = {}): Extractor {
+  const opts = { ...DEFAULT_LOCAL_EXTRACTOR, ...options };
+  return {
+    mode: 'local',
+    extract: async (input) => ({ extraction: extractLocally(input, opts), warning: null }) satisfies ExtractionOutcome,
+  };
+}
+
+export function extractLocally(input: ExtractionInput, opts: LocalExtractorOptions = DEFAULT_LOCAL_EXTRACTOR): Extraction {
+  const entities = new Map<string, ExtractedEntity>();
+  const addEntity = (name: string, type: EntityType) => {
+    const clean = cleanName(name);
+    if (clean.length < 2) return null;
+    const key = clean.toLowerCase();
+    const existing = entities.get(key);
+    if (!existing) entities.set(key, { name: clean, type });
+    return existing?.name ?? clean;
+  };
+  const facetPoints: ExtractedFacetPoint[] = [];
+  const facets: Extraction['facets'] = [];
+  const temporal: Extraction['temporal'] = [];
+
+  for (const turn of input.turns) {
+    const speaker = addEntity(turn.speaker, 'person');
+    const indices: number[] = [];
+    for (const sentence of splitSentences(turn.text)) {
+      if (sentence.split(/\s+/).length < opts.minWords) continue;
+      const found = namedEntities(sentence);
+      const named = found.map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
+      const concepts = conceptNouns(sentence).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
+      const resolved = resolveTimeExpression(sentence, input.time);
+      const content = `${turn.speaker}: ${sentence}`;
+      indices.push(facetPoints.length);
+      facetPoints.push({
+        content,
+        entityName: named[0] ?? concepts[0] ?? speaker,
+        timeText: resolved?.text ?? null,
+        time: resolved?.iso ?? null,
+        dialogIds: [turn.dialogId],
+      });
+      if (resolved) {
+        temporal.push({ subject: content, timeExpression: resolved.text, normalizedTime: resolved.iso, relation: 'at' });
+      }
+    }
+    if (indices.length > 0) facets.push({ theme: themeOf(turn.speaker, turn.text), pointIndices: indices });
+  }
+
+  return {
+    summary: summarise(input, facetPoints, opts.summaryChars),
+    entities: [...entities.values()],
+    facetPoints,
+    facets,
+    temporal,
+  };
+}
+
+function splitSentences(text: string): string[] {
+  const sentences = nlp(text).sentences().out('array') as string[];
+  return sentences.map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+function namedEntities(sentence: string): ExtractedEntity[] {
+  const doc = nlp(sentence);
+  const out: ExtractedEntity[] = [];
+  for (const name of doc.people().out('array') as string[]) out.push({ name, type: 'person' });
+  for (const name of doc.places().out('array') as string[]) out.push({ name, type: 'place' });
+  for (const name of doc.organizations().out('array') as string[]) out.push({ name, type: 'organization' });
+  return out;
+}
+
+/** Head nouns of noun phrases, minus pronouns, dates and numbers: the concrete items of a fact. */
+function conceptNouns(sentence: string): string[] {
+  const doc = nlp(sentence);
+  const nouns = doc.match('#Noun+').not('(#Pronoun|#Date|#Value|#Person|#Place|#Organization)');
+  return (nouns.out('array') as string[])
+    .map((n) => n.toLowerCase().replace(/^(?:my|your|his|her|our|their|its|the|a|an|this|that|these|those)\s+/, ''))
+    .filter((n) => n.length > 3 && !GENERIC_NOUNS.has(n));
+}
+
+/** Nouns too generic to anchor anything. */
+const GENERIC_NOUNS = new Set(['thing', 'things', 'time', 'times', 'lot', 'lots', 'way', 'ways', 'stuff', 'something', 'anything', 'everything', 'nothing', 'today', 'yesterday', 'tomorrow', 'week', 'month', 'year', 'day', 'days', 'kind', 'bit', 'people', 'guys', 'hey', 'wow', 'thanks']);
+
+function cleanName(name: string): string {
+  return name
+    .replace(/[^\p{L}\p{N}\s'&.-]/gu, ' ')
+    .replace(/^[\s.'-]+|[\s.'-]+$/g, '')
+    .replace(/'s$/i, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+function themeOf(speaker: string, text: string): string {
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  return `${speaker}: ${oneLine.length > 160 ? `${oneLine.slice(0, 157)}…` : oneLine}`;
+}
+
+/** Extractive summary: the session header, the speakers' longest facts in order, capped. */
+function summarise(input: ExtractionInput, points: ExtractedFacetPoint[], maxChars: number): string {
+  const ranked = points
+    .map((p, i) => ({ i, p }))
+    .sort((a, b) => b.p.content.length - a.p.content.length)
+    .slice(0, 8)
+    .sort((a, b) => a.i - b.i);
+  let summary = input.header;
+  for (const { p } of ranked) {
+    if (summary.length + p.content.length + 1 > maxChars) break;
+    summary += ` ${p.content}`;
+  }
+  return summary;
+}

@@ -1,0 +1,254 @@
+import type { PrismConfig } from '../config.ts';
+import type { Embedder } from '../embed/types.ts';
+import { PrismError, throwIfAborted } from '../errors.ts';
+import type { MemoryGraph } from '../graph/memory-graph.ts';
+import type { Chunk, EpisodeNode, GraphEdge, MemoryMeta } from '../graph/types.ts';
+import { edgeSpace, type IndexSet, type IndexSpace } from '../index/index-set.ts';
+import type { LlmClient } from '../llm/types.ts';
+import type { GraphStore, WriteBatch } from '../store/types.ts';
+import { sha256Hex } from '../util/hash.ts';
+import { buildChunkGraph, splitVectors, textsToEmbed } from './build-graph.ts';
+import type { ChunkDraft } from './chunking.ts';
+import { consolidateCausal } from './consolidate.ts';
+import type { ExtractionOutcome, Extractor } from './extraction.ts';
+
+/** The mutable state of an open memory that ingestion advances batch by batch. */
+export interface MemoryState {
+  graph: MemoryGraph;
+  indexes: IndexSet;
+  meta: MemoryMeta;
+  hashes: Set<string>;
+}
+
+export type IngestStage = 'extract' | 'embed' | 'commit' | 'consolidate' | 'done';
+
+export interface IngestProgress {
+  stage: IngestStage;
+  chunksDone: number;
+  chunksTotal: number;
+  /** Chunks skipped because their hash was already ingested. */
+  chunksSkipped: number;
+  llmCalls: number;
+}
+
+export interface IngestOptions {
+  signal?: AbortSignal;
+  onProgress?: (progress: IngestProgress) => void;
+}
+
+export interface IngestReport {
+  chunksAdded: number;
+  chunksSkipped: number;
+  nodesAdded: number;
+  edgesAdded: number;
+  causalEdgesAdded: number;
+  /** Extraction fallbacks and failed consolidations; ingestion went on past each. */
+  warnings: string[];
+  ms: number;
+}
+
+export interface IngestDeps {
+  state: MemoryState;
+  store: GraphStore;
+  embedder: Embedder;
+  extractor: Extractor;
+  llm: LlmClient | null;
+  config: PrismConfig;
+  /** Extractions started ahead of the chunk being built (LLM mode overlaps network with building). */
+  extractAhead: number;
+}
+
+const CONSOLIDATED_THROUGH = 'consolidatedThrough';
+
+/**
+ * Ingests chunk drafts in order. Each chunk is one atomic store commit (hash included), so
+ * an abort or crash leaves the memory at its last committed chunk and a re-run skips what
+ * is done. Causal consolidation runs in the background every `consolidateEvery` chunks and
+ * is awaited before returning.
+ */
+export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDeps, options: IngestOptions = {}): Promise<IngestReport> {
+  const started = Date.now();
+  const { state, config, signal } = { ...deps, signal: options.signal };
+  const report: IngestReport = { chunksAdded: 0, chunksSkipped: 0, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings: [], ms: 0 };
+  const llmCalls = () => (deps.llm ? Object.values(deps.llm.usage()).reduce((s, u) => s + u.calls, 0) : 0);
+  const progress = (stage: IngestStage) =>
+    options.onProgress?.({ stage, chunksDone: report.chunksAdded + report.chunksSkipped, chunksTotal: drafts.length, chunksSkipped: report.chunksSkipped, llmCalls: llmCalls() });
+
+  const hashes = await Promise.all(drafts.map((d) => sha256Hex(d.text)));
+  const todo = drafts.map((draft, i) => ({ draft, hash: hashes[i] ?? '' })).filter(({ hash }, i) => {
+    const seenEarlier = hashes.indexOf(hash) < i;
+    if (state.hashes.has(hash) || seenEarlier) report.chunksSkipped++;
+    return !state.hashes.has(hash) && !seenEarlier;
+  });
+  progress('extract');
+
+  const extractions = new Map<number, Promise<ExtractionOutcome>>();
+  const startExtraction = (i: number) => {
+    const item = todo[i];
+    if (!item || extractions.has(i)) return;
+    const promise = deps.extractor.extract({ header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, signal);
+    promise.catch(() => undefined); // observed when awaited below
+    extractions.set(i, promise);
+  };
+
+  let consolidation: Promise<void> = Promise.resolve();
+  try {
+    for (let i = 0; i < todo.length; i++) {
+      throwIfAborted(signal);
+      for (let j = i; j <= i + deps.extractAhead; j++) startExtraction(j);
+      const item = todo[i];
+      if (!item) continue;
+      const outcome = await extractions.get(i);
+      extractions.delete(i);
+      if (!outcome) continue;
+      if (outcome.warning) report.warnings.push(`chunk ${item.draft.sessionId}: ${outcome.warning}`);
+      throwIfAborted(signal);
+
+      progress('embed');
+      const chunk: Chunk = { id: item.hash, sessionId: item.draft.sessionId, header: item.draft.header, text: item.draft.text, time: item.draft.time, order: state.meta.chunkCount, turns: item.draft.turns };
+      const vectors = splitVectors(outcome.extraction, await deps.embedder.embed(textsToEmbed(outcome.extraction), signal ? { signal } : {}));
+      let nextKey = state.meta.nextKey;
+      const built = buildChunkGraph({
+        chunk,
+        extraction: outcome.extraction,
+        vectors,
+        graph: state.graph,
+        nearestEntity: (v) => nearest(state, 'entity', v),
+        config: config.ingest,
+        nextKey: () => nextKey++,
+      });
+      const edgeVectors = await embedEdges(built.edges, deps.embedder, signal);
+      throwIfAborted(signal);
+
+      progress('commit');
+      const meta: MemoryMeta = { ...state.meta, nextKey, chunkCount: state.meta.chunkCount + 1 };
+      const batch: WriteBatch = {
+        putNodes: built.nodes,
+        putEdges: built.edges,
+        putChunks: [chunk],
+        putVectors: [...built.nodeVectors, ...edgeVectors],
+        putHashes: [chunk.id],
+        meta,
+      };
+      await deps.store.commit(batch);
+      applyBatch(state, batch);
+      report.chunksAdded++;
+      report.nodesAdded += built.nodes.length;
+      report.edgesAdded += built.edges.length;
+      progress('extract');
+
+      if (deps.llm && shouldConsolidate(state.meta, config.ingest.consolidateEvery)) {
+        const llm = deps.llm;
+        const through = state.meta.chunkCount;
+        consolidation = consolidation.then(() => runConsolidation(deps, llm, through, report, signal));
+      }
+    }
+  } finally {
+    // Background consolidation is part of this ingest: wait for it even when a chunk failed.
+    await consolidation;
+  }
+  progress('done');
+  report.ms = Date.now() - started;
+  return report;
+}
+
+/** True when at least `every` chunks have been committed since the last consolidation. */
+export function shouldConsolidate(meta: MemoryMeta, every: number): boolean {
+  const through = Number(meta.settings[CONSOLIDATED_THROUGH] ?? 0);
+  return meta.chunkCount - through >= every;
+}
+
+/** Consolidation failures are warnings: the causal layer is an enrichment, never a reason to lose chunks. */
+async function runConsolidation(deps: IngestDeps, llm: LlmClient, through: number, report: IngestReport, signal?: AbortSignal): Promise<void> {
+  const { state, config } = deps;
+  const episodes = state.graph
+    .nodesOfLayer('episode')
+    .filter((ep) => ep.order < through)
+    .sort((a, b) => b.order - a.order)
+    .slice(0, config.ingest.consolidateWindow)
+    .reverse();
+  try {
+    const pairs = await consolidateCausal(episodes, state.graph, llm, config.ingest, signal);
+    let nextKey = state.meta.nextKey;
+    const edges: GraphEdge[] = pairs.map((p) => ({
+      id: `causal:${p.causeId}>${p.effectId}`,
+      key: nextKey++,
+      type: 'causal',
+      from: p.causeId,
+      to: p.effectId,
+      chunkId: (state.graph.nodes.get(p.effectId) as EpisodeNode | undefined)?.chunkId ?? '',
+      description: p.description,
+      confidence: p.confidence,
+    }));
+    const vectors = await embedEdges(edges, deps.embedder, signal);
+    const meta: MemoryMeta = { ...state.meta, nextKey, settings: { ...state.meta.settings, [CONSOLIDATED_THROUGH]: Math.max(through, Number(state.meta.settings[CONSOLIDATED_THROUGH] ?? 0)) } };
+    const batch: WriteBatch = { putEdges: edges, putVectors: vectors, meta };
+    await deps.store.commit(batch);
+    applyBatch(state, batch);
+    report.causalEdgesAdded += edges.length;
+  } catch (err) {
+    if (err instanceof PrismError && err.code === 'ABORTED') return;
+    report.warnings.push(`causal consolidation through chunk ${through} failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function embedEdges(edges: readonly GraphEdge[], embedder: Embedder, signal?: AbortSignal): Promise<Array<[string, Float32Array]>> {
+  const embedded = edges.filter((e) => e.description !== null && edgeSpace(e.type) !== null);
+  if (embedded.length === 0) return [];
+  const vectors = await embedder.embed(
+    embedded.map((e) => e.description ?? ''),
+    signal ? { signal } : {},
+  );
+  return embedded.map((e, i) => [e.id, vectors[i] ?? new Float32Array(embedder.dim)]);
+}
+
+function nearest(state: MemoryState, layer: 'entity', vector: Float32Array): { id: string; score: number } | null {
+  const [hit] = state.indexes.search(layer, vector, 1);
+  const id = hit ? state.graph.idForKey(hit.key) : undefined;
+  return hit && id ? { id, score: hit.score } : null;
+}
+
+/**
+ * Mirrors a committed batch into the in-memory graph and the vector indexes. Called only
+ * after the store accepted the batch, so memory never runs ahead of what is durable.
+ */
+export function applyBatch(state: MemoryState, batch: WriteBatch): void {
+  const { graph, indexes } = state;
+  for (const id of batch.deleteEdges ?? []) {
+    const edge = graph.edges.get(id);
+    const space = edge ? edgeSpace(edge.type) : null;
+    if (edge && space) indexes.remove(space, [edge.key]);
+    graph.deleteEdge(id);
+  }
+  for (const id of batch.deleteNodes ?? []) {
+    const node = graph.nodes.get(id);
+    if (node) indexes.remove(node.layer, [node.key]);
+    graph.deleteNode(id);
+  }
+  for (const id of batch.deleteChunks ?? []) graph.chunks.delete(id);
+  for (const hash of batch.deleteHashes ?? []) state.hashes.delete(hash);
+
+  for (const chunk of batch.putChunks ?? []) graph.chunks.set(chunk.id, chunk);
+  const vectors = new Map(batch.putVectors ?? []);
+  for (const [id, vector] of vectors) graph.vectors.set(id, vector);
+  // Index additions are grouped per space so each index takes one batched add.
+  const additions = new Map<IndexSpace, Array<{ key: number; vector: Float32Array }>>();
+  const queue = (space: IndexSpace | null, key: number, vector: Float32Array | undefined) => {
+    if (!space || !vector) return;
+    const list = additions.get(space) ?? [];
+    list.push({ key, vector });
+    additions.set(space, list);
+  };
+  for (const node of batch.putNodes ?? []) {
+    // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
+    if (!graph.nodes.has(node.id)) queue(node.layer, node.key, vectors.get(node.id));
+    graph.putNode(node);
+  }
+  for (const edge of batch.putEdges ?? []) {
+    graph.putEdge(edge);
+    queue(edgeSpace(edge.type), edge.key, vectors.get(edge.id));
+  }
+  for (const [space, entries] of additions) indexes.add(space, entries);
+  for (const hash of batch.putHashes ?? []) state.hashes.add(hash);
+  if (batch.meta) state.meta = batch.meta;
+}

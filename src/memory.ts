@@ -1,0 +1,256 @@
+import { resolveConfig, type DeepPartial, type PrismConfig } from './config.ts';
+import type { Embedder } from './embed/types.ts';
+import { PrismError } from './errors.ts';
+import { MemoryGraph } from './graph/memory-graph.ts';
+import { EDGE_TYPES, LAYERS, type EdgeType, type GraphEdge, type Layer, type MemoryMeta, type MemorySnapshot } from './graph/types.ts';
+import { edgeSpace, IndexSet } from './index/index-set.ts';
+import type { VectorIndex } from './index/types.ts';
+import { chunkConversation, type ChunkingOptions } from './ingest/chunking.ts';
+import { parseSessionDate, type Conversation, type ConversationTurn } from './ingest/conversation.ts';
+import { createLlmExtractor } from './ingest/extract-llm.ts';
+import { createLocalExtractor } from './ingest/extract-local.ts';
+import type { Extractor } from './ingest/extraction.ts';
+import { applyBatch, ingestChunks, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
+import type { LlmClient } from './llm/types.ts';
+import { decodeCheckpoint, encodeCheckpoint, importCheckpoint } from './store/checkpoint.ts';
+import type { GraphStore, WriteBatch } from './store/types.ts';
+
+export const SCHEMA_VERSION = 1;
+
+export interface MemoryOptions {
+  store: GraphStore;
+  embedder: Embedder;
+  /** Creates an empty vector index of the given dimension (the usearch WASM index in practice). */
+  createIndex: (dim: number) => VectorIndex;
+  /** An LLM makes extraction, causal consolidation, N3 rerank, N4's last tier and answers use it. */
+  llm?: LlmClient | null;
+  /** `llm` extraction needs `llm`; the default follows whether one is given. */
+  extraction?: 'local' | 'llm';
+  chunking?: ChunkingOptions;
+  config?: DeepPartial<PrismConfig>;
+}
+
+/** A message for incremental `add`: one conversational turn. */
+export interface Message {
+  speaker: string;
+  text: string;
+  /** Kept when given (e.g. `D3:12`) so retrieval can cite it; generated otherwise. */
+  dialogId?: string;
+}
+
+export interface MessagesInput {
+  /** Session the messages belong to; later `add`s with a new id append a new session. */
+  sessionId: string;
+  /** Session date/time as written, e.g. `1:56 pm on 8 May, 2023`, or an ISO string. */
+  date?: string;
+  messages: Message[];
+  conversationId?: string;
+}
+
+export type DeleteTarget = { chunkId: string } | { sessionId: string } | 'all';
+
+export interface MemoryStats {
+  chunks: number;
+  nodes: Record<Layer, number>;
+  edges: Record<EdgeType, number>;
+}
+
+/**
+ * A PRISM memory: the typed graph, its vector indexes and its store. All graph and scoring
+ * logic works on the in-memory working set; the store only persists committed batches.
+ */
+export class Memory {
+  readonly config: PrismConfig;
+  private readonly extractor: Extractor;
+
+  private constructor(
+    private readonly options: MemoryOptions,
+    private state: MemoryState,
+  ) {
+    this.config = resolveConfig(options.config);
+    const mode = options.extraction ?? (options.llm ? 'llm' : 'local');
+    if (mode === 'llm' && !options.llm) throw new PrismError('LLM_NOT_CONFIGURED', 'LLM extraction needs an `llm` client');
+    this.extractor = mode === 'llm' && options.llm ? createLlmExtractor(options.llm) : createLocalExtractor();
+  }
+
+  /** Opens the memory in `store` (creating it when empty) and builds its indexes from the stored vectors. */
+  static async open(options: MemoryOptions): Promise<Memory> {
+    const snapshot = await options.store.load();
+    if (snapshot && snapshot.meta.embedderId !== options.embedder.id) {
+      throw new PrismError(
+        'STORE_VERSION',
+        `this memory was embedded with ${snapshot.meta.embedderId}; open it with the same embedder (got ${options.embedder.id})`,
+      );
+    }
+    return new Memory(options, stateFrom(snapshot ?? emptySnapshot(options.embedder), options));
+  }
+
+  /** The graph as plain data (read-only use: retrieval, inspection, demos). */
+  get graph(): MemoryGraph {
+    return this.state.graph;
+  }
+
+  get indexes(): IndexSet {
+    return this.state.indexes;
+  }
+
+  get llm(): LlmClient | null {
+    return this.options.llm ?? null;
+  }
+
+  get embedder(): Embedder {
+    return this.options.embedder;
+  }
+
+  /**
+   * Ingests a whole conversation or a batch of messages. Chunks already ingested (same SHA-256)
+   * are skipped, so re-adding is a no-op and an interrupted add resumes where it stopped.
+   */
+  async add(input: Conversation | MessagesInput, options: IngestOptions = {}): Promise<IngestReport> {
+    const conversation = 'sessions' in input ? input : messagesToConversation(input, this.turnsInSession(input));
+    const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' });
+    return ingestChunks(
+      drafts,
+      {
+        state: this.state,
+        store: this.options.store,
+        embedder: this.options.embedder,
+        extractor: this.extractor,
+        llm: this.options.llm ?? null,
+        config: this.config,
+        extractAhead: this.extractor.mode === 'llm' ? 4 : 0,
+      },
+      options,
+    );
+  }
+
+  private turnsInSession(input: MessagesInput): number {
+    const sessionId = `${input.conversationId ?? DEFAULT_CONVERSATION}/${input.sessionId}`;
+    let turns = 0;
+    for (const chunk of this.state.graph.chunks.values()) if (chunk.sessionId === sessionId) turns += chunk.turns.length;
+    return turns;
+  }
+
+  /** Removes a chunk, a session or everything: nodes, edges, vectors, chunk text and hash, everywhere. */
+  async delete(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
+    if (target === 'all') {
+      const chunks = this.state.graph.chunks.size;
+      await this.options.store.clear();
+      this.state.indexes.dispose();
+      this.state = stateFrom(emptySnapshot(this.options.embedder), this.options);
+      return { chunksDeleted: chunks };
+    }
+    const chunkIds = new Set(
+      'chunkId' in target
+        ? [target.chunkId].filter((id) => this.state.graph.chunks.has(id))
+        : [...this.state.graph.chunks.values()].filter((c) => c.sessionId === target.sessionId).map((c) => c.id),
+    );
+    if (chunkIds.size === 0) return { chunksDeleted: 0 };
+    const batch = deletionBatch(this.state, chunkIds);
+    await this.options.store.commit(batch);
+    applyBatch(this.state, batch);
+    return { chunksDeleted: chunkIds.size };
+  }
+
+  /** One portable checkpoint (bytes) that opens in any store backend. */
+  export(): Uint8Array {
+    return encodeCheckpoint(this.snapshot());
+  }
+
+  /** Replaces this memory with a checkpoint's, atomically; bad bytes throw `CORRUPT_CHECKPOINT` and change nothing. */
+  async import(bytes: Uint8Array): Promise<void> {
+    const incoming = decodeCheckpoint(bytes);
+    if (incoming.meta.embedderId !== this.options.embedder.id) {
+      throw new PrismError('STORE_VERSION', `checkpoint was embedded with ${incoming.meta.embedderId}, this memory uses ${this.options.embedder.id}`);
+    }
+    await importCheckpoint(this.options.store, bytes);
+    this.state.indexes.dispose();
+    this.state = stateFrom(incoming, this.options);
+  }
+
+  stats(): MemoryStats {
+    const nodes = Object.fromEntries(LAYERS.map((l) => [l, 0])) as Record<Layer, number>;
+    const edges = Object.fromEntries(EDGE_TYPES.map((t) => [t, 0])) as Record<EdgeType, number>;
+    for (const node of this.state.graph.nodes.values()) nodes[node.layer]++;
+    for (const edge of this.state.graph.edges.values()) edges[edge.type]++;
+    return { chunks: this.state.graph.chunks.size, nodes, edges };
+  }
+
+  snapshot(): MemorySnapshot {
+    const { graph, meta, hashes } = this.state;
+    return {
+      meta,
+      nodes: [...graph.nodes.values()],
+      edges: [...graph.edges.values()],
+      chunks: [...graph.chunks.values()],
+      vectors: new Map(graph.vectors),
+      hashes: new Set(hashes),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.state.indexes.dispose();
+    await this.options.store.close();
+  }
+}
+
+function emptySnapshot(embedder: Embedder): MemorySnapshot {
+  const meta: MemoryMeta = { schemaVersion: SCHEMA_VERSION, embedderId: embedder.id, dim: embedder.dim, nextKey: 1, chunkCount: 0, settings: {} };
+  return { meta, nodes: [], edges: [], chunks: [], vectors: new Map(), hashes: new Set() };
+}
+
+function stateFrom(snapshot: MemorySnapshot, options: MemoryOptions): MemoryState {
+  const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new Map() });
+  const state: MemoryState = { graph, indexes: new IndexSet(snapshot.meta.dim, options.createIndex), meta: snapshot.meta, hashes: new Set() };
+  applyBatch(state, {
+    putChunks: snapshot.chunks,
+    putNodes: snapshot.nodes,
+    putEdges: snapshot.edges,
+    putVectors: [...snapshot.vectors],
+    putHashes: [...snapshot.hashes],
+    meta: snapshot.meta,
+  });
+  return state;
+}
+
+/**
+ * Everything owned by the given chunks: their nodes and edges, edges touching those nodes,
+ * and Entities no remaining chunk mentions. Entities still mentioned lose the chunk ids.
+ */
+function deletionBatch(state: MemoryState, chunkIds: Set<string>): WriteBatch {
+  const { graph } = state;
+  const deleteNodes = new Set<string>();
+  const putNodes = [];
+  for (const node of graph.nodes.values()) {
+    if (node.layer === 'entity') {
+      const remaining = node.chunkIds.filter((id) => !chunkIds.has(id));
+      if (remaining.length === 0) deleteNodes.add(node.id);
+      else if (remaining.length !== node.chunkIds.length) putNodes.push({ ...node, chunkIds: remaining });
+    } else if (chunkIds.has(node.chunkId)) deleteNodes.add(node.id);
+  }
+  const deleteEdges: GraphEdge[] = [...graph.edges.values()].filter((e) => chunkIds.has(e.chunkId) || deleteNodes.has(e.from) || deleteNodes.has(e.to));
+  const deleteEdgeIds = deleteEdges.map((e) => e.id);
+  return {
+    deleteNodes: [...deleteNodes],
+    putNodes,
+    deleteEdges: deleteEdgeIds,
+    deleteChunks: [...chunkIds],
+    deleteHashes: [...chunkIds],
+    deleteVectors: [...deleteNodes, ...deleteEdges.filter((e) => edgeSpace(e.type) !== null).map((e) => e.id)].filter((id) => graph.vectors.has(id)),
+    meta: state.meta,
+  };
+}
+
+const DEFAULT_CONVERSATION = 'conversation';
+
+/** Messages become one session; generated dialog ids continue the session's numbering. */
+function messagesToConversation(input: MessagesInput, turnsBefore: number): Conversation {
+  const turns: ConversationTurn[] = input.messages.map((m, i) => ({
+    dialogId: m.dialogId ?? `${input.sessionId}:${turnsBefore + i + 1}`,
+    speaker: m.speaker,
+    text: m.text,
+  }));
+  const date = input.date ?? null;
+  const time = date ? parseSessionDate(date) : null;
+  return { id: input.conversationId ?? DEFAULT_CONVERSATION, sessions: [{ id: input.sessionId, dateText: date, time, turns }] };
+}

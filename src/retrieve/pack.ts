@@ -1,0 +1,75 @@
+import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+
+/**
+ * Context budgets are counted with one fixed tokenizer: o200k_base, the BPE of gpt-4o-mini
+ * (the paper's answer model), so "tokens" means the same thing for every system compared.
+ */
+export function countTokens(text: string): number {
+  return countO200k(text);
+}
+
+/** One piece of evidence offered for the context: an Episode, or finer (the turns under a FacetPoint). */
+export interface ContextUnit {
+  /** Unique id (Episode id, or `<episodeId>#<dialogId>` for finer units). */
+  id: string;
+  /** Date header of the unit's session, e.g. `[conv-26 session_3 · 1:56 pm on 8 May, 2023]`. */
+  header: string;
+  /** The evidence text (turn lines carrying their dialog ids). */
+  text: string;
+  /** Dialog ids of the turns whose text is in `text`. */
+  dialogIds: string[];
+  /** Higher is better. */
+  score: number;
+  /** ISO time of the session, for chronological ordering of the packed context. */
+  time: string | null;
+}
+
+export interface PackedContext {
+  text: string;
+  tokens: number;
+  /** Units that made it into the context, in rank order. */
+  units: ContextUnit[];
+  /** Dialog ids whose turn text is inside the context. */
+  dialogIds: string[];
+}
+
+/**
+ * Greedy packing in rank order: a unit that does not fit is skipped and smaller, lower-ranked
+ * units may still fill the rest. Units sharing a header are grouped under one header line, and
+ * groups are written in time order so an answer model reads a chronological record.
+ */
+export function packContext(ranked: readonly ContextUnit[], budget: number): PackedContext {
+  const chosen: ContextUnit[] = [];
+  const headersUsed = new Set<string>();
+  let used = 0;
+  for (const unit of ranked) {
+    const headerCost = headersUsed.has(unit.header) ? 0 : countTokens(unit.header) + 1;
+    const cost = headerCost + countTokens(unit.text) + 1;
+    if (used + cost > budget) continue;
+    used += cost;
+    headersUsed.add(unit.header);
+    chosen.push(unit);
+  }
+  // Per-unit counts can differ by a token or two from the rendered whole (BPE merges across
+  // line breaks); drop the lowest-ranked units until the rendered context truly fits.
+  let text = renderContext(chosen);
+  while (chosen.length > 0 && countTokens(text) > budget) {
+    chosen.pop();
+    text = renderContext(chosen);
+  }
+  const dialogIds = [...new Set(chosen.flatMap((u) => u.dialogIds))];
+  return { text, tokens: countTokens(text), units: chosen, dialogIds };
+}
+
+export function renderContext(units: readonly ContextUnit[]): string {
+  const groups = new Map<string, { time: string | null; lines: string[] }>();
+  for (const unit of units) {
+    let group = groups.get(unit.header);
+    if (!group) groups.set(unit.header, (group = { time: unit.time, lines: [] }));
+    group.lines.push(unit.text);
+  }
+  return [...groups.entries()]
+    .sort(([, a], [, b]) => (a.time ?? '').localeCompare(b.time ?? ''))
+    .map(([header, g]) => [header, ...g.lines].join('\n'))
+    .join('\n\n');
+}

@@ -7,10 +7,16 @@ export interface ChatMessage {
 }
 
 export interface RoleUsage {
+  /** Calls that went to the endpoint (cache hits excluded), however many attempts each took. */
   calls: number;
   promptTokens: number;
   completionTokens: number;
+  /** Calls answered from the response cache without a request. */
   cacheHits: number;
+  /** Extra attempts beyond each call's first: transport retries and re-asks after invalid JSON. */
+  retries: number;
+  /** Calls that ended in an error after their retries. */
+  failures: number;
 }
 
 export type LlmUsage = Record<LlmRole, RoleUsage>;
@@ -21,6 +27,7 @@ export interface JsonSchemaParser<T> {
 }
 
 export interface LlmCallOptions {
+  /** Cancels the call (waiting for a slot, a request, or a backoff); it then rejects with `ABORTED`. */
   signal?: AbortSignal;
 }
 

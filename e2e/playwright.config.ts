@@ -1,0 +1,52 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from '@playwright/test';
+
+// Browser tests run in Debian's Chromium (/usr/bin/chromium); Playwright never downloads a
+// browser. The pages under e2e/pages are built by Vite and served by `vite preview`.
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const port = Number(process.env.PRISM_E2E_PORT ?? 4317);
+const baseURL = `http://127.0.0.1:${port}`;
+const viteConfig = 'e2e/vite.config.ts';
+
+export default defineConfig({
+  testDir: '.',
+  testMatch: '*.spec.ts',
+  outputDir: 'out/test-results',
+  // Two shared cores: one worker keeps timings sane and the machine usable.
+  workers: 1,
+  fullyParallel: false,
+  forbidOnly: Boolean(process.env.CI),
+  timeout: 120_000,
+  reporter: [['list'], ['html', { outputFolder: 'out/report', open: 'never' }]],
+  use: {
+    baseURL,
+    browserName: 'chromium',
+    headless: true,
+    screenshot: 'only-on-failure',
+    trace: 'retain-on-failure',
+    launchOptions: {
+      executablePath: process.env.PRISM_CHROMIUM ?? '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--headless',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
+    },
+  },
+  webServer: {
+    command: `node node_modules/vite/bin/vite.js build -c ${viteConfig} && node node_modules/vite/bin/vite.js preview -c ${viteConfig} --host 127.0.0.1 --port ${port} --strictPort`,
+    cwd: repoRoot,
+    url: `${baseURL}/`,
+    reuseExistingServer: false,
+    timeout: 180_000,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  },
+});

@@ -1,0 +1,112 @@
+import type { Chunk, GraphEdge, GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
+import type { WriteBatch } from '../../src/store/types.ts';
+
+/**
+ * A small, deterministic memory covering every layer, several edge types, chunk turns,
+ * vectors and hashes — the shared fixture of the store unit tests and browser tests.
+ */
+export interface SampleMemoryOptions {
+  episodes?: number;
+  dim?: number;
+  seed?: number;
+}
+
+/** mulberry32: a tiny seeded generator, so Node and Chromium build identical fixtures. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function sampleVector(random: () => number, dim: number): Float32Array {
+  const vector = Float32Array.from({ length: dim }, () => random() * 2 - 1);
+  const norm = Math.hypot(...vector);
+  return vector.map((x) => x / norm);
+}
+
+export function sampleMemory({ episodes = 4, dim = 384, seed = 7 }: SampleMemoryOptions = {}): MemorySnapshot {
+  const random = seededRandom(seed);
+  const nodes: GraphNode[] = [];
+  const edges: GraphEdge[] = [];
+  const chunks: Chunk[] = [];
+  let key = 0;
+  const entity: GraphNode = { layer: 'entity', id: 'entity:alice', key: key++, name: 'Alice', entityType: 'person', chunkIds: [] };
+  nodes.push(entity);
+  for (let i = 0; i < episodes; i++) {
+    const chunkId = `chunk-${seed}-${i}`;
+    const time = `2023-05-${String(i + 1).padStart(2, '0')}T13:56:00.000Z`;
+    chunks.push({
+      id: chunkId,
+      sessionId: `session-${i + 1}`,
+      header: `[Session ${i + 1} — 1:56 pm on ${i + 1} May, 2023]`,
+      text: `Alice: I adopted a puppy named Rex ${i} days ago. Bob: Ünïcödé check ✓ ${i}`,
+      time,
+      order: i,
+      turns: [
+        { dialogId: `D${i + 1}:1`, speaker: 'Alice', text: `I adopted a puppy named Rex ${i} days ago.` },
+        { dialogId: `D${i + 1}:2`, speaker: 'Bob', text: `Ünïcödé check ✓ ${i}` },
+      ],
+    });
+    entity.chunkIds.push(chunkId);
+    const episodeId = `ep:${i}`;
+    const facetId = `facet:${i}`;
+    const pointId = `point:${i}`;
+    nodes.push(
+      { layer: 'episode', id: episodeId, key: key++, chunkId, summary: `Alice talks about Rex (${i})`, time, order: i },
+      { layer: 'facet', id: facetId, key: key++, chunkId, episodeId, theme: 'pets' },
+      {
+        layer: 'facetPoint',
+        id: pointId,
+        key: key++,
+        chunkId,
+        episodeId,
+        facetId,
+        content: `Alice adopted Rex ${i} days before session ${i + 1}`,
+        entityId: entity.id,
+        timeText: `${i} days ago`,
+        time: null,
+        dialogIds: [`D${i + 1}:1`],
+      },
+    );
+    const edge = (type: GraphEdge['type'], from: string, to: string, description: string | null = null): GraphEdge => ({
+      id: `${type}:${from}->${to}`,
+      key: key++,
+      type,
+      from,
+      to,
+      chunkId,
+      description,
+      confidence: type === 'causal' ? 0.8 : null,
+    });
+    edges.push(edge('belongs_to', pointId, facetId), edge('belongs_to', facetId, episodeId), edge('involves_entity', pointId, entity.id));
+    if (i > 0) edges.push(edge('temporal', `ep:${i - 1}`, episodeId, 'happened before'), edge('causal', `point:${i - 1}`, pointId, 'led to'));
+  }
+  const vectors = new Map<string, Float32Array>();
+  for (const node of nodes) vectors.set(node.id, sampleVector(random, dim));
+  for (const edge of edges) if (edge.description !== null) vectors.set(edge.id, sampleVector(random, dim));
+  return {
+    meta: { schemaVersion: 1, embedderId: 'sample/random', dim, nextKey: key, chunkCount: episodes, settings: { mode: 'zero-llm', seeded: true } },
+    nodes,
+    edges,
+    chunks,
+    vectors,
+    hashes: new Set(chunks.map((chunk) => chunk.id)),
+  };
+}
+
+/** A second batch for the sample: deletions of several kinds plus new records. */
+export function sampleFollowUp(): WriteBatch {
+  return {
+    deleteNodes: ['ep:3'],
+    deleteVectors: ['ep:3'],
+    deleteEdges: ['belongs_to:facet:3->ep:3'],
+    deleteHashes: ['chunk-7-3'],
+    putHashes: ['follow-up-hash'],
+    putChunks: [{ id: 'follow-up', sessionId: 'session-9', header: '[Session 9]', text: 'Later.', time: null, order: 9, turns: [] }],
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * Where LLM responses are kept between runs. `GraphStore` satisfies it, so an evaluation that
+ * is re-run or resumed reads earlier answers instead of paying for them again.
+ */
+export interface LlmResponseCache {
+  getCached(key: string): Promise<string | undefined>;
+  putCached(key: string, value: string): Promise<void>;
+}
+
+/** Namespaces the adapter's entries within a store's shared key-value area. */
+const KEY_PREFIX = 'llm:';
+
+/**
+ * SHA-256 (WebCrypto, so it runs in browsers, Node and workers) of the exact request body:
+ * model, messages and every sampling/format parameter. Any change to them is a different key.
+ */
+export async function responseCacheKey(requestBody: object): Promise<string> {
+  const bytes = new TextEncoder().encode(JSON.stringify(requestBody));
+  const digest = await crypto.subtle.digest('SHA-256', bytes);
+  const hex = Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, '0')).join('');
+  return KEY_PREFIX + hex;
+}

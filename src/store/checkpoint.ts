@@ -1,0 +1,196 @@
+import { PrismError } from '../errors.ts';
+import type { MemorySnapshot } from '../graph/types.ts';
+import { SnapshotTable, canonicalSnapshot, snapshotAsBatch } from './snapshot.ts';
+import type { GraphStore, WriteBatch } from './types.ts';
+
+/**
+ * The portable checkpoint: one byte layout that every backend exports and imports.
+ *
+ *   offset  size  field
+ *   0       8     magic  89 'P' 'R' 'S' 'M' 0D 0A 1A
+ *   8       4     format version (u32 LE)
+ *   12      4     JSON section byte length (u32 LE)
+ *   16      4     vector count (u32 LE)
+ *   20      4     vector dimension (u32 LE)
+ *   24      J     JSON section (UTF-8), zero-padded to a multiple of 4
+ *   ...     V     vectors: count × dim f32 LE, in the order of the JSON's `vectorIds`
+ *   end-4   4     CRC-32 (IEEE) of every byte before it (u32 LE)
+ *
+ * The magic borrows PNG's trick: the high byte and CR LF / EOF bytes expose transfers that
+ * mangled the file as text. Vectors are raw little-endian f32 — what WebAssembly and every
+ * host PRISM targets use — so they copy in and out without per-float conversion. Records
+ * are written in canonical id order, so the same memory gives the same bytes on any backend.
+ */
+
+export const CHECKPOINT_FORMAT_VERSION = 1;
+const MAGIC = Uint8Array.of(0x89, 0x50, 0x52, 0x53, 0x4d, 0x0d, 0x0a, 0x1a);
+const HEADER_BYTES = 24;
+const TRAILER_BYTES = 4;
+
+interface JsonSection {
+  meta: MemorySnapshot['meta'];
+  nodes: MemorySnapshot['nodes'];
+  edges: MemorySnapshot['edges'];
+  chunks: MemorySnapshot['chunks'];
+  hashes: string[];
+  vectorIds: string[];
+}
+
+let crcTable: Uint32Array | undefined;
+
+function crc32(bytes: Uint8Array): number {
+  if (!crcTable) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  const table = crcTable;
+  let crc = 0xffffffff;
+  for (let i = 0; i < bytes.length; i++) crc = (table[(crc ^ (bytes[i] as number)) & 0xff] as number) ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+function corrupt(message: string, cause?: unknown): never {
+  throw new PrismError('CORRUPT_CHECKPOINT', `corrupt checkpoint: ${message}`, { cause });
+}
+
+const padTo4 = (n: number): number => (n + 3) & ~3;
+
+export function encodeCheckpoint(snapshot: MemorySnapshot): Uint8Array {
+  const canonical = canonicalSnapshot(snapshot);
+  const vectorIds = [...canonical.vectors.keys()];
+  const section: JsonSection = {
+    meta: canonical.meta,
+    nodes: canonical.nodes,
+    edges: canonical.edges,
+    chunks: canonical.chunks,
+    hashes: [...canonical.hashes],
+    vectorIds,
+  };
+  const json = new TextEncoder().encode(JSON.stringify(section));
+  const dim = canonical.meta.dim;
+  const vectorsAt = HEADER_BYTES + padTo4(json.length);
+  const total = vectorsAt + vectorIds.length * dim * 4 + TRAILER_BYTES;
+  const out = new Uint8Array(total);
+  const view = new DataView(out.buffer);
+  out.set(MAGIC, 0);
+  view.setUint32(8, CHECKPOINT_FORMAT_VERSION, true);
+  view.setUint32(12, json.length, true);
+  view.setUint32(16, vectorIds.length, true);
+  view.setUint32(20, dim, true);
+  out.set(json, HEADER_BYTES);
+  let offset = vectorsAt;
+  for (const vector of canonical.vectors.values()) {
+    out.set(new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength), offset);
+    offset += vector.byteLength;
+  }
+  view.setUint32(total - TRAILER_BYTES, crc32(out.subarray(0, total - TRAILER_BYTES)), true);
+  return out;
+}
+
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
+}
+
+function parseSection(json: Uint8Array, vectorCount: number): JsonSection {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(json));
+  } catch (err) {
+    corrupt('the JSON section does not parse', err);
+  }
+  const section = parsed as Partial<Record<keyof JsonSection, unknown>> | null;
+  if (typeof section !== 'object' || section === null) corrupt('the JSON section is not an object');
+  for (const key of ['nodes', 'edges', 'chunks'] as const) {
+    if (!Array.isArray(section[key])) corrupt(`the JSON section's ${key} is not an array`);
+  }
+  if (!isStringArray(section.hashes)) corrupt("the JSON section's hashes are not strings");
+  if (!isStringArray(section.vectorIds)) corrupt("the JSON section's vectorIds are not strings");
+  if (section.vectorIds.length !== vectorCount) {
+    corrupt(`the header counts ${vectorCount} vectors, the JSON section names ${section.vectorIds.length}`);
+  }
+  return section as JsonSection;
+}
+
+/** Decodes and verifies a checkpoint; any damage throws CORRUPT_CHECKPOINT naming the cause. */
+export function decodeCheckpoint(bytes: Uint8Array): MemorySnapshot {
+  if (bytes.length < MAGIC.length && MAGIC.subarray(0, bytes.length).every((b, i) => b === bytes[i])) {
+    corrupt(`truncated: ${bytes.length} bytes`);
+  }
+  if (!MAGIC.every((b, i) => b === bytes[i])) corrupt('not a PRISM checkpoint (wrong magic bytes)');
+  if (bytes.length < HEADER_BYTES + TRAILER_BYTES) corrupt(`truncated: ${bytes.length} bytes, shorter than the header`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const version = view.getUint32(8, true);
+  if (version !== CHECKPOINT_FORMAT_VERSION) {
+    corrupt(`unsupported format version ${version}; this build reads version ${CHECKPOINT_FORMAT_VERSION}`);
+  }
+  const jsonBytes = view.getUint32(12, true);
+  const vectorCount = view.getUint32(16, true);
+  const dim = view.getUint32(20, true);
+  const vectorsAt = HEADER_BYTES + padTo4(jsonBytes);
+  const expected = vectorsAt + vectorCount * dim * 4 + TRAILER_BYTES;
+  if (bytes.length < expected) corrupt(`truncated: ${bytes.length} bytes, the header promises ${expected}`);
+  if (bytes.length > expected) corrupt(`${bytes.length - expected} unexpected bytes after the end`);
+  const stored = view.getUint32(expected - TRAILER_BYTES, true);
+  const computed = crc32(bytes.subarray(0, expected - TRAILER_BYTES));
+  if (stored !== computed) {
+    corrupt(`checksum mismatch (stored ${stored.toString(16)}, computed ${computed.toString(16)}): the bytes were altered`);
+  }
+
+  const section = parseSection(bytes.subarray(HEADER_BYTES, HEADER_BYTES + jsonBytes), vectorCount);
+  const vectors: Array<[string, Float32Array]> = section.vectorIds.map((id, i) => {
+    const start = vectorsAt + i * dim * 4;
+    // Copy byte-wise into a fresh vector: the input may sit at any offset (and a Node
+    // Buffer's slice() would alias its pool rather than copy).
+    const vector = new Float32Array(dim);
+    new Uint8Array(vector.buffer).set(bytes.subarray(start, start + dim * 4));
+    return [id, vector];
+  });
+  const table = new SnapshotTable();
+  try {
+    table.apply({
+      meta: section.meta,
+      putNodes: section.nodes,
+      putEdges: section.edges,
+      putChunks: section.chunks,
+      putVectors: vectors,
+      putHashes: section.hashes,
+    });
+  } catch (err) {
+    corrupt(`the content is invalid: ${err instanceof Error ? err.message : String(err)}`, err);
+  }
+  return table.view() as MemorySnapshot;
+}
+
+/** The store's whole memory as checkpoint bytes; an empty store has nothing to export. */
+export async function exportCheckpoint(store: GraphStore): Promise<Uint8Array> {
+  const snapshot = await store.load();
+  if (!snapshot) throw new PrismError('INVALID_INPUT', 'the store is empty: there is no memory to export');
+  return encodeCheckpoint(snapshot);
+}
+
+/**
+ * Replaces the store's memory with the checkpoint's, in one commit: records absent from
+ * the checkpoint are deleted by the same batch, so an interrupted import leaves the old
+ * memory, never a mix. The cache area is left as it is.
+ */
+export async function importCheckpoint(store: GraphStore, bytes: Uint8Array): Promise<void> {
+  const incoming = decodeCheckpoint(bytes);
+  const current = await store.load();
+  const batch: WriteBatch = snapshotAsBatch(incoming);
+  if (current) {
+    const absent = <T>(ids: Iterable<T>, keep: (id: T) => boolean): T[] => [...ids].filter((id) => !keep(id));
+    const nodeIds = new Set(incoming.nodes.map((n) => n.id));
+    const edgeIds = new Set(incoming.edges.map((e) => e.id));
+    const chunkIds = new Set(incoming.chunks.map((c) => c.id));
+    batch.deleteNodes = absent(current.nodes.map((n) => n.id), (id) => nodeIds.has(id));
+    batch.deleteEdges = absent(current.edges.map((e) => e.id), (id) => edgeIds.has(id));
+    batch.deleteChunks = absent(current.chunks.map((c) => c.id), (id) => chunkIds.has(id));
+    batch.deleteVectors = absent(current.vectors.keys(), (id) => incoming.vectors.has(id));
+    batch.deleteHashes = absent(current.hashes, (hash) => incoming.hashes.has(hash));
+  }
+  await store.commit(batch);
+}

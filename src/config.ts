@@ -38,6 +38,21 @@ export interface RetrievalConfig {
   prototypeMargin: number;
   /** §3 N4 LLM tier: a label is confident at or above this score. */
   llmIntentThreshold: number;
+  /** Hybrid anchors (beyond the paper): BM25 hits taken per layer before fusion with the dense anchors. */
+  lexicalAnchors: number;
+  /** Reciprocal-rank-fusion constant: rank r contributes 1 / (rrfK + r). */
+  rrfK: number;
+  /** Zero-LLM N3 (beyond the paper): weights of the local precision score of an Episode. */
+  localPrecision: {
+    /** N1 path relevance, 1 − path cost. */
+    path: number;
+    /** Best cosine between the query and one of the Episode's FacetPoints. */
+    fact: number;
+    /** BM25 of the Episode's best-matching turn, normalised by the bundle's best. */
+    lexical: number;
+  };
+  /** Finer units (beyond the paper): turns per Episode in its key-evidence unit. */
+  keyTurnsPerEpisode: number;
 }
 
 /** The paper's ablations (§5) and this project's additions, as switches. */
@@ -52,6 +67,11 @@ export interface RetrievalFlags {
   intentRouting: boolean;
   /** Lexical (BM25) anchors fused with dense anchors — beyond the paper. */
   hybridAnchors: boolean;
+  /**
+   * Finer context units — beyond the paper: each Episode's key turns are offered before the
+   * rest of its turns, so a tight budget holds more Episodes' evidence. Off = whole Episodes.
+   */
+  fineUnits: boolean;
 }
 
 export interface PrismConfig {
@@ -94,6 +114,10 @@ export const DEFAULT_CONFIG: PrismConfig = {
     prototypeThreshold: 0.55, // §3 N4, §6
     prototypeMargin: 0.1, // §3 N4, §6
     llmIntentThreshold: 0.5, // §3 N4 ("thresholded"; the paper gives no value)
+    lexicalAnchors: 30, // as many as the dense anchors per layer
+    rrfK: 60, // the usual RRF constant (Cormack et al. 2009)
+    localPrecision: { path: 1, fact: 1, lexical: 0.5 }, // starting point; tune with the harness
+    keyTurnsPerEpisode: 4,
   },
   flags: {
     relationPaths: true,
@@ -101,23 +125,25 @@ export const DEFAULT_CONFIG: PrismConfig = {
     compression: true,
     intentRouting: false,
     hybridAnchors: true,
+    fineUnits: false,
   },
   seed: 42, // §6
 };
 
 export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
 
-/** Overlays `overrides` onto the defaults, object by object. */
-export function resolveConfig(overrides: DeepPartial<PrismConfig> = {}): PrismConfig {
+/** Overlays `overrides` onto `base` (the defaults unless given), object by object. */
+export function resolveConfig(overrides: DeepPartial<PrismConfig> = {}, base: PrismConfig = DEFAULT_CONFIG): PrismConfig {
   return {
-    ingest: { ...DEFAULT_CONFIG.ingest, ...overrides.ingest },
+    ingest: { ...base.ingest, ...overrides.ingest },
     retrieval: {
-      ...DEFAULT_CONFIG.retrieval,
+      ...base.retrieval,
       ...overrides.retrieval,
-      fallbackCost: { ...DEFAULT_CONFIG.retrieval.fallbackCost, ...overrides.retrieval?.fallbackCost },
-      discounts: { ...DEFAULT_CONFIG.retrieval.discounts, ...overrides.retrieval?.discounts },
+      fallbackCost: { ...base.retrieval.fallbackCost, ...overrides.retrieval?.fallbackCost },
+      discounts: { ...base.retrieval.discounts, ...overrides.retrieval?.discounts },
+      localPrecision: { ...base.retrieval.localPrecision, ...overrides.retrieval?.localPrecision },
     },
-    flags: { ...DEFAULT_CONFIG.flags, ...overrides.flags },
-    seed: overrides.seed ?? DEFAULT_CONFIG.seed,
+    flags: { ...base.flags, ...overrides.flags },
+    seed: overrides.seed ?? base.seed,
   };
 }

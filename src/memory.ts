@@ -11,7 +11,11 @@ import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
 import { applyBatch, ingestChunks, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
-import type { LlmClient } from './llm/types.ts';
+import type { LlmClient, LlmUsage } from './llm/types.ts';
+import { PrototypeBank } from './retrieve/intent.ts';
+import { LexicalIndex } from './retrieve/lexical.ts';
+import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/retrieve.ts';
+import type { RetrieveDeps } from './retrieve/types.ts';
 import { decodeCheckpoint, encodeCheckpoint, importCheckpoint } from './store/checkpoint.ts';
 import type { GraphStore, WriteBatch } from './store/types.ts';
 
@@ -49,6 +53,24 @@ export interface MessagesInput {
 
 export type DeleteTarget = { chunkId: string } | { sessionId: string } | 'all';
 
+export interface AnswerResult {
+  answer: string;
+  /** The retrieval behind the answer: packed context, units, intent, traces. */
+  retrieval: RetrieveResult;
+  /** LLM use of the whole question (intent, rerank and answer roles), from the adapter's accounting. */
+  llmCalls: number;
+  llmTokens: number;
+}
+
+/** Answer instructions of design §4, in our words. */
+const ANSWER_PROMPT = `You answer a question about a long conversation using only the memory excerpts given. Each excerpt starts with a header naming its session and the date it took place; each line carries a dialog id, the speaker and what they said.
+- Be specific: prefer concrete names, places, objects, numbers and dates to general statements.
+- For questions about time, read the session date in the header and turn relative expressions ("yesterday", "last week", "next month") into a date relative to it.
+- When the same kind of event happened more than once, tell the occurrences apart by their dates.
+- If the evidence is partial, give the best answer it supports.
+- Say you cannot answer only when nothing in the excerpts is relevant.
+Answer in one or two short sentences.`;
+
 export interface MemoryStats {
   chunks: number;
   nodes: Record<Layer, number>;
@@ -62,6 +84,11 @@ export interface MemoryStats {
 export class Memory {
   readonly config: PrismConfig;
   private readonly extractor: Extractor;
+  /** Bumped by every change of the graph, so derived indexes know when to catch up. */
+  private version = 0;
+  private lexical: LexicalIndex | null = null;
+  private lexicalVersion = -1;
+  private prototypes: PrototypeBank | null = null;
 
   private constructor(
     private readonly options: MemoryOptions,
@@ -109,6 +136,7 @@ export class Memory {
   async add(input: Conversation | MessagesInput, options: IngestOptions = {}): Promise<IngestReport> {
     const conversation = 'sessions' in input ? input : messagesToConversation(input, this.turnsInSession(input));
     const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' });
+    this.version++;
     return ingestChunks(
       drafts,
       {
@@ -131,8 +159,65 @@ export class Memory {
     return turns;
   }
 
+  /**
+   * Retrieves a small, precise context for `query` (design §3): N4 intent, N1 bundle search
+   * under N2 edge costs, N3 compression (an LLM rerank, or the local precision step), then
+   * packing into `budget` tokens. Zero-LLM unless an LLM client is configured (or `mode` says).
+   */
+  async search(query: string, options: RetrieveOptions = {}): Promise<RetrieveResult> {
+    return retrieve(query, this.retrieveDeps(), options);
+  }
+
+  /** Answers from the packed context with the `answer` role; needs an LLM client. */
+  async answer(query: string, options: RetrieveOptions = {}): Promise<AnswerResult> {
+    const llm = this.options.llm;
+    if (!llm) throw new PrismError('LLM_NOT_CONFIGURED', 'answer() needs an LLM client; search() works without one');
+    const before = totals(llm.usage());
+    const retrieval = await this.search(query, { budget: DEFAULT_ANSWER_BUDGET, ...options });
+    const answer = await llm.chatText(
+      'answer',
+      [
+        { role: 'system', content: ANSWER_PROMPT },
+        { role: 'user', content: `Memory excerpts:\n${retrieval.context}\n\nQuestion: ${query}` },
+      ],
+      options.signal ? { signal: options.signal } : {},
+    );
+    const after = totals(llm.usage());
+    return { answer: answer.trim(), retrieval, llmCalls: after.calls - before.calls, llmTokens: after.tokens - before.tokens };
+  }
+
+  private retrieveDeps(): RetrieveDeps {
+    const { graph, indexes } = this.state;
+    const embedder = this.options.embedder;
+    if (this.lexicalVersion !== this.version) {
+      this.lexical ??= LexicalIndex.fromGraph(graph);
+      this.lexical.update(graph);
+      this.lexicalVersion = this.version;
+    }
+    this.prototypes ??= new PrototypeBank((texts) => embedder.embed(texts));
+    const llm = this.options.llm;
+    return {
+      graph,
+      config: this.config,
+      prototypes: this.prototypes,
+      lexical: this.lexical ?? LexicalIndex.fromGraph(graph),
+      ...(llm ? { llm } : {}),
+      embedQuery: async (text, signal) => {
+        const [vector] = await embedder.embed([text], signal ? { signal } : {});
+        if (!vector) throw new PrismError('INVALID_INPUT', 'the embedder returned no vector');
+        return vector;
+      },
+      searchLayer: async (layer, vector, k) =>
+        indexes.search(layer, vector, k).flatMap((hit) => {
+          const id = graph.idForKey(hit.key);
+          return id ? [{ id, score: hit.score }] : [];
+        }),
+    };
+  }
+
   /** Removes a chunk, a session or everything: nodes, edges, vectors, chunk text and hash, everywhere. */
   async delete(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
+    this.version++;
     if (target === 'all') {
       const chunks = this.state.graph.chunks.size;
       await this.options.store.clear();
@@ -164,6 +249,7 @@ export class Memory {
       throw new PrismError('STORE_VERSION', `checkpoint was embedded with ${incoming.meta.embedderId}, this memory uses ${this.options.embedder.id}`);
     }
     await importCheckpoint(this.options.store, bytes);
+    this.version++;
     this.state.indexes.dispose();
     this.state = stateFrom(incoming, this.options);
   }
@@ -192,6 +278,19 @@ export class Memory {
     this.state.indexes.dispose();
     await this.options.store.close();
   }
+}
+
+/** Context budget for `answer()` when the caller gives none: about the paper's 2,023 tokens. */
+const DEFAULT_ANSWER_BUDGET = 2048;
+
+function totals(usage: LlmUsage): { calls: number; tokens: number } {
+  let calls = 0;
+  let tokens = 0;
+  for (const u of Object.values(usage)) {
+    calls += u.calls;
+    tokens += u.promptTokens + u.completionTokens;
+  }
+  return { calls, tokens };
 }
 
 function emptySnapshot(embedder: Embedder): MemorySnapshot {

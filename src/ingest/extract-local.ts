@@ -91,13 +91,15 @@ function namedEntities(sentence: string): ExtractedEntity[] {
   for (const name of doc.people().out('array') as string[]) out.push({ name, type: 'person' });
   for (const name of doc.places().out('array') as string[]) out.push({ name, type: 'place' });
   for (const name of doc.organizations().out('array') as string[]) out.push({ name, type: 'organization' });
+  // Other proper nouns (a pet's name, a book title) are anchors too, typed by what they are not.
+  for (const name of doc.match('#ProperNoun+').not('(#Person|#Place|#Organization|#Date)').out('array') as string[]) out.push({ name, type: 'other' });
   return out;
 }
 
 /** Head nouns of noun phrases, minus pronouns, dates and numbers: the concrete items of a fact. */
 function conceptNouns(sentence: string): string[] {
   const doc = nlp(sentence);
-  const nouns = doc.match('#Noun+').not('(#Pronoun|#Date|#Value|#Person|#Place|#Organization)');
+  const nouns = doc.match('#Noun+').not('(#Pronoun|#Date|#Value|#Person|#Place|#Organization|#ProperNoun)');
   return (nouns.out('array') as string[])
     .map((n) => n.toLowerCase().replace(/^(?:my|your|his|her|our|their|its|the|a|an|this|that|these|those)\s+/, ''))
     .filter((n) => n.length > 3 && !GENERIC_NOUNS.has(n));

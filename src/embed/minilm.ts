@@ -1,0 +1,341 @@
+import type { PreTrainedTokenizer } from '@xenova/transformers';
+import type { Env, InferenceSession, Tensor } from 'onnxruntime-web';
+import { PrismError, throwIfAborted } from '../errors.ts';
+import { LruCache } from './lru-cache.ts';
+import { MINILM_HUB_ID, huggingFaceModelSource, type ModelSource } from './model-source.ts';
+import type { EmbedOptions, Embedder } from './types.ts';
+
+export type MiniLmPrecision = 'int8' | 'fp32';
+
+/** all-MiniLM-L6-v2's hidden size, and so the embedding dimension. */
+export const MINILM_DIM = 384;
+/** sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2, counting [CLS] and [SEP]. */
+export const MINILM_MAX_TOKENS = 256;
+/** BERT's position table has 512 rows; longer inputs cannot be encoded at all. */
+const BERT_POSITION_LIMIT = 512;
+const DEFAULT_BATCH_SIZE = 32;
+const DEFAULT_CACHE_SIZE = 4096;
+
+/** Model file per precision, in the Xenova/Optimum layout. */
+const MODEL_FILES: Record<MiniLmPrecision, string> = {
+  int8: 'onnx/model_quantized.onnx',
+  fp32: 'onnx/model.onnx',
+};
+
+export interface MiniLmOptions {
+  /** Where the tokenizer and ONNX files come from. Default: the Hugging Face hub (needs network). */
+  source?: ModelSource;
+  /** Default `int8`: a quarter of the download, cosine ≈ 0.99 to fp32. */
+  precision?: MiniLmPrecision;
+  /** Word pieces per text including [CLS]/[SEP]; longer texts are cut. Default 256, at most 512. */
+  maxTokens?: number;
+  /** Texts per inference call. Default 32. */
+  batchSize?: number;
+  /** Vectors kept in the per-embedder LRU cache, keyed by text. Default 4096; 0 disables it. */
+  cacheSize?: number;
+  /**
+   * onnxruntime-web WASM threads. onnxruntime-web configures its WASM runtime once per JS realm,
+   * so this and `wasmPaths` only take effect for the first embedder created. Default: onnxruntime's
+   * own choice (1 in pages that are not cross-origin isolated, where threads cannot work).
+   */
+  numThreads?: number;
+  /** Where onnxruntime-web loads its `.wasm`/`.mjs` files from (`ort.env.wasm.wasmPaths`), e.g. a CDN or static folder. */
+  wasmPaths?: Env.WasmPrefixOrFilePaths;
+  /** Aborts model loading. */
+  signal?: AbortSignal;
+}
+
+export interface MiniLmEmbedder extends Embedder {
+  readonly precision: MiniLmPrecision;
+  readonly maxTokens: number;
+  /** The token ids fed to the model for `text`: [CLS], word pieces cut to `maxTokens − 2`, [SEP]. */
+  tokenize(text: string): number[];
+  /**
+   * Embeds sequences that are already token ids (with [CLS]/[SEP] as the caller wants them), for
+   * callers that must reproduce another tokenization. Not cached.
+   */
+  embedTokenIds(sequences: readonly (readonly number[])[], options?: EmbedOptions): Promise<Float32Array[]>;
+  /** Releases the ONNX session; the embedder cannot be used afterwards. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Loads all-MiniLM-L6-v2 (tokenizer via @xenova/transformers, inference via onnxruntime-web's WASM
+ * backend) and returns an embedder producing mean-pooled, L2-normalised 384-d vectors, i.e. what
+ * sentence-transformers produces for this model.
+ */
+export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise<MiniLmEmbedder> {
+  const source = options.source ?? huggingFaceModelSource();
+  const precision = options.precision ?? 'int8';
+  const maxTokens = options.maxTokens ?? MINILM_MAX_TOKENS;
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const cacheSize = options.cacheSize ?? DEFAULT_CACHE_SIZE;
+  if (!Number.isInteger(maxTokens) || maxTokens < 2 || maxTokens > BERT_POSITION_LIMIT) {
+    throw new PrismError('INVALID_INPUT', `maxTokens must be an integer in [2, ${BERT_POSITION_LIMIT}], got ${maxTokens}`);
+  }
+  if (!Number.isInteger(batchSize) || batchSize < 1) {
+    throw new PrismError('INVALID_INPUT', `batchSize must be a positive integer, got ${batchSize}`);
+  }
+  if (!Number.isInteger(cacheSize) || cacheSize < 0) {
+    throw new PrismError('INVALID_INPUT', `cacheSize must be a non-negative integer, got ${cacheSize}`);
+  }
+
+  // Both libraries are loaded lazily so that importing PRISM costs nothing until an embedder is made.
+  const [{ AutoTokenizer }, ort, tokenizerJson, tokenizerConfig, modelBytes] = await Promise.all([
+    import('@xenova/transformers'),
+    import('onnxruntime-web'),
+    readJson(source, 'tokenizer.json', options.signal),
+    readJson(source, 'tokenizer_config.json', options.signal),
+    source.read(MODEL_FILES[precision], options.signal),
+  ]);
+
+  const tokenizer = buildTokenizer(AutoTokenizer.TOKENIZER_CLASS_MAPPING, tokenizerJson, tokenizerConfig, source);
+  if (options.numThreads !== undefined) ort.env.wasm.numThreads = options.numThreads;
+  if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = options.wasmPaths;
+  throwIfAborted(options.signal);
+  let session: InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(modelBytes, {
+      executionProviders: ['wasm'],
+      graphOptimizationLevel: 'all',
+    });
+  } catch (cause) {
+    throw new PrismError('MODEL_LOAD_FAILED', `onnxruntime-web cannot load ${source.location}/${MODEL_FILES[precision]}`, {
+      cause,
+    });
+  }
+
+  const model: Model = {
+    tokenizer,
+    session,
+    makeInt64: (data, dims) => new ort.Tensor('int64', data, dims),
+  };
+  return new MiniLm(model, {
+    id: maxTokens === MINILM_MAX_TOKENS ? `${MINILM_HUB_ID}/${precision}` : `${MINILM_HUB_ID}/${precision}/max${maxTokens}`,
+    precision,
+    maxTokens,
+    batchSize,
+    cacheSize,
+  });
+}
+
+interface Model {
+  tokenizer: PreTrainedTokenizer;
+  session: InferenceSession;
+  makeInt64(data: BigInt64Array, dims: readonly number[]): Tensor;
+}
+
+interface Settings {
+  id: string;
+  precision: MiniLmPrecision;
+  maxTokens: number;
+  batchSize: number;
+  cacheSize: number;
+}
+
+class MiniLm implements MiniLmEmbedder {
+  readonly id: string;
+  readonly dim = MINILM_DIM;
+  readonly precision: MiniLmPrecision;
+  readonly maxTokens: number;
+  readonly #model: Model;
+  readonly #batchSize: number;
+  readonly #cache: LruCache<string, Float32Array>;
+  readonly #cls: number;
+  readonly #sep: number;
+  readonly #pad: number;
+  /** onnxruntime-web sessions must not run concurrently; each run waits for the previous one. */
+  #lastRun: Promise<unknown> = Promise.resolve();
+
+  constructor(model: Model, settings: Settings) {
+    this.#model = model;
+    this.id = settings.id;
+    this.precision = settings.precision;
+    this.maxTokens = settings.maxTokens;
+    this.#batchSize = settings.batchSize;
+    this.#cache = new LruCache(settings.cacheSize);
+    this.#cls = specialTokenId(model.tokenizer, 'cls_token');
+    this.#sep = specialTokenId(model.tokenizer, 'sep_token');
+    this.#pad = specialTokenId(model.tokenizer, 'pad_token');
+  }
+
+  tokenize(text: string): number[] {
+    // Truncation is done here rather than by the tokenizer: tokenizer.json carries a 128-token
+    // setting that sentence-transformers does not use, and cutting must keep the final [SEP].
+    const pieces = this.#model.tokenizer.encode(text, null, { add_special_tokens: false });
+    const kept = pieces.length > this.maxTokens - 2 ? pieces.slice(0, this.maxTokens - 2) : pieces;
+    return [this.#cls, ...kept, this.#sep];
+  }
+
+  async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
+    if (!Array.isArray(texts)) throw new PrismError('INVALID_INPUT', 'embed() takes an array of strings');
+    texts.forEach((text, i) => {
+      if (typeof text !== 'string') throw new PrismError('INVALID_INPUT', `texts[${i}] is ${typeof text}, not a string`);
+    });
+    throwIfAborted(options.signal);
+
+    const out = new Array<Float32Array>(texts.length);
+    // Distinct uncached texts, each with the output slots waiting for it.
+    const slotsByText = new Map<string, number[]>();
+    texts.forEach((text, i) => {
+      const cached = this.#cache.get(text);
+      if (cached) out[i] = cached.slice();
+      else {
+        const slots = slotsByText.get(text);
+        if (slots) slots.push(i);
+        else slotsByText.set(text, [i]);
+      }
+    });
+    const pending = [...slotsByText];
+    let done = texts.length - pending.reduce((n, [, slots]) => n + slots.length, 0);
+
+    await this.#run(
+      pending.map(([text]) => this.tokenize(text)),
+      options.signal,
+      (index, vector) => {
+        const [text, slots] = pending[index] ?? [];
+        if (text === undefined || !slots) return;
+        this.#cache.set(text, vector);
+        for (const slot of slots) out[slot] = vector.slice();
+        done += slots.length;
+      },
+      () => options.onProgress?.(done, texts.length),
+    );
+    return out;
+  }
+
+  async embedTokenIds(sequences: readonly (readonly number[])[], options: EmbedOptions = {}): Promise<Float32Array[]> {
+    sequences.forEach((ids, i) => {
+      if (ids.length < 1 || ids.length > BERT_POSITION_LIMIT || !ids.every(Number.isInteger)) {
+        throw new PrismError('INVALID_INPUT', `sequence ${i} must hold 1..${BERT_POSITION_LIMIT} integer token ids`);
+      }
+    });
+    throwIfAborted(options.signal);
+    const out = new Array<Float32Array>(sequences.length);
+    let done = 0;
+    await this.#run(
+      sequences,
+      options.signal,
+      (index, vector) => {
+        out[index] = vector;
+        done++;
+      },
+      () => options.onProgress?.(done, sequences.length),
+    );
+    return out;
+  }
+
+  /** Embeds `sequences` in length-sorted batches, reporting each vector by its index in `sequences`. */
+  async #run(
+    sequences: readonly (readonly number[])[],
+    signal: AbortSignal | undefined,
+    onVector: (index: number, vector: Float32Array) => void,
+    onBatch: () => void,
+  ): Promise<void> {
+    // Longest first, as sentence-transformers does: similar lengths share a batch, so padding
+    // (wasted compute) stays small, and the largest allocation happens up front.
+    const order = sequences.map((_, i) => i).sort((a, b) => (sequences[b]?.length ?? 0) - (sequences[a]?.length ?? 0));
+    for (let start = 0; start < order.length; start += this.#batchSize) {
+      throwIfAborted(signal);
+      const indices = order.slice(start, start + this.#batchSize);
+      const vectors = await this.#infer(indices.map((i) => sequences[i] ?? []));
+      indices.forEach((index, row) => {
+        const vector = vectors[row];
+        if (vector) onVector(index, vector);
+      });
+      onBatch();
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.#cache.clear();
+    await this.#lastRun.catch(() => undefined);
+    await this.#model.session.release();
+  }
+
+  /** Runs one padded batch and returns one pooled, normalised vector per sequence. */
+  async #infer(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
+    const rows = batch.length;
+    const width = Math.max(...batch.map((ids) => ids.length));
+    const inputIds = new BigInt64Array(rows * width).fill(BigInt(this.#pad));
+    const attentionMask = new BigInt64Array(rows * width);
+    batch.forEach((ids, r) => {
+      ids.forEach((id, t) => {
+        inputIds[r * width + t] = BigInt(id);
+        attentionMask[r * width + t] = 1n;
+      });
+    });
+    const dims = [rows, width];
+    const available: Record<string, Tensor> = {
+      input_ids: this.#model.makeInt64(inputIds, dims),
+      attention_mask: this.#model.makeInt64(attentionMask, dims),
+      token_type_ids: this.#model.makeInt64(new BigInt64Array(rows * width), dims),
+    };
+    // Some exports drop token_type_ids; feed exactly what the graph declares.
+    const feeds: Record<string, Tensor> = {};
+    for (const name of this.#model.session.inputNames) {
+      const tensor = available[name];
+      if (!tensor) throw new PrismError('MODEL_LOAD_FAILED', `model expects an unknown input "${name}"`);
+      feeds[name] = tensor;
+    }
+
+    const run = this.#lastRun.then(() => this.#model.session.run(feeds));
+    this.#lastRun = run.catch(() => undefined);
+    const result = await run;
+    const hidden = result['last_hidden_state'];
+    if (!hidden || hidden.dims[2] !== MINILM_DIM) {
+      throw new PrismError('DIMENSION_MISMATCH', `model output last_hidden_state must be [batch, seq, ${MINILM_DIM}]`);
+    }
+    return batch.map((ids, r) => meanPoolNormalised(hidden.data as Float32Array, r, width, ids.length));
+  }
+}
+
+/** Mean over the first `length` (unpadded) positions of row `row`, then L2-normalised. */
+function meanPoolNormalised(hidden: Float32Array, row: number, width: number, length: number): Float32Array {
+  const sum = new Float64Array(MINILM_DIM);
+  for (let t = 0; t < length; t++) {
+    const offset = (row * width + t) * MINILM_DIM;
+    for (let d = 0; d < MINILM_DIM; d++) sum[d] = (sum[d] ?? 0) + (hidden[offset + d] ?? 0);
+  }
+  let squares = 0;
+  for (let d = 0; d < MINILM_DIM; d++) squares += (sum[d] ?? 0) ** 2;
+  // Dividing by the token count is unnecessary before normalising; 1e-12 is torch's normalize eps.
+  const scale = 1 / Math.max(Math.sqrt(squares), 1e-12);
+  const vector = new Float32Array(MINILM_DIM);
+  for (let d = 0; d < MINILM_DIM; d++) vector[d] = (sum[d] ?? 0) * scale;
+  return vector;
+}
+
+function specialTokenId(tokenizer: PreTrainedTokenizer, key: string): number {
+  const token = tokenizer.getToken(key);
+  const id = token === null ? undefined : tokenizer.model.tokens_to_ids.get(token);
+  if (id === undefined) throw new PrismError('MODEL_LOAD_FAILED', `tokenizer has no ${key}`);
+  return id;
+}
+
+type TokenizerClass = new (tokenizerJson: unknown, tokenizerConfig: unknown) => PreTrainedTokenizer;
+
+/** What AutoTokenizer.from_pretrained does after downloading, minus the download (we read the files ourselves). */
+function buildTokenizer(
+  classes: Record<string, TokenizerClass>,
+  tokenizerJson: unknown,
+  tokenizerConfig: unknown,
+  source: ModelSource,
+): PreTrainedTokenizer {
+  const declared = (tokenizerConfig as { tokenizer_class?: unknown }).tokenizer_class;
+  const name = typeof declared === 'string' ? declared.replace(/Fast$/, '') : '';
+  const Tokenizer = classes[name];
+  if (!Tokenizer) {
+    throw new PrismError('MODEL_LOAD_FAILED', `${source.location}: unsupported tokenizer_class "${String(declared)}"`);
+  }
+  return new Tokenizer(tokenizerJson, tokenizerConfig);
+}
+
+async function readJson(source: ModelSource, relPath: string, signal: AbortSignal | undefined): Promise<unknown> {
+  const bytes = await source.read(relPath, signal);
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch (cause) {
+    throw new PrismError('MODEL_LOAD_FAILED', `${source.location}/${relPath} is not valid JSON`, { cause });
+  }
+}

@@ -1,0 +1,265 @@
+import createUsearchModule from '../../wasm/usearch.mjs';
+import type { UsearchModule } from '../../wasm/usearch.mjs';
+import { PrismError, type PrismErrorCode } from '../errors.ts';
+import type { IndexKind, SearchHit, VectorIndex } from './types.ts';
+import { checkK, checkKeys, checkRows, compareHits } from './validate.ts';
+
+/**
+ * Where the usearch WASM comes from: its bytes (Node reads them from disk), a precompiled
+ * `WebAssembly.Module` (workerd imports `.wasm` files as one), or a URL to fetch (browser;
+ * e.g. a bundler's `?url` import).
+ */
+export type UsearchWasmSource = ArrayBuffer | Uint8Array | WebAssembly.Module | URL | string;
+
+export interface IndexOptions {
+  dim: number;
+  /** 'flat' (default) is exact search, like FAISS IndexFlatIP; 'hnsw' is approximate. */
+  kind?: IndexKind;
+  /** HNSW graph degree; 0 or absent = usearch's default (16). */
+  connectivity?: number;
+  /** HNSW beam width while adding; 0 or absent = usearch's default (128). */
+  expansionAdd?: number;
+  /** HNSW beam width while searching; 0 or absent = usearch's default (64). */
+  expansionSearch?: number;
+}
+
+/** One instantiated WASM module; every index it makes lives in its memory. */
+export interface UsearchWasm {
+  createIndex(options: IndexOptions): UsearchIndex;
+  /** Restores an index from `UsearchIndex.serialize()` bytes; bad bytes → CORRUPT_CHECKPOINT. */
+  loadIndex(bytes: Uint8Array): UsearchIndex;
+}
+
+const KIND_CODE: Record<IndexKind, number> = { flat: 0, hnsw: 1 };
+const KIND_BY_CODE: readonly IndexKind[] = ['flat', 'hnsw'];
+
+/** Status codes of usearch_binding.cpp. */
+const STATUS_ERROR: Record<number, PrismErrorCode> = { 1: 'INVALID_INPUT', 2: 'OUT_OF_MEMORY', 3: 'CORRUPT_CHECKPOINT' };
+
+/** Rows copied into WASM per add call, so a large batch does not need a second full copy in memory. */
+const ADD_CHUNK_FLOATS = 1 << 20;
+
+export async function loadUsearchWasm(source: UsearchWasmSource): Promise<UsearchWasm> {
+  let module: UsearchModule;
+  try {
+    const compiled = await compile(source);
+    // Emscripten's ready promise never settles if instantiation fails inside the hook, so the
+    // failure races it.
+    let reportFailure: (error: unknown) => void = () => {};
+    const failed = new Promise<never>((_, reject) => (reportFailure = reject));
+    module = await Promise.race([
+      createUsearchModule({
+        instantiateWasm(imports, receive) {
+          WebAssembly.instantiate(compiled, imports).then((instance) => receive(instance, compiled), reportFailure);
+          return {};
+        },
+        // Never consulted (we instantiate ourselves) but keeps the loader from resolving a URL
+        // against `import.meta.url`, which some runtimes do not provide.
+        locateFile: (path) => path,
+      }),
+      failed,
+    ]);
+  } catch (error) {
+    if (error instanceof PrismError) throw error;
+    throw new PrismError('WASM_LOAD_FAILED', 'cannot load the usearch WASM module', { cause: error });
+  }
+  return new UsearchWasmRuntime(module);
+}
+
+async function compile(source: UsearchWasmSource): Promise<WebAssembly.Module> {
+  if (source instanceof WebAssembly.Module) return source;
+  if (source instanceof ArrayBuffer) return WebAssembly.compile(source);
+  // Copying (150 KB) also turns a view over a SharedArrayBuffer into the plain buffer compile() requires.
+  if (source instanceof Uint8Array) return WebAssembly.compile(new Uint8Array(source));
+  const response = await fetch(source);
+  if (!response.ok) throw new PrismError('WASM_LOAD_FAILED', `fetching ${String(source)}: HTTP ${response.status}`);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+class UsearchWasmRuntime implements UsearchWasm {
+  private readonly module: UsearchModule;
+
+  constructor(module: UsearchModule) {
+    this.module = module;
+  }
+
+  createIndex(options: IndexOptions): UsearchIndex {
+    const { dim, kind = 'flat', connectivity = 0, expansionAdd = 0, expansionSearch = 0 } = options;
+    for (const [name, value] of Object.entries({ dim, connectivity, expansionAdd, expansionSearch })) {
+      if (!Number.isSafeInteger(value) || value < 0 || value > 0xffff_ffff) {
+        throw new PrismError('INVALID_INPUT', `${name} must be a non-negative 32-bit integer, got ${value}`);
+      }
+    }
+    if (dim === 0) throw new PrismError('INVALID_INPUT', 'dim must be positive');
+    if (!Object.hasOwn(KIND_CODE, kind)) throw new PrismError('INVALID_INPUT', `unknown index kind ${String(kind)}`);
+    const handle = this.module._prism_index_create(dim, KIND_CODE[kind], connectivity, expansionAdd, expansionSearch);
+    if (handle === 0) throw this.lastError('INVALID_INPUT');
+    return new UsearchIndex(this, handle);
+  }
+
+  loadIndex(bytes: Uint8Array): UsearchIndex {
+    if (!(bytes instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'index bytes must be a Uint8Array');
+    const handle = this.withCopy(bytes, (pointer) => this.module._prism_index_load(pointer, bytes.length));
+    if (handle === 0) throw this.lastError('CORRUPT_CHECKPOINT');
+    return new UsearchIndex(this, handle);
+  }
+
+  /** @internal The module the indexes call into. */
+  get wasm(): UsearchModule {
+    return this.module;
+  }
+
+  /** @internal Allocates `bytes` of WASM memory for the duration of `use`. */
+  withAllocation<T>(bytes: number, use: (pointer: number) => T): T {
+    const pointer = this.module._malloc(Math.max(bytes, 1));
+    if (pointer === 0) throw new PrismError('OUT_OF_MEMORY', `WASM memory cannot grow by ${bytes} bytes`);
+    try {
+      return use(pointer);
+    } finally {
+      this.module._free(pointer);
+    }
+  }
+
+  /** @internal Copies a typed array into WASM memory for the duration of `use`. */
+  withCopy<T>(data: Uint8Array | Float32Array | Float64Array, use: (pointer: number) => T): T {
+    return this.withAllocation(data.byteLength, (pointer) => {
+      this.module.HEAPU8.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), pointer);
+      return use(pointer);
+    });
+  }
+
+  /** @internal The binding's last error message as a PrismError. */
+  lastError(code: PrismErrorCode): PrismError {
+    const heap = this.module.HEAPU8;
+    const start = this.module._prism_last_error();
+    const end = heap.indexOf(0, start);
+    return new PrismError(code, `usearch: ${new TextDecoder().decode(heap.subarray(start, end))}`);
+  }
+
+  /** @internal Throws for a non-zero binding status. */
+  check(status: number): void {
+    if (status !== 0) throw this.lastError(STATUS_ERROR[status] ?? 'INVALID_INPUT');
+  }
+}
+
+/** A usearch `index_dense` (inner product, f32) living in WASM memory. Call `dispose()` when done. */
+export class UsearchIndex implements VectorIndex {
+  readonly dim: number;
+  readonly kind: IndexKind;
+  private readonly runtime: UsearchWasmRuntime;
+  private handle: number;
+
+  /** @internal Use `UsearchWasm.createIndex` or `loadIndex`. */
+  constructor(runtime: UsearchWasmRuntime, handle: number) {
+    this.runtime = runtime;
+    this.handle = handle;
+    this.dim = runtime.wasm._prism_index_dimensions(handle);
+    this.kind = KIND_BY_CODE[runtime.wasm._prism_index_kind(handle)] ?? 'flat';
+  }
+
+  get size(): number {
+    return this.runtime.wasm._prism_index_size(this.live());
+  }
+
+  /** All or nothing: an invalid row, or a key already in the index, leaves the index unchanged. */
+  add(keys: readonly number[], vectors: Float32Array): void {
+    const handle = this.live();
+    checkKeys(keys);
+    checkRows(vectors, this.dim, keys.length);
+    if (keys.length === 0) return;
+    const { runtime } = this;
+    const wasm = runtime.wasm;
+    runtime.withCopy(Float64Array.from(keys), (keysPointer) => {
+      runtime.check(wasm._prism_index_reserve(handle, keys.length));
+      const rowsPerChunk = Math.max(1, Math.floor(ADD_CHUNK_FLOATS / this.dim));
+      for (let start = 0; start < keys.length; start += rowsPerChunk) {
+        const count = Math.min(rowsPerChunk, keys.length - start);
+        const rows = vectors.subarray(start * this.dim, (start + count) * this.dim);
+        const status = runtime.withCopy(rows, (rowsPointer) =>
+          wasm._prism_index_add(handle, keysPointer + start * 8, rowsPointer, count),
+        );
+        if (status !== 0) {
+          // Each chunk is atomic in C++; undo the chunks before it so the whole batch is.
+          const error = runtime.lastError(STATUS_ERROR[status] ?? 'INVALID_INPUT');
+          wasm._prism_index_remove(handle, keysPointer, start);
+          throw error;
+        }
+      }
+    });
+  }
+
+  remove(keys: readonly number[]): number {
+    const handle = this.live();
+    checkKeys(keys);
+    if (keys.length === 0) return 0;
+    const { runtime } = this;
+    const removed = runtime.withCopy(Float64Array.from(keys), (pointer) =>
+      runtime.wasm._prism_index_remove(handle, pointer, keys.length),
+    );
+    if (removed < 0) runtime.check(-removed);
+    return removed;
+  }
+
+  search(queries: Float32Array, k: number): SearchHit[][] {
+    const handle = this.live();
+    checkK(k);
+    const queryCount = checkRows(queries, this.dim);
+    const size = this.size;
+    if (size === 0) return Array.from({ length: queryCount }, () => []);
+    const wanted = Math.min(k, size);
+    const { runtime } = this;
+    const slots = queryCount * wanted;
+    // One allocation for the outputs: keys (f64), then scores (f32), then per-query counts (u32).
+    return runtime.withCopy(queries, (queriesPointer) =>
+      runtime.withAllocation(slots * 8 + slots * 4 + queryCount * 4, (outPointer) => {
+        const scoresPointer = outPointer + slots * 8;
+        const foundPointer = scoresPointer + slots * 4;
+        runtime.check(
+          runtime.wasm._prism_index_search(
+            handle,
+            queriesPointer,
+            queryCount,
+            wanted,
+            outPointer,
+            scoresPointer,
+            foundPointer,
+          ),
+        );
+        const wasm = runtime.wasm;
+        const outKeys = wasm.HEAPF64.subarray(outPointer / 8, outPointer / 8 + slots);
+        const outScores = wasm.HEAPF32.subarray(scoresPointer / 4, scoresPointer / 4 + slots);
+        const found = wasm.HEAPU32.subarray(foundPointer / 4, foundPointer / 4 + queryCount);
+        const results: SearchHit[][] = [];
+        for (let q = 0; q < queryCount; q++) {
+          const hits: SearchHit[] = [];
+          for (let i = 0; i < found[q]!; i++) hits.push({ key: outKeys[q * wanted + i]!, score: outScores[q * wanted + i]! });
+          // usearch orders equal scores arbitrarily; pin them to the shared ranking.
+          results.push(hits.sort(compareHits));
+        }
+        return results;
+      }),
+    );
+  }
+
+  /** A self-describing, checksummed snapshot (kind, dim, vectors and graph). */
+  serialize(): Uint8Array {
+    const handle = this.live();
+    const { runtime } = this;
+    const length = runtime.wasm._prism_index_serialized_length(handle);
+    return runtime.withAllocation(length, (pointer) => {
+      runtime.check(runtime.wasm._prism_index_serialize(handle, pointer, length));
+      return runtime.wasm.HEAPU8.slice(pointer, pointer + length);
+    });
+  }
+
+  dispose(): void {
+    if (this.handle === 0) return;
+    this.runtime.wasm._prism_index_destroy(this.handle);
+    this.handle = 0;
+  }
+
+  private live(): number {
+    if (this.handle === 0) throw new PrismError('INVALID_INPUT', 'the index has been disposed');
+    return this.handle;
+  }
+}

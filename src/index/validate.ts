@@ -1,0 +1,40 @@
+import { PrismError } from '../errors.ts';
+import type { SearchHit } from './types.ts';
+
+/** Keys must be distinct safe non-negative integers (they cross into WASM as f64 → u64). */
+export function checkKeys(keys: readonly number[]): void {
+  const seen = new Set<number>();
+  for (const key of keys) {
+    if (!Number.isSafeInteger(key) || key < 0) {
+      throw new PrismError('INVALID_INPUT', `vector key ${key} is not a safe non-negative integer`);
+    }
+    if (seen.has(key)) throw new PrismError('INVALID_INPUT', `vector key ${key} appears twice in one batch`);
+    seen.add(key);
+  }
+}
+
+/** Checks a packed row-major matrix: `rows` rows of `dim` finite floats; returns the row count. */
+export function checkRows(vectors: Float32Array, dim: number, rows?: number): number {
+  if (!(vectors instanceof Float32Array)) {
+    throw new PrismError('INVALID_INPUT', 'vectors must be a Float32Array packed row-major');
+  }
+  if (vectors.length % dim !== 0 || (rows !== undefined && vectors.length !== rows * dim)) {
+    const expected = rows === undefined ? `a multiple of ${dim}` : `${rows} × ${dim} = ${rows * dim}`;
+    throw new PrismError('DIMENSION_MISMATCH', `got ${vectors.length} floats, expected ${expected}`);
+  }
+  for (let i = 0; i < vectors.length; i++) {
+    if (!Number.isFinite(vectors[i])) {
+      throw new PrismError('NON_FINITE_VECTOR', `row ${Math.floor(i / dim)} holds ${vectors[i]} at column ${i % dim}`);
+    }
+  }
+  return vectors.length / dim;
+}
+
+export function checkK(k: number): void {
+  if (!Number.isSafeInteger(k) || k <= 0) throw new PrismError('INVALID_INPUT', `k must be a positive integer, got ${k}`);
+}
+
+/** The one ranking every index uses: higher score first, ties broken by the smaller key. */
+export function compareHits(a: SearchHit, b: SearchHit): number {
+  return b.score - a.score || a.key - b.key;
+}

@@ -1,0 +1,77 @@
+/**
+ * Node-only entry (`prism-memory/node`): file storage, model and WASM loading from disk,
+ * and a one-call `openNodeMemory`. Nothing here may be imported by the universal entry.
+ */
+import { resolve } from 'node:path';
+import type { MiniLmPrecision } from './embed/minilm.ts';
+import { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
+import { defaultModelDir, fileModelSource } from './embed/model-source.node.ts';
+import type { Embedder } from './embed/types.ts';
+import { PrismError } from './errors.ts';
+import { loadUsearchWasm, type UsearchWasm } from './index/usearch-wasm.ts';
+import { readUsearchWasm } from './index/wasm-bytes.node.ts';
+import type { ChunkingOptions } from './ingest/chunking.ts';
+import { createLlmClient } from './llm/client.ts';
+import { llmConfigFromEnv } from './llm/env.ts';
+import { Memory } from './memory.ts';
+import type { DeepPartial, PrismConfig } from './config.ts';
+import { FileStore } from './store/file.node.ts';
+import { packageRoot } from './util/package-root.node.ts';
+
+export * from './index.ts';
+export { FileStore } from './store/file.node.ts';
+export { defaultModelDir, fileModelSource } from './embed/model-source.node.ts';
+export { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
+export { readUsearchWasm } from './index/wasm-bytes.node.ts';
+
+/** `../shared/data/locomo/locomo10-dev.json` beside the package, or env `PRISM_LOCOMO`. */
+export function defaultLocomoPath(): string {
+  return resolve(process.env['PRISM_LOCOMO'] ?? resolve(packageRoot(), '..', 'shared', 'data', 'locomo', 'locomo10-dev.json'));
+}
+
+let wasm: Promise<UsearchWasm> | null = null;
+/** The usearch WASM module, instantiated once per process from the committed build. */
+export function nodeUsearch(): Promise<UsearchWasm> {
+  wasm ??= readUsearchWasm().then(loadUsearchWasm);
+  return wasm;
+}
+
+const embedders = new Map<string, Promise<Embedder>>();
+/** A MiniLM embedder over the local model directory, shared per (directory, precision). */
+export function nodeEmbedder(precision: MiniLmPrecision = 'int8', modelDir: string = defaultModelDir()): Promise<Embedder> {
+  const key = `${modelDir}|${precision}`;
+  let embedder = embedders.get(key);
+  if (!embedder) embedders.set(key, (embedder = createNodeMiniLmEmbedder({ source: fileModelSource(modelDir), precision })));
+  return embedder;
+}
+
+export interface NodeMemoryOptions {
+  /** Store directory; default `.prism/<name>` under the working directory. */
+  dir?: string | undefined;
+  name?: string;
+  precision?: MiniLmPrecision;
+  /** `llm` needs PRISM_LLM_BASE_URL / PRISM_LLM_MODEL (and usually PRISM_LLM_API_KEY) in the environment. */
+  mode?: 'zero-llm' | 'llm';
+  chunking?: ChunkingOptions;
+  config?: DeepPartial<PrismConfig>;
+}
+
+/** Opens (or creates) a file-backed memory with the local MiniLM and the usearch WASM index. */
+export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<Memory> {
+  const [embedder, usearch] = await Promise.all([nodeEmbedder(options.precision), nodeUsearch()]);
+  const store = await FileStore.open(options.dir ?? resolve('.prism', options.name ?? 'default'));
+  let llm = null;
+  if (options.mode === 'llm') {
+    const config = llmConfigFromEnv(process.env);
+    if (!config) throw new PrismError('LLM_NOT_CONFIGURED', 'LLM mode needs PRISM_LLM_BASE_URL and PRISM_LLM_MODEL in the environment');
+    llm = createLlmClient({ ...config, cache: store });
+  }
+  return Memory.open({
+    store,
+    embedder,
+    createIndex: (dim) => usearch.createIndex({ dim }),
+    llm,
+    ...(options.chunking ? { chunking: options.chunking } : {}),
+    ...(options.config ? { config: options.config } : {}),
+  });
+}

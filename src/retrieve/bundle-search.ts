@@ -1,0 +1,180 @@
+import type { PrismConfig } from '../config.ts';
+import type { MemoryGraph } from '../graph/memory-graph.ts';
+import type { GraphEdge, GraphNode, Layer, RelationType } from '../graph/types.ts';
+import { edgeCost, type EdgeCostContext } from './edge-cost.ts';
+import type { BundleEntry, Intent, LayerAnchors, PathTemplate, PathTrace, TraceEdge, TraceNode } from './types.ts';
+
+/** Relation edges a bridge template may cross (design §3; `semantic` is not a template). */
+const BRIDGE_TYPES = ['temporal', 'causal', 'evolution'] as const satisfies readonly RelationType[];
+
+/** The layer a `belongs_to` edge leads up to; climbing stops at the Episode. */
+const PARENT_LAYER: Partial<Record<Layer, Layer>> = { facetPoint: 'facet', facet: 'episode' };
+
+const BACKBONE_TEMPLATE: Partial<Record<Layer, PathTemplate>> = {
+  episode: 'Ep',
+  facet: 'Fc→Ep',
+  facetPoint: 'FP→Fc→Ep',
+};
+
+const LABEL_CHARS = 60;
+
+/**
+ * N1 (design §3): every path of the eight templates from every anchor to an Episode, costed
+ * with N2. Entity paths have two forms: `En→FP→Fc→Ep` through each FacetPoint involving the
+ * Entity, and `En→Fc→Ep` straight to that FacetPoint's Facet at the cost of the same
+ * `involves_entity` edge. Relation bridges are crossed in either direction, because the
+ * anchor may sit at either end (the earlier or the later fact, the cause or the effect).
+ */
+export function enumeratePaths(
+  graph: MemoryGraph,
+  anchors: LayerAnchors,
+  queryVector: Float32Array,
+  intent: Intent,
+  config: PrismConfig,
+): PathTrace[] {
+  const paths: PathTrace[] = [];
+  forEachPath(graph, anchors, queryVector, intent, config, (path) => paths.push(path));
+  return paths;
+}
+
+/** The `size` cheapest Episodes, each with its minimum path cost and that path; ties by ingestion order. */
+export function bundleSearch(
+  graph: MemoryGraph,
+  anchors: LayerAnchors,
+  queryVector: Float32Array,
+  intent: Intent,
+  config: PrismConfig,
+  size: number = config.retrieval.bundleSize,
+): BundleEntry[] {
+  const cheapest = new Map<string, PathTrace>();
+  forEachPath(graph, anchors, queryVector, intent, config, (path) => {
+    const episodeId = lastOf(path.nodes).id;
+    const known = cheapest.get(episodeId);
+    if (!known || path.total < known.total) cheapest.set(episodeId, path);
+  });
+  const order = (id: string): number => {
+    const node = graph.nodes.get(id);
+    return node?.layer === 'episode' ? node.order : Number.MAX_SAFE_INTEGER;
+  };
+  return [...cheapest.entries()]
+    .map(([episodeId, trace]) => ({ episodeId, cost: trace.total, trace }))
+    .sort((a, b) => a.cost - b.cost || order(a.episodeId) - order(b.episodeId) || a.episodeId.localeCompare(b.episodeId))
+    .slice(0, Math.max(0, size));
+}
+
+/** `Entity "Melanie" —involves→ FacetPoint "…" —belongs_to→ Facet "…" —belongs_to→ Episode 12` */
+export function formatTrace(trace: PathTrace): string {
+  const parts: string[] = [];
+  trace.nodes.forEach((node, i) => {
+    const edge = trace.edges[i - 1];
+    if (edge) parts.push(formatEdge(edge));
+    parts.push(node.layer === 'episode' ? `Episode ${node.label}` : `${LAYER_NAMES[node.layer]} "${node.label}"`);
+  });
+  return parts.join(' ');
+}
+
+const LAYER_NAMES: Record<Layer, string> = { entity: 'Entity', facetPoint: 'FacetPoint', facet: 'Facet', episode: 'Episode' };
+
+function formatEdge(edge: TraceEdge): string {
+  const name = edge.type === 'involves_entity' ? 'involves' : edge.type;
+  // Only relation bridges carry meaning in their direction (earlier→later, cause→effect).
+  const directed = (BRIDGE_TYPES as readonly string[]).includes(edge.type);
+  return directed && !edge.forward ? `←${name}—` : `—${name}→`;
+}
+
+function forEachPath(
+  graph: MemoryGraph,
+  anchors: LayerAnchors,
+  queryVector: Float32Array,
+  intent: Intent,
+  config: PrismConfig,
+  visit: (path: PathTrace) => void,
+): void {
+  const bestScore = new Map<string, number>();
+  for (const list of Object.values(anchors)) {
+    for (const a of list) bestScore.set(a.id, Math.max(a.score, bestScore.get(a.id) ?? -Infinity));
+  }
+  const ctx: EdgeCostContext = { queryVector, vectors: graph.vectors, anchorIds: new Set(bestScore.keys()), intent, config };
+  const hopCost = config.retrieval.hopCost;
+
+  const start = (node: GraphNode, score: number, template: PathTemplate): PathTrace => ({
+    template,
+    anchorCost: 1 - score,
+    hopCost,
+    total: 1 - score,
+    nodes: [traceNode(node)],
+    edges: [],
+  });
+  const step = (path: PathTrace, edge: GraphEdge, next: GraphNode): PathTrace => {
+    const cost = edgeCost(edge, ctx);
+    const from = lastOf(path.nodes).id;
+    return {
+      ...path,
+      total: path.total + cost + hopCost,
+      nodes: [...path.nodes, traceNode(next)],
+      edges: [...path.edges, { id: edge.id, type: edge.type, cost, forward: edge.from === from }],
+    };
+  };
+  const climb = (path: PathTrace): void => {
+    const last = lastOf(path.nodes);
+    if (last.layer === 'episode') return visit(path);
+    const parent = PARENT_LAYER[last.layer];
+    for (const edge of graph.edgesFrom(last.id, 'belongs_to')) {
+      const next = graph.nodes.get(edge.to);
+      if (next && next.layer === parent) climb(step(path, edge, next));
+    }
+  };
+
+  for (const [id, score] of bestScore) {
+    const node = graph.nodes.get(id);
+    if (!node) continue;
+    if (node.layer === 'entity') {
+      for (const involves of graph.edgesTo(id, 'involves_entity')) {
+        const point = graph.nodes.get(involves.from);
+        if (point?.layer !== 'facetPoint') continue;
+        climb(step(start(node, score, 'En→FP→Fc→Ep'), involves, point));
+        for (const up of graph.edgesFrom(point.id, 'belongs_to')) {
+          const facet = graph.nodes.get(up.to);
+          if (facet?.layer === 'facet') climb(step(start(node, score, 'En→Fc→Ep'), involves, facet));
+        }
+      }
+    } else {
+      const template = BACKBONE_TEMPLATE[node.layer];
+      if (template) climb(start(node, score, template));
+    }
+    if (!config.flags.relationPaths) continue;
+    for (const type of BRIDGE_TYPES) {
+      for (const edge of graph.edgesOf(id, type)) {
+        const other = graph.nodes.get(edge.from === id ? edge.to : edge.from);
+        if (other) climb(step(start(node, score, `${type} bridge`), edge, other));
+      }
+    }
+  }
+}
+
+function traceNode(node: GraphNode): TraceNode {
+  return { id: node.id, layer: node.layer, label: nodeLabel(node) };
+}
+
+function nodeLabel(node: GraphNode): string {
+  switch (node.layer) {
+    case 'episode':
+      return String(node.order);
+    case 'facet':
+      return truncate(node.theme);
+    case 'facetPoint':
+      return truncate(node.content);
+    case 'entity':
+      return truncate(node.name);
+  }
+}
+
+function truncate(text: string): string {
+  return text.length <= LABEL_CHARS ? text : `${text.slice(0, LABEL_CHARS - 1)}…`;
+}
+
+function lastOf<T>(items: readonly T[]): T {
+  const last = items[items.length - 1];
+  if (last === undefined) throw new Error('empty path');
+  return last;
+}

@@ -1,0 +1,39 @@
+import type { MemoryGraph } from '../graph/memory-graph.ts';
+import type { FacetPointNode } from '../graph/types.ts';
+import { dot } from './similarity.ts';
+
+/** Query-side signals about an Episode's content, shared by the local precision step and finer units. */
+export interface QueryEvidence {
+  queryVector: Float32Array;
+  /** BM25 of matching turns by Episode id, then dialog id (empty without a lexical index). */
+  lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>;
+}
+
+/** The FacetPoints under an Episode, through its Facets. */
+export function facetPointsOf(graph: MemoryGraph, episodeId: string): FacetPointNode[] {
+  const points: FacetPointNode[] = [];
+  for (const toEpisode of graph.edgesTo(episodeId, 'belongs_to')) {
+    for (const toFacet of graph.edgesTo(toEpisode.from, 'belongs_to')) {
+      const node = graph.nodes.get(toFacet.from);
+      if (node?.layer === 'facetPoint') points.push(node);
+    }
+  }
+  return points;
+}
+
+/** Cosine of each of the Episode's FacetPoints to the query. */
+export function factCosines(graph: MemoryGraph, episodeId: string, queryVector: Float32Array): Array<{ point: FacetPointNode; cosine: number }> {
+  const out: Array<{ point: FacetPointNode; cosine: number }> = [];
+  for (const point of facetPointsOf(graph, episodeId)) {
+    const vector = graph.vectors.get(point.id);
+    if (vector) out.push({ point, cosine: dot(vector, queryVector) });
+  }
+  return out;
+}
+
+/** Best BM25 turn score of an Episode (0 when none of its turns match). */
+export function bestLexicalTurn(evidence: QueryEvidence, episodeId: string): number {
+  let best = 0;
+  for (const score of evidence.lexicalTurns.get(episodeId)?.values() ?? []) best = Math.max(best, score);
+  return best;
+}

@@ -1,0 +1,172 @@
+import MiniSearch, { type AsPlainObject, type Options } from 'minisearch';
+import { PrismError } from '../errors.ts';
+import type { MemoryGraph } from '../graph/memory-graph.ts';
+import { LAYERS, type Layer } from '../graph/types.ts';
+
+/**
+ * Hybrid anchors (beyond the paper): a BM25 index over the graph's text, so names and rare
+ * keywords that a sentence embedding blurs still find their nodes. minisearch scores with
+ * BM25+ and runs unchanged in browsers, workers and Node.
+ *
+ * Documents: one per Facet (theme), FacetPoint (content) and Entity (name), and one per
+ * conversation turn, which stands for its Episode (an Episode's lexical score is that of its
+ * best turn; per-turn scores also pick the key turns of finer context units).
+ */
+interface LexicalDoc {
+  id: string;
+  layer: Layer;
+  nodeId: string;
+  /** Turn documents only; empty otherwise. */
+  dialogId: string;
+  text: string;
+}
+
+/** A node's BM25 score for the query (not a cosine). */
+export interface LexicalHit {
+  id: string;
+  score: number;
+}
+
+export interface LexicalMatches {
+  /** Matching nodes per layer, best first. */
+  layers: Record<Layer, LexicalHit[]>;
+  /** BM25 of each matching turn, by Episode id, then dialog id. */
+  turns: Map<string, Map<string, number>>;
+}
+
+/** What `toJSON` returns; store it as JSON and hand it back to `LexicalIndex.fromJSON`. */
+export interface LexicalIndexJson {
+  version: 1;
+  index: AsPlainObject;
+}
+
+const JSON_VERSION = 1;
+
+export class LexicalIndex {
+  private constructor(
+    private readonly index: MiniSearch<LexicalDoc>,
+    private readonly docIds: Set<string>,
+  ) {}
+
+  static fromGraph(graph: MemoryGraph): LexicalIndex {
+    const lexical = new LexicalIndex(new MiniSearch(MINISEARCH_OPTIONS), new Set());
+    lexical.update(graph);
+    return lexical;
+  }
+
+  static fromJSON(json: LexicalIndexJson): LexicalIndex {
+    if (json.version !== JSON_VERSION) {
+      throw new PrismError('STORE_VERSION', `lexical index version ${String(json.version)}, expected ${JSON_VERSION}`);
+    }
+    const ids = Object.values(json.index.documentIds).map(String);
+    return new LexicalIndex(MiniSearch.loadJS(json.index, MINISEARCH_OPTIONS), new Set(ids));
+  }
+
+  toJSON(): LexicalIndexJson {
+    return { version: JSON_VERSION, index: this.index.toJSON() };
+  }
+
+  get size(): number {
+    return this.docIds.size;
+  }
+
+  /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. */
+  update(graph: MemoryGraph): void {
+    const wanted = documentsOf(graph);
+    const stale = [...this.docIds].filter((id) => !wanted.has(id));
+    if (stale.length > 0) this.index.discardAll(stale);
+    for (const id of stale) this.docIds.delete(id);
+    const fresh = [...wanted.values()].filter((doc) => !this.docIds.has(doc.id));
+    this.index.addAll(fresh);
+    for (const doc of fresh) this.docIds.add(doc.id);
+  }
+
+  search(query: string): LexicalMatches {
+    const best = new Map<Layer, Map<string, number>>(LAYERS.map((layer) => [layer, new Map()]));
+    const turns = new Map<string, Map<string, number>>();
+    for (const result of this.index.search(query)) {
+      const layer = result['layer'] as Layer;
+      const nodeId = String(result['nodeId']);
+      const perLayer = best.get(layer);
+      if (!perLayer) continue;
+      perLayer.set(nodeId, Math.max(result.score, perLayer.get(nodeId) ?? 0));
+      if (layer === 'episode') {
+        let byDialog = turns.get(nodeId);
+        if (!byDialog) turns.set(nodeId, (byDialog = new Map()));
+        byDialog.set(String(result['dialogId']), result.score);
+      }
+    }
+    const layers = Object.fromEntries(
+      LAYERS.map((layer) => [
+        layer,
+        [...(best.get(layer) ?? new Map<string, number>()).entries()]
+          .map(([id, score]) => ({ id, score }))
+          .sort((a, b) => b.score - a.score || a.id.localeCompare(b.id)),
+      ]),
+    ) as Record<Layer, LexicalHit[]>;
+    return { layers, turns };
+  }
+}
+
+function documentsOf(graph: MemoryGraph): Map<string, LexicalDoc> {
+  const docs = new Map<string, LexicalDoc>();
+  const put = (doc: LexicalDoc): void => void docs.set(doc.id, doc);
+  for (const node of graph.nodes.values()) {
+    switch (node.layer) {
+      case 'episode':
+        graph.chunks.get(node.chunkId)?.turns.forEach((turn, i) =>
+          put({ id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: `${turn.speaker}: ${turn.text}` }),
+        );
+        break;
+      case 'facet':
+        put({ id: `facet:${node.id}`, layer: 'facet', nodeId: node.id, dialogId: '', text: node.theme });
+        break;
+      case 'facetPoint':
+        put({ id: `facetPoint:${node.id}`, layer: 'facetPoint', nodeId: node.id, dialogId: '', text: node.content });
+        break;
+      case 'entity':
+        put({ id: `entity:${node.id}`, layer: 'entity', nodeId: node.id, dialogId: '', text: node.name });
+        break;
+    }
+  }
+  return docs;
+}
+
+/** Function words that would only add noise to BM25 over chat turns and questions. */
+const STOP_WORDS = new Set(
+  (
+    'a about above after again all am an and any are as at be been being both but by can could did do does doing ' +
+    'down during each few for from further had has have having he her here hers herself him himself his how i if in ' +
+    'into is it its itself just me more most my myself no nor not now of off on once only or other our ours out over ' +
+    'own same she should so some such than that the their theirs them then there these they this those through to ' +
+    'too under until up very was we were what when where which while who whom why will with would you your yours ' +
+    'also any ever get got go going gonna oh ok okay really yeah yes hey hi thanks thank lot much many well like one'
+  ).split(' '),
+);
+
+/**
+ * Lowercases, drops function words, and strips common English suffixes so "painting",
+ * "painted" and "paints" meet at "paint" and "party"/"parties" at "parti". The same function runs on documents and queries,
+ * so its rough edges ("tree" → "tre") cancel out.
+ */
+export function normaliseTerm(term: string): string | null {
+  const t = term.toLowerCase();
+  if (t.length < 2 || STOP_WORDS.has(t)) return null;
+  let stem = t;
+  if (stem.length > 5 && stem.endsWith('ing')) stem = stem.slice(0, -3);
+  else if (stem.length > 4 && stem.endsWith('ies')) stem = `${stem.slice(0, -3)}i`;
+  else if (stem.length > 4 && stem.endsWith('ed')) stem = stem.slice(0, -2);
+  else if (stem.length > 3 && stem.endsWith('s') && !stem.endsWith('ss')) stem = stem.slice(0, -1);
+  if (stem.length > 3 && stem.endsWith('e')) stem = stem.slice(0, -1);
+  else if (stem.length > 3 && stem.endsWith('y')) stem = `${stem.slice(0, -1)}i`;
+  const last = stem[stem.length - 1];
+  if (stem.length > 3 && last === stem[stem.length - 2] && last !== 'l' && last !== 's') stem = stem.slice(0, -1);
+  return stem;
+}
+
+const MINISEARCH_OPTIONS: Options<LexicalDoc> = {
+  idField: 'id',
+  fields: ['text'],
+  storeFields: ['layer', 'nodeId', 'dialogId'],
+  processTerm: normaliseTerm,
+};

@@ -1,0 +1,132 @@
+import { resolveConfig, type DeepPartial, type PrismConfig } from '../config.ts';
+import { PrismError, throwIfAborted } from '../errors.ts';
+import { LAYERS, type Layer } from '../graph/types.ts';
+import type { LlmClient, LlmRole } from '../llm/types.ts';
+import { fuseLayerAnchors } from './anchor-fusion.ts';
+import { bundleSearch } from './bundle-search.ts';
+import { bundleOrder, localPrecision, rerankWithLlm, type Compression } from './compress.ts';
+import type { QueryEvidence } from './evidence.ts';
+import { routeIntent, type IntentDecision } from './intent.ts';
+import { packContext } from './pack.ts';
+import type { BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
+import { buildUnits, type RetrievedUnit } from './units.ts';
+
+export interface RetrieveOptions {
+  /** At most this many context tokens (o200k_base). Absent: no token limit, M Episodes. */
+  budget?: number;
+  /** Bundle size K (default `config.retrieval.bundleSize`). */
+  k?: number;
+  /**
+   * Episodes kept after N3, M (default `config.retrieval.keep`). When a budget is given without
+   * `m`, the whole reranked bundle is offered to the packer and the budget decides.
+   */
+  m?: number;
+  /** Default: `llm` when the deps hold an LLM client, else `zero-llm`. */
+  mode?: RetrievalMode;
+  /** Overlaid on `deps.config` for this query (ablation switches, constants). */
+  config?: DeepPartial<PrismConfig>;
+  signal?: AbortSignal;
+}
+
+export interface RetrieveResult {
+  /** Packed evidence: date headers, then turn lines with dialog ids, in time order. */
+  context: string;
+  tokens: number;
+  /** Units inside the context, in rank order, with scores and traces. */
+  units: RetrievedUnit[];
+  /** Dialog ids whose turns are in the context. */
+  dialogIds: string[];
+  intent: Intent;
+  tier: IntentTier;
+  mode: RetrievalMode;
+  llmCalls: number;
+  /** Prompt + completion tokens the intent and rerank roles reported during this query. */
+  llmTokens: number;
+  /** N1 bundle, cheapest first. */
+  bundle: BundleEntry[];
+  /** The bundle after N3, best first. */
+  ranked: RankedEpisode[];
+  warnings: string[];
+}
+
+const QUERY_ROLES: readonly LlmRole[] = ['intent', 'rerank'];
+
+/** The query pipeline (design §3): N4 → anchors (dense + lexical) → N1 with N2 costs → N3 → units → packing. */
+export async function retrieve(query: string, deps: RetrieveDeps, options: RetrieveOptions = {}): Promise<RetrieveResult> {
+  if (query.trim() === '') throw new PrismError('INVALID_INPUT', 'empty query');
+  for (const [name, value] of [['budget', options.budget], ['k', options.k], ['m', options.m]] as const) {
+    if (value !== undefined && !(Number.isInteger(value) && value > 0)) {
+      throw new PrismError('INVALID_INPUT', `${name} must be a positive integer, got ${String(value)}`);
+    }
+  }
+  const config = options.config ? resolveConfig(options.config, deps.config) : deps.config;
+  const mode = options.mode ?? (deps.llm ? 'llm' : 'zero-llm');
+  const llm = deps.llm;
+  if (mode === 'llm' && !llm) throw new PrismError('LLM_NOT_CONFIGURED', 'llm mode needs an LLM client');
+  const { signal } = options;
+  const tokensBefore = llm ? queryTokens(llm) : 0;
+
+  const queryVector = await deps.embedQuery(query, signal);
+  throwIfAborted(signal);
+
+  const routed: IntentDecision = config.flags.intentRouting
+    ? await routeIntent(query, { queryVector, prototypes: deps.prototypes, ...(llm ? { llm } : {}), config, mode, ...(signal ? { signal } : {}) })
+    : { intent: 'GENERAL', tier: 'none', llmCalls: 0, warnings: [] };
+  throwIfAborted(signal);
+
+  const dense = await denseAnchors(deps, queryVector, config.retrieval.anchorsPerLayer);
+  const lexical = deps.lexical?.search(query);
+  const anchors =
+    lexical && config.flags.hybridAnchors
+      ? fuseLayerAnchors(dense, lexical.layers, {
+          queryVector,
+          vectors: deps.graph.vectors,
+          rrfK: config.retrieval.rrfK,
+          lexicalPerLayer: config.retrieval.lexicalAnchors,
+        })
+      : dense;
+  throwIfAborted(signal);
+
+  const bundle = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, options.k ?? config.retrieval.bundleSize);
+  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map() };
+  const keep = options.m ?? config.retrieval.keep;
+
+  let compression: Compression;
+  if (!config.flags.compression) compression = bundleOrder(bundle);
+  else if (mode === 'llm' && llm) compression = await rerankWithLlm(query, bundle, deps.graph, llm, config, { keep, ...(signal ? { signal } : {}) });
+  else compression = localPrecision(bundle, deps.graph, evidence, config);
+
+  // −N3 passes the whole bundle on, as in the paper's ablation; with a budget and no explicit M
+  // the budget decides how many of the ranked Episodes fit.
+  const selectAll = !config.flags.compression || (options.budget !== undefined && options.m === undefined);
+  const selected = selectAll ? compression.ranked : compression.ranked.slice(0, keep);
+  const units = buildUnits(deps.graph, selected, evidence, config);
+  const packed = packContext(units, options.budget ?? Infinity);
+  const byId = new Map(units.map((u) => [u.id, u]));
+
+  return {
+    context: packed.text,
+    tokens: packed.tokens,
+    units: packed.units.flatMap((u) => byId.get(u.id) ?? []),
+    dialogIds: packed.dialogIds,
+    intent: routed.intent,
+    tier: routed.tier,
+    mode,
+    llmCalls: routed.llmCalls + compression.llmCalls,
+    llmTokens: llm ? queryTokens(llm) - tokensBefore : 0,
+    bundle,
+    ranked: compression.ranked,
+    warnings: [...routed.warnings, ...compression.warnings],
+  };
+}
+
+async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: number): Promise<LayerAnchors> {
+  const lists = await Promise.all(LAYERS.map((layer) => deps.searchLayer(layer, queryVector, k)));
+  return Object.fromEntries(LAYERS.map((layer, i) => [layer, lists[i] ?? []])) as Record<Layer, LayerAnchors[Layer]>;
+}
+
+/** Cumulative tokens of the query-time roles; the difference around one query is what it spent (exact when queries do not overlap). */
+function queryTokens(llm: LlmClient): number {
+  const usage = llm.usage();
+  return QUERY_ROLES.reduce((sum, role) => sum + usage[role].promptTokens + usage[role].completionTokens, 0);
+}

@@ -1,0 +1,383 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUnitVectors } from '../bench/index.bench.ts';
+import { PrismError, type PrismErrorCode } from '../src/errors.ts';
+import { bruteForceSearch } from '../src/index/brute-force.ts';
+import type { SearchHit } from '../src/index/types.ts';
+import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../src/index/usearch-wasm.ts';
+import { readUsearchWasm } from '../src/index/wasm-bytes.node.ts';
+
+const SCORE_TOLERANCE = 1e-5;
+
+let wasmBytes: Uint8Array;
+let wasm: UsearchWasm;
+
+beforeAll(async () => {
+  wasmBytes = await readUsearchWasm();
+  wasm = await loadUsearchWasm(wasmBytes);
+});
+
+function keysFrom(start: number, count: number): number[] {
+  return Array.from({ length: count }, (_, i) => start + i);
+}
+
+function rowOf(vectors: Float32Array, dim: number, row: number): Float32Array {
+  return vectors.subarray(row * dim, (row + 1) * dim);
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
+  return sum;
+}
+
+/**
+ * Same top-k as the reference: scores rank by rank within tolerance, every hit's score is the true
+ * inner product of its key, and every reference key that is not tied with the k-th score is present
+ * (which of several tied keys fills the last places is the index's choice).
+ */
+function expectSameTopK(
+  actual: SearchHit[][],
+  reference: SearchHit[][],
+  vectorOf: (key: number) => Float32Array,
+  queries: Float32Array,
+  dim: number,
+): void {
+  expect(actual.length).toBe(reference.length);
+  reference.forEach((expectedHits, q) => {
+    const hits = actual[q]!;
+    const query = rowOf(queries, dim, q);
+    expect(hits.length).toBe(expectedHits.length);
+    expectedHits.forEach((expected, rank) => {
+      expect(Math.abs(hits[rank]!.score - expected.score)).toBeLessThanOrEqual(SCORE_TOLERANCE);
+    });
+    for (const hit of hits) {
+      expect(Math.abs(hit.score - dot(vectorOf(hit.key), query))).toBeLessThanOrEqual(SCORE_TOLERANCE);
+    }
+    const last = expectedHits[expectedHits.length - 1]!.score;
+    const found = new Set(hits.map((hit) => hit.key));
+    for (const expected of expectedHits) {
+      if (expected.score > last + SCORE_TOLERANCE) expect(found.has(expected.key)).toBe(true);
+    }
+  });
+}
+
+function expectPrismError(run: () => unknown, code: PrismErrorCode): void {
+  let caught: unknown;
+  try {
+    run();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(PrismError);
+  expect((caught as PrismError).code).toBe(code);
+}
+
+async function expectPrismRejection(promise: Promise<unknown>, code: PrismErrorCode): Promise<void> {
+  const caught = await promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  expect(caught).toBeInstanceOf(PrismError);
+  expect((caught as PrismError).code).toBe(code);
+}
+
+/** A flat index holding `count` seeded random unit vectors keyed from `firstKey`. */
+function filledIndex(dim: number, count: number, seed: number, firstKey = 0) {
+  const vectors = randomUnitVectors(count, dim, seed);
+  const keys = keysFrom(firstKey, count);
+  const index = wasm.createIndex({ dim });
+  index.add(keys, vectors);
+  return { index, vectors, keys, vectorOf: (key: number) => rowOf(vectors, dim, key - firstKey) };
+}
+
+describe('bruteForceSearch', () => {
+  it('ranks by inner product, best first, ties by the smaller key', () => {
+    const vectors = new Float32Array([1, 0, 0, 1, 1, 0, 0.6, 0.8]);
+    const hits = bruteForceSearch(vectors, 2, [7, 3, 5, 9], new Float32Array([1, 0]), 3);
+    expect(hits).toEqual([
+      [
+        { key: 5, score: 1 },
+        { key: 7, score: 1 },
+        { key: 9, score: expect.closeTo(0.6, 6) as number },
+      ],
+    ]);
+  });
+
+  it('returns every row when k exceeds the store', () => {
+    const hits = bruteForceSearch(new Float32Array([1, 0, 0, 1]), 2, [1, 2], new Float32Array([0, 1]), 5);
+    expect(hits[0]!.map((hit) => hit.key)).toEqual([2, 1]);
+  });
+});
+
+describe('flat usearch WASM index', () => {
+  it.each([
+    { dim: 384, count: 1_500, queries: 20, k: 10 },
+    { dim: 48, count: 4_000, queries: 40, k: 25 },
+  ])('equals brute force on $count × $dim random vectors', ({ dim, count, queries: queryCount, k }) => {
+    const { index, vectors, keys, vectorOf } = filledIndex(dim, count, 11, 1_000);
+    const queries = randomUnitVectors(queryCount, dim, 12);
+    expect(index.size).toBe(count);
+    expect(index.kind).toBe('flat');
+    expectSameTopK(index.search(queries, k), bruteForceSearch(vectors, dim, keys, queries, k), vectorOf, queries, dim);
+    index.dispose();
+  });
+
+  it('finds a stored vector as its own nearest neighbour with score 1', () => {
+    const dim = 32;
+    const { index, vectors } = filledIndex(dim, 500, 3, 0);
+    const hits = index.search(vectors.subarray(0, 8 * dim), 1);
+    expect(hits.map((h) => h[0]!.key)).toEqual(keysFrom(0, 8));
+    for (const h of hits) expect(h[0]!.score).toBeCloseTo(1, 5);
+    index.dispose();
+  });
+
+  it('pins exact ties to the smaller key and keeps only tied keys at the cut', () => {
+    const dim = 16;
+    const duplicate = randomUnitVectors(1, dim, 5);
+    const others = randomUnitVectors(50, dim, 6);
+    const vectors = new Float32Array(55 * dim);
+    vectors.set(others);
+    for (let i = 0; i < 5; i++) vectors.set(duplicate, (50 + i) * dim);
+    const keys = [...keysFrom(100, 50), 14, 12, 10, 13, 11];
+    const index = wasm.createIndex({ dim });
+    index.add(keys, vectors);
+    const [hits] = index.search(duplicate, 3);
+    expect(hits!.map((h) => h.score)).toEqual([hits![0]!.score, hits![0]!.score, hits![0]!.score]);
+    expect(hits![0]!.score).toBeCloseTo(1, 5);
+    const tiedKeys = hits!.map((h) => h.key);
+    expect(tiedKeys.every((key) => key >= 10 && key <= 14)).toBe(true);
+    expect(tiedKeys).toEqual([...tiedKeys].sort((a, b) => a - b));
+    const [all] = index.search(duplicate, 5);
+    expect(all!.map((h) => h.key)).toEqual([10, 11, 12, 13, 14]);
+    index.dispose();
+  });
+
+  it('returns at most size hits, and none from an empty index', () => {
+    const dim = 8;
+    const index = wasm.createIndex({ dim });
+    expect(index.search(randomUnitVectors(2, dim, 1), 5)).toEqual([[], []]);
+    index.add([4, 2], randomUnitVectors(2, dim, 2));
+    const hits = index.search(randomUnitVectors(1, dim, 3), 10);
+    expect(hits[0]!.map((h) => h.key).sort()).toEqual([2, 4]);
+    expect(index.search(new Float32Array(0), 3)).toEqual([]);
+    index.dispose();
+  });
+
+  it('round-trips the largest safe integer key', () => {
+    const index = wasm.createIndex({ dim: 4 });
+    index.add([Number.MAX_SAFE_INTEGER, 0], new Float32Array([1, 0, 0, 0, 0, 1, 0, 0]));
+    expect(index.search(new Float32Array([1, 0, 0, 0]), 1)[0]![0]!.key).toBe(Number.MAX_SAFE_INTEGER);
+    index.dispose();
+  });
+
+  it('removes keys, never returns them, and reuses their slots', () => {
+    const dim = 24;
+    const count = 2_000;
+    const { index, vectors, keys, vectorOf } = filledIndex(dim, count, 21);
+    const removedKeys = keys.filter((key) => key % 3 === 0);
+    expect(index.remove([...removedKeys, 10_000_000])).toBe(removedKeys.length);
+    expect(index.size).toBe(count - removedKeys.length);
+    expect(index.remove(removedKeys.slice(0, 5))).toBe(0);
+
+    const keptRows = keys.filter((key) => key % 3 !== 0);
+    const keptVectors = new Float32Array(keptRows.length * dim);
+    keptRows.forEach((key, i) => keptVectors.set(vectorOf(key), i * dim));
+    const queries = vectors.subarray(0, 30 * dim); // includes removed rows as queries
+    const hits = index.search(queries, 10);
+    for (const h of hits) for (const hit of h) expect(hit.key % 3).not.toBe(0);
+    expectSameTopK(hits, bruteForceSearch(keptVectors, dim, keptRows, queries, 10), vectorOf, queries, dim);
+
+    index.add([0], vectorOf(0));
+    expect(index.size).toBe(count - removedKeys.length + 1);
+    expect(index.search(vectorOf(0), 1)[0]![0]!.key).toBe(0);
+    index.dispose();
+  });
+});
+
+describe('HNSW usearch WASM index', () => {
+  it('reaches high recall against brute force', () => {
+    const dim = 32;
+    const count = 4_000;
+    const vectors = randomUnitVectors(count, dim, 31);
+    const keys = keysFrom(0, count);
+    const queries = randomUnitVectors(100, dim, 32);
+    const index = wasm.createIndex({ dim, kind: 'hnsw', expansionSearch: 128 });
+    index.add(keys, vectors);
+    expect(index.kind).toBe('hnsw');
+    const reference = bruteForceSearch(vectors, dim, keys, queries, 10);
+    const hits = index.search(queries, 10);
+    let found = 0;
+    reference.forEach((expected, q) => {
+      const got = new Set(hits[q]!.map((h) => h.key));
+      found += expected.filter((hit) => got.has(hit.key)).length;
+      for (const hit of hits[q]!) expect(Math.abs(hit.score - dot(rowOf(vectors, dim, hit.key), rowOf(queries, dim, q)))).toBeLessThan(1e-5);
+    });
+    expect(found / 1_000).toBeGreaterThanOrEqual(0.9);
+    index.dispose();
+  });
+});
+
+describe('serialize / load', () => {
+  it.each(['flat', 'hnsw'] as const)('round-trips a %s index with removals', (kind) => {
+    const dim = 20;
+    const vectors = randomUnitVectors(1_200, dim, 41);
+    const keys = keysFrom(500, 1_200);
+    const index = wasm.createIndex({ dim, kind });
+    index.add(keys, vectors);
+    index.remove(keys.filter((key) => key % 4 === 0));
+    const queries = randomUnitVectors(25, dim, 42);
+
+    const restored = wasm.loadIndex(index.serialize());
+    expect(restored.kind).toBe(kind);
+    expect(restored.dim).toBe(dim);
+    expect(restored.size).toBe(index.size);
+    expect(restored.search(queries, 10)).toEqual(index.search(queries, 10));
+    expect(restored.serialize()).toEqual(index.serialize());
+    // The restored index stays writable: removed keys are free again, present keys are not.
+    restored.add([500], vectors.subarray(0, dim));
+    expectPrismError(() => restored.add([501], vectors.subarray(dim, 2 * dim)), 'INVALID_INPUT');
+    index.dispose();
+    restored.dispose();
+  });
+
+  it('loads into a separately instantiated module', async () => {
+    const { index } = filledIndex(12, 300, 43);
+    const other = await loadUsearchWasm(wasmBytes);
+    const restored = other.loadIndex(index.serialize());
+    const queries = randomUnitVectors(5, 12, 44);
+    expect(restored.search(queries, 7)).toEqual(index.search(queries, 7));
+    index.dispose();
+    restored.dispose();
+  });
+
+  it('rejects damaged bytes with CORRUPT_CHECKPOINT', () => {
+    const { index } = filledIndex(16, 200, 45);
+    const bytes = index.serialize();
+    const flipped = bytes.slice();
+    flipped[bytes.length >> 1]! ^= 0x10;
+    const badMagic = bytes.slice();
+    badMagic[0] = 0;
+    const damaged = [
+      new Uint8Array(0),
+      bytes.subarray(0, 31),
+      bytes.subarray(0, bytes.length - 1),
+      flipped,
+      badMagic,
+      new Uint8Array([...bytes, 0]),
+      randomBytes(bytes.length),
+    ];
+    for (const candidate of damaged) expectPrismError(() => wasm.loadIndex(candidate), 'CORRUPT_CHECKPOINT');
+    expect(index.size).toBe(200);
+    index.dispose();
+  });
+});
+
+function randomBytes(length: number): Uint8Array {
+  const floats = randomUnitVectors(1, Math.ceil(length / 4), 46);
+  return new Uint8Array(floats.buffer, 0, length);
+}
+
+describe('typed errors', () => {
+  let index: UsearchIndex;
+  const dim = 8;
+
+  beforeAll(() => {
+    index = wasm.createIndex({ dim });
+    index.add([1, 2, 3], randomUnitVectors(3, dim, 51));
+  });
+  afterAll(() => index.dispose());
+
+  it('rejects wrong dimensions', () => {
+    expectPrismError(() => index.add([4], new Float32Array(dim + 1)), 'DIMENSION_MISMATCH');
+    expectPrismError(() => index.add([4, 5], new Float32Array(dim)), 'DIMENSION_MISMATCH');
+    expectPrismError(() => index.search(new Float32Array(dim - 1), 1), 'DIMENSION_MISMATCH');
+    expectPrismError(() => bruteForceSearch(new Float32Array(dim), dim, [1], new Float32Array(3), 1), 'DIMENSION_MISMATCH');
+  });
+
+  it('rejects NaN and Infinity', () => {
+    const withNaN = randomUnitVectors(2, dim, 52);
+    withNaN[dim + 3] = Number.NaN;
+    expectPrismError(() => index.add([4, 5], withNaN), 'NON_FINITE_VECTOR');
+    const query = randomUnitVectors(1, dim, 53);
+    query[0] = Number.POSITIVE_INFINITY;
+    expectPrismError(() => index.search(query, 1), 'NON_FINITE_VECTOR');
+    expectPrismError(() => bruteForceSearch(withNaN, dim, [4, 5], randomUnitVectors(1, dim, 54), 1), 'NON_FINITE_VECTOR');
+  });
+
+  it('rejects bad k and bad keys', () => {
+    const query = randomUnitVectors(1, dim, 55);
+    for (const k of [0, -1, 1.5, Number.NaN]) expectPrismError(() => index.search(query, k), 'INVALID_INPUT');
+    for (const key of [-1, 0.5, 2 ** 53, Number.NaN]) {
+      expectPrismError(() => index.add([key], randomUnitVectors(1, dim, 56)), 'INVALID_INPUT');
+    }
+    expectPrismError(() => index.add([7, 7], randomUnitVectors(2, dim, 57)), 'INVALID_INPUT');
+    expectPrismError(() => wasm.createIndex({ dim: 0 }), 'INVALID_INPUT');
+    expect(index.size).toBe(3);
+  });
+
+  it('adds all or nothing when a key already exists, across internal chunks', () => {
+    const wide = 64;
+    const count = 20_000; // more rows than one copy chunk (2^20 floats / 64 = 16384)
+    const big = wasm.createIndex({ dim: wide });
+    big.add([count - 1], randomUnitVectors(1, wide, 58));
+    expectPrismError(() => big.add(keysFrom(0, count), randomUnitVectors(count, wide, 59)), 'INVALID_INPUT');
+    expect(big.size).toBe(1);
+    expect(big.search(randomUnitVectors(1, wide, 60), 5)[0]!.map((h) => h.key)).toEqual([count - 1]);
+    big.dispose();
+  });
+
+  it('rejects use after dispose', () => {
+    const disposed = wasm.createIndex({ dim });
+    disposed.dispose();
+    disposed.dispose();
+    expectPrismError(() => disposed.size, 'INVALID_INPUT');
+    expectPrismError(() => disposed.search(new Float32Array(dim), 1), 'INVALID_INPUT');
+  });
+});
+
+describe('loadUsearchWasm sources', () => {
+  let server: Server;
+  let origin: string;
+
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      if (request.url === '/usearch.wasm') {
+        response.writeHead(200, { 'content-type': 'application/wasm' });
+        response.end(wasmBytes);
+      } else {
+        response.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  async function expectWorkingRuntime(runtime: UsearchWasm): Promise<void> {
+    const index = runtime.createIndex({ dim: 3 });
+    index.add([9, 8], new Float32Array([1, 0, 0, 0, 1, 0]));
+    expect(index.search(new Float32Array([0, 1, 0]), 1)[0]![0]!.key).toBe(8);
+    index.dispose();
+  }
+
+  it('accepts a precompiled WebAssembly.Module (as workerd imports it)', async () => {
+    await expectWorkingRuntime(await loadUsearchWasm(await WebAssembly.compile(new Uint8Array(wasmBytes))));
+  });
+
+  it('accepts an ArrayBuffer', async () => {
+    await expectWorkingRuntime(await loadUsearchWasm(new Uint8Array(wasmBytes).buffer));
+  });
+
+  it('fetches a URL', async () => {
+    await expectWorkingRuntime(await loadUsearchWasm(new URL('/usearch.wasm', origin)));
+    await expectWorkingRuntime(await loadUsearchWasm(`${origin}/usearch.wasm`));
+  });
+
+  it('reports WASM_LOAD_FAILED for a missing URL or bytes that are not WASM', async () => {
+    await expectPrismRejection(loadUsearchWasm(`${origin}/missing.wasm`), 'WASM_LOAD_FAILED');
+    await expectPrismRejection(loadUsearchWasm(new Uint8Array([0, 97, 115, 109, 9, 9])), 'WASM_LOAD_FAILED');
+    await expectPrismRejection(readUsearchWasm('/nonexistent/usearch.wasm'), 'WASM_LOAD_FAILED');
+  });
+});

@@ -1,0 +1,265 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Conversation } from '../src/ingest/conversation.ts';
+import { chunkConversation } from '../src/ingest/chunking.ts';
+import { createLlmClient } from '../src/llm/client.ts';
+import { Memory, type MemoryOptions } from '../src/memory.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import type { GraphStore, WriteBatch } from '../src/store/types.ts';
+import type { FacetPointNode } from '../src/graph/types.ts';
+import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
+import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
+
+const conversation: Conversation = {
+  id: 'demo',
+  sessions: [
+    {
+      id: 'session_1',
+      dateText: '1:56 pm on 8 May, 2023',
+      time: '2023-05-08T13:56:00',
+      turns: [
+        { dialogId: 'D1:1', speaker: 'Caroline', text: 'I went to the LGBTQ support group yesterday. It was so powerful.' },
+        { dialogId: 'D1:2', speaker: 'Melanie', text: 'That is wonderful! I painted a sunrise over the lake last week.' },
+        { dialogId: 'D1:3', speaker: 'Caroline', text: 'My dog Max loves running on the beach.' },
+      ],
+    },
+    {
+      id: 'session_2',
+      dateText: '10:00 am on 20 June, 2023',
+      time: '2023-06-20T10:00:00',
+      turns: [
+        { dialogId: 'D2:1', speaker: 'Melanie', text: 'We went camping in the mountains with the kids.' },
+        { dialogId: 'D2:2', speaker: 'Caroline', text: 'Max learned to swim at the beach last Saturday.' },
+      ],
+    },
+  ],
+};
+
+let runtime: TestRuntime;
+beforeAll(async () => {
+  runtime = await testRuntime();
+});
+
+function options(store: GraphStore, extra: Partial<MemoryOptions> = {}): MemoryOptions {
+  return { store, embedder: runtime.embedder, createIndex: runtime.createIndex, ...extra };
+}
+
+/** Ids, keys and contents of everything in a memory, for whole-graph equality. */
+function fingerprint(memory: Memory) {
+  const s = memory.snapshot();
+  return {
+    meta: s.meta,
+    nodes: [...s.nodes].sort((a, b) => a.id.localeCompare(b.id)),
+    edges: [...s.edges].sort((a, b) => a.id.localeCompare(b.id)),
+    chunks: s.chunks.map((c) => c.id).sort(),
+    vectors: [...s.vectors.keys()].sort(),
+    hashes: [...s.hashes].sort(),
+  };
+}
+
+describe('zero-LLM ingestion of a hand-written conversation', () => {
+  it('builds the expected layers, merges and edges', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    const report = await memory.add(conversation);
+    expect(report.chunksAdded).toBe(2);
+    expect(report.warnings).toEqual([]);
+    const g = memory.graph;
+
+    const episodes = g.nodesOfLayer('episode').sort((a, b) => a.order - b.order);
+    expect(episodes).toHaveLength(2);
+    // Chronological chain between the two Episodes.
+    expect(g.edgesFrom(episodes[0]!.id, 'temporal').map((e) => e.to)).toContain(episodes[1]!.id);
+
+    // Speakers are Entities merged across sessions by exact name.
+    const entities = g.nodesOfLayer('entity');
+    const caroline = entities.filter((e) => e.name === 'Caroline');
+    expect(caroline).toHaveLength(1);
+    expect(caroline[0]!.chunkIds).toHaveLength(2);
+    const max = entities.filter((e) => e.name.toLowerCase() === 'max');
+    expect(max).toHaveLength(1);
+
+    // Relative times resolve against the session date.
+    const points = g.nodesOfLayer('facetPoint');
+    const support = points.find((p) => p.content.includes('support group'));
+    expect(support?.time).toBe('2023-05-07');
+    expect(support?.dialogIds).toEqual(['D1:1']);
+    const swim = points.find((p) => p.content.includes('swim'));
+    expect(swim?.time).toBe('2023-06-17');
+
+    // Every FacetPoint reaches its Episode through its Facet.
+    for (const p of points) {
+      const [toFacet] = g.edgesFrom(p.id, 'belongs_to');
+      expect(toFacet?.to).toBe(p.facetId);
+      expect(g.edgesFrom(p.facetId, 'belongs_to')[0]?.to).toBe(p.episodeId);
+    }
+
+    // Temporal: "last week" (≈ 1 May) happened before "yesterday" (7 May) within session 1.
+    const sunrise = points.find((p) => p.content.includes('sunrise'));
+    expect(sunrise?.time?.startsWith('2023-05-0')).toBe(true);
+    expect(g.edgesFrom(sunrise!.id, 'temporal').map((e) => e.to)).toContain(support!.id);
+
+    // Evolution: Max's earlier fact links to the later one across sessions.
+    const maxFacts = points.filter((p) => p.entityId === max[0]!.id);
+    expect(maxFacts.length).toBeGreaterThanOrEqual(2);
+    const beach = maxFacts.find((p) => p.content.includes('loves running')) as FacetPointNode;
+    expect(g.edgesFrom(beach.id, 'evolution').map((e) => e.to)).toContain(swim!.id);
+
+    // Every relation edge has a vector; belongs_to edges have none.
+    for (const e of g.edges.values()) expect(g.vectors.has(e.id)).toBe(e.type !== 'belongs_to');
+    // And every node is in its layer index.
+    for (const layer of ['episode', 'facet', 'facetPoint', 'entity'] as const) {
+      expect(memory.indexes.size(layer)).toBe(g.nodesOfLayer(layer).length);
+    }
+  });
+
+  it('re-ingesting is a no-op', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    await memory.add(conversation);
+    const before = fingerprint(memory);
+    const again = await memory.add(conversation);
+    expect(again.chunksAdded).toBe(0);
+    expect(again.chunksSkipped).toBe(2);
+    expect(fingerprint(memory)).toEqual(before);
+  });
+
+  it('a crash mid-ingest resumes to the identical graph', async () => {
+    const reference = await Memory.open(options(new MemoryStore()));
+    await reference.add(conversation);
+
+    const durable = new MemoryStore();
+    let commits = 0;
+    // Fault injection: the second commit dies as a killed process would, before anything is written.
+    const crashing: GraphStore = {
+      load: () => durable.load(),
+      commit: async (batch: WriteBatch) => {
+        if (++commits === 2) throw new Error('simulated crash');
+        return durable.commit(batch);
+      },
+      clear: () => durable.clear(),
+      getCached: (k) => durable.getCached(k),
+      putCached: (k, v) => durable.putCached(k, v),
+      close: async () => {},
+    };
+    const first = await Memory.open(options(crashing));
+    await expect(first.add(conversation)).rejects.toThrow('simulated crash');
+    expect((await durable.load())?.chunks).toHaveLength(1);
+
+    const resumed = await Memory.open(options(durable));
+    const report = await resumed.add(conversation);
+    expect(report).toMatchObject({ chunksAdded: 1, chunksSkipped: 1 });
+    expect(fingerprint(resumed)).toEqual(fingerprint(reference));
+  });
+
+  it('delete removes a session everywhere', async () => {
+    const onlyFirst = await Memory.open(options(new MemoryStore()));
+    await onlyFirst.add({ ...conversation, sessions: conversation.sessions.slice(0, 1) });
+
+    const store = new MemoryStore();
+    const memory = await Memory.open(options(store));
+    await memory.add(conversation);
+    const result = await memory.delete({ sessionId: 'demo/session_2' });
+    expect(result.chunksDeleted).toBe(1);
+    const a = fingerprint(memory);
+    const b = fingerprint(onlyFirst);
+    // Same graph as if session 2 never came, except for the key counter and chunk count history.
+    expect(a.nodes).toEqual(b.nodes);
+    expect(a.edges).toEqual(b.edges);
+    expect(a.vectors).toEqual(b.vectors);
+    expect(a.hashes).toEqual(b.hashes);
+    // The store agrees, and the indexes hold nothing of the deleted session.
+    const stored = await store.load();
+    expect(stored?.nodes.length).toBe(a.nodes.length);
+    expect(memory.indexes.size('facetPoint')).toBe(b.nodes.filter((n) => n.layer === 'facetPoint').length);
+
+    await memory.delete('all');
+    expect(memory.stats().chunks).toBe(0);
+    expect(await store.load()).toBeNull();
+  });
+
+  it('export → import moves the memory between stores', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    await memory.add(conversation);
+    const other = await Memory.open(options(new MemoryStore()));
+    await other.import(memory.export());
+    expect(fingerprint(other)).toEqual(fingerprint(memory));
+    await expect(other.import(new Uint8Array([1, 2, 3]))).rejects.toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
+    expect(fingerprint(other)).toEqual(fingerprint(memory));
+  });
+
+  it('messages append incrementally to the same graph', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    await memory.add({ sessionId: 's1', date: '8 May, 2023', messages: [{ speaker: 'Ann', text: 'I started learning the violin today.' }] });
+    await memory.add({ sessionId: 's1', date: '8 May, 2023', messages: [{ speaker: 'Bob', text: 'Nice, I play the cello in an orchestra.' }] });
+    const turns = [...memory.graph.chunks.values()].flatMap((c) => c.turns.map((t) => t.dialogId));
+    expect(turns).toEqual(['s1:1', 's1:2']);
+    expect(memory.stats().nodes.episode).toBe(2);
+  });
+});
+
+describe('LLM-mode ingestion over real HTTP', () => {
+  let server: OpenAiTestServer;
+  beforeAll(async () => {
+    server = await startOpenAiServer();
+  });
+  afterAll(async () => server.close());
+
+  it('malformed extraction output falls back to summary + entities and is counted', async () => {
+    server.setHandler(() => reply.content('this is { not json'));
+    const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, retry: { maxRetries: 0 } });
+    const memory = await Memory.open(options(new MemoryStore(), { llm, extraction: 'llm' }));
+    const report = await memory.add({ ...conversation, sessions: conversation.sessions.slice(0, 1) });
+    expect(report.chunksAdded).toBe(1);
+    expect(report.warnings).toHaveLength(1);
+    expect(report.warnings[0]).toMatch(/fell back/);
+    expect(memory.stats().nodes.episode).toBe(1);
+    expect(memory.stats().nodes.facetPoint).toBe(0);
+    expect(memory.graph.nodesOfLayer('entity').map((e) => e.name)).toContain('Caroline');
+  });
+
+  it('valid extraction builds the graph and causal consolidation adds only confident, known pairs', async () => {
+    server.setHandler((request) => {
+      const system = request.body?.messages[0]?.content ?? '';
+      const user = request.body?.messages.at(-1)?.content ?? '';
+      if (system.includes('cause-and-effect')) {
+        return reply.json({
+          causal_pairs: [
+            { cause_id: 'E1', effect_id: 'E2', description: 'the support group led to the camping trip', confidence: 0.9 },
+            { cause_id: 'E1', effect_id: 'E2', description: 'duplicate', confidence: 0.95 },
+            { cause_id: 'E2', effect_id: 'E1', description: 'weak', confidence: 0.4 },
+            { cause_id: 'E1', effect_id: 'E9', description: 'unknown id', confidence: 0.99 },
+          ],
+        });
+      }
+      const first = user.includes('D1:1');
+      return reply.json({
+        episode_summary: first ? 'Caroline went to a support group on 7 May 2023.' : 'Melanie went camping.',
+        entities: [{ name: first ? 'Caroline' : 'Melanie', entity_type: 'person' }],
+        facet_points: [{ content: first ? 'Caroline went to an LGBTQ support group.' : 'Melanie went camping with her kids.', related_entity_name: first ? 'Caroline' : 'Melanie', timestamp_text: first ? 'yesterday' : null, dialog_ids: [first ? 'D1:1' : 'D2:1', 'D99:9'] }],
+        facets: [{ theme: first ? 'support group' : 'camping', facet_point_indices: [0, 7] }],
+        temporal_info: [],
+      });
+    });
+    const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' } });
+    const memory = await Memory.open(options(new MemoryStore(), { llm, extraction: 'llm', config: { ingest: { consolidateEvery: 2 } } }));
+    const report = await memory.add(conversation);
+    expect(report.warnings).toEqual([]);
+    expect(report.causalEdgesAdded).toBe(1);
+    const causal = [...memory.graph.edges.values()].filter((e) => e.type === 'causal');
+    expect(causal).toHaveLength(1);
+    expect(causal[0]?.confidence).toBe(0.9);
+    const [ep1, ep2] = memory.graph.nodesOfLayer('episode').sort((a, b) => a.order - b.order);
+    expect(causal[0]).toMatchObject({ from: ep1?.id, to: ep2?.id });
+    const fp = memory.graph.nodesOfLayer('facetPoint').find((p) => p.content.includes('support group'));
+    expect(fp).toMatchObject({ time: '2023-05-07', dialogIds: ['D1:1'] });
+    expect(llm.usage().extract.calls).toBe(2);
+    expect(llm.usage().consolidate.calls).toBe(1);
+  });
+});
+
+describe('chunking', () => {
+  it('carries headers and dialog ids, and splits by turns within sessions', () => {
+    const drafts = chunkConversation(conversation, { by: 'turns', size: 2 });
+    expect(drafts.map((d) => d.turns.map((t) => t.dialogId))).toEqual([['D1:1', 'D1:2'], ['D1:3'], ['D2:1', 'D2:2']]);
+    expect(drafts[0]?.text.split('\n')[0]).toBe('[demo session_1 · 1:56 pm on 8 May, 2023]');
+    expect(drafts[0]?.text).toContain('(D1:2) Melanie: That is wonderful!');
+  });
+});

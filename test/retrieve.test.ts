@@ -1,0 +1,598 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig, type PrismConfig } from '../src/config.ts';
+import { MemoryGraph } from '../src/graph/memory-graph.ts';
+import type { Chunk, EdgeType, GraphEdge, GraphNode, Layer } from '../src/graph/types.ts';
+import { createLlmClient } from '../src/llm/client.ts';
+import { fuseAnchors } from '../src/retrieve/anchor-fusion.ts';
+import { bundleSearch, enumeratePaths, formatTrace } from '../src/retrieve/bundle-search.ts';
+import { localPrecision, rerankWithLlm } from '../src/retrieve/compress.ts';
+import { edgeCost, type EdgeCostContext } from '../src/retrieve/edge-cost.ts';
+import {
+  CAUSAL_TRIGGERS,
+  intentFromScores,
+  keywordIntent,
+  PROTOTYPES,
+  PrototypeBank,
+  routeIntent,
+  TEMPORAL_TRIGGERS,
+} from '../src/retrieve/intent.ts';
+import { LexicalIndex, normaliseTerm } from '../src/retrieve/lexical.ts';
+import { countTokens } from '../src/retrieve/pack.ts';
+import { retrieve } from '../src/retrieve/retrieve.ts';
+import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
+import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
+
+const DIM = 384;
+
+/** A unit vector with the given components (by dimension), zero elsewhere. */
+function vec(parts: Record<number, number>): Float32Array {
+  const v = new Float32Array(DIM);
+  for (const [i, x] of Object.entries(parts)) v[Number(i)] = x;
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
+/** A vector with cosine `c` to axis 0 (the test queries' direction), the rest on its own axis. */
+function atCos(c: number, ownAxis: number): Float32Array {
+  return vec({ 0: c, [ownAxis]: Math.sqrt(1 - c * c) });
+}
+
+const Q = vec({ 0: 1 });
+let nextAxis = 10;
+/** A vector orthogonal to Q and to every other `unrelated()` vector. */
+function unrelated(): Float32Array {
+  return vec({ [nextAxis++]: 1 });
+}
+
+/** Builds small graphs by hand, following the ingestion conventions retrieval relies on. */
+class GraphBuilder {
+  private nodes: GraphNode[] = [];
+  private edges: GraphEdge[] = [];
+  private chunks: Chunk[] = [];
+  private vectors = new Map<string, Float32Array>();
+  private key = 0;
+
+  episode(id: string, order: number, v: Float32Array, turns: Array<[string, string, string]> = [], summary = ''): this {
+    const chunkId = `chunk-${id}`;
+    const header = `[conv-test session_${order} · ${order} May, 2023]`;
+    const time = `2023-05-${String(order).padStart(2, '0')}T12:00:00`;
+    this.chunks.push({
+      id: chunkId,
+      sessionId: `conv-test/session_${order}`,
+      header,
+      text: header,
+      time,
+      order,
+      turns: turns.map(([dialogId, speaker, text]) => ({ dialogId, speaker, text })),
+    });
+    this.nodes.push({ layer: 'episode', id, key: this.key++, chunkId, summary, time, order });
+    this.vectors.set(id, v);
+    return this;
+  }
+
+  facet(id: string, episodeId: string, theme: string, v: Float32Array): this {
+    this.nodes.push({ layer: 'facet', id, key: this.key++, chunkId: `chunk-${episodeId}`, episodeId, theme });
+    this.vectors.set(id, v);
+    return this.edge('belongs_to', id, episodeId);
+  }
+
+  point(id: string, facetId: string, content: string, v: Float32Array, extra: { entityId?: string; dialogIds?: string[] } = {}): this {
+    const facet = this.nodes.find((n) => n.id === facetId);
+    if (facet?.layer !== 'facet') throw new Error(`no facet ${facetId}`);
+    this.nodes.push({
+      layer: 'facetPoint',
+      id,
+      key: this.key++,
+      chunkId: facet.chunkId,
+      episodeId: facet.episodeId,
+      facetId,
+      content,
+      entityId: extra.entityId ?? null,
+      timeText: null,
+      time: null,
+      dialogIds: extra.dialogIds ?? [],
+    });
+    this.vectors.set(id, v);
+    return this.edge('belongs_to', id, facetId);
+  }
+
+  entity(id: string, name: string, v: Float32Array): this {
+    this.nodes.push({ layer: 'entity', id, key: this.key++, name, entityType: 'person', chunkIds: [] });
+    this.vectors.set(id, v);
+    return this;
+  }
+
+  edge(type: EdgeType, from: string, to: string, v?: Float32Array): this {
+    const id = `${type}:${from}->${to}`;
+    this.edges.push({ id, key: this.key++, type, from, to, chunkId: 'c', description: v ? `${from} ${type} ${to}` : null, confidence: null });
+    if (v) this.vectors.set(id, v);
+    return this;
+  }
+
+  build(): MemoryGraph {
+    return new MemoryGraph({ nodes: this.nodes, edges: this.edges, chunks: this.chunks, vectors: this.vectors });
+  }
+}
+
+function anchorsOf(parts: Partial<LayerAnchors>): LayerAnchors {
+  return { episode: [], facet: [], facetPoint: [], entity: [], ...parts };
+}
+
+/** Exact top-k by inner product over the graph's node vectors: a flat index. */
+function flatSearch(graph: MemoryGraph) {
+  return async (layer: Layer, q: Float32Array, k: number): Promise<Anchor[]> =>
+    graph
+      .nodesOfLayer(layer)
+      .map((n) => ({ id: n.id, score: dotOf(graph.vectors.get(n.id), q) }))
+      .sort((a, b) => b.score - a.score)
+      .slice(0, k);
+}
+
+function dotOf(a: Float32Array | undefined, b: Float32Array): number {
+  return a ? a.reduce((s, x, i) => s + x * (b[i] ?? 0), 0) : 0;
+}
+
+function depsFor(graph: MemoryGraph, overrides: Partial<RetrieveDeps> = {}): RetrieveDeps {
+  return {
+    graph,
+    embedQuery: async () => Q,
+    searchLayer: flatSearch(graph),
+    prototypes: new PrototypeBank(async (texts) => texts.map(() => unrelated())),
+    config: resolveConfig(),
+    ...overrides,
+  };
+}
+
+const config = resolveConfig();
+
+/**
+ * The paper's Melanie example. FacetPoint a ("Melanie painted a sunrise", cos .8) in Episode 1
+ * has a temporal edge to a later FacetPoint in Episode 2; Episode 1 (cos .7) has a causal edge
+ * to Episode 3. Both relation edges sit at cos .2 to the query, so:
+ *   temporal bridge to Ep2 = .2 + α_t·.8 + .05 + 2·(.02 + .05) = .39 + .8·α_t
+ *   causal bridge to Ep3   = .3 + α_c·.8 + .05               = .35 + .8·α_c
+ */
+function melanieGraph(): MemoryGraph {
+  return new GraphBuilder()
+    .entity('en-melanie', 'Melanie', atCos(0.5, 1))
+    .episode('ep1', 1, atCos(0.7, 2), [
+      ['D1:1', 'Melanie', 'I painted a sunrise over the lake last week.'],
+      ['D1:2', 'Caroline', 'That sounds lovely!'],
+    ])
+    .facet('fc1', 'ep1', 'Melanie and painting', unrelated())
+    .point('fp-a', 'fc1', 'Melanie painted a sunrise', atCos(0.8, 3), { entityId: 'en-melanie', dialogIds: ['D1:1'] })
+    .edge('involves_entity', 'fp-a', 'en-melanie', atCos(0.3, 4))
+    .episode('ep2', 2, unrelated(), [['D2:1', 'Melanie', 'My exhibition opens next month.']])
+    .facet('fc2', 'ep2', 'Exhibition plans', unrelated())
+    .point('fp-v', 'fc2', 'Melanie will exhibit her paintings', unrelated(), { dialogIds: ['D2:1'] })
+    .edge('temporal', 'fp-a', 'fp-v', atCos(0.2, 5))
+    .episode('ep3', 3, unrelated(), [['D3:1', 'Melanie', 'Painting calmed me down so much that I took up pottery too.']])
+    .edge('causal', 'ep1', 'ep3', atCos(0.2, 6))
+    .build();
+}
+
+const MELANIE_ANCHORS = anchorsOf({ facetPoint: [{ id: 'fp-a', score: 0.8 }], episode: [{ id: 'ep1', score: 0.7 }] });
+
+describe('N2 edge cost', () => {
+  const graph = melanieGraph();
+  const ctx = (over: Partial<EdgeCostContext> = {}): EdgeCostContext => ({
+    queryVector: Q,
+    vectors: graph.vectors,
+    anchorIds: new Set(['fp-a']),
+    intent: 'GENERAL',
+    config,
+    ...over,
+  });
+  const edge = (id: string): GraphEdge => {
+    const e = graph.edges.get(id);
+    if (!e) throw new Error(id);
+    return e;
+  };
+
+  it('uses 1 − cos(edge, q) for an embedded edge touching an anchor, else the per-type fallback', () => {
+    expect(edgeCost(edge('temporal:fp-a->fp-v'), ctx())).toBeCloseTo(0.8, 6);
+    expect(edgeCost(edge('temporal:fp-a->fp-v'), ctx({ anchorIds: new Set(['ep1']) }))).toBeCloseTo(0.9, 6);
+    // belongs_to is never embedded: fallback even when it touches an anchor.
+    expect(edgeCost(edge('belongs_to:fp-a->fc1'), ctx())).toBeCloseTo(0.02, 6);
+    expect(edgeCost(edge('involves_entity:fp-a->en-melanie'), ctx())).toBeCloseTo(0.7, 6);
+  });
+
+  it('applies α by (edge type, intent) only while discounts are on', () => {
+    const temporal = edge('temporal:fp-a->fp-v');
+    const causal = edge('causal:ep1->ep3');
+    const onCausal = ctx({ anchorIds: new Set(['ep1']) });
+    expect(edgeCost(temporal, ctx({ intent: 'TEMPORAL' }))).toBeCloseTo(0.4, 6);
+    expect(edgeCost(temporal, ctx({ intent: 'CAUSAL' }))).toBeCloseTo(0.8, 6);
+    expect(edgeCost(causal, { ...onCausal, intent: 'CAUSAL' })).toBeCloseTo(0.4, 6);
+    expect(edgeCost(causal, { ...onCausal, intent: 'TEMPORAL' })).toBeCloseTo(0.8, 6);
+    const evolution = { ...temporal, id: 'evo', type: 'evolution' as const };
+    expect(edgeCost(evolution, ctx({ intent: 'TEMPORAL' }))).toBeCloseTo(0.9 * 0.7, 6);
+    const off = resolveConfig({ flags: { edgeDiscounts: false } });
+    expect(edgeCost(temporal, ctx({ intent: 'TEMPORAL', config: off }))).toBeCloseTo(0.8, 6);
+  });
+});
+
+describe('N1 bundle search', () => {
+  /** One Episode per template, each reachable only through its own anchor. */
+  function templateGraph(): { graph: MemoryGraph; anchors: LayerAnchors } {
+    const graph = new GraphBuilder()
+      .episode('e-ep', 1, unrelated())
+      .episode('e-fc', 2, unrelated())
+      .facet('f-fc', 'e-fc', 'facet anchor', unrelated())
+      .episode('e-fp', 3, unrelated())
+      .facet('f-fp', 'e-fp', 'facet of fp', unrelated())
+      .point('p-fp', 'f-fp', 'point anchor', unrelated())
+      .episode('e-en', 4, unrelated())
+      .facet('f-en', 'e-en', 'facet of entity point', unrelated())
+      .point('p-en', 'f-en', 'point of entity', unrelated(), { entityId: 'en' })
+      .entity('en', 'Entity', unrelated())
+      .edge('involves_entity', 'p-en', 'en', unrelated())
+      .episode('e-temporal', 5, unrelated())
+      .facet('f-t', 'e-temporal', 'later', unrelated())
+      .point('p-t', 'f-t', 'later fact', unrelated())
+      .edge('temporal', 'p-fp', 'p-t', unrelated())
+      .episode('e-evolution', 6, unrelated())
+      .facet('f-v', 'e-evolution', 'evolved', unrelated())
+      .point('p-v', 'f-v', 'evolved fact', unrelated())
+      .edge('evolution', 'p-v', 'p-fp', unrelated())
+      .episode('e-causal', 7, unrelated())
+      .edge('causal', 'e-ep', 'e-causal', unrelated())
+      .build();
+    const anchors = anchorsOf({
+      episode: [{ id: 'e-ep', score: 0.9 }],
+      facet: [{ id: 'f-fc', score: 0.9 }],
+      facetPoint: [{ id: 'p-fp', score: 0.9 }],
+      entity: [{ id: 'en', score: 0.9 }],
+    });
+    return { graph, anchors };
+  }
+
+  it('enumerates all eight templates, and only the five backbone ones without relation paths', () => {
+    const { graph, anchors } = templateGraph();
+    const templates = (c: PrismConfig) => new Set(enumeratePaths(graph, anchors, Q, 'GENERAL', c).map((p) => p.template));
+    expect([...templates(config)].sort()).toEqual(
+      ['Ep', 'Fc→Ep', 'FP→Fc→Ep', 'En→FP→Fc→Ep', 'En→Fc→Ep', 'temporal bridge', 'causal bridge', 'evolution bridge'].sort(),
+    );
+    expect([...templates(resolveConfig({ flags: { relationPaths: false } }))].sort()).toEqual(
+      ['Ep', 'Fc→Ep', 'FP→Fc→Ep', 'En→FP→Fc→Ep', 'En→Fc→Ep'].sort(),
+    );
+  });
+
+  it('costs each path as d(a) + Σ(c_edge + c_hop) and keeps the minimum per Episode', () => {
+    const { graph, anchors } = templateGraph();
+    const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config, 20);
+    const cost = Object.fromEntries(bundle.map((e) => [e.episodeId, e.cost]));
+    const template = Object.fromEntries(bundle.map((e) => [e.episodeId, e.trace.template]));
+    const d = 0.1;
+    const up = 0.02 + 0.05; // belongs_to fallback + c_hop
+    // Anchors touch every relation edge here, and all are orthogonal to q: base 1 − 0 = 1.
+    const relation = 1 + 0.05;
+    expect(cost['e-ep']).toBeCloseTo(d, 6);
+    expect(cost['e-fc']).toBeCloseTo(d + up, 6);
+    expect(cost['e-fp']).toBeCloseTo(d + 2 * up, 6);
+    // En→Fc→Ep always beats En→FP→Fc→Ep (same first edge, one hop fewer).
+    expect(cost['e-en']).toBeCloseTo(d + relation + up, 6);
+    expect(template['e-en']).toBe('En→Fc→Ep');
+    expect(cost['e-temporal']).toBeCloseTo(d + relation + 2 * up, 6);
+    expect(cost['e-evolution']).toBeCloseTo(d + relation + 2 * up, 6);
+    expect(template['e-evolution']).toBe('evolution bridge');
+    expect(cost['e-causal']).toBeCloseTo(d + relation, 6);
+    // Sorted by cost, truncated to K.
+    expect(bundle.map((e) => e.cost)).toEqual([...bundle.map((e) => e.cost)].sort((a, b) => a - b));
+    expect(bundleSearch(graph, anchors, Q, 'GENERAL', config, 3).map((e) => e.episodeId)).toEqual(['e-ep', 'e-fc', 'e-fp']);
+  });
+
+  it('keeps the cheaper of two routes to one Episode as its trace', () => {
+    const graph = new GraphBuilder()
+      .episode('ep', 1, atCos(0.5, 1))
+      .facet('fc', 'ep', 'theme', unrelated())
+      .point('fp', 'fc', 'fact', atCos(0.9, 2))
+      .build();
+    const both = anchorsOf({ episode: [{ id: 'ep', score: 0.5 }], facetPoint: [{ id: 'fp', score: 0.9 }] });
+    const [entry] = bundleSearch(graph, both, Q, 'GENERAL', config);
+    expect(entry?.cost).toBeCloseTo(0.1 + 2 * 0.07, 6); // 0.24 < 0.5 via the Episode anchor
+    expect(entry?.trace.template).toBe('FP→Fc→Ep');
+    expect(entry?.trace.edges.map((e) => e.type)).toEqual(['belongs_to', 'belongs_to']);
+  });
+
+  it('Melanie: a temporal query prefers the temporal bridge, a causal one the causal bridge', () => {
+    const graph = melanieGraph();
+    const order = (intent: 'TEMPORAL' | 'CAUSAL' | 'GENERAL', c = config) =>
+      bundleSearch(graph, MELANIE_ANCHORS, Q, intent, c).map((e) => e.episodeId);
+    const costOf = (intent: 'TEMPORAL' | 'CAUSAL' | 'GENERAL', id: string) =>
+      bundleSearch(graph, MELANIE_ANCHORS, Q, intent, config).find((e) => e.episodeId === id)?.cost;
+    expect(costOf('TEMPORAL', 'ep2')).toBeCloseTo(0.39 + 0.4, 6);
+    expect(costOf('TEMPORAL', 'ep3')).toBeCloseTo(0.35 + 0.8, 6);
+    expect(costOf('CAUSAL', 'ep2')).toBeCloseTo(0.39 + 0.8, 6);
+    expect(costOf('CAUSAL', 'ep3')).toBeCloseTo(0.35 + 0.4, 6);
+    expect(order('TEMPORAL')).toEqual(['ep1', 'ep2', 'ep3']);
+    expect(order('CAUSAL')).toEqual(['ep1', 'ep3', 'ep2']);
+    // Without intent (or without discounts) the causal bridge is marginally cheaper.
+    expect(order('GENERAL')).toEqual(['ep1', 'ep3', 'ep2']);
+    expect(order('TEMPORAL', resolveConfig({ flags: { edgeDiscounts: false } }))).toEqual(['ep1', 'ep3', 'ep2']);
+    // −N1: the bridges are gone, only Episode 1 is reachable.
+    expect(order('TEMPORAL', resolveConfig({ flags: { relationPaths: false } }))).toEqual(['ep1']);
+  });
+
+  it('formats a trace as a readable path', () => {
+    const graph = melanieGraph();
+    const anchors = anchorsOf({ entity: [{ id: 'en-melanie', score: 0.5 }] });
+    const [viaEntity] = enumeratePaths(graph, anchors, Q, 'GENERAL', config).filter((p) => p.template === 'En→FP→Fc→Ep');
+    expect(viaEntity && formatTrace(viaEntity)).toBe(
+      'Entity "Melanie" —involves→ FacetPoint "Melanie painted a sunrise" —belongs_to→ Facet "Melanie and painting" —belongs_to→ Episode 1',
+    );
+    const temporal = bundleSearch(graph, MELANIE_ANCHORS, Q, 'TEMPORAL', config).find((e) => e.episodeId === 'ep2');
+    expect(temporal && formatTrace(temporal.trace)).toBe(
+      'FacetPoint "Melanie painted a sunrise" —temporal→ FacetPoint "Melanie will exhibit her paintings" —belongs_to→ Facet "Exhibition plans" —belongs_to→ Episode 2',
+    );
+    // A bridge crossed against its direction shows it.
+    const fromLater = anchorsOf({ facetPoint: [{ id: 'fp-v', score: 0.9 }] });
+    const back = bundleSearch(graph, fromLater, Q, 'GENERAL', config).find((e) => e.episodeId === 'ep1');
+    expect(back && formatTrace(back.trace)).toContain('FacetPoint "Melanie will exhibit her paintings" ←temporal— FacetPoint');
+  });
+});
+
+describe('N4 intent routing', () => {
+  it('has 18 temporal and 14 causal triggers and a 46-query prototype bank split as specified', () => {
+    expect(TEMPORAL_TRIGGERS).toHaveLength(18);
+    expect(CAUSAL_TRIGGERS).toHaveLength(14);
+    expect(PROTOTYPES).toHaveLength(46);
+    const count = (f: (p: (typeof PROTOTYPES)[number]) => boolean) => PROTOTYPES.filter(f).length;
+    expect(count((p) => p.style === 'generic')).toBe(24);
+    expect(count((p) => p.style === 'locomo')).toBe(22);
+    expect(count((p) => p.label === 'TEMPORAL')).toBe(10);
+    expect(count((p) => p.label === 'CAUSAL')).toBe(10);
+    expect(count((p) => p.label === 'MULTI_HOP')).toBe(14);
+    expect(count((p) => p.label === 'ENTITY_CENTRIC')).toBe(12);
+  });
+
+  it('fires the keyword tier on when/why questions; the first trigger in the question wins', () => {
+    expect(keywordIntent('When did Caroline go to the LGBTQ support group?')).toBe('TEMPORAL');
+    expect(keywordIntent('How long has Melanie been painting?')).toBe('TEMPORAL');
+    expect(keywordIntent('Why did Melanie start painting?')).toBe('CAUSAL');
+    expect(keywordIntent('What inspired Caroline to become a counselor?')).toBe('CAUSAL');
+    expect(keywordIntent('Why did she move after the divorce?')).toBe('CAUSAL');
+    expect(keywordIntent('When did she move because of her job?')).toBe('TEMPORAL');
+    expect(keywordIntent("What is Melanie's daughter's name?")).toBeNull();
+    expect(keywordIntent('What kind of car does the neighbour drive?')).toBeNull();
+  });
+
+  /** Prototype i of label L embeds to L's axis; query vectors are mixed over those axes. */
+  const AXIS: Record<string, number> = { TEMPORAL: 1, CAUSAL: 2, MULTI_HOP: 3, ENTITY_CENTRIC: 4 };
+  function labelAxisBank(): { bank: PrototypeBank; calls: () => number } {
+    let calls = 0;
+    const bank = new PrototypeBank(async (texts) => {
+      calls++;
+      return texts.map((t) => vec({ [AXIS[PROTOTYPES.find((p) => p.text === t)?.label ?? ''] ?? 0]: 1 }));
+    });
+    return { bank, calls: () => calls };
+  }
+  const mixed = (top: number, second: number) => vec({ 3: top, 4: second, 9: Math.sqrt(Math.max(0, 1 - top * top - second * second)) });
+
+  it('commits on the prototype tier only above θ and with enough margin; embeds the bank once', async () => {
+    const { bank, calls } = labelAxisBank();
+    const route = (queryVector: Float32Array) =>
+      routeIntent('Tell me about the pottery class', { queryVector, prototypes: bank, config, mode: 'zero-llm' });
+    await expect(route(mixed(0.8, 0.3))).resolves.toMatchObject({ intent: 'MULTI_HOP', tier: 'prototype', llmCalls: 0 });
+    await expect(route(mixed(0.3, 0.8))).resolves.toMatchObject({ intent: 'ENTITY_CENTRIC', tier: 'prototype' });
+    // Below θ = 0.55.
+    await expect(route(mixed(0.5, 0.1))).resolves.toMatchObject({ intent: 'GENERAL', tier: 'none' });
+    // Above θ but margin 0.05 < 0.10.
+    await expect(route(mixed(0.65, 0.6))).resolves.toMatchObject({ intent: 'GENERAL', tier: 'none' });
+    // Thresholds come from the config.
+    const lenient = resolveConfig({ retrieval: { prototypeThreshold: 0.4, prototypeMargin: 0.01 } });
+    await expect(
+      routeIntent('Tell me about the pottery class', { queryVector: mixed(0.65, 0.6), prototypes: bank, config: lenient, mode: 'zero-llm' }),
+    ).resolves.toMatchObject({ intent: 'MULTI_HOP', tier: 'prototype' });
+    expect(calls()).toBe(1);
+  });
+
+  it('thresholds LLM scores; MULTI_HOP suppresses ENTITY_CENTRIC; nothing confident is GENERAL', () => {
+    const s = (temporal: number, causal: number, multi_hop: number, entity_centric: number) => ({ temporal, causal, multi_hop, entity_centric });
+    expect(intentFromScores(s(0.1, 0.2, 0.6, 0.9), 0.5)).toBe('MULTI_HOP');
+    expect(intentFromScores(s(0.1, 0.2, 0.4, 0.9), 0.5)).toBe('ENTITY_CENTRIC');
+    expect(intentFromScores(s(0.7, 0.9, 0, 0), 0.5)).toBe('CAUSAL');
+    expect(intentFromScores(s(0.4, 0.3, 0.2, 0.1), 0.5)).toBe('GENERAL');
+    expect(intentFromScores(s(0.4, 0.3, 0.2, 0.1), 0.35)).toBe('TEMPORAL');
+  });
+});
+
+describe('LLM paths against the local OpenAI-compatible server', () => {
+  let server: OpenAiTestServer;
+  beforeAll(async () => {
+    server = await startOpenAiServer();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+  const llm = () => createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, invalidJsonRetries: 0, retry: { maxRetries: 0 } });
+
+  it('routes through the LLM tier when keywords and prototypes are not confident', async () => {
+    const { length: before } = server.requests;
+    server.enqueue(reply.json({ temporal: 0.1, causal: 0.2, multi_hop: 0.7, entity_centric: 0.8 }), reply.content('no json here'));
+    const deps = { queryVector: vec({ 9: 1 }), prototypes: new PrototypeBank(async (t) => t.map(() => unrelated())), llm: llm(), config, mode: 'llm' as const };
+    await expect(routeIntent('Tell me about the pottery class', deps)).resolves.toEqual({ intent: 'MULTI_HOP', tier: 'llm', llmCalls: 1, warnings: [] });
+    const bad = await routeIntent('Tell me about the pottery class', deps);
+    expect(bad).toMatchObject({ intent: 'GENERAL', tier: 'none', llmCalls: 1 });
+    expect(bad.warnings).toHaveLength(1);
+    expect(server.requests.length - before).toBe(2);
+    // Keyword hits never reach the server.
+    await expect(routeIntent('When did it start?', deps)).resolves.toMatchObject({ tier: 'keyword', llmCalls: 0 });
+    expect(server.requests.length - before).toBe(2);
+  });
+
+  function bundleOf(n: number): { graph: MemoryGraph; bundle: BundleEntry[] } {
+    const b = new GraphBuilder();
+    for (let i = 0; i < n; i++) b.episode(`ep${i}`, i + 1, unrelated(), [[`D${i}:1`, 'A', `turn ${i}`]], `Summary ${i} ${'x'.repeat(600)}`);
+    const graph = b.build();
+    const anchors = anchorsOf({ episode: Array.from({ length: n }, (_, i) => ({ id: `ep${i}`, score: 0.9 - i * 0.01 })) });
+    return { graph, bundle: bundleSearch(graph, anchors, Q, 'GENERAL', config, n) };
+  }
+
+  it('reranks with one call, deterministic top-M with ties in bundle order, snippets cut, no costs shown', async () => {
+    const { graph, bundle } = bundleOf(7);
+    const { length: before } = server.requests;
+    // Passage 6 is unscored; 1, 3 and 5 tie at 7.
+    server.enqueue(reply.json({ scores: [0, 1, 2, 3, 4, 5].map((index) => ({ index, score: index % 2 ? 7 : 2 })).concat({ index: 99, score: 10 }) }));
+    const result = await rerankWithLlm('What did A say?', bundle, graph, llm(), config);
+    expect(result.ranked.map((e) => e.episodeId)).toEqual(['ep1', 'ep3', 'ep5', 'ep0', 'ep2', 'ep4', 'ep6']);
+    expect(result.ranked.slice(0, config.retrieval.keep)).toHaveLength(5);
+    expect(result.llmCalls).toBe(1);
+    expect(result.warnings).toEqual(['rerank: 1 of 7 passages unscored']);
+    const sent = server.requests.slice(before);
+    expect(sent).toHaveLength(1);
+    const prompt = sent[0]?.body?.messages.map((m) => m.content).join('\n') ?? '';
+    for (let i = 0; i < 7; i++) expect(prompt).toContain(`[${i}] Summary ${i}`);
+    const passage = /\[0\] (.*)/.exec(prompt)?.[1] ?? '';
+    expect(passage).toHaveLength(config.retrieval.rerankSnippetChars);
+    expect(prompt).not.toMatch(/cost|0\.\d{3}/i);
+  });
+
+  it('skips the call when |bundle| ≤ M and keeps bundle order on an unusable reply', async () => {
+    const small = bundleOf(5);
+    const { length: before } = server.requests;
+    const skipped = await rerankWithLlm('q', small.bundle, small.graph, llm(), config);
+    expect(skipped.llmCalls).toBe(0);
+    expect(server.requests.length).toBe(before);
+    expect(skipped.ranked.map((e) => e.episodeId)).toEqual(small.bundle.map((e) => e.episodeId));
+
+    const big = bundleOf(6);
+    server.enqueue(reply.content('I would rather not.'));
+    const invalid = await rerankWithLlm('q', big.bundle, big.graph, llm(), config);
+    expect(invalid.ranked.map((e) => e.episodeId)).toEqual(big.bundle.map((e) => e.episodeId));
+    expect(invalid.llmCalls).toBe(1);
+    expect(invalid.warnings).toHaveLength(1);
+  });
+
+  it('retrieve in llm mode: keyword intent, one rerank call, usage counted', async () => {
+    const { graph } = bundleOf(8);
+    server.enqueue(reply.json({ scores: Array.from({ length: 8 }, (_, index) => ({ index, score: index })) }, {}));
+    const result = await retrieve('When did A speak?', depsFor(graph, { llm: llm() }), { config: { flags: { intentRouting: true } } });
+    expect(result).toMatchObject({ mode: 'llm', intent: 'TEMPORAL', tier: 'keyword', llmCalls: 1 });
+    expect(result.llmTokens).toBeGreaterThan(0);
+    expect(result.units.map((u) => u.episodeId)).toEqual(['ep7', 'ep6', 'ep5', 'ep4', 'ep3']);
+  });
+});
+
+describe('hybrid anchors: lexical index and fusion', () => {
+  it('finds nodes and turns by words, survives a JSON round trip, and follows graph updates', () => {
+    const graph = melanieGraph();
+    const lexical = LexicalIndex.fromGraph(graph);
+    const hits = lexical.search('sunrise painting');
+    expect(hits.layers.facetPoint[0]?.id).toBe('fp-a');
+    expect(hits.layers.episode[0]?.id).toBe('ep1');
+    expect([...(hits.turns.get('ep1')?.keys() ?? [])]).toEqual(['D1:1']);
+    const restored = LexicalIndex.fromJSON(JSON.parse(JSON.stringify(lexical.toJSON())));
+    expect(restored.search('sunrise painting')).toEqual(hits);
+
+    graph.putNode({ layer: 'entity', id: 'en-pottery', key: 999, name: 'Pottery', entityType: 'concept', chunkIds: [] });
+    restored.update(graph);
+    expect(restored.search('pottery').layers.entity.map((h) => h.id)).toEqual(['en-pottery']);
+    graph.deleteNode('en-pottery');
+    restored.update(graph);
+    expect(restored.search('pottery').layers.entity).toEqual([]);
+  });
+
+  it('normalises terms symmetrically', () => {
+    expect(['painting', 'painted', 'paints', 'paint'].map(normaliseTerm)).toEqual(['paint', 'paint', 'paint', 'paint']);
+    expect(normaliseTerm('parties')).toBe(normaliseTerm('party'));
+    expect(normaliseTerm('the')).toBeNull();
+  });
+
+  it('orders by reciprocal rank and hands out the union’s own cosines in that order', () => {
+    const vectors = new Map([['lex-only', atCos(0.3, 1)]]);
+    const dense = [
+      { id: 'a', score: 0.7 },
+      { id: 'b', score: 0.6 },
+      { id: 'c', score: 0.5 },
+    ];
+    const fused = fuseAnchors(dense, [{ id: 'c', score: 12 }, { id: 'lex-only', score: 9 }], { queryVector: Q, vectors, rrfK: 60, lexicalPerLayer: 30 });
+    expect(fused.map((a) => a.id)).toEqual(['c', 'a', 'b', 'lex-only']);
+    expect(fused.map((a) => a.score)).toEqual([0.7, 0.6, 0.5, expect.closeTo(0.3, 6)]);
+  });
+});
+
+describe('zero-LLM precision, units and packing', () => {
+  it('local precision lifts an Episode holding a fact close to the question', () => {
+    const graph = new GraphBuilder()
+      .episode('near', 1, atCos(0.6, 1), [['D1:1', 'A', 'unrelated chatter']])
+      .episode('fact', 2, atCos(0.55, 2), [['D2:1', 'A', 'the answer']])
+      .facet('fc', 'fact', 'theme', unrelated())
+      .point('fp', 'fc', 'the answer', atCos(0.95, 3), { dialogIds: ['D2:1'] })
+      .build();
+    const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
+    const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
+    expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
+    const evidence = { queryVector: Q, lexicalTurns: new Map() };
+    expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
+    const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
+    expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
+  });
+
+  /** Ten Episodes of twelve turns; the first turn of each holds its fact. */
+  function longGraph(): MemoryGraph {
+    const b = new GraphBuilder();
+    for (let i = 0; i < 10; i++) {
+      const turns: Array<[string, string, string]> = Array.from({ length: 12 }, (_, t) => [
+        `D${i + 1}:${t + 1}`,
+        t % 2 ? 'Caroline' : 'Melanie',
+        t === 0 ? `On day ${i} Melanie painted landscape number ${i} at the lake.` : `Small talk line ${t} about the weather and the kids, nothing more to say.`,
+      ]);
+      b.episode(`ep${i}`, i + 1, atCos(0.5 - i * 0.02, 100 + i), turns)
+        .facet(`fc${i}`, `ep${i}`, 'painting', unrelated())
+        .point(`fp${i}`, `fc${i}`, `Melanie painted landscape ${i}`, atCos(0.8 - i * 0.02, 200 + i), { dialogIds: [`D${i + 1}:1`] });
+    }
+    return b.build();
+  }
+
+  it('never exceeds the token budget, and finer units fit more evidence into a tight one', async () => {
+    const graph = longGraph();
+    const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
+    const fine = { flags: { fineUnits: true } };
+    for (const budget of [30, 80, 200, 500, 2000]) {
+      for (const overrides of [{}, fine]) {
+        const r = await retrieve('Which landscapes did Melanie paint?', deps, { budget, mode: 'zero-llm', config: overrides });
+        expect(r.tokens).toBeLessThanOrEqual(budget);
+        expect(countTokens(r.context)).toBe(r.tokens);
+        expect(r.llmCalls).toBe(0);
+      }
+    }
+    const facts = (ids: string[]) => ids.filter((d) => d.endsWith(':1')).length;
+    const whole = await retrieve('Which landscapes did Melanie paint?', deps, { budget: 400, mode: 'zero-llm' });
+    const finer = await retrieve('Which landscapes did Melanie paint?', deps, { budget: 400, mode: 'zero-llm', config: fine });
+    expect(facts(finer.dialogIds)).toBeGreaterThan(facts(whole.dialogIds));
+    // Key units carry the turn behind the winning FacetPoint.
+    const key = finer.units.find((u) => u.kind === 'key-turns');
+    expect(key?.trace.template).toBe('FP→Fc→Ep');
+    expect(key?.dialogIds).toContain(`D${Number(key?.episodeId.slice(2)) + 1}:1`);
+  });
+
+  it('keeps M Episodes without a budget, the whole bundle under −N3, and validates options', async () => {
+    const graph = longGraph();
+    const deps = depsFor(graph);
+    const paper = await retrieve('Which landscapes did Melanie paint?', deps, { mode: 'zero-llm' });
+    expect(paper.units.map((u) => u.episodeId)).toHaveLength(config.retrieval.keep);
+    expect(paper.bundle).toHaveLength(config.retrieval.bundleSize);
+    const noN3 = await retrieve('q', deps, { mode: 'zero-llm', k: 8, config: { flags: { compression: false } } });
+    expect(noN3.units.map((u) => u.episodeId)).toEqual(noN3.bundle.map((e) => e.episodeId));
+    expect(noN3.units).toHaveLength(8);
+    await expect(retrieve('q', deps, { budget: 0 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(retrieve('  ', deps)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(retrieve('q', deps, { mode: 'llm' })).rejects.toMatchObject({ code: 'LLM_NOT_CONFIGURED' });
+  });
+
+  it('Melanie end to end: the routed intent picks the bridge', async () => {
+    const graph = melanieGraph();
+    const deps = depsFor(graph);
+    const run = (query: string) => retrieve(query, deps, { mode: 'zero-llm', config: { flags: { intentRouting: true } } });
+    const temporal = await run('When did Melanie paint the sunrise?');
+    expect(temporal).toMatchObject({ intent: 'TEMPORAL', tier: 'keyword' });
+    const causal = await run('Why did Melanie paint the sunrise?');
+    expect(causal).toMatchObject({ intent: 'CAUSAL', tier: 'keyword' });
+    const rank = (r: typeof temporal, id: string) => r.ranked.findIndex((e) => e.episodeId === id);
+    expect(rank(temporal, 'ep2')).toBeLessThan(rank(temporal, 'ep3'));
+    expect(rank(causal, 'ep3')).toBeLessThan(rank(causal, 'ep2'));
+    expect(temporal.ranked.find((e) => e.episodeId === 'ep2')?.trace.template).toBe('temporal bridge');
+    expect(causal.ranked.find((e) => e.episodeId === 'ep3')?.trace.template).toBe('causal bridge');
+  });
+});

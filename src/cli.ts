@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { ChunkingOptions } from './ingest/chunking.ts';
 import { parseLocomo, type LocomoSample } from './ingest/locomo.ts';
+import { formatTrace } from './retrieve/bundle-search.ts';
 import { defaultLocomoPath, openNodeMemory, type NodeMemoryOptions } from './node.ts';
 
 const USAGE = `usage:
@@ -121,7 +122,7 @@ async function searchCommand(question: string, values: Flags): Promise<number> {
   console.log(`intent ${result.intent} (decided by ${result.tier}); ${result.tokens} tokens; ${result.units.length} units\n`);
   for (const unit of result.units) {
     console.log(`- ${unit.id} score ${unit.score.toFixed(3)} [${unit.dialogIds.join(', ')}]`);
-    if (unit.trace) console.log(`    path: ${unit.trace}`);
+    console.log(`    path: ${formatTrace(unit.trace)}`);
   }
   console.log(`\n${result.context}`);
   await memory.close();

@@ -125,7 +125,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     compression: true,
     intentRouting: false,
     hybridAnchors: true,
-    fineUnits: false,
+    fineUnits: true,
   },
   seed: 42, // §6
 };

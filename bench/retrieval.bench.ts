@@ -1,0 +1,57 @@
+/**
+ * Retrieval latency on a LoCoMo conversation graph in Node, zero-LLM, including the query
+ * embedding: PRISM `search()` against a flat dense top-k over turns (same embedder, same
+ * usearch index) measured in the same run.
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { turnLine } from '../src/ingest/chunking.ts';
+import { parseLocomo } from '../src/ingest/locomo.ts';
+import { defaultLocomoPath, nodeEmbedder, nodeUsearch, openNodeMemory } from '../src/node.ts';
+import { percentile, type Row } from './table.ts';
+
+const CONVERSATION = process.env['PRISM_BENCH_CONVERSATION'] ?? 'conv-26';
+const BUDGET = 2048;
+
+export async function benchRetrieval(): Promise<Row[]> {
+  const samples = parseLocomo(JSON.parse(await readFile(defaultLocomoPath(), 'utf8')));
+  const sample = samples.find((s) => s.conversation.id === CONVERSATION);
+  if (!sample) throw new Error(`no ${CONVERSATION} in the LoCoMo file`);
+  const memory = await openNodeMemory({ dir: resolve('.prism', `bench-${CONVERSATION}`), name: CONVERSATION });
+  await memory.add(sample.conversation);
+  const questions = sample.questions.filter((q) => q.category !== 5).map((q) => q.question);
+
+  // Baseline: every turn embedded once, flat exact top-k in the same usearch WASM index.
+  const embedder = await nodeEmbedder('int8');
+  const turns = sample.conversation.sessions.flatMap((s) => s.turns);
+  const turnVectors = await embedder.embed(turns.map(turnLine));
+  const index = (await nodeUsearch()).createIndex({ dim: embedder.dim });
+  const packed = new Float32Array(turnVectors.length * embedder.dim);
+  turnVectors.forEach((v, i) => packed.set(v, i * embedder.dim));
+  index.add(turns.map((_, i) => i), packed);
+
+  // Warm both paths (prototype bank, lexical index, JIT) before timing.
+  await memory.search(questions[0] ?? 'warm up', { budget: BUDGET });
+  const prism: number[] = [];
+  const flat: number[] = [];
+  for (const q of questions) {
+    // Distinct texts per run so the embedder's LRU cache does not hide the query embedding.
+    const t0 = performance.now();
+    await memory.search(`${q} `, { budget: BUDGET });
+    prism.push(performance.now() - t0);
+    const t1 = performance.now();
+    const [qv] = await embedder.embed([`${q}  `]);
+    if (qv) index.search(qv, 50);
+    flat.push(performance.now() - t1);
+  }
+  prism.sort((a, b) => a - b);
+  flat.sort((a, b) => a - b);
+  index.dispose();
+  await memory.close();
+  const base = `flat dense top-50 over turns (p50 ${percentile(flat, 50).toFixed(1)} ms)`;
+  return [
+    { name: `flat dense top-50, ${CONVERSATION} (${turns.length} turns)`, metric: 'p50 ms', value: percentile(flat, 50) },
+    { name: `PRISM search zero-LLM, ${CONVERSATION}, budget ${BUDGET}`, metric: 'p50 ms', value: percentile(prism, 50), baseline: base, ratio: percentile(prism, 50) / percentile(flat, 50) },
+    { name: `PRISM search zero-LLM, ${CONVERSATION}, budget ${BUDGET}`, metric: 'p95 ms', value: percentile(prism, 95) },
+  ];
+}

@@ -1,0 +1,307 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createDirectoryCache } from '../src/eval/cache.node.ts';
+import { createEvidenceResolver, normaliseEvidence } from '../src/eval/evidence.ts';
+import { evidenceRecall, percentile, recallAtK, summariseOutcomes, type QuestionOutcome } from '../src/eval/metrics.ts';
+import { renderFrontier, renderReport } from '../src/eval/report.ts';
+import { runLocomoEval, type LocomoEvalOptions, type LocomoEvalResults } from '../src/eval/runner.ts';
+import { bootstrapMeanCI, mcNemarMidP, mcNemarMidPFromCounts, pairedBootstrapCI } from '../src/eval/stats.ts';
+import { bm25TurnsSystem, fullContextSystem, type EvalSystem } from '../src/eval/systems.ts';
+import { sessionHeader, turnLine } from '../src/ingest/chunking.ts';
+import { parseLocomo } from '../src/ingest/locomo.ts';
+import { createLlmClient } from '../src/llm/client.ts';
+import { countTokens } from '../src/retrieve/pack.ts';
+import { reply, startOpenAiServer, type RecordedRequest } from './helpers/openai-server.ts';
+
+/** A two-session conversation in raw LoCoMo format, with malformed evidence on purpose. */
+const RAW_SAMPLE = {
+  sample_id: 'conv-t',
+  conversation: {
+    speaker_a: 'Alice',
+    speaker_b: 'Bob',
+    session_1_date_time: '1:56 pm on 8 May, 2023',
+    session_1: [
+      { speaker: 'Alice', dia_id: 'D1:1', text: 'I adopted a golden retriever puppy named Biscuit.' },
+      { speaker: 'Bob', dia_id: 'D1:2', text: 'That is wonderful news, congratulations!' },
+      { speaker: 'Alice', dia_id: 'D1:3', text: 'We are moving to Lisbon in the autumn.' },
+    ],
+    session_2_date_time: '10:00 am on 20 May, 2023',
+    session_2: [
+      { speaker: 'Bob', dia_id: 'D2:1', text: 'My sister started a pottery class.' },
+      { speaker: 'Alice', dia_id: 'D2:2', text: 'Biscuit chewed my favourite sneakers yesterday.' },
+      { speaker: 'Bob', dia_id: 'D2:3', text: 'Did you finish the marathon training?' },
+    ],
+  },
+  qa: [
+    { question: 'What breed of puppy does Alice have?', answer: 'golden retriever', evidence: ['D1:1'], category: 4 },
+    { question: 'Where is Alice moving and what got chewed?', answer: 'Lisbon; sneakers', evidence: ['D1:3; D2:2'], category: 1 },
+    { question: 'When were the sneakers chewed?', answer: '19 May 2023', evidence: ['D:2:2'], category: 2 },
+    { question: "What class did Bob's sister start?", answer: 'pottery', evidence: ['D2:01'], category: 3 },
+    { question: 'What did Bob adopt?', adversarial_answer: 'a puppy', evidence: ['D1:1'], category: 5 },
+    { question: 'What is Bob training for?', answer: 'a marathon', evidence: ['D'], category: 4 },
+    { question: 'Which puppy was adopted?', answer: 'Biscuit', evidence: ['D1:1', 'D9:9'], category: 1 },
+  ],
+};
+
+const samples = parseLocomo([RAW_SAMPLE]);
+const sample = samples[0]!;
+
+describe('evidence ids', () => {
+  it('normalises the malformed forms found in LoCoMo', () => {
+    expect(normaliseEvidence('D:11:26')).toEqual(['D11:26']);
+    expect(normaliseEvidence('D30:05')).toEqual(['D30:5']);
+    expect(normaliseEvidence('D8:6; D9:17')).toEqual(['D8:6', 'D9:17']);
+    expect(normaliseEvidence('D8:6 D9:17')).toEqual(['D8:6', 'D9:17']);
+    expect(normaliseEvidence(' D3:12 ')).toEqual(['D3:12']);
+    expect(normaliseEvidence('D')).toEqual(['D']);
+  });
+
+  it('resolves against the dialog ids and reports what does not resolve', () => {
+    const resolver = createEvidenceResolver(sample.conversation);
+    expect(resolver.resolve(['D1:3; D2:2'])).toEqual({ turns: ['D1:3', 'D2:2'], unresolved: [] });
+    expect(resolver.resolve(['D:2:2', 'D2:02'])).toEqual({ turns: ['D2:2'], unresolved: [] });
+    expect(resolver.resolve(['D', 'D1:1', 'D9:9'])).toEqual({ turns: ['D1:1'], unresolved: ['D', 'D9:9'] });
+  });
+});
+
+describe('metrics', () => {
+  it('computes evidence recall and ER@K', () => {
+    expect(evidenceRecall(['D1:1', 'D1:2'], ['D1:2', 'D5:5'])).toBe(0.5);
+    expect(evidenceRecall([], ['D1:1'])).toBeNull();
+    const ranked = [{ dialogIds: ['D1:1'] }, { dialogIds: ['D1:2', 'D1:3'] }, { dialogIds: ['D2:1'] }];
+    expect(recallAtK(['D1:3', 'D2:1'], ranked, 1)).toBe(0);
+    expect(recallAtK(['D1:3', 'D2:1'], ranked, 2)).toBe(0.5);
+    expect(recallAtK(['D1:3', 'D2:1'], ranked, 10)).toBe(1);
+  });
+
+  it('interpolates percentiles', () => {
+    expect(percentile([4, 1, 3, 2], 50)).toBe(2.5);
+    expect(percentile([10, 20, 30, 40, 50], 95)).toBeCloseTo(48);
+    expect(percentile([], 50)).toBeNull();
+  });
+
+  it('averages ER over questions with evidence only, per category', () => {
+    const outcome = (key: string, category: 1 | 2 | 3 | 4, er: number | null, tokens: number): QuestionOutcome => ({
+      key,
+      conversationId: 'c',
+      category,
+      recall: er === null ? null : { atBudget: { '100': er }, atK: { '1': er, '5': er, '10': er } },
+      contextTokens: { '100': tokens },
+      latencyMs: tokens,
+      llmCalls: 1,
+      llmTokens: 0,
+      intent: null,
+      judge: null,
+    });
+    const summary = summariseOutcomes(
+      [outcome('a', 1, 1, 10), outcome('b', 1, 0.5, 20), outcome('c', 2, 0, 30), outcome('d', 4, null, 40)],
+      [100],
+    );
+    expect(summary.erAtBudget['100']).toBe(0.5);
+    expect(summary.perCategory['multi-hop']).toMatchObject({ n: 2, questions: 2, erAtBudget: { '100': 0.75 } });
+    expect(summary.perCategory['single-hop']).toMatchObject({ n: 0, questions: 1, erAtBudget: { '100': null } });
+    expect(summary.questionsWithoutEvidence).toBe(1);
+    // Context tokens and latency are over every question, scored or not.
+    expect(summary.meanContextTokens).toBe(25);
+    expect(summary.latencyMs.p50).toBe(25);
+    expect(summary.judge).toBeNull();
+  });
+});
+
+describe('statistics', () => {
+  const values = [1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 1];
+
+  it('bootstrap CI is deterministic for a seed and brackets the mean', () => {
+    const first = bootstrapMeanCI(values, { seed: 42 });
+    const second = bootstrapMeanCI(values, { seed: 42 });
+    expect(second).toEqual(first);
+    expect(first.estimate).toBe(0.7);
+    expect(first.low).toBeLessThan(0.7);
+    expect(first.high).toBeGreaterThan(0.7);
+    expect(first.low).toBeGreaterThanOrEqual(0);
+    expect(first.high).toBeLessThanOrEqual(1);
+    // Binary values quantise the percentiles; continuous ones show the seed matters.
+    const continuous = values.map((v, i) => v + i / 100);
+    expect(bootstrapMeanCI(continuous, { seed: 7 })).not.toEqual(bootstrapMeanCI(continuous, { seed: 42 }));
+  });
+
+  it('paired bootstrap is zero-width for identical systems and signed by a − b', () => {
+    expect(pairedBootstrapCI(values, values)).toMatchObject({ estimate: 0, low: 0, high: 0 });
+    const better = values.map(() => 1);
+    const ci = pairedBootstrapCI(better, values);
+    expect(ci.estimate).toBeCloseTo(0.3);
+    expect(ci.low).toBeGreaterThan(0);
+    expect(ci.high).toBeLessThanOrEqual(0.6);
+  });
+
+  it('McNemar mid-p matches the binomial by hand', () => {
+    // n = 12 discordant, m = 2: P(X ≤ 2) = (1 + 12 + 66) / 4096, P(X = 2) = 66 / 4096,
+    // mid-p = 2 · 79/4096 − 66/4096 = 92/4096.
+    expect(mcNemarMidPFromCounts(10, 2)).toBeCloseTo(92 / 4096, 12);
+    expect(mcNemarMidPFromCounts(2, 10)).toBeCloseTo(92 / 4096, 12);
+    // Balanced discordance: 2 · P(X ≤ 5) − P(X = 5) = (2 · 638 − 252) / 1024 = 1.
+    expect(mcNemarMidPFromCounts(5, 5)).toBeCloseTo(1, 12);
+    expect(mcNemarMidPFromCounts(0, 0)).toBe(1);
+    // n = 1500 would underflow 2^-n in linear space.
+    const large = mcNemarMidPFromCounts(800, 700);
+    expect(large).toBeGreaterThan(0.005);
+    expect(large).toBeLessThan(0.02);
+  });
+
+  it('McNemar counts discordant pairs from labels', () => {
+    const a = [true, true, true, false, false, true];
+    const b = [true, false, false, true, false, false];
+    expect(mcNemarMidP(a, b)).toMatchObject({ aOnly: 3, bOnly: 1 });
+  });
+});
+
+describe('runLocomoEval', () => {
+  const tempDirs: string[] = [];
+  afterEach(async () => {
+    await Promise.all(tempDirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+
+  // The budget the packer needs for session 2's header plus its last two turns (it charges each
+  // header and unit its tokens + 1 for the line break), with 2 tokens to spare: too few for D2:1.
+  const session2 = sample.conversation.sessions[1]!;
+  const lastTwoTurns = session2.turns.slice(1);
+  const smallBudget =
+    countTokens(sessionHeader('conv-t', session2)) + 1 + lastTwoTurns.reduce((n, t) => n + countTokens(turnLine(t)) + 1, 0) + 2;
+  const largeBudget = 100_000;
+
+  async function run(systems: EvalSystem[], cacheDir?: string, judge?: LocomoEvalOptions['judge']): Promise<LocomoEvalResults> {
+    return runLocomoEval({
+      samples,
+      systems,
+      budgets: [largeBudget, smallBudget],
+      dataPath: 'hand-made',
+      cache: cacheDir ? createDirectoryCache(cacheDir) : undefined,
+      judge,
+    });
+  }
+
+  it('scores BM25 and full context with the expected evidence recall', async () => {
+    const results = await run([bm25TurnsSystem(), fullContextSystem()]);
+    expect(results.questions).toBe(6);
+    expect(results.mode).toBe('zero-llm');
+    expect(results.budgets).toEqual([smallBudget, largeBudget]);
+    expect(results.dataset.adversarialSkipped).toBe(1);
+    expect(results.dataset.unresolvedIds).toEqual([
+      { question: 'conv-t#5', id: 'D' },
+      { question: 'conv-t#6', id: 'D9:9' },
+    ]);
+    expect(results.dataset.questionsWithoutEvidence).toEqual(['conv-t#5']);
+    expect(results.dataset.questionsPerCategory).toEqual({ 'multi-hop': 2, temporal: 1, 'open-domain': 1, 'single-hop': 2 });
+
+    const full = results.systems['full-context']!;
+    // Newest-first truncation keeps D2:2 and D2:3: q1 half covered, q2 covered, q0 q3 q6 not → 1.5 / 5.
+    expect(full.erAtBudget[String(smallBudget)]).toBeCloseTo(0.3, 12);
+    expect(full.erAtBudget[String(largeBudget)]).toBe(1);
+    // Top 5 of newest-first is everything but D1:1, which q0 and q6 need.
+    expect(full.erAtK).toEqual({ '1': 0, '5': 0.6, '10': 1 });
+    expect(full.perCategory['multi-hop']).toMatchObject({ n: 2, erAtBudget: { [String(smallBudget)]: 0.25 } });
+    expect(full.perCategory['single-hop']).toMatchObject({ n: 1, erAtBudget: { [String(smallBudget)]: 0 } });
+    expect(full.meanContextTokens).toBeGreaterThan(full.meanContextTokensAtBudget[String(smallBudget)]!);
+    expect(full.meanContextTokensAtBudget[String(smallBudget)]).toBeLessThanOrEqual(smallBudget);
+    expect(full.llmCallsPerQuery).toBe(0);
+    expect(full.judge).toBeNull();
+
+    const bm25 = results.systems['bm25-turns']!;
+    // Every question shares a rare word with each gold turn; only q1 has two gold turns to split
+    // between rank 1 and rank 2.
+    expect(bm25.erAtK).toEqual({ '1': 0.9, '5': 1, '10': 1 });
+    expect(bm25.erAtBudget[String(largeBudget)]).toBe(1);
+
+    // The paired table compares full context with BM25, the best baseline at both budgets.
+    const atSmall = results.comparisons.find((c) => c.budget === smallBudget)!;
+    expect(atSmall.system).toBe('full-context');
+    expect(atSmall.reference).toBe('bm25-turns');
+    expect(atSmall.diff).toBeCloseTo(0.3 - bm25.erAtBudget[String(smallBudget)]!, 12);
+    expect(atSmall.low).toBeLessThanOrEqual(atSmall.diff);
+    expect(atSmall.high).toBeGreaterThanOrEqual(atSmall.diff);
+    expect(results.routing).toEqual({});
+  });
+
+  it('resumes from the cache without preparing finished conversations again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prism-eval-'));
+    tempDirs.push(dir);
+    let prepares = 0;
+    const counted = (): EvalSystem => {
+      const inner = fullContextSystem();
+      return { ...inner, prepare: (s, o) => (prepares++, inner.prepare(s, o)) };
+    };
+    const first = await run([counted()], dir);
+    const second = await run([counted()], dir);
+    expect(prepares).toBe(1);
+    expect(second.systems['full-context']).toEqual(first.systems['full-context']);
+    expect(second.timings.systems['full-context']!.cachedConversations).toBe(1);
+  });
+
+  it('renders the report and one frontier line per system', async () => {
+    const results = await run([bm25TurnsSystem(), fullContextSystem()]);
+    const report = renderReport(results);
+    expect(report).toContain(`## ER at ${smallBudget} tokens, by category`);
+    expect(report).toContain(`## ER at ${largeBudget} tokens, by category`);
+    expect(report).toContain('| full-context (baseline) | 0.250 | 1.000 | 0.000 | 0.000 | 0.300 |');
+    expect(report).toContain('`D9:9` in conv-t#6');
+    expect(report).toContain('count a turn as covered when its Episode is included');
+    const svg = await renderFrontier(results);
+    expect(svg.startsWith('<svg')).toBe(true);
+    expect(svg.match(/aria-roledescription="line mark"/g)).toHaveLength(2);
+  });
+
+  it('answers and judges through an OpenAI-compatible endpoint in LLM mode', async () => {
+    // The stand-in answer model knows each gold answer but gives it only when the fact it rests
+    // on is in the context it was sent; the judge marks an exact match CORRECT.
+    const facts: Record<string, { needle: string; answer: string }> = {
+      'What breed of puppy does Alice have?': { needle: 'golden retriever', answer: 'golden retriever' },
+      'Where is Alice moving and what got chewed?': { needle: 'Lisbon', answer: 'Lisbon; sneakers' },
+      'When were the sneakers chewed?': { needle: 'sneakers', answer: '19 May 2023' },
+      "What class did Bob's sister start?": { needle: 'pottery', answer: 'pottery' },
+      'What is Bob training for?': { needle: 'marathon', answer: 'a marathon' },
+      'Which puppy was adopted?': { needle: 'named Biscuit', answer: 'Biscuit' },
+    };
+    const userText = (request: RecordedRequest) => request.body?.messages.find((m) => m.role === 'user')?.content ?? '';
+    const server = await startOpenAiServer({
+      handler: (request) => {
+        const text = userText(request);
+        if (request.body?.model === 'judge-model') {
+          const gold = /Gold answer: (.*)/.exec(text)?.[1];
+          const generated = /Generated answer: (.*)/.exec(text)?.[1];
+          return reply.json({ reasoning: 'compared', label: gold === generated ? 'CORRECT' : 'WRONG' });
+        }
+        const fact = facts[/Question: (.*)/.exec(text)?.[1] ?? ''];
+        return reply.content(fact && text.includes(fact.needle) ? fact.answer : 'cannot answer');
+      },
+    });
+    try {
+      const client = createLlmClient({ baseURL: server.baseURL, models: { default: 'unused', answer: 'answer-model', judge: 'judge-model' } });
+      const results = await run([bm25TurnsSystem(), fullContextSystem()], undefined, {
+        client,
+        budget: smallBudget,
+        models: { answer: 'answer-model', judge: 'judge-model' },
+      });
+      expect(results.mode).toBe('llm');
+      expect(results.config.judgeBudget).toBe(smallBudget);
+      // Six questions × two systems × (answer + judge).
+      expect(server.requests).toHaveLength(24);
+      const full = results.systems['full-context']!;
+      // Its small context holds D2:2 (sneakers) and D2:3 (marathon): q2 and q5 right, 2 of 6.
+      expect(full.judge).toBeCloseTo(2 / 6, 12);
+      expect(full.perCategory.temporal.judge).toBe(1);
+      expect(full.perCategory['single-hop'].judge).toBe(0.5);
+      expect(full.perCategory['multi-hop'].judge).toBe(0);
+      expect(full.answerLlm?.callsPerQuery).toBe(2);
+      expect(full.judgePer1k).toBeCloseTo(full.judge! / (full.meanContextTokensAtBudget[String(smallBudget)]! / 1000), 12);
+      const [comparison] = results.judgeComparisons;
+      expect(results.judgeComparisons).toHaveLength(1);
+      expect(comparison!.n).toBe(6);
+      expect(comparison!.diff).toBeCloseTo((comparison!.systemOnly - comparison!.referenceOnly) / 6, 12);
+      expect(renderReport(results)).toContain('## Judge score by category');
+    } finally {
+      await server.close();
+    }
+  });
+});

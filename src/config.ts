@@ -15,6 +15,14 @@ export interface IngestConfig {
   causalMinConfidence: number;
   /** §1 semantic edges exist in the schema but are off by default. */
   semanticEdges: boolean;
+  /**
+   * How `involves_entity` and `evolution` edges get their vectors (beyond the paper). `embedded`
+   * runs MiniLM on the edge's description, as the paper does. `composed` takes the normalised sum
+   * of its endpoints' MiniLM vectors: mean pooling is additive over tokens, so this approximates
+   * embedding the concatenated endpoint texts, and it halves ingestion's model time (these two
+   * types are ~90% of relation edges). Temporal and causal edges are always embedded.
+   */
+  edgeVectors: 'embedded' | 'composed';
 }
 
 export interface RetrievalConfig {
@@ -51,8 +59,19 @@ export interface RetrievalConfig {
     /** BM25 of the Episode's best-matching turn, normalised by the bundle's best. */
     lexical: number;
   };
-  /** Finer units (beyond the paper): turns per Episode in its key-evidence unit. */
-  keyTurnsPerEpisode: number;
+  /** Fine units (beyond the paper): weights of a turn's score when turns are ranked across Episodes. */
+  turnScore: {
+    /** Its Episode's N3 score, min-max normalised over the ranked Episodes. */
+    episode: number;
+    /** Cosine between the query and the Facet holding the turn's FacetPoints (a theme-level view of the turn). */
+    facet: number;
+    /** Best cosine between the query and a FacetPoint taken from the turn. */
+    fact: number;
+    /** The turn's BM25, normalised by the best turn's. */
+    lexical: number;
+    /** Bonus when a FacetPoint of the turn lies on its Episode's winning N1 path. */
+    path: number;
+  };
 }
 
 /** The paper's ablations (§5) and this project's additions, as switches. */
@@ -90,6 +109,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     consolidateWindow: 5, // §2.6
     causalMinConfidence: 0.7, // §2.6, §6
     semanticEdges: false, // §1
+    edgeVectors: 'composed',
   },
   retrieval: {
     anchorsPerLayer: 30, // §3 N1, §6
@@ -117,7 +137,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     lexicalAnchors: 30, // as many as the dense anchors per layer
     rrfK: 60, // the usual RRF constant (Cormack et al. 2009)
     localPrecision: { path: 1, fact: 1, lexical: 0.5 }, // starting point; tune with the harness
-    keyTurnsPerEpisode: 4,
+    turnScore: { episode: 0.3, facet: 0.5, fact: 1, lexical: 0.5, path: 0.1 }, // starting point; tune with the harness
   },
   flags: {
     relationPaths: true,
@@ -142,6 +162,7 @@ export function resolveConfig(overrides: DeepPartial<PrismConfig> = {}, base: Pr
       fallbackCost: { ...base.retrieval.fallbackCost, ...overrides.retrieval?.fallbackCost },
       discounts: { ...base.retrieval.discounts, ...overrides.retrieval?.discounts },
       localPrecision: { ...base.retrieval.localPrecision, ...overrides.retrieval?.localPrecision },
+      turnScore: { ...base.retrieval.turnScore, ...overrides.retrieval?.turnScore },
     },
     flags: { ...base.flags, ...overrides.flags },
     seed: overrides.seed ?? base.seed,

@@ -549,8 +549,9 @@ describe('zero-LLM precision, units and packing', () => {
     const graph = longGraph();
     const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
     const fine = { flags: { fineUnits: true } };
+    const coarse = { flags: { fineUnits: false } };
     for (const budget of [30, 80, 200, 500, 2000]) {
-      for (const overrides of [{}, fine]) {
+      for (const overrides of [coarse, fine]) {
         const r = await retrieve('Which landscapes did Melanie paint?', deps, { budget, mode: 'zero-llm', config: overrides });
         expect(r.tokens).toBeLessThanOrEqual(budget);
         expect(countTokens(r.context)).toBe(r.tokens);
@@ -558,13 +559,14 @@ describe('zero-LLM precision, units and packing', () => {
       }
     }
     const facts = (ids: string[]) => ids.filter((d) => d.endsWith(':1')).length;
-    const whole = await retrieve('Which landscapes did Melanie paint?', deps, { budget: 400, mode: 'zero-llm' });
+    const whole = await retrieve('Which landscapes did Melanie paint?', deps, { budget: 400, mode: 'zero-llm', config: coarse });
     const finer = await retrieve('Which landscapes did Melanie paint?', deps, { budget: 400, mode: 'zero-llm', config: fine });
     expect(facts(finer.dialogIds)).toBeGreaterThan(facts(whole.dialogIds));
-    // Key units carry the turn behind the winning FacetPoint.
-    const key = finer.units.find((u) => u.kind === 'key-turns');
-    expect(key?.trace.template).toBe('FP→Fc→Ep');
-    expect(key?.dialogIds).toContain(`D${Number(key?.episodeId.slice(2)) + 1}:1`);
+    // The best turn unit is the turn behind its Episode's winning FacetPoint.
+    const [best] = finer.units;
+    expect(best?.kind).toBe('turn');
+    expect(best?.trace.template).toBe('FP→Fc→Ep');
+    expect(best?.dialogIds).toEqual([`D${Number(best?.episodeId.slice(2)) + 1}:1`]);
   });
 
   it('keeps M Episodes without a budget, the whole bundle under −N3, and validates options', async () => {

@@ -7,6 +7,7 @@ import { edgeSpace, type IndexSet, type IndexSpace } from '../index/index-set.ts
 import type { LlmClient } from '../llm/types.ts';
 import type { GraphStore, WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
+import { normalisedSum } from '../util/vectors.ts';
 import { buildChunkGraph, splitVectors, textsToEmbed } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
@@ -117,7 +118,8 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
         config: config.ingest,
         nextKey: () => nextKey++,
       });
-      const edgeVectors = await embedEdges(built.edges, deps.embedder, signal);
+      const nodeVector = new Map(built.nodeVectors);
+      const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
       throwIfAborted(signal);
 
       progress('commit');
@@ -180,7 +182,7 @@ async function runConsolidation(deps: IngestDeps, llm: LlmClient, through: numbe
       description: p.description,
       confidence: p.confidence,
     }));
-    const vectors = await embedEdges(edges, deps.embedder, signal);
+    const vectors = await edgeVectorsFor(edges, deps.embedder, 'embedded', () => undefined, signal);
     const meta: MemoryMeta = { ...state.meta, nextKey, settings: { ...state.meta.settings, [CONSOLIDATED_THROUGH]: Math.max(through, Number(state.meta.settings[CONSOLIDATED_THROUGH] ?? 0)) } };
     const batch: WriteBatch = { putEdges: edges, putVectors: vectors, meta };
     await deps.store.commit(batch);
@@ -192,14 +194,32 @@ async function runConsolidation(deps: IngestDeps, llm: LlmClient, through: numbe
   }
 }
 
-async function embedEdges(edges: readonly GraphEdge[], embedder: Embedder, signal?: AbortSignal): Promise<Array<[string, Float32Array]>> {
-  const embedded = edges.filter((e) => e.description !== null && edgeSpace(e.type) !== null);
-  if (embedded.length === 0) return [];
+/** Edge types whose vector may be composed from their endpoints (see `IngestConfig.edgeVectors`). */
+const COMPOSABLE: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
+
+async function edgeVectorsFor(
+  edges: readonly GraphEdge[],
+  embedder: Embedder,
+  mode: 'embedded' | 'composed',
+  vectorOf: (nodeId: string) => Float32Array | undefined,
+  signal?: AbortSignal,
+): Promise<Array<[string, Float32Array]>> {
+  const out: Array<[string, Float32Array]> = [];
+  const toEmbed: GraphEdge[] = [];
+  for (const edge of edges) {
+    if (edge.description === null || edgeSpace(edge.type) === null) continue;
+    const from = mode === 'composed' && COMPOSABLE.has(edge.type) ? vectorOf(edge.from) : undefined;
+    const to = from ? vectorOf(edge.to) : undefined;
+    if (from && to) out.push([edge.id, normalisedSum(from, to)]);
+    else toEmbed.push(edge);
+  }
+  if (toEmbed.length === 0) return out;
   const vectors = await embedder.embed(
-    embedded.map((e) => e.description ?? ''),
+    toEmbed.map((e) => e.description ?? ''),
     signal ? { signal } : {},
   );
-  return embedded.map((e, i) => [e.id, vectors[i] ?? new Float32Array(embedder.dim)]);
+  toEmbed.forEach((e, i) => out.push([e.id, vectors[i] ?? new Float32Array(embedder.dim)]));
+  return out;
 }
 
 function nearest(state: MemoryState, layer: 'entity', vector: Float32Array): { id: string; score: number } | null {

@@ -8,6 +8,8 @@ export function countTokens(text: string): number {
   return countO200k(text);
 }
 
+const MIN_UNIT_TOKENS = 6;
+
 /** One piece of evidence offered for the context: an Episode, or finer (the turns under a FacetPoint). */
 export interface ContextUnit {
   /** Unique id (Episode id, or `<episodeId>#<dialogId>` for finer units). */
@@ -43,6 +45,8 @@ export function packContext(ranked: readonly ContextUnit[], budget: number): Pac
   const headersUsed = new Set<string>();
   let used = 0;
   for (const unit of ranked) {
+    // No unit (a dialog id, a speaker and a line) fits in fewer tokens; stop counting the rest.
+    if (budget - used < MIN_UNIT_TOKENS) break;
     const headerCost = headersUsed.has(unit.header) ? 0 : countTokens(unit.header) + 1;
     const cost = headerCost + countTokens(unit.text) + 1;
     if (used + cost > budget) continue;
@@ -53,12 +57,14 @@ export function packContext(ranked: readonly ContextUnit[], budget: number): Pac
   // Per-unit counts can differ by a token or two from the rendered whole (BPE merges across
   // line breaks); drop the lowest-ranked units until the rendered context truly fits.
   let text = renderContext(chosen);
-  while (chosen.length > 0 && countTokens(text) > budget) {
+  let tokens = countTokens(text);
+  while (chosen.length > 0 && tokens > budget) {
     chosen.pop();
     text = renderContext(chosen);
+    tokens = countTokens(text);
   }
   const dialogIds = [...new Set(chosen.flatMap((u) => u.dialogIds))];
-  return { text, tokens: countTokens(text), units: chosen, dialogIds };
+  return { text, tokens, units: chosen, dialogIds };
 }
 
 export function renderContext(units: readonly ContextUnit[]): string {

@@ -100,7 +100,8 @@ export async function retrieve(query: string, deps: RetrieveDeps, options: Retri
   // the budget decides how many of the ranked Episodes fit.
   const selectAll = !config.flags.compression || (options.budget !== undefined && options.m === undefined);
   const selected = selectAll ? compression.ranked : compression.ranked.slice(0, keep);
-  const units = buildUnits(deps.graph, selected, evidence, config);
+  // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
+  const units = buildUnits(deps.graph, selected, evidence, config, config.flags.fineUnits && options.budget !== undefined);
   const packed = packContext(units, options.budget ?? Infinity);
   const byId = new Map(units.map((u) => [u.id, u]));
 

@@ -11,3 +11,17 @@ export function packRows(rows: readonly Float32Array[], dim: number): Float32Arr
   rows.forEach((row, i) => out.set(row, i * dim));
   return out;
 }
+
+/** (a + b) / ‖a + b‖; the zero vector stays zero. */
+export function normalisedSum(a: Float32Array, b: Float32Array): Float32Array {
+  const out = new Float32Array(a.length);
+  let norm = 0;
+  for (let i = 0; i < a.length; i++) {
+    const v = (a[i] ?? 0) + (b[i] ?? 0);
+    out[i] = v;
+    norm += v * v;
+  }
+  norm = Math.sqrt(norm);
+  if (norm > 0) for (let i = 0; i < out.length; i++) out[i] = (out[i] ?? 0) / norm;
+  return out;
+}

@@ -1,5 +1,6 @@
 import type { Chunk, GraphEdge, GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
 import type { WriteBatch } from '../../src/store/types.ts';
+import { mulberry32 } from '../../src/eval/stats.ts';
 
 /**
  * A small, deterministic memory covering every layer, several edge types, chunk turns,
@@ -11,18 +12,6 @@ export interface SampleMemoryOptions {
   seed?: number;
 }
 
-/** mulberry32: a tiny seeded generator, so Node and Chromium build identical fixtures. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function sampleVector(random: () => number, dim: number): Float32Array {
   const vector = Float32Array.from({ length: dim }, () => random() * 2 - 1);
   const norm = Math.hypot(...vector);
@@ -30,7 +19,7 @@ export function sampleVector(random: () => number, dim: number): Float32Array {
 }
 
 export function sampleMemory({ episodes = 4, dim = 384, seed = 7 }: SampleMemoryOptions = {}): MemorySnapshot {
-  const random = seededRandom(seed);
+  const random = mulberry32(seed);
   const nodes: GraphNode[] = [];
   const edges: GraphEdge[] = [];
   const chunks: Chunk[] = [];

@@ -1,3 +1,5 @@
+import { sha256Hex } from '../util/hash.ts';
+
 /**
  * Where LLM responses are kept between runs. `GraphStore` satisfies it, so an evaluation that
  * is re-run or resumed reads earlier answers instead of paying for them again.
@@ -15,8 +17,5 @@ const KEY_PREFIX = 'llm:';
  * model, messages and every sampling/format parameter. Any change to them is a different key.
  */
 export async function responseCacheKey(requestBody: object): Promise<string> {
-  const bytes = new TextEncoder().encode(JSON.stringify(requestBody));
-  const digest = await crypto.subtle.digest('SHA-256', bytes);
-  const hex = Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, '0')).join('');
-  return KEY_PREFIX + hex;
+  return KEY_PREFIX + (await sha256Hex(JSON.stringify(requestBody)));
 }

@@ -1,6 +1,6 @@
 import { LAYERS, type Layer } from '../graph/types.ts';
 import type { LexicalHit } from './lexical.ts';
-import { dot } from './similarity.ts';
+import { dot } from '../util/vectors.ts';
 import type { Anchor, LayerAnchors } from './types.ts';
 
 export interface FusionContext {

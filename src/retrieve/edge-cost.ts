@@ -1,6 +1,6 @@
 import type { PrismConfig } from '../config.ts';
 import type { EdgeType, GraphEdge } from '../graph/types.ts';
-import { dot } from './similarity.ts';
+import { dot } from '../util/vectors.ts';
 import type { Intent } from './types.ts';
 
 export interface EdgeCostContext {

@@ -1,6 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { FacetPointNode } from '../graph/types.ts';
-import { dot } from './similarity.ts';
+import { dot } from '../util/vectors.ts';
 
 /** Query-side signals about an Episode's content, shared by the local precision step and finer units. */
 export interface QueryEvidence {

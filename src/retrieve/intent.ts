@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { PrismConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { ChatMessage, LlmClient } from '../llm/types.ts';
-import { dot } from './similarity.ts';
+import { dot } from '../util/vectors.ts';
 import type { EmbedTexts, Intent, IntentTier, RetrievalMode } from './types.ts';
 
 /** N4 tier 1 (design §3): 18 temporal triggers. Word-bounded so that e.g. "whenever" still counts but "agoraphobia" does not. */

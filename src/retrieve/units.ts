@@ -3,7 +3,7 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLine } from '../ingest/chunking.ts';
 import { factCosines, type QueryEvidence } from './evidence.ts';
-import { dot } from './similarity.ts';
+import { dot } from '../util/vectors.ts';
 import type { ContextUnit } from './pack.ts';
 import type { PathTrace, RankedEpisode } from './types.ts';
 

@@ -17,14 +17,8 @@ import { MINILM_HUB_ID } from '../src/embed/model-source.ts';
 import { defaultModelDir } from '../src/embed/model-source.node.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { defaultLocomoPath } from '../src/node.ts';
+import type { Row } from './table.ts';
 
-export interface Row {
-  name: string;
-  metric: string;
-  value: number;
-  baseline?: string;
-  ratio?: number;
-}
 
 const TURNS = 512;
 const BATCH = 32;

@@ -13,14 +13,8 @@ import { bruteForceSearch } from '../src/index/brute-force.ts';
 import type { SearchHit } from '../src/index/types.ts';
 import { loadUsearchWasm } from '../src/index/usearch-wasm.ts';
 import { readUsearchWasm } from '../src/index/wasm-bytes.node.ts';
+import type { Row } from './table.ts';
 
-export interface Row {
-  name: string;
-  metric: string;
-  value: number;
-  baseline?: string;
-  ratio?: number;
-}
 
 const DIM = 384;
 const K = 10;

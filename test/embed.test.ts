@@ -1,0 +1,246 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { AutoTokenizer, env as transformersEnv } from '@xenova/transformers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PrismError } from '../src/errors.ts';
+import { LruCache } from '../src/embed/lru-cache.ts';
+import { MINILM_DIM, MINILM_MAX_TOKENS, type MiniLmEmbedder, type MiniLmPrecision } from '../src/embed/minilm.ts';
+import { createNodeMiniLmEmbedder } from '../src/embed/minilm.node.ts';
+import { MINILM_HUB_ID } from '../src/embed/model-source.ts';
+import { defaultModelDir, fileModelSource } from '../src/embed/model-source.node.ts';
+
+const FOOD = 'A man is eating food.';
+const BREAD = 'A man is eating a piece of bread.';
+const BABY = 'The girl is carrying a baby.';
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += (a[i] ?? 0) * (b[i] ?? 0);
+  return sum;
+}
+
+function cosine(a: Float32Array, b: Float32Array): number {
+  return dot(a, b) / Math.sqrt(dot(a, a) * dot(b, b));
+}
+
+function expectUnitVector(vector: Float32Array | undefined): void {
+  expect(vector).toBeInstanceOf(Float32Array);
+  expect(vector?.length).toBe(MINILM_DIM);
+  expect(vector?.every(Number.isFinite)).toBe(true);
+  expect(Math.sqrt(dot(vector!, vector!))).toBeCloseTo(1, 5);
+}
+
+async function expectPrismError(promise: Promise<unknown>, code: PrismError['code']): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PrismError);
+  expect((error as PrismError).code).toBe(code);
+}
+
+const embedders = new Map<MiniLmPrecision, MiniLmEmbedder>();
+function embedder(precision: MiniLmPrecision): MiniLmEmbedder {
+  const found = embedders.get(precision);
+  if (!found) throw new Error(`no ${precision} embedder`);
+  return found;
+}
+
+beforeAll(async () => {
+  for (const precision of ['int8', 'fp32'] as const) embedders.set(precision, await createNodeMiniLmEmbedder({ precision }));
+});
+afterAll(async () => {
+  for (const e of embedders.values()) await e.dispose();
+});
+
+describe('MiniLM embedder', () => {
+  it('tokenizes like the reference BERT tokenizer', () => {
+    expect(embedder('int8').tokenize(FOOD)).toEqual([101, 1037, 2158, 2003, 5983, 2833, 1012, 102]);
+  });
+
+  it('names model and precision in its id', () => {
+    expect(embedder('int8').id).toBe(`${MINILM_HUB_ID}/int8`);
+    expect(embedder('fp32').id).toBe(`${MINILM_HUB_ID}/fp32`);
+    expect(embedder('fp32').dim).toBe(MINILM_DIM);
+  });
+
+  for (const precision of ['int8', 'fp32'] as const) {
+    it(`${precision}: related sentences are close, unrelated ones are not`, async () => {
+      const [food, bread, baby] = await embedder(precision).embed([FOOD, BREAD, BABY]);
+      for (const v of [food, bread, baby]) expectUnitVector(v);
+      expect(dot(food!, bread!)).toBeGreaterThan(0.6);
+      expect(dot(food!, baby!)).toBeLessThan(0.3);
+    });
+  }
+
+  it(`cuts texts at ${MINILM_MAX_TOKENS} word pieces, keeping [CLS] and [SEP]`, async () => {
+    const e = embedder('fp32');
+    const long = Array.from({ length: 400 }, (_, i) => `word${i % 7} memory`).join(' ');
+    const ids = e.tokenize(long);
+    expect(ids).toHaveLength(MINILM_MAX_TOKENS);
+    expect(ids[0]).toBe(101);
+    expect(ids.at(-1)).toBe(102);
+    // Whatever follows the cut cannot change the vector.
+    const [cut, longer] = await e.embed([long, `${long} and a completely different ending about volcanoes`]);
+    expect(Array.from(longer!)).toEqual(Array.from(cut!));
+  });
+
+  it('returns identical vectors from its cache, as copies', async () => {
+    const e = embedder('int8');
+    const [first] = await e.embed(['The cache should remember this sentence.']);
+    const [second] = await e.embed(['The cache should remember this sentence.']);
+    expect(Array.from(second!)).toEqual(Array.from(first!));
+    first![0] = 42;
+    const [third] = await e.embed(['The cache should remember this sentence.']);
+    expect(third![0]).not.toBe(42);
+  });
+
+  it('keeps input order while batching by length, and reports progress per batch', async () => {
+    const texts = [
+      'Short.',
+      'A considerably longer sentence that talks about hiking in the mountains with friends last summer.',
+      'Medium length sentence about cooking.',
+      'Short.',
+      'Another fairly long sentence, this one about a painting class that started on a Tuesday in May.',
+      'Tiny',
+      'Why did she move to Sweden?',
+    ];
+    const fresh = await createNodeMiniLmEmbedder({ precision: 'fp32', batchSize: 2, cacheSize: 0 });
+    try {
+      const progress: Array<[number, number]> = [];
+      const batched = await fresh.embed(texts, { onProgress: (done, total) => progress.push([done, total]) });
+      // Distinct texts: 6 → 3 batches of 2; the duplicate "Short." fills both of its slots.
+      expect(progress).toHaveLength(3);
+      expect(progress.at(-1)).toEqual([texts.length, texts.length]);
+      expect(progress.map(([done]) => done)).toEqual([...progress.map(([done]) => done)].sort((a, b) => a - b));
+      for (const [i, text] of texts.entries()) {
+        const [alone] = await fresh.embed([text]);
+        expect(dot(batched[i]!, alone!)).toBeGreaterThan(0.9999);
+      }
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
+  it('embeds empty and unusual Unicode strings to unit vectors', async () => {
+    const odd = [
+      '',
+      '   ',
+      '😀🎉👩‍👩‍👧',
+      'e\u0301\u0301\u0301 café',
+      'שלום עולם مرحبا بالعالم',
+      'lone \uD800 surrogate \uDC00',
+      '\u0000\u200B\uFEFF',
+      '漢字とかな',
+    ];
+    const vectors = await embedder('int8').embed(odd);
+    expect(vectors).toHaveLength(odd.length);
+    for (const v of vectors) expectUnitVector(v);
+  });
+
+  it('rejects non-string input with INVALID_INPUT', async () => {
+    await expectPrismError(embedder('int8').embed(['ok', 7 as unknown as string]), 'INVALID_INPUT');
+    await expectPrismError(embedder('int8').embed('not an array' as unknown as string[]), 'INVALID_INPUT');
+  });
+
+  it('stops with ABORTED when the signal fires', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await expectPrismError(embedder('int8').embed(['never embedded'], { signal: controller.signal }), 'ABORTED');
+  });
+
+  it('reports a missing model directory as MODEL_LOAD_FAILED', async () => {
+    const missing = join(tmpdir(), 'prism-no-such-model');
+    await expectPrismError(createNodeMiniLmEmbedder({ source: fileModelSource(missing) }), 'MODEL_LOAD_FAILED');
+  });
+});
+
+describe('LruCache', () => {
+  it('evicts the least recently used entry', () => {
+    const cache = new LruCache<string, number>(2);
+    cache.set('a', 1);
+    cache.set('b', 2);
+    expect(cache.get('a')).toBe(1); // a is now the most recent
+    cache.set('c', 3);
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.get('a')).toBe(1);
+    expect(cache.get('c')).toBe(3);
+    expect(cache.size).toBe(2);
+  });
+});
+
+/**
+ * Golden vectors: @sap-ux/fiori-docs-embeddings ships 778 texts with all-MiniLM-L6-v2 fp32 vectors
+ * made by @xenova/transformers' feature-extraction pipeline. Its generator collapses whitespace,
+ * cuts the text at 8192 characters, and lets transformers.js 2.x truncate at 512 tokens, which
+ * simply drops everything past position 512, the final [SEP] included. Our own tokenize() keeps
+ * [SEP] (the sentence-transformers rule), so to reproduce those vectors the texts are tokenized by
+ * the reference tokenizer and fed in as ids; texts short enough to need no cut are also checked
+ * against our tokenizer.
+ *
+ * All 778 texts (698 of them hit the 512 cut) take ~10 minutes per precision on two shared cores,
+ * so by default a fixed stride of them is checked; PRISM_GOLDEN_FULL=1 checks every text.
+ */
+describe('golden vectors from @sap-ux/fiori-docs-embeddings', () => {
+  const full = process.env['PRISM_GOLDEN_FULL'] === '1';
+  const GOLDEN = [
+    { precision: 'fp32', minCosine: 0.9999, stride: full ? 1 : 16, offset: 0 },
+    { precision: 'int8', minCosine: 0.99, stride: full ? 1 : 32, offset: full ? 0 : 5 },
+  ] as const;
+  const REFERENCE_MAX_TOKENS = 512;
+  /** A full run is ~10 minutes per precision on two shared cores. */
+  const timeout = full ? 3_600_000 : undefined;
+
+  let texts: string[];
+  let golden: Float32Array;
+  let referenceIds: (text: string) => number[];
+  let modelRoot: string;
+
+  beforeAll(async () => {
+    const dataDir = join(dirname(createRequire(import.meta.url).resolve('@sap-ux/fiori-docs-embeddings')), 'data', 'embeddings');
+    texts = readFileSync(join(dataDir, 'records.jsonl'), 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => (JSON.parse(line) as { content: string }).content)
+      .map((text) => text.replace(/\n+/g, ' ').replace(/\s+/g, ' ').trim().substring(0, 8192));
+    const bytes = readFileSync(join(dataDir, 'embeddings.bin'));
+    golden = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    expect(texts).toHaveLength(778);
+    expect(golden.length).toBe(778 * MINILM_DIM);
+
+    // The reference tokenizer, loaded the way the generator loaded it, from the local files only.
+    modelRoot = mkdtempSync(join(tmpdir(), 'prism-models-'));
+    mkdirSync(join(modelRoot, 'Xenova'));
+    symlinkSync(defaultModelDir(), join(modelRoot, MINILM_HUB_ID));
+    transformersEnv.allowRemoteModels = false;
+    transformersEnv.localModelPath = `${modelRoot}/`;
+    const tokenizer = await AutoTokenizer.from_pretrained(MINILM_HUB_ID);
+    referenceIds = (text) => {
+      const { input_ids } = tokenizer(text, { truncation: true }) as { input_ids: { data: BigInt64Array } };
+      return Array.from(input_ids.data, Number);
+    };
+  });
+  afterAll(() => rmSync(modelRoot, { recursive: true, force: true }));
+
+  for (const { precision, minCosine, stride, offset } of GOLDEN) {
+    it(`${precision}: cosine ≥ ${minCosine} to the published vector (texts i ≡ ${offset} mod ${stride})`, async () => {
+      const e = await createNodeMiniLmEmbedder({ precision, maxTokens: REFERENCE_MAX_TOKENS, cacheSize: 0 });
+      try {
+        const picked = texts.map((_, i) => i).filter((i) => i % stride === offset);
+        const ids = picked.map((i) => referenceIds(texts[i]!));
+        for (const [k, i] of picked.entries()) {
+          if (ids[k]!.length < REFERENCE_MAX_TOKENS) expect(e.tokenize(texts[i]!)).toEqual(ids[k]);
+        }
+        const vectors = await e.embedTokenIds(ids);
+        const cosines = picked.map((i, k) => cosine(vectors[k]!, golden.subarray(i * MINILM_DIM, (i + 1) * MINILM_DIM)));
+        const worst = Math.min(...cosines);
+        console.log(`golden ${precision}: ${picked.length} texts, min cosine ${worst.toFixed(6)}`);
+        expect(worst).toBeGreaterThanOrEqual(minCosine);
+      } finally {
+        await e.dispose();
+      }
+    }, timeout);
+  }
+});

@@ -4,7 +4,7 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { EpisodeNode } from '../graph/types.ts';
 import type { LlmClient } from '../llm/types.ts';
 
-export const causalSchema = z.object({
+const causalSchema = z.object({
   causal_pairs: z.array(
     z.object({
       cause_id: z.string(),

@@ -9,7 +9,7 @@ import { resolveTimeExpression } from './time.ts';
 const entityTypes = ['person', 'organization', 'place', 'concept', 'event', 'other'] as const;
 
 /** The §2.3 extraction object, validated like the paper's Pydantic model. */
-export const extractionSchema = z.object({
+const extractionSchema = z.object({
   episode_summary: z.string(),
   entities: z.array(z.object({ name: z.string().min(1), entity_type: z.enum(entityTypes).catch('other') })),
   facet_points: z.array(
@@ -31,7 +31,7 @@ export const extractionSchema = z.object({
   ),
 });
 
-export type ExtractionJson = z.infer<typeof extractionSchema>;
+type ExtractionJson = z.infer<typeof extractionSchema>;
 
 const SYSTEM_PROMPT = `You turn one chunk of a conversation into structured memory. Reply with one JSON object and nothing else, with these keys:
 - "episode_summary": a string that covers every event and fact in the chunk, keeping names, dates, places, objects and quantities.

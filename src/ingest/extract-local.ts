@@ -11,7 +11,7 @@ export interface LocalExtractorOptions {
   summaryChars: number;
 }
 
-export const DEFAULT_LOCAL_EXTRACTOR: LocalExtractorOptions = { minWords: 3, summaryChars: 600 };
+const DEFAULT_LOCAL_EXTRACTOR: LocalExtractorOptions = { minWords: 3, summaryChars: 600 };
 
 /**
  * The embedded, offline extractor. It uses compromise for sentences and named entities and

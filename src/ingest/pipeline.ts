@@ -155,7 +155,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
 }
 
 /** True when at least `every` chunks have been committed since the last consolidation. */
-export function shouldConsolidate(meta: MemoryMeta, every: number): boolean {
+function shouldConsolidate(meta: MemoryMeta, every: number): boolean {
   const through = Number(meta.settings[CONSOLIDATED_THROUGH] ?? 0);
   return meta.chunkCount - through >= every;
 }

@@ -29,7 +29,7 @@ export function edgeCost(edge: GraphEdge, ctx: EdgeCostContext): number {
 }
 
 /** α(type, intent): 1.0 unless the pair has a discount and discounts are on. */
-export function edgeDiscount(type: EdgeType, intent: Intent, config: PrismConfig): number {
+function edgeDiscount(type: EdgeType, intent: Intent, config: PrismConfig): number {
   if (!config.flags.edgeDiscounts) return 1;
   const d = config.retrieval.discounts;
   if (intent === 'TEMPORAL' && type === 'temporal') return d.temporalUnderTemporal;

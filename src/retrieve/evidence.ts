@@ -10,7 +10,7 @@ export interface QueryEvidence {
 }
 
 /** The FacetPoints under an Episode, through its Facets. */
-export function facetPointsOf(graph: MemoryGraph, episodeId: string): FacetPointNode[] {
+function facetPointsOf(graph: MemoryGraph, episodeId: string): FacetPointNode[] {
   const points: FacetPointNode[] = [];
   for (const toEpisode of graph.edgesTo(episodeId, 'belongs_to')) {
     for (const toFacet of graph.edgesTo(toEpisode.from, 'belongs_to')) {

@@ -67,7 +67,7 @@ export function packContext(ranked: readonly ContextUnit[], budget: number): Pac
   return { text, tokens, units: chosen, dialogIds };
 }
 
-export function renderContext(units: readonly ContextUnit[]): string {
+function renderContext(units: readonly ContextUnit[]): string {
   const groups = new Map<string, { time: string | null; lines: string[] }>();
   for (const unit of units) {
     let group = groups.get(unit.header);

@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@playwright/test';
+import { demoE2eUrl } from './support/demo-site.ts';
 
 // Browser tests run in Debian's Chromium (/usr/bin/chromium); Playwright never downloads a
 // browser. The pages under e2e/pages are built by Vite and served by `vite preview`.
@@ -40,13 +41,25 @@ export default defineConfig({
       ],
     },
   },
-  webServer: {
-    command: `node node_modules/vite/bin/vite.js build -c ${viteConfig} && node node_modules/vite/bin/vite.js preview -c ${viteConfig} --host 127.0.0.1 --port ${port} --strictPort`,
-    cwd: repoRoot,
-    url: `${baseURL}/`,
-    reuseExistingServer: false,
-    timeout: 180_000,
-    stdout: 'pipe',
-    stderr: 'pipe',
-  },
+  webServer: [
+    {
+      command: `node node_modules/vite/bin/vite.js build -c ${viteConfig} && node node_modules/vite/bin/vite.js preview -c ${viteConfig} --host 127.0.0.1 --port ${port} --strictPort`,
+      cwd: repoRoot,
+      url: `${baseURL}/`,
+      reuseExistingServer: false,
+      timeout: 180_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+    // The demo page (demo/), built and previewed as a user would run it; e2e/demo.spec.ts drives it.
+    {
+      command: `node node_modules/vite/bin/vite.js build demo && node node_modules/vite/bin/vite.js preview demo --host 127.0.0.1 --port ${new URL(demoE2eUrl()).port} --strictPort`,
+      cwd: repoRoot,
+      url: demoE2eUrl(),
+      reuseExistingServer: false,
+      timeout: 180_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  ],
 });

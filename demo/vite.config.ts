@@ -1,8 +1,7 @@
-import { createReadStream, statSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { dirname, extname, isAbsolute, relative, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineConfig, type Connect, type Plugin } from 'vite';
+import { defineConfig, type Plugin } from 'vite';
+import { serveLocalFiles } from './local-files.ts';
 import { DEV_LOCOMO_URL, MODELS_PATH } from './paths.ts';
 
 // The demo page (`npm run demo` serves it; `vite build demo` builds it into demo/dist).
@@ -15,51 +14,6 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '..');
 const modelDir = resolve(process.env.PRISM_MODEL_DIR ?? resolve(repoRoot, '../shared/models/all-MiniLM-L6-v2'));
 const locomoFile = resolve(process.env.PRISM_LOCOMO ?? resolve(repoRoot, '../shared/data/locomo/locomo10-dev.json'));
-
-const CONTENT_TYPES: Record<string, string> = {
-  '.json': 'application/json',
-  '.onnx': 'application/octet-stream',
-  '.txt': 'text/plain; charset=utf-8',
-};
-
-/** Serves `file` (streamed; 404 when missing) for GET and HEAD. */
-function sendFile(req: IncomingMessage, res: ServerResponse, file: string | null): void {
-  const stat = file ? statSync(file, { throwIfNoEntry: false }) : undefined;
-  if (!file || !stat?.isFile()) {
-    res.statusCode = 404;
-    res.end();
-    return;
-  }
-  res.setHeader('Content-Type', CONTENT_TYPES[extname(file)] ?? 'application/octet-stream');
-  res.setHeader('Content-Length', stat.size);
-  if (req.method === 'HEAD') res.end();
-  else createReadStream(file).pipe(res);
-}
-
-/** `/models/<path>` → the file under modelDir; null for paths that would leave it. */
-function modelFile(pathname: string): string | null {
-  const file = resolve(modelDir, decodeURIComponent(pathname.slice(MODELS_PATH.length)));
-  const inside = relative(modelDir, file);
-  return inside.startsWith('..') || isAbsolute(inside) ? null : file;
-}
-
-function localFiles(withLocomo: boolean): Connect.NextHandleFunction {
-  return (req, res, next) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    const { pathname } = new URL(req.url ?? '/', 'http://localhost');
-    if (pathname.startsWith(MODELS_PATH)) return sendFile(req, res, modelFile(pathname));
-    if (withLocomo && pathname === DEV_LOCOMO_URL) return sendFile(req, res, locomoFile);
-    next();
-  };
-}
-
-function serveLocalFiles(): Plugin {
-  return {
-    name: 'prism-demo-local-files',
-    configureServer: (server) => void server.middlewares.use(localFiles(true)),
-    configurePreviewServer: (server) => void server.middlewares.use(localFiles(false)),
-  };
-}
 
 /**
  * PRISM's embedder imports `onnxruntime-web`, whose default bundle carries the WebGPU/JSEP
@@ -93,5 +47,11 @@ export default defineConfig({
   // found from the page on its own), including the ONNX runtime the plugin above picks.
   optimizeDeps: { entries: ['index.html', 'memory.worker.ts'], include: ['onnxruntime-web/wasm'] },
   server: { fs: { allow: [repoRoot] } },
-  plugins: [cpuOnnxRuntime(), serveLocalFiles()],
+  plugins: [
+    cpuOnnxRuntime(),
+    serveLocalFiles('prism-demo-local-files', [
+      { urlPath: MODELS_PATH, dir: modelDir },
+      { urlPath: DEV_LOCOMO_URL, file: locomoFile, devOnly: true },
+    ]),
+  ],
 });

@@ -1,9 +1,8 @@
-import { createReadStream, readdirSync, statSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { dirname, extname, isAbsolute, relative, resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
-import type { Plugin } from 'vite';
+import { serveLocalFiles } from '../demo/local-files.ts';
 import { MODELS_URL_PATH } from './support/site.ts';
 
 // The browser tests' site: every e2e/pages/*.html is one page, built by Vite and served
@@ -13,43 +12,6 @@ import { MODELS_URL_PATH } from './support/site.ts';
 const here = dirname(fileURLToPath(import.meta.url));
 const pagesDir = resolve(here, 'pages');
 const modelDir = resolve(process.env.PRISM_MODEL_DIR ?? resolve(here, '../../shared/models/all-MiniLM-L6-v2'));
-
-
-const CONTENT_TYPES: Record<string, string> = {
-  '.json': 'application/json',
-  '.wasm': 'application/wasm',
-  '.onnx': 'application/octet-stream',
-  '.txt': 'text/plain; charset=utf-8',
-  '.md': 'text/markdown; charset=utf-8',
-};
-
-function serveModelFile(req: IncomingMessage, res: ServerResponse, next: () => void): void {
-  const url = new URL(req.url ?? '/', 'http://localhost');
-  if (!url.pathname.startsWith(MODELS_URL_PATH) || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
-  const file = resolve(modelDir, decodeURIComponent(url.pathname.slice(MODELS_URL_PATH.length)));
-  const inside = relative(modelDir, file);
-  const stat = inside.startsWith('..') || isAbsolute(inside) ? undefined : statSync(file, { throwIfNoEntry: false });
-  if (!stat?.isFile()) {
-    res.statusCode = 404;
-    res.end();
-    return;
-  }
-  res.setHeader('Content-Type', CONTENT_TYPES[extname(file)] ?? 'application/octet-stream');
-  res.setHeader('Content-Length', stat.size);
-  if (req.method === 'HEAD') {
-    res.end();
-    return;
-  }
-  createReadStream(file).pipe(res);
-}
-
-function serveModels(): Plugin {
-  return {
-    name: 'prism-e2e-models',
-    configureServer: (server) => void server.middlewares.use(serveModelFile),
-    configurePreviewServer: (server) => void server.middlewares.use(serveModelFile),
-  };
-}
 
 const input = Object.fromEntries(
   readdirSync(pagesDir)
@@ -69,5 +31,5 @@ export default defineConfig({
     rolldownOptions: { input },
   },
   server: { fs: { allow: [resolve(here, '..')] } },
-  plugins: [serveModels()],
+  plugins: [serveLocalFiles('prism-e2e-models', [{ urlPath: MODELS_URL_PATH, dir: modelDir }])],
 });

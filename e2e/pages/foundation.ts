@@ -4,10 +4,10 @@ import { urlModelSource } from '../../src/embed/model-source.ts';
 import type { EpisodeNode, MemorySnapshot } from '../../src/graph/types.ts';
 import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../../src/index/usearch-wasm.ts';
 import { SCHEMA_VERSION } from '../../src/memory.ts';
-import { IndexedDbStore } from '../../src/store/idb.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import usearchWasmUrl from '../../wasm/usearch.wasm?url';
 import { MODELS_URL_PATH, sha256Hex } from '../support/site.ts';
+import { withStore } from './with-store.ts';
 
 /**
  * The whole foundation in one tab: MiniLM (onnxruntime-web) embeds texts, the texts and
@@ -25,15 +25,6 @@ function embedder(precision: MiniLmPrecision): Promise<MiniLmEmbedder> {
     embedders.set(precision, loading);
   }
   return loading;
-}
-
-async function withStore<T>(name: string, run: (store: IndexedDbStore) => Promise<T>): Promise<T> {
-  const store = await IndexedDbStore.open({ name });
-  try {
-    return await run(store);
-  } finally {
-    await store.close();
-  }
 }
 
 /** One episode per text, keyed 0..n-1, with its chunk, hash and vector. */

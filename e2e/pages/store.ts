@@ -6,6 +6,7 @@ import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import { sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
 import { sha256Hex } from '../support/site.ts';
+import { withStore } from './with-store.ts';
 
 /** A PrismError as plain data, to cross from the page to the test. */
 export interface Failure {
@@ -20,15 +21,6 @@ async function failureOf(run: () => Promise<unknown>): Promise<Failure | null> {
   } catch (err) {
     if (err instanceof PrismError) return { code: err.code, message: err.message };
     throw err;
-  }
-}
-
-async function withStore<T>(name: string, run: (store: IndexedDbStore) => Promise<T>): Promise<T> {
-  const store = await IndexedDbStore.open({ name });
-  try {
-    return await run(store);
-  } finally {
-    await store.close();
   }
 }
 

@@ -8,6 +8,9 @@ export { PrismError, type PrismErrorCode } from './errors.ts';
 export type * from './graph/types.ts';
 export { MemoryGraph } from './graph/memory-graph.ts';
 
+// browser convenience (pages and Web Workers)
+export { openBrowserMemory, loadBrowserRuntime, type BrowserMemoryOptions, type BrowserRuntime, type BrowserRuntimeOptions, type BrowserLlmSettings } from './browser.ts';
+
 // embed
 export type { Embedder, EmbedOptions } from './embed/types.ts';
 export { createMiniLmEmbedder, MINILM_DIM, type MiniLmEmbedder, type MiniLmOptions, type MiniLmPrecision } from './embed/minilm.ts';

@@ -36,7 +36,8 @@ export function extractLocally(input: ExtractionInput, opts: LocalExtractorOptio
   const entities = new Map<string, ExtractedEntity>();
   const addEntity = (name: string, type: EntityType) => {
     const clean = cleanName(name);
-    if (clean.length < 2) return null;
+    // Contractions ("I'm") and words too generic to anchor anything are not entities.
+    if (clean.length < 2 || /'(?:m|d|ll|ve|re|s)$/i.test(clean) || GENERIC_NOUNS.has(clean.toLowerCase())) return null;
     const key = clean.toLowerCase();
     const existing = entities.get(key);
     if (!existing) entities.set(key, { name: clean, type });
@@ -92,21 +93,21 @@ function namedEntities(sentence: string): ExtractedEntity[] {
   for (const name of doc.places().out('array') as string[]) out.push({ name, type: 'place' });
   for (const name of doc.organizations().out('array') as string[]) out.push({ name, type: 'organization' });
   // Other proper nouns (a pet's name, a book title) are anchors too, typed by what they are not.
-  for (const name of doc.match('#ProperNoun+').not('(#Person|#Place|#Organization|#Date)').out('array') as string[]) out.push({ name, type: 'other' });
+  for (const name of doc.match('#ProperNoun+').not('(#Person|#Place|#Organization|#Date|#Pronoun|#Contraction)').out('array') as string[]) out.push({ name, type: 'other' });
   return out;
 }
 
 /** Head nouns of noun phrases, minus pronouns, dates and numbers: the concrete items of a fact. */
 function conceptNouns(sentence: string): string[] {
   const doc = nlp(sentence);
-  const nouns = doc.match('#Noun+').not('(#Pronoun|#Date|#Value|#Person|#Place|#Organization|#ProperNoun)');
+  const nouns = doc.match('#Noun+').not('(#Pronoun|#Date|#Value|#Person|#Place|#Organization|#ProperNoun|#Verb|#Gerund|#Copula)');
   return (nouns.out('array') as string[])
     .map((n) => n.toLowerCase().replace(/^(?:my|your|his|her|our|their|its|the|a|an|this|that|these|those)\s+/, ''))
     .filter((n) => n.length > 3 && !GENERIC_NOUNS.has(n));
 }
 
 /** Nouns too generic to anchor anything. */
-const GENERIC_NOUNS = new Set(['thing', 'things', 'time', 'times', 'lot', 'lots', 'way', 'ways', 'stuff', 'something', 'anything', 'everything', 'nothing', 'today', 'yesterday', 'tomorrow', 'week', 'month', 'year', 'day', 'days', 'kind', 'bit', 'people', 'guys', 'hey', 'wow', 'thanks']);
+const GENERIC_NOUNS = new Set(['thing', 'things', 'time', 'times', 'lot', 'lots', 'way', 'ways', 'stuff', 'something', 'anything', 'everything', 'nothing', 'today', 'yesterday', 'tomorrow', 'week', 'month', 'year', 'day', 'days', 'kind', 'bit', 'people', 'guys', 'hey', 'wow', 'thanks', 'yours', 'mine', 'fyi', 'there', 'here', 'none', 'someone', 'anyone', 'everyone']);
 
 function cleanName(name: string): string {
   return name

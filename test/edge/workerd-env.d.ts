@@ -1,0 +1,5 @@
+// workerd imports a `.wasm` module as a compiled WebAssembly.Module (see workerd-main.ts).
+declare module '*/usearch.wasm' {
+  const module: WebAssembly.Module;
+  export default module;
+}

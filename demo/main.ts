@@ -285,6 +285,7 @@ async function ingest(conversations: Conversation[]): Promise<void> {
     const left = p.overallDone > 0 ? (elapsed / p.overallDone) * (p.overallTotal - p.overallDone) : null;
     const eta = p.overallDone >= p.overallTotal ? 'almost done' : left === null ? 'estimating time left…' : `about ${formatSeconds(left)} left`;
     ui.progressText.textContent = `${STAGES[p.stage]} · chunk ${Math.min(p.overallDone + 1, p.overallTotal)} of ${p.overallTotal} · ${eta}`;
+    renderMemory(p.memory);
   };
   try {
     const result = await client.request({ type: 'ingest', conversations }, onProgress);

@@ -109,7 +109,8 @@ async function ingest(id: number, conversations: readonly Conversation[]): Promi
       reports.push(
         await target.add(conversation, {
           signal: ingestAbort.signal,
-          onProgress: (progress) => post({ kind: 'progress', id, progress: { ...progress, overallDone: before + progress.chunksDone, overallTotal } }),
+          onProgress: (progress) =>
+            post({ kind: 'progress', id, progress: { ...progress, overallDone: before + progress.chunksDone, overallTotal, memory: memoryView(target) } }),
         }),
       );
       before += totals[i] ?? 0;

@@ -47,6 +47,8 @@ export interface IngestProgressView extends IngestProgress {
   /** Over all conversations of the request: chunks finished and chunks in all. */
   overallDone: number;
   overallTotal: number;
+  /** The memory as committed so far, so the counts grow chunk by chunk. */
+  memory: MemoryView;
 }
 
 export interface UnitView {

@@ -52,6 +52,15 @@ test('the demo ingests the sample, shows why units were retrieved, persists, for
     // The main thread is free: typing works mid-ingest and the progress keeps moving.
     await page.fill('#question', 'typing while the worker ingests', { timeout: 5_000 });
     await expect(page.getByTestId('progress-text')).toContainText(/chunk [2-5] of 5 · (about .* left|almost done)/, { timeout: INGEST_TIMEOUT });
+    // The memory panel counts what is committed so far, chunk by chunk, before the ingest ends.
+    await page.waitForFunction(
+      () => {
+        const episodes = Number(document.querySelector('#layer-counts [data-layer="episode"]')?.getAttribute('data-count'));
+        return document.body.dataset.state === 'busy' && episodes >= 1 && episodes <= 4;
+      },
+      undefined,
+      { timeout: INGEST_TIMEOUT, polling: 'raf' },
+    );
     await page.screenshot({ path: `${screenshots}ingest-progress.png` });
     await ready(page, INGEST_TIMEOUT);
     await expect(page.locator('#load-message')).toContainText('5 chunks added');

@@ -59,6 +59,8 @@ export interface RetrievalConfig {
     /** BM25 of the Episode's best-matching turn, normalised by the bundle's best. */
     lexical: number;
   };
+  /** Fine units (beyond the paper): a longer turn is offered as an excerpt of its best sentences, at most this many tokens. */
+  maxTurnTokens: number;
   /** Fine units (beyond the paper): weights of a turn's score when turns are ranked across Episodes. */
   turnScore: {
     /** Its Episode's N3 score, min-max normalised over the ranked Episodes. */
@@ -137,6 +139,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     lexicalAnchors: 30, // as many as the dense anchors per layer
     rrfK: 60, // the usual RRF constant (Cormack et al. 2009)
     localPrecision: { path: 1, fact: 1, lexical: 0.5 }, // starting point; tune with the harness
+    maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     turnScore: { episode: 0.3, facet: 0.5, fact: 1, lexical: 0.5, path: 0.1 }, // starting point; tune with the harness
   },
   flags: {

@@ -6,7 +6,7 @@ import { EDGE_TYPES, LAYERS, type EdgeType, type GraphEdge, type Layer, type Mem
 import { edgeSpace, IndexSet } from './index/index-set.ts';
 import type { VectorIndex } from './index/types.ts';
 import { chunkConversation, type ChunkingOptions } from './ingest/chunking.ts';
-import { parseSessionDate, type Conversation, type ConversationTurn } from './ingest/conversation.ts';
+import { checkConversation, parseSessionDate, type Conversation, type ConversationTurn } from './ingest/conversation.ts';
 import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
@@ -134,10 +134,10 @@ export class Memory {
    * are skipped, so re-adding is a no-op and an interrupted add resumes where it stopped.
    */
   async add(input: Conversation | MessagesInput, options: IngestOptions = {}): Promise<IngestReport> {
-    const conversation = 'sessions' in input ? input : messagesToConversation(input, this.turnsInSession(input));
+    const { conversation, emptyTurns } = checkConversation('sessions' in input ? input : messagesToConversation(input, this.turnsInSession(input)));
     const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' });
     this.version++;
-    return ingestChunks(
+    const report = await ingestChunks(
       drafts,
       {
         state: this.state,
@@ -150,6 +150,8 @@ export class Memory {
       },
       options,
     );
+    if (emptyTurns > 0) report.warnings.unshift(`${emptyTurns} empty message${emptyTurns === 1 ? '' : 's'} skipped`);
+    return report;
   }
 
   private turnsInSession(input: MessagesInput): number {
@@ -343,11 +345,13 @@ function deletionBatch(state: MemoryState, chunkIds: Set<string>): WriteBatch {
 const DEFAULT_CONVERSATION = 'conversation';
 
 /** Messages become one session; generated dialog ids continue the session's numbering. */
+/** Shapes are checked afterwards by `checkConversation` (message i becomes `sessions.0.turns.i`). */
 function messagesToConversation(input: MessagesInput, turnsBefore: number): Conversation {
+  if (!Array.isArray(input.messages)) throw new PrismError('INVALID_INPUT', 'messages: expected an array of { speaker, text }');
   const turns: ConversationTurn[] = input.messages.map((m, i) => ({
-    dialogId: m.dialogId ?? `${input.sessionId}:${turnsBefore + i + 1}`,
-    speaker: m.speaker,
-    text: m.text,
+    dialogId: m?.dialogId ?? `${input.sessionId}:${turnsBefore + i + 1}`,
+    speaker: m?.speaker,
+    text: m?.text,
   }));
   const date = input.date ?? null;
   const time = date ? parseSessionDate(date) : null;

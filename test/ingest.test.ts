@@ -5,6 +5,8 @@ import { Memory, type MemoryOptions } from '../src/memory.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
 import type { FacetPointNode } from '../src/graph/types.ts';
+import type { Conversation } from '../src/ingest/conversation.ts';
+import { countTokens } from '../src/retrieve/pack.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
 import { conversation } from './helpers/conversation.ts';
@@ -227,6 +229,50 @@ describe('LLM-mode ingestion over real HTTP', () => {
     expect(fp).toMatchObject({ time: '2023-05-07', dialogIds: ['D1:1'] });
     expect(llm.usage().extract.calls).toBe(2);
     expect(llm.usage().consolidate.calls).toBe(1);
+  });
+});
+
+describe('bad and extreme input', () => {
+  it('refuses input with nothing to add or of the wrong shape, and writes nothing', async () => {
+    const store = new MemoryStore();
+    const memory = await Memory.open(options(store));
+    const invalid = (message: string) => ({ code: 'INVALID_INPUT', message: expect.stringContaining(message) });
+    await expect(memory.add({ sessionId: 's', messages: [] })).rejects.toMatchObject(invalid('no messages'));
+    await expect(memory.add({ sessionId: 's', messages: [{ speaker: 'A', text: ' \n\t' }] })).rejects.toMatchObject(invalid('every message is empty'));
+    await expect(memory.add({ sessionId: 's', messages: [{ speaker: 'A', text: 42 as unknown as string }] })).rejects.toMatchObject(invalid('sessions.0.turns.0.text'));
+    await expect(memory.add({ sessionId: 's', messages: 'hi' as unknown as [] })).rejects.toMatchObject(invalid('messages'));
+    const noDialogId = { id: 'c', sessions: [{ id: 's1', dateText: null, time: null, turns: [{ speaker: 'A', text: 'hi' }] }] };
+    await expect(memory.add(noDialogId as unknown as Conversation)).rejects.toMatchObject(invalid('sessions.0.turns.0.dialogId'));
+    expect(memory.stats().chunks).toBe(0);
+    expect(await store.load()).toBeNull();
+  });
+
+  it('skips empty messages with a warning and keeps the rest', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    const report = await memory.add({ sessionId: 's', date: '8 May, 2023', messages: [{ speaker: 'A', text: '' }, { speaker: 'B', text: 'I adopted a cat named Pixel.' }] });
+    expect(report.chunksAdded).toBe(1);
+    expect(report.warnings).toEqual(['1 empty message skipped']);
+    expect([...memory.graph.chunks.values()][0]?.turns.map((t) => t.dialogId)).toEqual(['s:2']);
+  });
+
+  it('offers a turn too long for the budget as an excerpt of its best sentences', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    const chores = ['the weather was mild', 'we cooked pasta for dinner', 'the train was late again', 'I read a novel about sailors'];
+    const diary = Array.from({ length: 120 }, (_, i) => `On day ${i + 1} ${chores[i % chores.length]}.`);
+    diary.splice(71, 0, 'My sister Lena moved to Porto last spring.');
+    await memory.add({ sessionId: 'diary', date: '3 March, 2024', messages: [{ speaker: 'Ana', text: diary.join(' ') }] });
+    await memory.add({ sessionId: 'chat', date: '4 March, 2024', messages: [{ speaker: 'Ben', text: 'My brother moved to Berlin.' }] });
+    expect(countTokens(diary.join(' '))).toBeGreaterThan(1000);
+
+    for (const budget of [120, 400, 4000]) {
+      const result = await memory.search('Where did Lena move?', { budget });
+      expect(result.tokens).toBeLessThanOrEqual(budget);
+      const excerpt = result.units.find((u) => u.kind === 'excerpt');
+      expect(excerpt?.dialogIds).toEqual(['diary:1']);
+      expect(excerpt?.text).toMatch(/^\(diary:1\) Ana: … .*My sister Lena moved to Porto last spring\./);
+      // At most half the budget, and never more than maxTurnTokens.
+      expect(countTokens(excerpt?.text ?? '')).toBeLessThanOrEqual(Math.min(budget / 2, memory.config.retrieval.maxTurnTokens));
+    }
   });
 });
 

@@ -17,6 +17,7 @@ import {
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
 import { LexicalIndex, normaliseTerm } from '../src/retrieve/lexical.ts';
+import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
 import { retrieve } from '../src/retrieve/retrieve.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
@@ -523,7 +524,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -567,6 +568,19 @@ describe('zero-LLM precision, units and packing', () => {
     expect(best?.kind).toBe('turn');
     expect(best?.trace.template).toBe('FP→Fc→Ep');
     expect(best?.dialogIds).toEqual([`D${Number(best?.episodeId.slice(2)) + 1}:1`]);
+  });
+
+  it('excerpts a long turn: best sentences first, written in their order, gaps marked, within the cap', () => {
+    const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one. Beta two. Gamma three. Delta four. Epsilon five.' };
+    const scores: Record<string, number> = { 'Gamma three.': 1, 'Alpha one.': 0.9, 'Beta two.': 0.8, 'Delta four.': 0.1 };
+    expect(excerptTurn(turn, (s) => scores[s] ?? 0, 100)).toBe('(D1:1) Ana: Alpha one. Beta two. Gamma three. …');
+    // Sentences under half the best score stay out even with room to spare; a tight cap keeps the best.
+    expect(excerptTurn(turn, (s) => (s === 'Delta four.' ? 1 : s === 'Alpha one.' ? 0.6 : 0), 100)).toBe('(D1:1) Ana: Alpha one. … Delta four. …');
+    expect(excerptTurn(turn, (s) => scores[s] ?? 0, 12)).toBe('(D1:1) Ana: … Gamma three. …');
+    // One sentence longer than the cap is cut to it.
+    const cut = excerptTurn({ ...turn, text: 'word '.repeat(2000) }, () => 0, 50);
+    expect(countTokens(cut)).toBeLessThanOrEqual(50);
+    expect(cut).toMatch(/^\(D1:1\) Ana: word word .* …$/);
   });
 
   it('keeps M Episodes without a budget, the whole bundle under −N3, and validates options', async () => {

@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { PrismError } from '../errors.ts';
+
 /** A conversation as PRISM ingests it: sessions of speaker turns, each turn with a dialog id. */
 export interface ConversationTurn {
   /** LoCoMo-style dialog id, e.g. `D3:12`; generated as `D<session>:<turn>` when absent. */
@@ -48,4 +51,33 @@ export function parseSessionDate(text: string): string | null {
 function isoLocal(y: number, mo: number, d: number, h: number, mi: number): string {
   const p = (n: number) => String(n).padStart(2, '0');
   return `${y}-${p(mo)}-${p(d)}T${p(h)}:${p(mi)}:00`;
+}
+
+const turnSchema = z.object({ dialogId: z.string().min(1), speaker: z.string(), text: z.string() });
+const conversationSchema = z.object({
+  id: z.string().min(1),
+  sessions: z.array(
+    z.object({ id: z.string().min(1), dateText: z.string().nullable(), time: z.string().nullable(), turns: z.array(turnSchema) }),
+  ),
+});
+
+/**
+ * Checks a conversation handed in from outside (plain JS callers, parsed JSON) before anything
+ * is written: wrong shapes and a conversation without one non-empty turn are INVALID_INPUT.
+ * Returns how many empty turns will be skipped, for the ingest report.
+ */
+export function checkConversation(input: unknown): { conversation: Conversation; emptyTurns: number } {
+  const parsed = conversationSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? issue.path.join('.') : 'conversation';
+    throw new PrismError('INVALID_INPUT', `${where}: ${issue?.message ?? 'invalid conversation'}`);
+  }
+  const conversation = parsed.data;
+  const turns = conversation.sessions.flatMap((s) => s.turns);
+  const emptyTurns = turns.filter((t) => t.text.trim() === '').length;
+  if (emptyTurns === turns.length) {
+    throw new PrismError('INVALID_INPUT', `nothing to add to ${conversation.id}: ${turns.length === 0 ? 'no messages' : 'every message is empty'}`);
+  }
+  return { conversation, emptyTurns };
 }

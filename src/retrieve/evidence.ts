@@ -7,6 +7,8 @@ export interface QueryEvidence {
   queryVector: Float32Array;
   /** BM25 of matching turns by Episode id, then dialog id (empty without a lexical index). */
   lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  /** The query's normalised terms (see `termsOf`). */
+  queryTerms: ReadonlySet<string>;
 }
 
 /** The FacetPoints under an Episode, through its Facets. */

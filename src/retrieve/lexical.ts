@@ -164,6 +164,16 @@ export function normaliseTerm(term: string): string | null {
   return stem;
 }
 
+/** The distinct normalised terms of a text, as the index sees them. */
+export function termsOf(text: string): Set<string> {
+  const terms = new Set<string>();
+  for (const word of text.split(/[^\p{L}\p{N}]+/u)) {
+    const term = normaliseTerm(word);
+    if (term) terms.add(term);
+  }
+  return terms;
+}
+
 const MINISEARCH_OPTIONS: Options<LexicalDoc> = {
   idField: 'id',
   fields: ['text'],

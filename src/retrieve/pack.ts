@@ -18,7 +18,7 @@ export interface ContextUnit {
   header: string;
   /** The evidence text (turn lines carrying their dialog ids). */
   text: string;
-  /** Dialog ids of the turns whose text is in `text`. */
+  /** Dialog ids of the turns whose text (for an excerpt of a long turn, its best sentences) is in `text`. */
   dialogIds: string[];
   /** Higher is better. */
   score: number;

@@ -7,6 +7,7 @@ import { bundleSearch } from './bundle-search.ts';
 import { bundleOrder, localPrecision, rerankWithLlm, type Compression } from './compress.ts';
 import type { QueryEvidence } from './evidence.ts';
 import { routeIntent, type IntentDecision } from './intent.ts';
+import { termsOf } from './lexical.ts';
 import { packContext } from './pack.ts';
 import type { BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { buildUnits, type RetrievedUnit } from './units.ts';
@@ -88,7 +89,7 @@ export async function retrieve(query: string, deps: RetrieveDeps, options: Retri
   throwIfAborted(signal);
 
   const bundle = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, options.k ?? config.retrieval.bundleSize);
-  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map() };
+  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map(), queryTerms: termsOf(query) };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
@@ -101,7 +102,7 @@ export async function retrieve(query: string, deps: RetrieveDeps, options: Retri
   const selectAll = !config.flags.compression || (options.budget !== undefined && options.m === undefined);
   const selected = selectAll ? compression.ranked : compression.ranked.slice(0, keep);
   // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
-  const units = buildUnits(deps.graph, selected, evidence, config, config.flags.fineUnits && options.budget !== undefined);
+  const units = buildUnits(deps.graph, selected, evidence, config, config.flags.fineUnits && options.budget !== undefined ? options.budget : null);
   const packed = packContext(units, options.budget ?? Infinity);
   const byId = new Map(units.map((u) => [u.id, u]));
 

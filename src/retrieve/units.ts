@@ -3,12 +3,17 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLine } from '../ingest/chunking.ts';
 import { factCosines, type QueryEvidence } from './evidence.ts';
+import { excerptTurn } from './excerpt.ts';
+import { termsOf } from './lexical.ts';
 import { dot } from '../util/vectors.ts';
-import type { ContextUnit } from './pack.ts';
+import { countTokens, type ContextUnit } from './pack.ts';
 import type { PathTrace, RankedEpisode } from './types.ts';
 
-/** `episode`: all turns of an Episode; `turn`: one turn of it (fine units). */
-export type UnitKind = 'episode' | 'turn';
+/**
+ * `episode`: all turns of an Episode; `turn`: one turn of it (fine units); `excerpt`: the
+ * best sentences of one turn too long for a unit (see `maxTurnTokens`).
+ */
+export type UnitKind = 'episode' | 'turn' | 'excerpt';
 
 export interface RetrievedUnit extends ContextUnit {
   episodeId: string;
@@ -19,17 +24,23 @@ export interface RetrievedUnit extends ContextUnit {
 
 /**
  * Context units for ranked Episodes, in the order the packer should take them: whole Episodes,
- * or with `fine`, every turn of the ranked Episodes is scored on its own
- * (see `turnScore`) and offered as a unit, best first, so a tight budget holds the best
- * evidence from several Episodes rather than all of one.
+ * or, given the token budget they serve (`fineBudget`), every turn of the ranked Episodes
+ * scored on its own (see `turnScore`) and offered as a unit, best first, so a tight budget
+ * holds the best evidence from several Episodes rather than all of one.
  */
-export function buildUnits(graph: MemoryGraph, ranked: readonly RankedEpisode[], evidence: QueryEvidence, config: PrismConfig, fine: boolean): RetrievedUnit[] {
+export function buildUnits(
+  graph: MemoryGraph,
+  ranked: readonly RankedEpisode[],
+  evidence: QueryEvidence,
+  config: PrismConfig,
+  fineBudget: number | null,
+): RetrievedUnit[] {
   const episodes = ranked.flatMap((episode) => {
     const node = graph.nodes.get(episode.episodeId);
     const chunk = node?.layer === 'episode' ? graph.chunks.get(node.chunkId) : undefined;
     return node?.layer === 'episode' && chunk && chunk.turns.length > 0 ? [{ episode, node, chunk }] : [];
   });
-  if (!fine) {
+  if (fineBudget === null) {
     return episodes.map(({ episode, node, chunk }) => ({
       ...turnsText(chunk.turns),
       id: node.id,
@@ -42,6 +53,8 @@ export function buildUnits(graph: MemoryGraph, ranked: readonly RankedEpisode[],
     }));
   }
   const w = config.retrieval.turnScore;
+  // One long turn may take at most half the budget, so it never crowds out all other evidence.
+  const maxTurnTokens = Math.min(config.retrieval.maxTurnTokens, Math.floor(fineBudget / 2));
   const lexicalMax = Math.max(0, ...[...evidence.lexicalTurns.values()].flatMap((m) => [...m.values()]));
   const scores = episodes.map((e) => e.episode.score);
   const [lo, hi] = [Math.min(...scores), Math.max(...scores)];
@@ -55,12 +68,14 @@ export function buildUnits(graph: MemoryGraph, ranked: readonly RankedEpisode[],
     }
     const fact = new Map<string, number>();
     const facet = new Map<string, number>();
+    const points = new Map<string, Array<{ content: string; cosine: number }>>();
     for (const { point, cosine } of factCosines(graph, node.id, evidence.queryVector)) {
       const facetVector = graph.vectors.get(point.facetId);
       const facetCosine = facetVector ? dot(facetVector, evidence.queryVector) : 0;
       for (const d of point.dialogIds) {
         fact.set(d, Math.max(cosine, fact.get(d) ?? -1));
         facet.set(d, Math.max(facetCosine, facet.get(d) ?? -1));
+        points.set(d, [...(points.get(d) ?? []), { content: point.content, cosine }]);
       }
     }
     const lexical = evidence.lexicalTurns.get(node.id);
@@ -71,15 +86,18 @@ export function buildUnits(graph: MemoryGraph, ranked: readonly RankedEpisode[],
         w.facet * Math.max(0, facet.get(turn.dialogId) ?? 0) +
         (lexicalMax > 0 ? (w.lexical * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0) +
         (onPath.has(turn.dialogId) ? w.path : 0);
+      const long = exceeds(turnLine(turn), maxTurnTokens);
       units.push({
-        ...turnsText([turn]),
+        ...(long
+          ? { text: excerptTurn(turn, sentenceScore(points.get(turn.dialogId) ?? [], evidence.queryTerms), maxTurnTokens), dialogIds: [turn.dialogId] }
+          : turnsText([turn])),
         id: `${node.id}#${turn.dialogId}`,
         episodeId: node.id,
         header: chunk.header,
         score,
         time: node.time ?? chunk.time,
         trace: episode.trace,
-        kind: 'turn',
+        kind: long ? 'excerpt' : 'turn',
       });
     }
   }
@@ -89,4 +107,35 @@ export function buildUnits(graph: MemoryGraph, ranked: readonly RankedEpisode[],
 
 function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: string[] } {
   return { text: turns.map(turnLine).join('\n'), dialogIds: turns.map((t) => t.dialogId) };
+}
+
+/** Token count above `max`? Byte-level BPE spends at least one UTF-8 byte per token, so short texts skip the count. */
+function exceeds(text: string, max: number): boolean {
+  return utf8Length(text) > max && countTokens(text) > max;
+}
+
+/** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : 3;
+  }
+  return bytes;
+}
+
+/**
+ * How well one sentence of a long turn answers the query: the cosine of the turn's FacetPoint
+ * that holds the sentence (the local extractor makes one per sentence), plus the share of the
+ * query's terms the sentence contains (which also covers FacetPoints an LLM paraphrased).
+ */
+function sentenceScore(points: ReadonlyArray<{ content: string; cosine: number }>, queryTerms: ReadonlySet<string>): (sentence: string) => number {
+  return (sentence) => {
+    let semantic = 0;
+    for (const { content, cosine } of points) if (content.includes(sentence)) semantic = Math.max(semantic, cosine);
+    if (queryTerms.size === 0) return semantic;
+    let shared = 0;
+    for (const term of termsOf(sentence)) if (queryTerms.has(term)) shared++;
+    return semantic + shared / queryTerms.size;
+  };
 }

@@ -75,7 +75,9 @@ export function buildUnits(
       for (const d of point.dialogIds) {
         fact.set(d, Math.max(cosine, fact.get(d) ?? -1));
         facet.set(d, Math.max(facetCosine, facet.get(d) ?? -1));
-        points.set(d, [...(points.get(d) ?? []), { content: point.content, cosine }]);
+        let ofTurn = points.get(d);
+        if (!ofTurn) points.set(d, (ofTurn = []));
+        ofTurn.push({ content: point.content, cosine });
       }
     }
     const lexical = evidence.lexicalTurns.get(node.id);

@@ -1,6 +1,6 @@
 /**
  * `prism` command line (Node only). Commands:
- *   prism ingest [--data file] [--conversation id] [--mode zero-llm|llm] [--precision int8|fp32] [--chunking session|turns:N]
+ *   prism ingest [--data file] [--conversation id] [--mode zero-llm|llm] [--precision int8|fp32] [--chunking session|turns:N|tokens:N]
  *   prism search "<question>" [--conversation id] [--budget tokens] [...ingest flags]
  *   prism eval locomo --data file --out dir [--mode ...] [--budgets ...] [--systems ...] [--conversations ...]
  */
@@ -12,7 +12,7 @@ import { formatTrace } from './retrieve/bundle-search.ts';
 import { defaultLocomoPath, openNodeMemory, type NodeMemoryOptions } from './node.ts';
 
 const USAGE = `usage:
-  prism ingest [--data <locomo.json>] [--conversation <id>|all] [--mode zero-llm|llm] [--precision int8|fp32] [--chunking session|turns:N] [--dir <store dir>]
+  prism ingest [--data <locomo.json>] [--conversation <id>|all] [--mode zero-llm|llm] [--precision int8|fp32] [--chunking session|turns:N|tokens:N] [--dir <store dir>]
   prism search "<question>" [--conversation <id>] [--budget <tokens>] [same flags as ingest]
   prism eval locomo --data <file.json> --out <dir> [--mode zero-llm|llm] [--budgets 256,512,...] [--systems a,b] [--conversations a,b]`;
 
@@ -64,7 +64,9 @@ export function parseChunking(text: string | undefined): ChunkingOptions | undef
   if (text === 'session') return { by: 'session' };
   const turns = /^turns:(\d+)$/.exec(text);
   if (turns) return { by: 'turns', size: Number(turns[1]) };
-  throw new Error(`--chunking must be "session" or "turns:N", got "${text}"`);
+  const tokens = /^tokens:(\d+)$/.exec(text);
+  if (tokens) return { by: 'tokens', maxTokens: Number(tokens[1]) };
+  throw new Error(`--chunking must be "session", "turns:N" or "tokens:N", got "${text}"`);
 }
 
 function memoryOptions(values: Flags, conversationId: string): NodeMemoryOptions {

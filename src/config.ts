@@ -13,8 +13,10 @@ export interface IngestConfig {
   consolidateWindow: number;
   /** §2.6 causal pairs below this confidence are dropped. */
   causalMinConfidence: number;
-  /** §1 semantic edges exist in the schema but are off by default. */
+  /** §1 semantic edges exist in the schema but are off by default (they added noise on LoCoMo). */
   semanticEdges: boolean;
+  /** When on, a new FacetPoint links to its nearest earlier FacetPoint at or above this cosine (the paper gives no value; the facet-merge 0.85 is reused). */
+  semanticThreshold: number;
   /**
    * How `involves_entity` and `evolution` edges get their vectors (beyond the paper). `embedded`
    * runs MiniLM on the edge's description, as the paper does. `composed` takes the normalised sum
@@ -111,6 +113,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     consolidateWindow: 5, // §2.6
     causalMinConfidence: 0.7, // §2.6, §6
     semanticEdges: false, // §1
+    semanticThreshold: 0.85, // not in the paper; §2.4's facet-merge cosine
     edgeVectors: 'composed',
   },
   retrieval: {

@@ -2,7 +2,7 @@ import { resolveConfig, type DeepPartial, type PrismConfig } from './config.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import { MemoryGraph } from './graph/memory-graph.ts';
-import { EDGE_TYPES, LAYERS, type EdgeType, type GraphEdge, type Layer, type MemoryMeta, type MemorySnapshot } from './graph/types.ts';
+import { EDGE_TYPES, LAYERS, type ChunkTurn, type EdgeType, type GraphEdge, type Layer, type MemoryMeta, type MemorySnapshot } from './graph/types.ts';
 import { edgeSpace, IndexSet } from './index/index-set.ts';
 import type { VectorIndex } from './index/types.ts';
 import { chunkConversation, type ChunkingOptions } from './ingest/chunking.ts';
@@ -11,7 +11,9 @@ import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
 import { applyBatch, ingestChunks, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
-import type { LlmClient, LlmUsage } from './llm/types.ts';
+import type { LlmClient } from './llm/types.ts';
+import { usageTotals } from './llm/usage.ts';
+import { createSerial, type Serial } from './util/serial.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
 import { LexicalIndex } from './retrieve/lexical.ts';
 import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/retrieve.ts';
@@ -89,6 +91,8 @@ export class Memory {
   private lexical: LexicalIndex | null = null;
   private lexicalVersion = -1;
   private prototypes: PrototypeBank | null = null;
+  /** Writes (add, delete, import) run one at a time: each reads the graph and allocates keys the next one must see. */
+  private readonly exclusive: Serial = createSerial();
 
   private constructor(
     private readonly options: MemoryOptions,
@@ -133,8 +137,17 @@ export class Memory {
    * Ingests a whole conversation or a batch of messages. Chunks already ingested (same SHA-256)
    * are skipped, so re-adding is a no-op and an interrupted add resumes where it stopped.
    */
-  async add(input: Conversation | MessagesInput, options: IngestOptions = {}): Promise<IngestReport> {
-    const { conversation, emptyTurns } = checkConversation('sessions' in input ? input : messagesToConversation(input, this.turnsInSession(input)));
+  add(input: Conversation | MessagesInput, options: IngestOptions = {}): Promise<IngestReport> {
+    return this.exclusive(() => this.ingest(input, options));
+  }
+
+  private async ingest(input: Conversation | MessagesInput, options: IngestOptions): Promise<IngestReport> {
+    const sessionTurns = 'sessions' in input ? [] : this.turnsOfSession(input);
+    if (!('sessions' in input) && isResentBatch(input.messages, sessionTurns)) {
+      // Generated dialog ids would make a re-sent batch look new to the SHA-256 dedup.
+      return { chunksAdded: 0, chunksSkipped: 1, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings: [], ms: 0 };
+    }
+    const { conversation, emptyTurns } = checkConversation('sessions' in input ? input : messagesToConversation(input, sessionTurns.length));
     const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' });
     this.version++;
     const report = await ingestChunks(
@@ -154,12 +167,15 @@ export class Memory {
     return report;
   }
 
-  private turnsInSession(input: MessagesInput): number {
+  /** The turns already stored for the session of `input`, in ingestion order. */
+  private turnsOfSession(input: MessagesInput): ChunkTurn[] {
     const sessionId = `${input.conversationId ?? DEFAULT_CONVERSATION}/${input.sessionId}`;
-    let turns = 0;
-    for (const chunk of this.state.graph.chunks.values()) if (chunk.sessionId === sessionId) turns += chunk.turns.length;
-    return turns;
+    return [...this.state.graph.chunks.values()]
+      .filter((chunk) => chunk.sessionId === sessionId)
+      .sort((a, b) => a.order - b.order)
+      .flatMap((chunk) => chunk.turns);
   }
+
 
   /**
    * Retrieves a small, precise context for `query` (design §3): N4 intent, N1 bundle search
@@ -174,7 +190,7 @@ export class Memory {
   async answer(query: string, options: RetrieveOptions = {}): Promise<AnswerResult> {
     const llm = this.options.llm;
     if (!llm) throw new PrismError('LLM_NOT_CONFIGURED', 'answer() needs an LLM client; search() works without one');
-    const before = totals(llm.usage());
+    const before = usageTotals(llm.usage());
     const retrieval = await this.search(query, { budget: DEFAULT_ANSWER_BUDGET, ...options });
     const answer = await llm.chatText(
       'answer',
@@ -184,16 +200,16 @@ export class Memory {
       ],
       options.signal ? { signal: options.signal } : {},
     );
-    const after = totals(llm.usage());
+    const after = usageTotals(llm.usage());
     return { answer: answer.trim(), retrieval, llmCalls: after.calls - before.calls, llmTokens: after.tokens - before.tokens };
   }
 
   private retrieveDeps(): RetrieveDeps {
     const { graph, indexes } = this.state;
     const embedder = this.options.embedder;
+    const lexical = (this.lexical ??= LexicalIndex.fromGraph(graph));
     if (this.lexicalVersion !== this.version) {
-      this.lexical ??= LexicalIndex.fromGraph(graph);
-      this.lexical.update(graph);
+      lexical.update(graph);
       this.lexicalVersion = this.version;
     }
     this.prototypes ??= new PrototypeBank((texts) => embedder.embed(texts));
@@ -202,7 +218,7 @@ export class Memory {
       graph,
       config: this.config,
       prototypes: this.prototypes,
-      lexical: this.lexical ?? LexicalIndex.fromGraph(graph),
+      lexical,
       ...(llm ? { llm } : {}),
       embedQuery: async (text, signal) => {
         const [vector] = await embedder.embed([text], signal ? { signal } : {});
@@ -218,7 +234,11 @@ export class Memory {
   }
 
   /** Removes a chunk, a session or everything: nodes, edges, vectors, chunk text and hash, everywhere. */
-  async delete(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
+  delete(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
+    return this.exclusive(() => this.deleteNow(target));
+  }
+
+  private async deleteNow(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
     this.version++;
     if (target === 'all') {
       const chunks = this.state.graph.chunks.size;
@@ -245,7 +265,11 @@ export class Memory {
   }
 
   /** Replaces this memory with a checkpoint's, atomically; bad bytes throw `CORRUPT_CHECKPOINT` and change nothing. */
-  async import(bytes: Uint8Array): Promise<void> {
+  import(bytes: Uint8Array): Promise<void> {
+    return this.exclusive(() => this.importNow(bytes));
+  }
+
+  private async importNow(bytes: Uint8Array): Promise<void> {
     const incoming = decodeCheckpoint(bytes);
     if (incoming.meta.embedderId !== this.options.embedder.id) {
       throw new PrismError('STORE_VERSION', `checkpoint was embedded with ${incoming.meta.embedderId}, this memory uses ${this.options.embedder.id}`);
@@ -284,16 +308,6 @@ export class Memory {
 
 /** Context budget for `answer()` when the caller gives none: about the paper's 2,023 tokens. */
 const DEFAULT_ANSWER_BUDGET = 2048;
-
-function totals(usage: LlmUsage): { calls: number; tokens: number } {
-  let calls = 0;
-  let tokens = 0;
-  for (const u of Object.values(usage)) {
-    calls += u.calls;
-    tokens += u.promptTokens + u.completionTokens;
-  }
-  return { calls, tokens };
-}
 
 function emptySnapshot(embedder: Embedder): MemorySnapshot {
   const meta: MemoryMeta = { schemaVersion: SCHEMA_VERSION, embedderId: embedder.id, dim: embedder.dim, nextKey: 1, chunkCount: 0, settings: {} };
@@ -344,8 +358,21 @@ function deletionBatch(state: MemoryState, chunkIds: Set<string>): WriteBatch {
 
 const DEFAULT_CONVERSATION = 'conversation';
 
-/** Messages become one session; generated dialog ids continue the session's numbering. */
-/** Shapes are checked afterwards by `checkConversation` (message i becomes `sessions.0.turns.i`). */
+/** True when `messages` (none carrying its own dialog id) already appear, in order and back to back, among the session's turns. */
+function isResentBatch(messages: readonly Message[], turns: readonly ChunkTurn[]): boolean {
+  if (!Array.isArray(messages) || messages.length === 0 || messages.length > turns.length) return false;
+  if (messages.some((m) => typeof m?.text !== 'string' || typeof m.speaker !== 'string' || m.dialogId !== undefined)) return false;
+  const same = (m: Message, t: ChunkTurn) => m.speaker.trim() === t.speaker.trim() && m.text.normalize('NFC').trim() === t.text.normalize('NFC').trim();
+  for (let start = 0; start + messages.length <= turns.length; start++) {
+    if (messages.every((m, i) => { const t = turns[start + i]; return t !== undefined && same(m, t); })) return true;
+  }
+  return false;
+}
+
+/**
+ * Messages become one session; generated dialog ids continue the session's numbering. Shapes
+ * are checked afterwards by `checkConversation` (message i becomes `sessions.0.turns.i`).
+ */
 function messagesToConversation(input: MessagesInput, turnsBefore: number): Conversation {
   if (!Array.isArray(input.messages)) throw new PrismError('INVALID_INPUT', 'messages: expected an array of { speaker, text }');
   const turns: ConversationTurn[] = input.messages.map((m, i) => ({

@@ -5,7 +5,8 @@
 import { resolve } from 'node:path';
 import type { MiniLmPrecision } from './embed/minilm.ts';
 import { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
-import { defaultModelDir, fileModelSource } from './embed/model-source.node.ts';
+import { defaultModelSource } from './embed/model-source.node.ts';
+import type { ModelSource } from './embed/model-source.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import { loadUsearchWasm, type UsearchWasm } from './index/usearch-wasm.ts';
@@ -20,7 +21,7 @@ import { packageRoot } from './util/package-root.node.ts';
 
 export * from './index.ts';
 export { FileStore } from './store/file.node.ts';
-export { defaultModelDir, fileModelSource } from './embed/model-source.node.ts';
+export { defaultModelDir, defaultModelSource, fileModelSource } from './embed/model-source.node.ts';
 export { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
 export { readUsearchWasm } from './index/wasm-bytes.node.ts';
 
@@ -37,11 +38,11 @@ export function nodeUsearch(): Promise<UsearchWasm> {
 }
 
 const embedders = new Map<string, Promise<Embedder>>();
-/** A MiniLM embedder over the local model directory, shared per (directory, precision). */
-export function nodeEmbedder(precision: MiniLmPrecision = 'int8', modelDir: string = defaultModelDir()): Promise<Embedder> {
-  const key = `${modelDir}|${precision}`;
+/** A MiniLM embedder (by default over the local model directory), shared per (location, precision). */
+export function nodeEmbedder(precision: MiniLmPrecision = 'int8', source: ModelSource = defaultModelSource()): Promise<Embedder> {
+  const key = `${source.location}|${precision}`;
   let embedder = embedders.get(key);
-  if (!embedder) embedders.set(key, (embedder = createNodeMiniLmEmbedder({ source: fileModelSource(modelDir), precision })));
+  if (!embedder) embedders.set(key, (embedder = createNodeMiniLmEmbedder({ source, precision })));
   return embedder;
 }
 

@@ -4,6 +4,7 @@ import { createLlmClient } from '../src/llm/client.ts';
 import { Memory, type MemoryOptions } from '../src/memory.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
+import type { Embedder } from '../src/embed/types.ts';
 import type { FacetPointNode } from '../src/graph/types.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
@@ -170,6 +171,67 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     expect(turns).toEqual(['s1:1', 's1:2']);
     expect(memory.stats().nodes.episode).toBe(2);
   });
+
+  it('a re-sent batch of messages is a no-op; concurrent adds both land with distinct keys', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    const batch = { sessionId: 's1', date: '8 May, 2023', messages: [{ speaker: 'Ann', text: 'I started learning the violin today.' }, { speaker: 'Bob', text: 'Cool!' }] };
+    await memory.add(batch);
+    const before = fingerprint(memory);
+    expect(await memory.add(batch)).toMatchObject({ chunksAdded: 0, chunksSkipped: 1 });
+    expect(await memory.add({ ...batch, messages: batch.messages.slice(1) })).toMatchObject({ chunksAdded: 0 });
+    expect(fingerprint(memory)).toEqual(before);
+
+    const [a, b] = await Promise.all([
+      memory.add({ sessionId: 's2', date: '9 May, 2023', messages: [{ speaker: 'Ann', text: 'My violin teacher is from Vienna.' }] }),
+      memory.add({ sessionId: 's3', date: '10 May, 2023', messages: [{ speaker: 'Bob', text: 'The orchestra plays Mahler in June.' }] }),
+    ]);
+    expect([a.chunksAdded, b.chunksAdded]).toEqual([1, 1]);
+    const snapshot = memory.snapshot();
+    const keys = [...snapshot.nodes, ...snapshot.edges].map((x) => x.key);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(Math.max(...keys)).toBeLessThan(snapshot.meta.nextKey);
+  });
+
+  it('reports progress by stage and stops at a committed chunk when aborted; a re-run finishes the rest', async () => {
+    const reference = await Memory.open(options(new MemoryStore()));
+    await reference.add(conversation);
+
+    const store = new MemoryStore();
+    const memory = await Memory.open(options(store));
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const run = memory.add(conversation, {
+      signal: controller.signal,
+      onProgress: (p) => {
+        seen.push(`${p.stage}:${p.chunksDone}/${p.chunksTotal}`);
+        if (p.stage === 'extract' && p.chunksDone === 1) controller.abort();
+      },
+    });
+    await expect(run).rejects.toMatchObject({ code: 'ABORTED' });
+    expect(seen).toEqual(['extract:0/2', 'embed:0/2', 'commit:0/2', 'extract:1/2']);
+    expect((await store.load())?.chunks).toHaveLength(1);
+
+    const stages: string[] = [];
+    const report = await memory.add(conversation, { onProgress: (p) => stages.push(p.stage) });
+    expect(report).toMatchObject({ chunksAdded: 1, chunksSkipped: 1 });
+    expect(stages.at(-1)).toBe('done');
+    expect(fingerprint(memory)).toEqual(fingerprint(reference));
+  });
+
+  it('delete of one chunk empties its vectors from every index, relation edges included', async () => {
+    const memory = await Memory.open(options(new MemoryStore()));
+    await memory.add(conversation);
+    const [, second] = [...memory.graph.chunks.values()].sort((a, b) => a.order - b.order);
+    const relationEdges = () => [...memory.graph.edges.values()].filter((e) => e.type !== 'belongs_to' && e.type !== 'semantic').length;
+    expect(memory.indexes.size('edge_relation')).toBe(relationEdges());
+    const before = memory.indexes.size('edge_relation');
+    await memory.delete({ chunkId: second!.id });
+    expect(memory.indexes.size('edge_relation')).toBe(relationEdges());
+    expect(memory.indexes.size('edge_relation')).toBeLessThan(before);
+    for (const e of memory.graph.edges.values()) expect(e.chunkId).not.toBe(second!.id);
+    expect(memory.snapshot().hashes.has(second!.id)).toBe(false);
+    expect(await memory.delete({ chunkId: 'no-such-chunk' })).toEqual({ chunksDeleted: 0 });
+  });
 });
 
 describe('LLM-mode ingestion over real HTTP', () => {
@@ -230,6 +292,60 @@ describe('LLM-mode ingestion over real HTTP', () => {
     expect(llm.usage().extract.calls).toBe(2);
     expect(llm.usage().consolidate.calls).toBe(1);
   });
+
+  it('a consolidation landing while a chunk is being committed never reuses index keys; the store reopens to the same graph', async () => {
+    const sessions = Array.from({ length: 6 }, (_, i) => ({
+      id: `session_${i + 1}`,
+      dateText: `10:00 am on ${i + 1} June, 2023`,
+      time: `2023-06-0${i + 1}T10:00:00`,
+      turns: [{ dialogId: `D${i + 1}:1`, speaker: 'Ann', text: `On day ${i + 1} Ann fixed bike number ${i + 1}.` }],
+    }));
+    // Forces the overlap: while a chunk is between building (keys taken) and committing — embedding
+    // its Episode-chain edge — a consolidation reply arrives and wants keys of its own.
+    let consolidationAsked = false;
+    const overlapping: Embedder = {
+      id: runtime.embedder.id,
+      dim: runtime.embedder.dim,
+      async embed(texts, opts) {
+        if (consolidationAsked && texts.some((t) => t.includes('happened before'))) {
+          consolidationAsked = false;
+          await new Promise((r) => setTimeout(r, 300));
+        }
+        return runtime.embedder.embed(texts, opts);
+      },
+    };
+    server.setHandler((request) => {
+      const system = request.body?.messages[0]?.content ?? '';
+      const user = request.body?.messages.at(-1)?.content ?? '';
+      if (system.includes('cause-and-effect')) {
+        consolidationAsked = true;
+        return reply.json({ causal_pairs: [{ cause_id: 'E1', effect_id: 'E2', description: 'the first repair led to the second', confidence: 0.9 }] }, { delayMs: 50 });
+      }
+      const day = /D(\d+):1/.exec(user)?.[1] ?? '0';
+      return reply.json({
+        episode_summary: `Ann fixed bike ${day}.`,
+        entities: [{ name: 'Ann', entity_type: 'person' }],
+        facet_points: [{ content: `Ann fixed bike ${day}.`, related_entity_name: 'Ann', timestamp_text: null, dialog_ids: [`D${day}:1`] }],
+        facets: [{ theme: 'repairs', facet_point_indices: [0] }],
+        temporal_info: [],
+      });
+    });
+    const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' } });
+    const store = new MemoryStore();
+    const memory = await Memory.open(options(store, { llm, embedder: overlapping, extraction: 'llm', config: { ingest: { consolidateEvery: 2 } } }));
+    const stages: string[] = [];
+    const report = await memory.add({ id: 'bikes', sessions }, { onProgress: (p) => stages.push(p.stage) });
+    expect(report.warnings).toEqual([]);
+    // Windows: Episodes 1–2, 1–4 (its E1→E2 duplicates the first edge, dropped), 2–6 (E1→E2 is 2→3).
+    expect(report.causalEdgesAdded).toBe(2);
+    expect(stages).toContain('consolidate');
+    const snapshot = memory.snapshot();
+    const keys = [...snapshot.nodes, ...snapshot.edges].map((x) => x.key);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(Math.max(...keys)).toBeLessThan(snapshot.meta.nextKey);
+    const reopened = await Memory.open(options(store, { llm, embedder: overlapping, extraction: 'llm' }));
+    expect(fingerprint(reopened)).toEqual(fingerprint(memory));
+  });
 });
 
 describe('bad and extreme input', () => {
@@ -282,5 +398,15 @@ describe('chunking', () => {
     expect(drafts.map((d) => d.turns.map((t) => t.dialogId))).toEqual([['D1:1', 'D1:2'], ['D1:3'], ['D2:1', 'D2:2']]);
     expect(drafts[0]?.text.split('\n')[0]).toBe('[demo session_1 · 1:56 pm on 8 May, 2023]');
     expect(drafts[0]?.text).toContain('(D1:2) Melanie: That is wonderful!');
+  });
+
+  it('cuts token windows by o200k tokens of the turn lines, within sessions', () => {
+    const lines = conversation.sessions[0]?.turns.map((t) => countTokens(`(${t.dialogId}) ${t.speaker}: ${t.text}`) + 1) ?? [];
+    const [first = 0, second = 0] = lines;
+    const drafts = chunkConversation(conversation, { by: 'tokens', maxTokens: first + second });
+    expect(drafts[0]?.turns.map((t) => t.dialogId)).toEqual(['D1:1', 'D1:2']);
+    expect(drafts.flatMap((d) => d.turns.map((t) => t.dialogId))).toEqual(['D1:1', 'D1:2', 'D1:3', 'D2:1', 'D2:2']);
+    // A budget smaller than any turn still makes progress: one turn per window.
+    expect(chunkConversation(conversation, { by: 'tokens', maxTokens: 1 })).toHaveLength(5);
   });
 });

@@ -1,8 +1,9 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { packageRoot } from '../util/package-root.node.ts';
-import type { ModelSource } from './model-source.ts';
+import { huggingFaceModelSource, type ModelSource } from './model-source.ts';
 
 /**
  * The directory holding all-MiniLM-L6-v2 on this machine: env `PRISM_MODEL_DIR`, else
@@ -32,4 +33,14 @@ export function fileModelSource(dir: string = defaultModelDir()): ModelSource {
       }
     },
   };
+}
+
+/**
+ * Where Node loads MiniLM from by default: `PRISM_MODEL_DIR` when set (and only there, so a
+ * wrong path fails loudly), else the local model directory when it holds the files, else the
+ * Hugging Face hub (`Xenova/all-MiniLM-L6-v2`) for a user with a network.
+ */
+export function defaultModelSource(dir: string = defaultModelDir()): ModelSource {
+  if (process.env['PRISM_MODEL_DIR'] || existsSync(join(dir, 'tokenizer.json'))) return fileModelSource(dir);
+  return huggingFaceModelSource();
 }

@@ -20,6 +20,8 @@ export interface BuildInput {
   graph: MemoryGraph;
   /** Nearest existing Entity to a name vector (the Entity index), or null when there is none. */
   nearestEntity: (vector: Float32Array) => { id: string; score: number } | null;
+  /** Nearest FacetPoint of an earlier chunk (the FacetPoint index); asked only when semantic edges are on. */
+  nearestFacetPoint: (vector: Float32Array) => { id: string; score: number } | null;
   config: IngestConfig;
   /** Allocates index keys (unique across nodes and edges). */
   nextKey: () => number;
@@ -61,7 +63,8 @@ export function splitVectors(extraction: Extraction, vectors: Float32Array[]): E
  * Design §2.4 for one chunk, as a pure function of the current graph: Episode (chained in
  * time), Entities (merged by exact name, then by name cosine), Facets (merged within the
  * Episode by theme cosine), FacetPoints with `belongs_to` and `involves_entity`, `temporal`
- * edges between facts of definite order and `evolution` edges per entity.
+ * edges between facts of definite order, `evolution` edges per entity, and (when switched on)
+ * `semantic` edges to the nearest earlier fact.
  */
 export function buildChunkGraph(input: BuildInput): BuildOutput {
   const { chunk, extraction, vectors, graph, config } = input;
@@ -166,6 +169,11 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
     nodes.push(point);
     nodeVectors.push([point.id, vector]);
     edge('belongs_to', point.id, facet.id, null);
+    if (config.semanticEdges) {
+      const similar = input.nearestFacetPoint(vector);
+      const other = similar && similar.score >= config.semanticThreshold ? graph.nodes.get(similar.id) : undefined;
+      if (other?.layer === 'facetPoint') edge('semantic', point.id, other.id, `${point.content} (similar to: ${other.content})`);
+    }
     if (entityId) {
       const entity = graph.nodes.get(entityId) ?? nodes.find((n) => n.id === entityId);
       edge('involves_entity', point.id, entityId, `${point.content} (involves ${entity && entity.layer === 'entity' ? entity.name : 'entity'})`);

@@ -1,4 +1,5 @@
 import type { ChunkTurn } from '../graph/types.ts';
+import { countTokens } from '../util/tokens.ts';
 import type { Conversation, ConversationSession } from './conversation.ts';
 
 /** How a conversation is cut into Episodes (design §2.1). */
@@ -6,8 +7,8 @@ export type ChunkingOptions =
   | { by: 'session' }
   /** Windows of `size` consecutive turns, never crossing a session boundary. */
   | { by: 'turns'; size: number }
-  /** Windows of at most `maxChars` characters of turn text (a cheap, tokenizer-free token window). */
-  | { by: 'chars'; maxChars: number };
+  /** Windows of at most `maxTokens` o200k tokens of turn lines (a longer single turn is its own window). */
+  | { by: 'tokens'; maxTokens: number };
 
 /** A chunk before hashing: what the ingest pipeline turns into an Episode. */
 export interface ChunkDraft {
@@ -41,18 +42,19 @@ function splitSession(session: ConversationSession, options: ChunkingOptions): C
       for (let i = 0; i < turns.length; i += size) out.push(turns.slice(i, i + size));
       return out;
     }
-    case 'chars': {
+    case 'tokens': {
       const out: ChunkTurn[][] = [];
       let current: ChunkTurn[] = [];
       let length = 0;
       for (const turn of turns) {
-        if (current.length > 0 && length + turn.text.length > options.maxChars) {
+        const tokens = countTokens(turnLine(turn)) + 1;
+        if (current.length > 0 && length + tokens > options.maxTokens) {
           out.push(current);
           current = [];
           length = 0;
         }
         current.push(turn);
-        length += turn.text.length;
+        length += tokens;
       }
       out.push(current);
       return out;

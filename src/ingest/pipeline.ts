@@ -5,13 +5,15 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, EpisodeNode, GraphEdge, MemoryMeta } from '../graph/types.ts';
 import { edgeSpace, type IndexSet, type IndexSpace } from '../index/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
+import { usageTotals } from '../llm/usage.ts';
 import type { GraphStore, WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
+import { createSerial, type Serial } from '../util/serial.ts';
 import { normalisedSum } from '../util/vectors.ts';
-import { buildChunkGraph, splitVectors, textsToEmbed } from './build-graph.ts';
+import { buildChunkGraph, splitVectors, textsToEmbed, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
-import type { ExtractionOutcome, Extractor } from './extraction.ts';
+import type { Extraction, ExtractionOutcome, Extractor } from './extraction.ts';
 
 /** The mutable state of an open memory that ingestion advances batch by batch. */
 export interface MemoryState {
@@ -71,7 +73,9 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   const started = Date.now();
   const { state, config, signal } = { ...deps, signal: options.signal };
   const report: IngestReport = { chunksAdded: 0, chunksSkipped: 0, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings: [], ms: 0 };
-  const llmCalls = () => (deps.llm ? Object.values(deps.llm.usage()).reduce((s, u) => s + u.calls, 0) : 0);
+  const totalLlmCalls = () => (deps.llm ? usageTotals(deps.llm.usage()).calls : 0);
+  const llmCallsBefore = totalLlmCalls();
+  const llmCalls = () => totalLlmCalls() - llmCallsBefore;
   const progress = (stage: IngestStage) =>
     options.onProgress?.({ stage, chunksDone: report.chunksAdded + report.chunksSkipped, chunksTotal: drafts.length, chunksSkipped: report.chunksSkipped, llmCalls: llmCalls() });
 
@@ -92,6 +96,9 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
     extractions.set(i, promise);
   };
 
+  // Background consolidation and the main loop both allocate index keys and commit batches:
+  // each does so inside `exclusive`, so keys never collide and memory follows the store in order.
+  const exclusive = createSerial();
   let consolidation: Promise<void> = Promise.resolve();
   try {
     for (let i = 0; i < todo.length; i++) {
@@ -106,34 +113,10 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       throwIfAborted(signal);
 
       progress('embed');
-      const chunk: Chunk = { id: item.hash, sessionId: item.draft.sessionId, header: item.draft.header, text: item.draft.text, time: item.draft.time, order: state.meta.chunkCount, turns: item.draft.turns };
-      const vectors = splitVectors(outcome.extraction, await deps.embedder.embed(textsToEmbed(outcome.extraction), signal ? { signal } : {}));
-      let nextKey = state.meta.nextKey;
-      const built = buildChunkGraph({
-        chunk,
-        extraction: outcome.extraction,
-        vectors,
-        graph: state.graph,
-        nearestEntity: (v) => nearest(state, 'entity', v),
-        config: config.ingest,
-        nextKey: () => nextKey++,
-      });
-      const nodeVector = new Map(built.nodeVectors);
-      const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
-      throwIfAborted(signal);
-
-      progress('commit');
-      const meta: MemoryMeta = { ...state.meta, nextKey, chunkCount: state.meta.chunkCount + 1 };
-      const batch: WriteBatch = {
-        putNodes: built.nodes,
-        putEdges: built.edges,
-        putChunks: [chunk],
-        putVectors: [...built.nodeVectors, ...edgeVectors],
-        putHashes: [chunk.id],
-        meta,
-      };
-      await deps.store.commit(batch);
-      applyBatch(state, batch);
+      const extraction = outcome.extraction;
+      const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
+      const chunk = { id: item.hash, sessionId: item.draft.sessionId, header: item.draft.header, text: item.draft.text, time: item.draft.time, turns: item.draft.turns };
+      const built = await exclusive(() => commitChunk(deps, chunk, extraction, vectors, () => progress('commit'), signal));
       report.chunksAdded++;
       report.nodesAdded += built.nodes.length;
       report.edgesAdded += built.edges.length;
@@ -142,7 +125,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       if (deps.llm && shouldConsolidate(state.meta, config.ingest.consolidateEvery)) {
         const llm = deps.llm;
         const through = state.meta.chunkCount;
-        consolidation = consolidation.then(() => runConsolidation(deps, llm, through, report, signal));
+        consolidation = consolidation.then(() => runConsolidation(deps, llm, through, report, exclusive, () => progress('consolidate'), signal));
       }
     }
   } finally {
@@ -154,6 +137,46 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   return report;
 }
 
+/** Builds one chunk's nodes and edges against the current graph, embeds its edges and commits it (hash included) as one batch. */
+async function commitChunk(
+  deps: IngestDeps,
+  draft: Omit<Chunk, 'order'>,
+  extraction: Extraction,
+  vectors: ExtractionVectors,
+  onCommit: () => void,
+  signal?: AbortSignal,
+): Promise<BuildOutput> {
+  const { state, config } = deps;
+  const chunk: Chunk = { ...draft, order: state.meta.chunkCount };
+  let nextKey = state.meta.nextKey;
+  const built = buildChunkGraph({
+    chunk,
+    extraction,
+    vectors,
+    graph: state.graph,
+    nearestEntity: (v) => nearest(state, 'entity', v),
+    nearestFacetPoint: (v) => nearest(state, 'facetPoint', v),
+    config: config.ingest,
+    nextKey: () => nextKey++,
+  });
+  const nodeVector = new Map(built.nodeVectors);
+  const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
+  throwIfAborted(signal);
+
+  onCommit();
+  const batch: WriteBatch = {
+    putNodes: built.nodes,
+    putEdges: built.edges,
+    putChunks: [chunk],
+    putVectors: [...built.nodeVectors, ...edgeVectors],
+    putHashes: [chunk.id],
+    meta: { ...state.meta, nextKey, chunkCount: state.meta.chunkCount + 1 },
+  };
+  await deps.store.commit(batch);
+  applyBatch(state, batch);
+  return built;
+}
+
 /** True when at least `every` chunks have been committed since the last consolidation. */
 function shouldConsolidate(meta: MemoryMeta, every: number): boolean {
   const through = Number(meta.settings[CONSOLIDATED_THROUGH] ?? 0);
@@ -161,8 +184,17 @@ function shouldConsolidate(meta: MemoryMeta, every: number): boolean {
 }
 
 /** Consolidation failures are warnings: the causal layer is an enrichment, never a reason to lose chunks. */
-async function runConsolidation(deps: IngestDeps, llm: LlmClient, through: number, report: IngestReport, signal?: AbortSignal): Promise<void> {
+async function runConsolidation(
+  deps: IngestDeps,
+  llm: LlmClient,
+  through: number,
+  report: IngestReport,
+  exclusive: Serial,
+  onStart: () => void,
+  signal?: AbortSignal,
+): Promise<void> {
   const { state, config } = deps;
+  onStart();
   const episodes = state.graph
     .nodesOfLayer('episode')
     .filter((ep) => ep.order < through)
@@ -171,23 +203,26 @@ async function runConsolidation(deps: IngestDeps, llm: LlmClient, through: numbe
     .reverse();
   try {
     const pairs = await consolidateCausal(episodes, state.graph, llm, config.ingest, signal);
-    let nextKey = state.meta.nextKey;
-    const edges: GraphEdge[] = pairs.map((p) => ({
-      id: `causal:${p.causeId}>${p.effectId}`,
-      key: nextKey++,
-      type: 'causal',
-      from: p.causeId,
-      to: p.effectId,
-      chunkId: (state.graph.nodes.get(p.effectId) as EpisodeNode | undefined)?.chunkId ?? '',
-      description: p.description,
-      confidence: p.confidence,
-    }));
-    const vectors = await edgeVectorsFor(edges, deps.embedder, 'embedded', () => undefined, signal);
-    const meta: MemoryMeta = { ...state.meta, nextKey, settings: { ...state.meta.settings, [CONSOLIDATED_THROUGH]: Math.max(through, Number(state.meta.settings[CONSOLIDATED_THROUGH] ?? 0)) } };
-    const batch: WriteBatch = { putEdges: edges, putVectors: vectors, meta };
-    await deps.store.commit(batch);
-    applyBatch(state, batch);
-    report.causalEdgesAdded += edges.length;
+    const added = await exclusive(async () => {
+      let nextKey = state.meta.nextKey;
+      const edges: GraphEdge[] = pairs.map((p) => ({
+        id: `causal:${p.causeId}>${p.effectId}`,
+        key: nextKey++,
+        type: 'causal',
+        from: p.causeId,
+        to: p.effectId,
+        chunkId: (state.graph.nodes.get(p.effectId) as EpisodeNode | undefined)?.chunkId ?? '',
+        description: p.description,
+        confidence: p.confidence,
+      }));
+      const vectors = await edgeVectorsFor(edges, deps.embedder, 'embedded', () => undefined, signal);
+      const meta: MemoryMeta = { ...state.meta, nextKey, settings: { ...state.meta.settings, [CONSOLIDATED_THROUGH]: Math.max(through, Number(state.meta.settings[CONSOLIDATED_THROUGH] ?? 0)) } };
+      const batch: WriteBatch = { putEdges: edges, putVectors: vectors, meta };
+      await deps.store.commit(batch);
+      applyBatch(state, batch);
+      return edges.length;
+    });
+    report.causalEdgesAdded += added;
   } catch (err) {
     if (err instanceof PrismError && err.code === 'ABORTED') return;
     report.warnings.push(`causal consolidation through chunk ${through} failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -222,7 +257,7 @@ async function edgeVectorsFor(
   return out;
 }
 
-function nearest(state: MemoryState, layer: 'entity', vector: Float32Array): { id: string; score: number } | null {
+function nearest(state: MemoryState, layer: 'entity' | 'facetPoint', vector: Float32Array): { id: string; score: number } | null {
   const [hit] = state.indexes.search(layer, vector, 1);
   const id = hit ? state.graph.idForKey(hit.key) : undefined;
   return hit && id ? { id, score: hit.score } : null;

@@ -1,12 +1,6 @@
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens } from '../util/tokens.ts';
 
-/**
- * Context budgets are counted with one fixed tokenizer: o200k_base, the BPE of gpt-4o-mini
- * (the paper's answer model), so "tokens" means the same thing for every system compared.
- */
-export function countTokens(text: string): number {
-  return countO200k(text);
-}
+export { countTokens };
 
 const MIN_UNIT_TOKENS = 6;
 

@@ -1,7 +1,8 @@
 import { resolveConfig, type DeepPartial, type PrismConfig } from '../config.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { LAYERS, type Layer } from '../graph/types.ts';
-import type { LlmClient, LlmRole } from '../llm/types.ts';
+import type { LlmRole } from '../llm/types.ts';
+import { usageTotals } from '../llm/usage.ts';
 import { fuseLayerAnchors } from './anchor-fusion.ts';
 import { bundleSearch } from './bundle-search.ts';
 import { bundleOrder, localPrecision, rerankWithLlm, type Compression } from './compress.ts';
@@ -65,7 +66,7 @@ export async function retrieve(query: string, deps: RetrieveDeps, options: Retri
   const llm = deps.llm;
   if (mode === 'llm' && !llm) throw new PrismError('LLM_NOT_CONFIGURED', 'llm mode needs an LLM client');
   const { signal } = options;
-  const tokensBefore = llm ? queryTokens(llm) : 0;
+  const tokensBefore = llm ? usageTotals(llm.usage(), QUERY_ROLES).tokens : 0;
 
   const queryVector = await deps.embedQuery(query, signal);
   throwIfAborted(signal);
@@ -115,7 +116,7 @@ export async function retrieve(query: string, deps: RetrieveDeps, options: Retri
     tier: routed.tier,
     mode,
     llmCalls: routed.llmCalls + compression.llmCalls,
-    llmTokens: llm ? queryTokens(llm) - tokensBefore : 0,
+    llmTokens: llm ? usageTotals(llm.usage(), QUERY_ROLES).tokens - tokensBefore : 0,
     bundle,
     ranked: compression.ranked,
     warnings: [...routed.warnings, ...compression.warnings],
@@ -125,10 +126,4 @@ export async function retrieve(query: string, deps: RetrieveDeps, options: Retri
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: number): Promise<LayerAnchors> {
   const lists = await Promise.all(LAYERS.map((layer) => deps.searchLayer(layer, queryVector, k)));
   return Object.fromEntries(LAYERS.map((layer, i) => [layer, lists[i] ?? []])) as Record<Layer, LayerAnchors[Layer]>;
-}
-
-/** Cumulative tokens of the query-time roles; the difference around one query is what it spent (exact when queries do not overlap). */
-function queryTokens(llm: LlmClient): number {
-  const usage = llm.usage();
-  return QUERY_ROLES.reduce((sum, role) => sum + usage[role].promptTokens + usage[role].completionTokens, 0);
 }

@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG, type IngestConfig } from '../src/config.ts';
+import { MemoryGraph } from '../src/graph/memory-graph.ts';
+import type { Chunk, GraphNode } from '../src/graph/types.ts';
+import { buildChunkGraph, type BuildOutput } from '../src/ingest/build-graph.ts';
+import type { Extraction } from '../src/ingest/extraction.ts';
+import { dot } from '../src/util/vectors.ts';
+
+/**
+ * Design §2.4 on plain data: vectors are chosen by hand so every cosine is known, which pins
+ * the merge thresholds exactly (a real embedder could not place a pair at 0.89 vs 0.91).
+ */
+const DIM = 4;
+
+/** A unit vector at cosine `c` to the axis e0 (the rest on e1). */
+function atCosine(c: number): Float32Array {
+  return Float32Array.from([c, Math.sqrt(1 - c * c), 0, 0]);
+}
+const axis = (i: number) => Float32Array.from({ length: DIM }, (_, j) => (j === i ? 1 : 0));
+
+function chunk(order: number, time: string): Chunk {
+  return { id: `${String(order).padStart(2, '0')}${'c'.repeat(62)}`, sessionId: `s/${order}`, header: `[s ${order}]`, text: `chunk ${order}`, time, order, turns: [] };
+}
+
+function extraction(partial: Partial<Extraction>): Extraction {
+  return { summary: 'summary', entities: [], facetPoints: [], facets: [], temporal: [], ...partial };
+}
+
+const fact = (content: string, entityName: string | null, time: string | null = null) => ({ content, entityName, timeText: time, time, dialogIds: [] });
+
+/** Builds one chunk against `graph`, nearest-neighbour lookups done by brute force over the graph's vectors, then applies it. */
+function build(graph: MemoryGraph, c: Chunk, ex: Extraction, vectors: { entities?: Float32Array[]; facetPoints?: Float32Array[]; facets?: Float32Array[] }, config: Partial<IngestConfig> = {}): BuildOutput {
+  let key = graph.nodes.size + graph.edges.size + 1;
+  const nearestOf = (layer: GraphNode['layer']) => (v: Float32Array) => {
+    let best: { id: string; score: number } | null = null;
+    for (const node of graph.nodes.values()) {
+      const stored = graph.vectors.get(node.id);
+      if (node.layer !== layer || !stored) continue;
+      const score = dot(stored, v);
+      if (!best || score > best.score) best = { id: node.id, score };
+    }
+    return best;
+  };
+  const out = buildChunkGraph({
+    chunk: c,
+    extraction: ex,
+    vectors: { summary: axis(3), entities: vectors.entities ?? [], facetPoints: vectors.facetPoints ?? [], facets: vectors.facets ?? [] },
+    graph,
+    nearestEntity: nearestOf('entity'),
+    nearestFacetPoint: nearestOf('facetPoint'),
+    config: { ...DEFAULT_CONFIG.ingest, ...config },
+    nextKey: () => key++,
+  });
+  graph.chunks.set(c.id, c);
+  for (const node of out.nodes) graph.putNode(node);
+  for (const edge of out.edges) graph.putEdge(edge);
+  for (const [id, v] of out.nodeVectors) graph.vectors.set(id, v);
+  return out;
+}
+
+const empty = () => new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new Map() });
+const entities = (graph: MemoryGraph) => [...graph.nodes.values()].filter((n) => n.layer === 'entity');
+
+describe('buildChunkGraph (design §2.4)', () => {
+  it('merges an Entity by exact name (case-insensitive), then by name cosine just above 0.90 and not just below', () => {
+    const graph = empty();
+    build(graph, chunk(0, '2023-05-01'), extraction({ entities: [{ name: 'Melanie', type: 'person' }] }), { entities: [axis(0)] });
+    build(graph, chunk(1, '2023-05-02'), extraction({ entities: [{ name: 'MELANIE', type: 'person' }] }), { entities: [axis(2)] });
+    expect(entities(graph)).toHaveLength(1);
+    build(graph, chunk(2, '2023-05-03'), extraction({ entities: [{ name: 'Mel', type: 'person' }] }), { entities: [atCosine(0.901)] });
+    expect(entities(graph)).toHaveLength(1);
+    const [melanie] = entities(graph);
+    expect(melanie?.layer === 'entity' && melanie.chunkIds).toHaveLength(3);
+    build(graph, chunk(3, '2023-05-04'), extraction({ entities: [{ name: 'Melody', type: 'person' }] }), { entities: [atCosine(0.899)] });
+    expect(entities(graph).map((e) => (e.layer === 'entity' ? e.name : ''))).toEqual(['Melanie', 'Melody']);
+  });
+
+  it('merges Facets of one Episode just above cosine 0.85 and keeps them apart just below', () => {
+    const graph = empty();
+    const ex = extraction({
+      facetPoints: [fact('a', null), fact('b', null), fact('c', null)],
+      facets: [
+        { theme: 'painting', pointIndices: [0] },
+        { theme: 'art', pointIndices: [1] },
+        { theme: 'camping', pointIndices: [2] },
+      ],
+    });
+    const out = build(graph, chunk(0, '2023-05-01'), ex, { facetPoints: [axis(0), axis(1), axis(2)], facets: [axis(0), atCosine(0.851), atCosine(0.849)] });
+    const facets = out.nodes.filter((n) => n.layer === 'facet');
+    expect(facets.map((f) => (f.layer === 'facet' ? f.theme : ''))).toEqual(['painting', 'camping']);
+    const facetOf = (content: string) => out.nodes.find((n) => n.layer === 'facetPoint' && n.content === content);
+    expect(facetOf('a')).toMatchObject({ facetId: facets[0]?.id });
+    expect(facetOf('b')).toMatchObject({ facetId: facets[0]?.id });
+    expect(facetOf('c')).toMatchObject({ facetId: facets[1]?.id });
+  });
+
+  it('links facts in definite time order with temporal edges and per-entity evolution across chunks', () => {
+    const graph = empty();
+    const first = build(
+      graph,
+      chunk(0, '2023-05-08'),
+      extraction({ entities: [{ name: 'Caroline', type: 'person' }], facetPoints: [fact('Caroline went to a support group', 'Caroline', '2023-05-07'), fact('Caroline plans a trip', 'Caroline', '2023-06')] }),
+      { entities: [axis(0)], facetPoints: [axis(1), axis(2)] },
+    );
+    const [groupFact, tripFact] = first.nodes.filter((n) => n.layer === 'facetPoint');
+    const types = (out: BuildOutput, type: string) => out.edges.filter((e) => e.type === type).map((e) => [e.from, e.to]);
+    expect(types(first, 'temporal')).toContainEqual([groupFact?.id, tripFact?.id]);
+    expect(types(first, 'evolution')).toEqual([[groupFact?.id, tripFact?.id]]);
+
+    const second = build(graph, chunk(1, '2023-07-01'), extraction({ entities: [{ name: 'Caroline', type: 'person' }], facetPoints: [fact('Caroline adopted a dog', 'Caroline', null)] }), {
+      entities: [axis(0)],
+      facetPoints: [axis(3)],
+    });
+    const dogFact = second.nodes.find((n) => n.layer === 'facetPoint');
+    // The latest existing fact of the entity (June) → the earliest new one.
+    expect(types(second, 'evolution')).toEqual([[tripFact?.id, dogFact?.id]]);
+    // The Episode chain: chunk 0's Episode happened before chunk 1's.
+    expect(types(second, 'temporal')).toEqual([[first.nodes[0]?.id, second.nodes[0]?.id]]);
+  });
+
+  it('adds a semantic edge to the nearest earlier fact only when switched on, at or above its threshold', () => {
+    const graph = empty();
+    build(graph, chunk(0, '2023-05-01'), extraction({ facetPoints: [fact('Melanie paints sunsets', null)] }), { facetPoints: [axis(0)] });
+    const off = build(graph, chunk(1, '2023-05-02'), extraction({ facetPoints: [fact('Melanie painted a sunset', null)] }), { facetPoints: [atCosine(0.95)] });
+    expect(off.edges.filter((e) => e.type === 'semantic')).toHaveLength(0);
+    const on = build(graph, chunk(2, '2023-05-03'), extraction({ facetPoints: [fact('A sunset painting by Melanie', null)] }), { facetPoints: [atCosine(0.96)] }, { semanticEdges: true });
+    expect(on.edges.filter((e) => e.type === 'semantic').map((e) => e.description)).toEqual(['A sunset painting by Melanie (similar to: Melanie painted a sunset)']);
+    const far = build(graph, chunk(3, '2023-05-04'), extraction({ facetPoints: [fact('Caroline hikes', null)] }), { facetPoints: [axis(2)] }, { semanticEdges: true });
+    expect(far.edges.filter((e) => e.type === 'semantic')).toHaveLength(0);
+  });
+});

@@ -18,11 +18,12 @@ export interface IngestConfig {
   /** When on, a new FacetPoint links to its nearest earlier FacetPoint at or above this cosine (the paper gives no value; the facet-merge 0.85 is reused). */
   semanticThreshold: number;
   /**
-   * How `involves_entity` and `evolution` edges get their vectors (beyond the paper). `embedded`
-   * runs MiniLM on the edge's description, as the paper does. `composed` takes the normalised sum
-   * of its endpoints' MiniLM vectors: mean pooling is additive over tokens, so this approximates
-   * embedding the concatenated endpoint texts, and it halves ingestion's model time (these two
-   * types are ~90% of relation edges). Temporal and causal edges are always embedded.
+   * How `involves_entity` and `evolution` edges get their vectors. `embedded` (§1, the default)
+   * runs MiniLM on the edge's short description. `composed` (beyond the paper, a speed option)
+   * takes the normalised sum of its endpoints' MiniLM vectors: mean pooling is additive over
+   * tokens, so this approximates embedding the concatenated endpoint texts and roughly halves
+   * ingestion's model time (these two types are ~90% of relation edges). Temporal, causal and
+   * semantic edges are always embedded.
    */
   edgeVectors: 'embedded' | 'composed';
 }
@@ -114,7 +115,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     causalMinConfidence: 0.7, // §2.6, §6
     semanticEdges: false, // §1
     semanticThreshold: 0.85, // not in the paper; §2.4's facet-merge cosine
-    edgeVectors: 'composed',
+    edgeVectors: 'embedded', // §1
   },
   retrieval: {
     anchorsPerLayer: 30, // §3 N1, §6

@@ -272,9 +272,10 @@ describe('LLM-mode ingestion over real HTTP', () => {
       return reply.json({
         episode_summary: first ? 'Caroline went to a support group on 7 May 2023.' : 'Melanie went camping.',
         entities: [{ name: first ? 'Caroline' : 'Melanie', entity_type: 'person' }],
-        facet_points: [{ content: first ? 'Caroline went to an LGBTQ support group.' : 'Melanie went camping with her kids.', related_entity_name: first ? 'Caroline' : 'Melanie', timestamp_text: first ? 'yesterday' : null, dialog_ids: [first ? 'D1:1' : 'D2:1', 'D99:9'] }],
+        facet_points: [{ content: first ? 'Caroline went to an LGBTQ support group.' : 'Melanie went camping with her kids.', related_entity_name: first ? 'Caroline' : 'Melanie', timestamp_text: first ? 'yesterday' : 'the week of the big storm', dialog_ids: [first ? 'D1:1' : 'D2:1', 'D99:9'] }],
         facets: [{ theme: first ? 'support group' : 'camping', facet_point_indices: [0, 7] }],
-        temporal_info: [],
+        // chrono-node cannot date "the week of the big storm"; the model's normalised time can.
+        temporal_info: first ? [] : [{ subject: 'camping', time_expression: 'The week of the big storm', normalized_time: '2023-06-12', relation: 'during' }],
       });
     });
     const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' } });
@@ -289,6 +290,7 @@ describe('LLM-mode ingestion over real HTTP', () => {
     expect(causal[0]).toMatchObject({ from: ep1?.id, to: ep2?.id });
     const fp = memory.graph.nodesOfLayer('facetPoint').find((p) => p.content.includes('support group'));
     expect(fp).toMatchObject({ time: '2023-05-07', dialogIds: ['D1:1'] });
+    expect(memory.graph.nodesOfLayer('facetPoint').find((p) => p.content.includes('camping'))).toMatchObject({ time: '2023-06-12' });
     expect(llm.usage().extract.calls).toBe(2);
     expect(llm.usage().consolidate.calls).toBe(1);
   });

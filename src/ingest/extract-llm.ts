@@ -74,15 +74,23 @@ function fallback(input: ExtractionInput, reason: string): ExtractionOutcome {
   };
 }
 
+/** `2023`, `2023-05`, `2023-05-07`, optionally followed by a time: what `FacetPointNode.time` holds. */
+const ISO_PREFIX = /^\d{4}(-\d{2}(-\d{2})?)?(T|$)/;
+
 function fromJson(json: ExtractionJson, input: ExtractionInput): Extraction {
   const known = new Set(input.turns.map((t) => t.dialogId));
+  // The model's own resolution of an expression (temporal_info) fills in what chrono-node cannot parse.
+  const normalisedByExpression = new Map<string, string>();
+  for (const t of json.temporal_info) {
+    if (t.normalized_time && ISO_PREFIX.test(t.normalized_time)) normalisedByExpression.set(t.time_expression.trim().toLowerCase(), t.normalized_time.slice(0, 10));
+  }
   const facetPoints = json.facet_points.map((fp) => {
     const resolved = fp.timestamp_text ? resolveTimeExpression(fp.timestamp_text, input.time) : null;
     return {
       content: fp.content,
       entityName: fp.related_entity_name ?? null,
       timeText: fp.timestamp_text ?? null,
-      time: resolved?.iso ?? null,
+      time: resolved?.iso ?? (fp.timestamp_text ? (normalisedByExpression.get(fp.timestamp_text.trim().toLowerCase()) ?? null) : null),
       dialogIds: (fp.dialog_ids ?? []).filter((id) => known.has(id)),
     };
   });

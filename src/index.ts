@@ -41,6 +41,6 @@ export { parseLocomo, CATEGORY_NAMES, type LocomoSample, type LocomoQuestion, ty
 // retrieve
 export type { RetrieveOptions, RetrieveResult } from './retrieve/retrieve.ts';
 export type { RetrievedUnit } from './retrieve/units.ts';
-export type { Intent, IntentTier, PathTrace, RetrievalMode } from './retrieve/types.ts';
+export type { BundleEntry, Intent, IntentTier, PathTrace, RankedEpisode, RetrievalMode, TraceEdge, TraceNode } from './retrieve/types.ts';
 export { formatTrace } from './retrieve/bundle-search.ts';
 export { countTokens, packContext, type ContextUnit, type PackedContext } from './retrieve/pack.ts';

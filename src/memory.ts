@@ -14,6 +14,7 @@ import { applyBatch, ingestChunks, type IngestOptions, type IngestReport, type M
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
 import { createSerial, type Serial } from './util/serial.ts';
+import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
 import { LexicalIndex } from './retrieve/lexical.ts';
 import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/retrieve.ts';
@@ -63,15 +64,6 @@ export interface AnswerResult {
   llmCalls: number;
   llmTokens: number;
 }
-
-/** Answer instructions of design §4, in our words. */
-const ANSWER_PROMPT = `You answer a question about a long conversation using only the memory excerpts given. Each excerpt starts with a header naming its session and the date it took place; each line carries a dialog id, the speaker and what they said.
-- Be specific: prefer concrete names, places, objects, numbers and dates to general statements.
-- For questions about time, read the session date in the header and turn relative expressions ("yesterday", "last week", "next month") into a date relative to it.
-- When the same kind of event happened more than once, tell the occurrences apart by their dates.
-- If the evidence is partial, give the best answer it supports.
-- Say you cannot answer only when nothing in the excerpts is relevant.
-Answer in one or two short sentences.`;
 
 export interface MemoryStats {
   chunks: number;
@@ -192,16 +184,9 @@ export class Memory {
     if (!llm) throw new PrismError('LLM_NOT_CONFIGURED', 'answer() needs an LLM client; search() works without one');
     const before = usageTotals(llm.usage());
     const retrieval = await this.search(query, { budget: DEFAULT_ANSWER_BUDGET, ...options });
-    const answer = await llm.chatText(
-      'answer',
-      [
-        { role: 'system', content: ANSWER_PROMPT },
-        { role: 'user', content: `Memory excerpts:\n${retrieval.context}\n\nQuestion: ${query}` },
-      ],
-      options.signal ? { signal: options.signal } : {},
-    );
+    const answer = await answerFromContext(llm, query, retrieval.context, options.signal);
     const after = usageTotals(llm.usage());
-    return { answer: answer.trim(), retrieval, llmCalls: after.calls - before.calls, llmTokens: after.tokens - before.tokens };
+    return { answer, retrieval, llmCalls: after.calls - before.calls, llmTokens: after.tokens - before.tokens };
   }
 
   private retrieveDeps(): RetrieveDeps {

@@ -1,19 +1,25 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../src/config.ts';
 import { createDirectoryCache } from '../src/eval/cache.node.ts';
+import { evalSystemNames, parseComparePairs } from '../src/eval/cli.node.ts';
 import { createEvidenceResolver, normaliseEvidence } from '../src/eval/evidence.ts';
 import { evidenceRecall, percentile, recallAtK, summariseOutcomes, type QuestionOutcome } from '../src/eval/metrics.ts';
+import { memoryBuildKey, prismSystem, type MemoryBuild, type MemorySource, type PrismSystemOptions } from '../src/eval/prism-system.ts';
 import { renderFrontier, renderReport } from '../src/eval/report.ts';
 import { runLocomoEval, type LocomoEvalOptions, type LocomoEvalResults } from '../src/eval/runner.ts';
 import { bootstrapMeanCI, mcNemarMidP, mcNemarMidPFromCounts, pairedBootstrapCI } from '../src/eval/stats.ts';
-import { bm25TurnsSystem, fullContextSystem, type EvalSystem } from '../src/eval/systems.ts';
+import { BASELINE_NAMES, bm25TurnsSystem, fullContextSystem, type EvalSystem } from '../src/eval/systems.ts';
 import { sessionHeader, turnLine } from '../src/ingest/chunking.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { createLlmClient } from '../src/llm/client.ts';
+import { Memory } from '../src/memory.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
+import { MemoryStore } from '../src/store/memory.ts';
 import { reply, startOpenAiServer, type RecordedRequest } from './helpers/openai-server.ts';
+import { testRuntime } from './helpers/runtime.ts';
 
 /** A two-session conversation in raw LoCoMo format, with malformed evidence on purpose. */
 const RAW_SAMPLE = {
@@ -100,8 +106,11 @@ describe('metrics', () => {
       [100],
     );
     expect(summary.erAtBudget['100']).toBe(0.5);
+    expect(summary.n).toBe(3);
     expect(summary.perCategory['multi-hop']).toMatchObject({ n: 2, questions: 2, erAtBudget: { '100': 0.75 } });
-    expect(summary.perCategory['single-hop']).toMatchObject({ n: 0, questions: 1, erAtBudget: { '100': null } });
+    // ER is never null: over no scored question it is 0, and n = 0 says so.
+    expect(summary.perCategory['single-hop']).toMatchObject({ n: 0, questions: 1, erAtBudget: { '100': 0 }, erAtK: { '1': 0 } });
+    expect(summariseOutcomes([], [100])).toMatchObject({ n: 0, erAtBudget: { '100': 0 } });
     expect(summary.questionsWithoutEvidence).toBe(1);
     // Context tokens and latency are over every question, scored or not.
     expect(summary.meanContextTokens).toBe(25);
@@ -239,6 +248,62 @@ describe('runLocomoEval', () => {
     expect(second.timings.systems['full-context']!.cachedConversations).toBe(1);
   });
 
+  it('recomputes when the package version or a system fingerprint changes', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prism-eval-'));
+    tempDirs.push(dir);
+    let prepares = 0;
+    const counted = (fingerprint: string): EvalSystem => {
+      const inner = fullContextSystem();
+      return { ...inner, fingerprint, prepare: (s, o) => (prepares++, inner.prepare(s, o)) };
+    };
+    const runWith = (fingerprint: string, version: string) =>
+      runLocomoEval({ samples, systems: [counted(fingerprint)], budgets: [largeBudget], cache: createDirectoryCache(dir), version });
+    const first = await runWith('config-a', '1.0.0');
+    expect(first.config.version).toBe('1.0.0');
+    await runWith('config-a', '1.0.0');
+    expect(prepares).toBe(1);
+    await runWith('config-a', '1.0.1');
+    expect(prepares).toBe(2);
+    await runWith('config-b', '1.0.1');
+    expect(prepares).toBe(3);
+  });
+
+  it('disposes every system once the run is over, also when it fails', async () => {
+    const disposed: string[] = [];
+    const tracked = (inner: EvalSystem, retrieve = inner.retrieve): EvalSystem => ({
+      ...inner,
+      retrieve,
+      dispose: async () => void disposed.push(inner.name),
+    });
+    await run([tracked(bm25TurnsSystem()), tracked(fullContextSystem())]);
+    expect(disposed).toEqual(['bm25-turns', 'full-context']);
+    disposed.length = 0;
+    const failing = tracked(fullContextSystem(), () => Promise.reject(new Error('retrieval failed')));
+    await expect(run([tracked(bm25TurnsSystem()), failing])).rejects.toThrow('retrieval failed');
+    expect(disposed).toEqual(['bm25-turns', 'full-context']);
+  });
+
+  it('compares requested pairs and rejects pairs outside the run', async () => {
+    const results = await runLocomoEval({
+      samples,
+      systems: [bm25TurnsSystem(), fullContextSystem()],
+      budgets: [smallBudget],
+      compare: [{ system: 'bm25-turns', reference: 'full-context' }],
+    });
+    expect(results.paired).toHaveLength(1);
+    const [pair] = results.paired;
+    expect(pair).toMatchObject({ system: 'bm25-turns', reference: 'full-context', kind: 'requested', budget: smallBudget, n: 5 });
+    const er = (name: string) => results.systems[name]!.erAtBudget[String(smallBudget)]!;
+    expect(pair!.diff).toBeCloseTo(er('bm25-turns') - er('full-context'), 12);
+    expect(results.comparisons.every((c) => c.kind === 'best-baseline')).toBe(true);
+    await expect(runLocomoEval({ samples, systems: [bm25TurnsSystem()], compare: [{ system: 'bm25-turns', reference: 'prism' }] })).rejects.toThrow(
+      /not in the run: prism/,
+    );
+    await expect(runLocomoEval({ samples, systems: [bm25TurnsSystem()], compare: [{ system: 'bm25-turns', reference: 'bm25-turns' }] })).rejects.toThrow(
+      /with itself/,
+    );
+  });
+
   it('renders the report and one frontier line per system', async () => {
     const results = await run([bm25TurnsSystem(), fullContextSystem()]);
     const report = renderReport(results);
@@ -300,6 +365,163 @@ describe('runLocomoEval', () => {
       expect(comparison!.n).toBe(6);
       expect(comparison!.diff).toBeCloseTo((comparison!.systemOnly - comparison!.referenceOnly) / 6, 12);
       expect(renderReport(results)).toContain('## Judge score by category');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('eval command settings', () => {
+  const zeroLlmVariants = ['prism', 'prism-no-n1', 'prism-no-n2', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes'];
+
+  it('runs the baselines, PRISM and every ablation by default, and adds prism-llm in LLM mode', () => {
+    expect(evalSystemNames(undefined, 'zero-llm')).toEqual([...BASELINE_NAMES, ...zeroLlmVariants]);
+    expect(evalSystemNames(undefined, 'llm')).toEqual([...BASELINE_NAMES, ...zeroLlmVariants, 'prism-llm']);
+    expect(evalSystemNames(' prism , bm25-turns', 'llm')).toEqual(['prism', 'bm25-turns']);
+    expect(() => evalSystemNames('prism-llm', 'zero-llm')).toThrow(/--mode llm/);
+    expect(() => evalSystemNames('prism,prism-no-n9', 'zero-llm')).toThrow(/unknown systems: prism-no-n9/);
+  });
+
+  it('parses --compare pairs', () => {
+    expect(parseComparePairs(undefined)).toEqual([]);
+    expect(parseComparePairs('prism:prism-no-n3, prism-llm:prism+n4')).toEqual([
+      { system: 'prism', reference: 'prism-no-n3' },
+      { system: 'prism-llm', reference: 'prism+n4' },
+    ]);
+    expect(() => parseComparePairs('prism')).toThrow(/system:reference/);
+    expect(() => parseComparePairs('a:b:c')).toThrow(/system:reference/);
+  });
+
+  it('keys PRISM fingerprints by the resolved config, mode, version and memory build', async () => {
+    const memories: MemorySource = { key: 'local-000000000000', open: () => Promise.reject(new Error('not used')) };
+    const base: PrismSystemOptions = { variant: 'prism', memories, baseConfig: resolveConfig(), version: '1.0.0', llmModels: null };
+    const fingerprint = async (changes: Partial<PrismSystemOptions>) => (await prismSystem({ ...base, ...changes })).fingerprint;
+    const reference = await fingerprint({});
+    expect(reference).toMatch(/^prism\/zero-llm\/v1\.0\.0\/config-[0-9a-f]{12}\/memory-local-000000000000$/);
+    // A constant tuned in config.ts changes the resolved config, hence the fingerprint and the cache key.
+    expect(await fingerprint({ baseConfig: resolveConfig({ retrieval: { hopCost: 0.06 } }) })).not.toBe(reference);
+    expect(await fingerprint({ baseConfig: resolveConfig({ retrieval: { turnScore: { lexical: 0.4 } } }) })).not.toBe(reference);
+    expect(await fingerprint({ version: '1.0.1' })).not.toBe(reference);
+    expect(await fingerprint({ memories: { ...memories, key: 'local-111111111111' } })).not.toBe(reference);
+    expect(await fingerprint({ variant: 'prism-no-n1' })).not.toBe(reference);
+    // Endpoint models matter to the LLM-mode variant only.
+    expect(await fingerprint({ llmModels: { default: 'model-a' } })).toBe(reference);
+    const llm = await fingerprint({ variant: 'prism-llm', llmModels: { default: 'model-a' } });
+    expect(llm).toMatch(/^prism-llm\/llm\//);
+    expect(await fingerprint({ variant: 'prism-llm', llmModels: { default: 'model-b' } })).not.toBe(llm);
+    const variant = await prismSystem({ ...base, variant: 'prism-no-n3' });
+    expect(variant.variantOf).toBe('prism');
+    expect((await prismSystem(base)).variantOf).toBeUndefined();
+  });
+
+  it('keys memory directories by everything an ingested graph depends on', async () => {
+    const build: MemoryBuild = {
+      version: '1.0.0',
+      ingest: resolveConfig().ingest,
+      extraction: 'local',
+      llmModels: null,
+      embedder: 'minilm-int8',
+      chunking: 'session',
+    };
+    const reference = await memoryBuildKey(build);
+    expect(reference).toMatch(/^local-[0-9a-f]{12}$/);
+    expect(await memoryBuildKey({ ...build })).toBe(reference);
+    const changed = await Promise.all([
+      memoryBuildKey({ ...build, version: '1.0.1' }),
+      memoryBuildKey({ ...build, ingest: { ...build.ingest, facetMergeThreshold: 0.8 } }),
+      memoryBuildKey({ ...build, extraction: 'llm', llmModels: { extract: 'm', consolidate: 'm' } }),
+      memoryBuildKey({ ...build, embedder: 'minilm-fp32' }),
+      memoryBuildKey({ ...build, chunking: 'turns:4' }),
+    ]);
+    expect(new Set([reference, ...changed]).size).toBe(6);
+    expect(changed[2]).toMatch(/^llm-/);
+  });
+});
+
+/** PRISM variants on a real memory (MiniLM, usearch) of the hand-made conversation. */
+describe('PRISM systems in the harness', () => {
+  const budgets = [256, 100_000];
+  let zeroLlm: { memory: Memory; source: MemorySource };
+  beforeAll(async () => {
+    const runtime = await testRuntime();
+    const memory = await Memory.open({ store: new MemoryStore(), embedder: runtime.embedder, createIndex: runtime.createIndex, llm: null });
+    await memory.add(sample.conversation);
+    zeroLlm = { memory, source: { key: 'local-test', open: async () => memory } };
+  });
+
+  const variants = (source: MemorySource, names: PrismSystemOptions['variant'][], options: Partial<PrismSystemOptions> = {}) =>
+    Promise.all(names.map((variant) => prismSystem({ variant, memories: source, baseConfig: resolveConfig(), version: 'test', llmModels: null, ...options })));
+
+  it('compares prism with each of its ablations, paired by question', async () => {
+    const systems = [bm25TurnsSystem(), ...(await variants(zeroLlm.source, ['prism', 'prism-no-n3', 'prism-whole-episodes', 'prism+n4']))];
+    const results = await runLocomoEval({ samples, systems, budgets });
+    const variantPairs = results.paired.filter((c) => c.kind === 'variant');
+    expect(variantPairs.map((c) => `${c.system}:${c.reference}@${c.budget}`)).toEqual([
+      'prism:prism-no-n3@256',
+      'prism:prism-no-n3@100000',
+      'prism:prism-whole-episodes@256',
+      'prism:prism-whole-episodes@100000',
+      'prism:prism+n4@256',
+      'prism:prism+n4@100000',
+    ]);
+    for (const c of variantPairs) {
+      const er = (name: string) => results.systems[name]!.erAtBudget[String(c.budget)]!;
+      expect(c.n).toBe(5);
+      expect(c.diff).toBeCloseTo(er('prism') - er(c.reference), 12);
+      expect(c.low).toBeLessThanOrEqual(c.diff);
+      expect(c.high).toBeGreaterThanOrEqual(c.diff);
+    }
+    // The best-baseline table is still there, and +N4 brings its routing table.
+    expect(results.comparisons.filter((c) => c.reference === 'bm25-turns')).toHaveLength(2 * 4);
+    expect(Object.keys(results.routing)).toEqual(['prism+n4']);
+    for (const system of Object.values(results.systems)) expect(Object.values(system.erAtBudget).every((er) => er >= 0 && er <= 1)).toBe(true);
+    const report = renderReport(results);
+    expect(report).toContain('## Paired comparisons: PRISM against its variants, and requested pairs (ER at budget)');
+    expect(report).toMatch(/\| 256 \| prism \| prism-no-n3 \| variant \| [+−]\d\.\d{3} \|/);
+  });
+
+  it('runs prism-llm with the LLM beside zero-LLM prism in one LLM-mode report', async () => {
+    const server = await startOpenAiServer({
+      handler: (request) => {
+        const system = request.body?.messages[0]?.content ?? '';
+        const user = request.body?.messages.at(-1)?.content ?? '';
+        if (system.includes('You label questions')) return reply.json({ temporal: 0.1, causal: 0.1, multi_hop: 0.1, entity_centric: 0.9 });
+        if (system.includes('which passages')) {
+          const indices = [...user.matchAll(/\[(\d+)\]/g)].map((m) => Number(m[1]));
+          return reply.json({ scores: indices.map((index) => ({ index, score: 10 - index })) });
+        }
+        if (request.body?.model === 'judge-model') return reply.json({ reasoning: 'checked', label: 'CORRECT' });
+        return reply.content('an answer');
+      },
+    });
+    try {
+      const client = createLlmClient({ baseURL: server.baseURL, models: { default: 'memory-model', answer: 'answer-model', judge: 'judge-model' } });
+      // M = 1 below the conversation's two Episodes, so N3 reranks with the LLM rather than being skipped.
+      const baseConfig = resolveConfig({ retrieval: { keep: 1 } });
+      const runtime = await testRuntime();
+      // One memory with an LLM for both variants: prism must still make no call. Local extraction
+      // keeps the stand-in server to the query-time roles.
+      const memory = await Memory.open({ store: new MemoryStore(), embedder: runtime.embedder, createIndex: runtime.createIndex, llm: client, extraction: 'local', config: baseConfig });
+      await memory.add(sample.conversation);
+      const source: MemorySource = { key: 'test', open: async () => memory };
+      const systems = await variants(source, ['prism', 'prism-llm'], { baseConfig, llmModels: { default: 'memory-model' } });
+      const results = await runLocomoEval({ samples, systems, budgets, judge: { client, budget: 256, models: { answer: 'answer-model', judge: 'judge-model' } } });
+      expect(results.mode).toBe('llm');
+      const prism = results.systems['prism']!;
+      const prismLlm = results.systems['prism-llm']!;
+      expect(prism.llmCallsPerQuery).toBe(0);
+      // Per question (calls are counted at the largest budget): one N3 rerank, plus N4's LLM tier
+      // when neither the keyword nor the prototype tier decides.
+      const llmTier = results.routing['prism-llm']?.['llm'];
+      expect(llmTier?.total).toBeGreaterThan(0);
+      expect(prismLlm.llmCallsPerQuery).toBeCloseTo(1 + llmTier!.share, 12);
+      expect(results.routing['prism']).toBeUndefined();
+      // Both modes are judged, and compared with each other.
+      expect(prism.judge).toBe(1);
+      expect(prismLlm.judge).toBe(1);
+      expect(results.paired.map((c) => `${c.system}:${c.reference}:${c.kind}`)).toEqual(['prism:prism-llm:variant', 'prism:prism-llm:variant']);
+      expect(results.pairedJudge).toMatchObject([{ system: 'prism', reference: 'prism-llm', kind: 'variant', n: 6, systemOnly: 0, referenceOnly: 0, midP: 1 }]);
+      await memory.close();
     } finally {
       await server.close();
     }

@@ -1,15 +1,20 @@
-import { resolve } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { loadSamples, parseChunking } from '../cli.ts';
+import { resolveConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { LocomoSample } from '../ingest/locomo.ts';
-import { createLlmClient } from '../llm/client.ts';
+import { createLlmClient, type LlmConfig } from '../llm/client.ts';
 import { llmConfigFromEnv } from '../llm/env.ts';
+import type { LlmRole } from '../llm/types.ts';
 import type { Memory } from '../memory.ts';
 import { defaultLocomoPath, nodeEmbedder, openNodeMemory } from '../node.ts';
+import type { RetrievalMode } from '../retrieve/types.ts';
+import { packageRoot } from '../util/package-root.node.ts';
 import { createDirectoryCache } from './cache.node.ts';
 import { writeEvalOutputs } from './output.node.ts';
-import { PRISM_VARIANT_NAMES, prismSystem, type PrismVariant } from './prism-system.ts';
-import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress } from './runner.ts';
+import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
+import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
 
 /** The flags `prism eval` reads (a subset of the CLI's). */
@@ -22,20 +27,81 @@ export interface EvalFlags {
   conversations?: string | undefined;
   precision?: string | undefined;
   chunking?: string | undefined;
+  compare?: string | undefined;
 }
 
-const DEFAULT_SYSTEMS = [...BASELINE_NAMES, 'prism'];
 const KNOWN_SYSTEMS: readonly string[] = [...BASELINE_NAMES, ...PRISM_VARIANT_NAMES];
+
+/** LLM roles a memory calls while ingesting: what an LLM-extracted graph depends on. */
+const INGEST_ROLES: readonly LlmRole[] = ['extract', 'consolidate'];
+
+function isPrismVariant(name: string): name is PrismVariant {
+  return (PRISM_VARIANT_NAMES as readonly string[]).includes(name);
+}
+
+function splitList(text: string): string[] {
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
+/**
+ * The systems of a run: `--systems` as given, else every baseline and every zero-LLM PRISM
+ * variant (so a default run has the ablations and the N4 routing table), plus `prism-llm` in LLM
+ * mode, so one report compares the two modes. LLM-mode variants need `--mode llm`.
+ */
+export function evalSystemNames(list: string | undefined, mode: RetrievalMode): string[] {
+  const names = list
+    ? splitList(list)
+    : [...BASELINE_NAMES, ...PRISM_VARIANT_NAMES.filter((name) => mode === 'llm' || PRISM_VARIANTS[name].mode === 'zero-llm')];
+  const unknown = names.filter((name) => !KNOWN_SYSTEMS.includes(name));
+  if (unknown.length > 0) {
+    throw new PrismError('INVALID_INPUT', `unknown systems: ${unknown.join(', ')} (known: ${KNOWN_SYSTEMS.join(', ')})`);
+  }
+  const needLlm = names.filter((name) => isPrismVariant(name) && PRISM_VARIANTS[name].mode === 'llm');
+  if (mode === 'zero-llm' && needLlm.length > 0) {
+    throw new PrismError('INVALID_INPUT', `${needLlm.join(', ')} run only with --mode llm (and an endpoint)`);
+  }
+  return names;
+}
+
+/** `--compare a:b,c:d`: each pair is reported as the paired difference a − b. */
+export function parseComparePairs(text: string | undefined): SystemPair[] {
+  return splitList(text ?? '').map((item) => {
+    const [system, reference, ...rest] = item.split(':').map((name) => name.trim());
+    if (!system || !reference || rest.length > 0) {
+      throw new PrismError('INVALID_INPUT', `--compare takes system:reference pairs separated by commas, got "${item}"`);
+    }
+    return { system, reference };
+  });
+}
+
+/** The package version: it stands for the code in every fingerprint, cache key and memory directory. */
+async function packageVersion(): Promise<string> {
+  const manifest: unknown = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8'));
+  const version = typeof manifest === 'object' && manifest !== null && 'version' in manifest ? manifest.version : undefined;
+  if (typeof version !== 'string') throw new PrismError('INVALID_INPUT', `no version in ${join(packageRoot(), 'package.json')}`);
+  return version;
+}
+
+/** The model each role calls: its own, else the default. */
+function roleModels(config: LlmConfig, roles: readonly LlmRole[]): Partial<Record<LlmRole, string>> {
+  return Object.fromEntries(roles.map((role) => [role, config.models[role] ?? config.models.default]));
+}
 
 /**
  * `prism eval locomo --data <file> --out <dir> [...]`: runs every system over the data, writes
  * results.json, report.md and frontier.svg into `--out`. Finished (system, conversation) work is
- * kept under `<out>/cache` and PRISM's ingested memories under `<out>/memories`, so Ctrl-C and a
- * re-run resume; delete `<out>/cache` after changing retrieval code to recompute.
+ * kept under `<out>/cache` and PRISM's ingested memories under `<out>/memories/<build>`, both
+ * keyed by the package version and the resolved config, so Ctrl-C and a re-run resume while a
+ * changed config recomputes. Code edited without a version bump still needs `<out>/cache` cleared.
  */
 export async function evalCommand(positionals: readonly string[], flags: EvalFlags): Promise<number> {
   if (positionals[0] !== 'locomo') {
-    console.error('usage: prism eval locomo --data <file.json> --out <dir> [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...]');
+    console.error(
+      'usage: prism eval locomo --data <file.json> --out <dir> [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...]',
+    );
     return 2;
   }
   if (!flags.out) {
@@ -44,44 +110,68 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   }
   const out = resolve(flags.out);
   const dataPath = resolve(flags.data ?? defaultLocomoPath());
-  const mode = flags.mode === 'llm' ? 'llm' : 'zero-llm';
+  const mode: RetrievalMode = flags.mode === 'llm' ? 'llm' : 'zero-llm';
   const precision = flags.precision === 'fp32' ? 'fp32' : 'int8';
   const chunking = parseChunking(flags.chunking);
+  const chunkingLabel = flags.chunking ?? 'session';
   const budgets = flags.budgets ? flags.budgets.split(',').map((b) => Number(b.trim())) : [...DEFAULT_BUDGETS];
-  const names = flags.systems ? flags.systems.split(',').map((s) => s.trim()) : DEFAULT_SYSTEMS;
-  const unknown = names.filter((n) => !KNOWN_SYSTEMS.includes(n));
-  if (unknown.length > 0) {
-    console.error(`unknown systems: ${unknown.join(', ')} (known: ${KNOWN_SYSTEMS.join(', ')})`);
-    return 2;
-  }
+  const names = evalSystemNames(flags.systems, mode);
+  const compare = parseComparePairs(flags.compare);
 
   const llmConfig = mode === 'llm' ? llmConfigFromEnv(process.env) : null;
   if (mode === 'llm' && !llmConfig) {
     throw new PrismError('LLM_NOT_CONFIGURED', 'LLM mode needs PRISM_LLM_BASE_URL and PRISM_LLM_MODEL in the environment');
   }
+  const version = await packageVersion();
+  // The memories are opened with this config and every PRISM fingerprint hashes it (with its overlay).
+  const baseConfig = resolveConfig();
   const samples = await loadSamples(dataPath);
   const embedder = await nodeEmbedder(precision);
-  const memories = new MemoryShelf(resolve(out, 'memories', `${precision}-${mode}-${flags.chunking ?? 'session'}`), (sample, dir, prepare) =>
-    openNodeMemory({ dir, name: sample.conversation.id, precision, mode, ...(chunking ? { chunking } : {}) }).then(async (memory) => {
-      await memory.add(sample.conversation, {
-        ...(prepare.signal ? { signal: prepare.signal } : {}),
-        onProgress: (p) => prepare.onProgress?.(p.chunksDone + p.chunksSkipped, p.chunksTotal),
-      });
-      return memory;
-    }),
-  );
+
+  // One shelf of memories per retrieval mode in use: zero-LLM variants read locally extracted
+  // graphs, LLM-mode ones LLM-extracted graphs (openNodeMemory extracts with the LLM it is given).
+  const prismNames = names.filter(isPrismVariant);
+  const shelves = new Map<RetrievalMode, MemoryShelf>();
+  for (const shelfMode of new Set(prismNames.map((name) => PRISM_VARIANTS[name].mode))) {
+    const extraction = shelfMode === 'llm' ? 'llm' : 'local';
+    const key = await memoryBuildKey({
+      version,
+      ingest: baseConfig.ingest,
+      extraction,
+      llmModels: extraction === 'llm' && llmConfig ? roleModels(llmConfig, INGEST_ROLES) : null,
+      embedder: embedder.id,
+      chunking: chunkingLabel,
+    });
+    const shelf = new MemoryShelf(key, resolve(out, 'memories', key), (sample, dir, prepare) =>
+      openNodeMemory({ dir, name: sample.conversation.id, precision, mode: shelfMode, config: baseConfig, ...(chunking ? { chunking } : {}) }).then(
+        async (memory) => {
+          await memory.add(sample.conversation, {
+            ...(prepare.signal ? { signal: prepare.signal } : {}),
+            // chunksDone already counts the chunks skipped as ingested before.
+            onProgress: (p) => prepare.onProgress?.(p.chunksDone, p.chunksTotal),
+          });
+          return memory;
+        },
+      ),
+    );
+    shelves.set(shelfMode, shelf);
+  }
   const baselineNames = names.filter((n): n is BaselineName => (BASELINE_NAMES as readonly string[]).includes(n));
   const baselines = createBaselines({ embedder }, baselineNames);
-  const systems: EvalSystem[] = names.map((name) => {
-    const baseline = baselines.find((b) => b.name === name);
-    if (baseline) return baseline;
-    return prismSystem({
-      variant: name as PrismVariant,
-      mode,
-      memoryFor: (sample, prepare) => memories.open(sample, prepare),
-      memoryFingerprint: `${embedder.id}/${mode}/${flags.chunking ?? 'session'}`,
-    });
-  });
+  const systems: EvalSystem[] = await Promise.all(
+    names.map(async (name) => {
+      const baseline = baselines.find((b) => b.name === name);
+      if (baseline) return baseline;
+      const variant = name as PrismVariant;
+      return prismSystem({
+        variant,
+        memories: shelves.get(PRISM_VARIANTS[variant].mode) as MemoryShelf,
+        baseConfig,
+        version,
+        llmModels: llmConfig?.models ?? null,
+      });
+    }),
+  );
 
   const controller = new AbortController();
   const onInterrupt = () => controller.abort();
@@ -93,7 +183,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       systems,
       dataPath,
       budgets,
-      ...(flags.conversations ? { conversations: flags.conversations.split(',').map((c) => c.trim()) } : {}),
+      ...(flags.conversations ? { conversations: splitList(flags.conversations) } : {}),
       ...(llmConfig
         ? {
             judge: {
@@ -105,7 +195,16 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       cache: createDirectoryCache(resolve(out, 'cache')),
       onProgress: (event) => progress.update(event),
       signal: controller.signal,
-      runConfig: { embedder: embedder.id, precision, chunking: flags.chunking ?? 'session', denseSearch: 'exact (brute force)', mode },
+      version,
+      compare,
+      runConfig: {
+        embedder: embedder.id,
+        precision,
+        chunking: chunkingLabel,
+        denseSearch: 'exact (brute force)',
+        mode,
+        memories: [...shelves.values()].map((shelf) => shelf.key).join(', ') || null,
+      },
     });
     progress.finish();
     const paths = await writeEvalOutputs(out, results);
@@ -124,17 +223,19 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     throw error;
   } finally {
     process.off('SIGINT', onInterrupt);
-    await memories.close();
+    for (const shelf of shelves.values()) await shelf.close();
   }
 }
 
 /**
- * Holds the PRISM memory of the conversation being evaluated. The runner goes conversation by
- * conversation, so the memory is shared by every PRISM variant and closed when the next opens.
+ * Holds the PRISM memory of one build for the conversation being evaluated. The runner goes
+ * conversation by conversation, so the memory is shared by every PRISM variant of that build and
+ * closed when the next conversation's opens.
  */
-class MemoryShelf {
+class MemoryShelf implements MemorySource {
   private current: { conversationId: string; memory: Promise<Memory> } | null = null;
   constructor(
+    readonly key: string,
     private readonly root: string,
     private readonly openMemory: (sample: LocomoSample, dir: string, prepare: PrepareOptions) => Promise<Memory>,
   ) {}

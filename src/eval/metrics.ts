@@ -39,7 +39,10 @@ export function mean(values: readonly number[]): number | null {
   return values.reduce((sum, v) => sum + v, 0) / values.length;
 }
 
-/** The p-th percentile (0–100) with linear interpolation between closest ranks; null for no values. */
+/**
+ * The p-th percentile (0–100) with linear interpolation between closest ranks; null for no
+ * values. The one definition for the harness and the bench, so their p50/p95 compare.
+ */
 export function percentile(values: readonly number[], p: number): number | null {
   if (values.length === 0) return null;
   const sorted = [...values].sort((a, b) => a - b);
@@ -86,9 +89,10 @@ export interface JudgedAnswer {
   llmTokens: number;
 }
 
+/** ER figures are 0..1; over no scored question they are 0, with `n` 0 to say so. */
 export interface CategorySummary {
-  erAtBudget: Record<string, number | null>;
-  erAtK: Record<string, number | null>;
+  erAtBudget: Record<string, number>;
+  erAtK: Record<string, number>;
   judge: number | null;
   /** Questions scored for ER (those with resolvable evidence). */
   n: number;
@@ -97,8 +101,11 @@ export interface CategorySummary {
 }
 
 export interface OutcomeSummary {
-  erAtBudget: Record<string, number | null>;
-  erAtK: Record<string, number | null>;
+  /** 0..1, as CategorySummary's. */
+  erAtBudget: Record<string, number>;
+  erAtK: Record<string, number>;
+  /** Questions scored for ER (those with resolvable evidence). */
+  n: number;
   /** Mean packed-context tokens at the largest budget. */
   meanContextTokens: number | null;
   meanContextTokensAtBudget: Record<string, number | null>;
@@ -124,7 +131,6 @@ export function summariseOutcomes(outcomes: readonly QuestionOutcome[], budgets:
     perCategory[categoryName(category)] = {
       ...recallSummary(inCategory, budgets),
       judge: judgeScore(inCategory),
-      n: inCategory.filter((o) => o.recall !== null).length,
       questions: inCategory.length,
     };
   }
@@ -145,11 +151,14 @@ export function summariseOutcomes(outcomes: readonly QuestionOutcome[], budgets:
 function recallSummary(
   outcomes: readonly QuestionOutcome[],
   budgets: readonly number[],
-): Pick<CategorySummary, 'erAtBudget' | 'erAtK'> {
+): Pick<CategorySummary, 'erAtBudget' | 'erAtK' | 'n'> {
   const scored = outcomes.flatMap((o) => (o.recall ? [o.recall] : []));
+  // results.json promises ER in 0..1, never null: an empty mean is reported as 0 beside n = 0.
+  const average = (values: number[]) => mean(values) ?? 0;
   return {
-    erAtBudget: Object.fromEntries(budgets.map((b) => [String(b), mean(scored.map((r) => r.atBudget[String(b)] ?? 0))])),
-    erAtK: Object.fromEntries(RECALL_KS.map((k) => [String(k), mean(scored.map((r) => r.atK[String(k)] ?? 0))])),
+    erAtBudget: Object.fromEntries(budgets.map((b) => [String(b), average(scored.map((r) => r.atBudget[String(b)] ?? 0))])),
+    erAtK: Object.fromEntries(RECALL_KS.map((k) => [String(k), average(scored.map((r) => r.atK[String(k)] ?? 0))])),
+    n: scored.length,
   };
 }
 

@@ -1,35 +1,84 @@
-import { resolveConfig, type DeepPartial, type PrismConfig } from '../config.ts';
+import { resolveConfig, type DeepPartial, type IngestConfig, type PrismConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { LocomoSample } from '../ingest/locomo.ts';
+import type { LlmModels } from '../llm/client.ts';
+import type { LlmRole } from '../llm/types.ts';
 import type { Memory } from '../memory.ts';
 import type { RetrievalMode } from '../retrieve/types.ts';
+import { shortHash } from './fingerprint.ts';
 import type { EvalSystem, PrepareOptions } from './systems.ts';
 
-/** PRISM as evaluated: the default, and the paper's ablations (plus this project's), as config overlays. */
-export const PRISM_VARIANTS = {
-  prism: {},
-  'prism-no-n1': { flags: { relationPaths: false } },
-  'prism-no-n2': { flags: { edgeDiscounts: false } },
-  'prism-no-n3': { flags: { compression: false } },
-  'prism+n4': { flags: { intentRouting: true } },
-  'prism-no-hybrid': { flags: { hybridAnchors: false } },
-  'prism-whole-episodes': { flags: { fineUnits: false } },
-} satisfies Record<string, DeepPartial<PrismConfig>>;
+export interface PrismVariantSpec {
+  /** Applied over the memories' config for retrieval. */
+  overlay: DeepPartial<PrismConfig>;
+  /**
+   * `zero-llm` reads a locally extracted memory and calls no model. `llm` reads an LLM-extracted
+   * memory and lets the LLM rerank (N3) and, with routing on, classify intents (N4 tier 3).
+   */
+  mode: RetrievalMode;
+}
 
-export type PrismVariant = keyof typeof PRISM_VARIANTS;
-export const PRISM_VARIANT_NAMES = Object.keys(PRISM_VARIANTS) as PrismVariant[];
+const VARIANTS = {
+  prism: { mode: 'zero-llm', overlay: {} },
+  'prism-no-n1': { mode: 'zero-llm', overlay: { flags: { relationPaths: false } } },
+  'prism-no-n2': { mode: 'zero-llm', overlay: { flags: { edgeDiscounts: false } } },
+  'prism-no-n3': { mode: 'zero-llm', overlay: { flags: { compression: false } } },
+  'prism+n4': { mode: 'zero-llm', overlay: { flags: { intentRouting: true } } },
+  'prism-no-hybrid': { mode: 'zero-llm', overlay: { flags: { hybridAnchors: false } } },
+  'prism-whole-episodes': { mode: 'zero-llm', overlay: { flags: { fineUnits: false } } },
+  // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
+  'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
+} satisfies Record<string, PrismVariantSpec>;
+
+/** PRISM as evaluated: the default, the paper's ablations (plus this project's), and LLM mode. */
+export type PrismVariant = keyof typeof VARIANTS;
+export const PRISM_VARIANTS: Readonly<Record<PrismVariant, PrismVariantSpec>> = VARIANTS;
+export const PRISM_VARIANT_NAMES = Object.keys(VARIANTS) as PrismVariant[];
+/** The variant every other one is compared with, as in the paper's ablation protocol. */
+const PRISM_REFERENCE: PrismVariant = 'prism';
+
+/** Everything an ingested memory depends on. */
+export interface MemoryBuild {
+  /** Package version, standing for the ingest code. */
+  version: string;
+  ingest: IngestConfig;
+  extraction: 'local' | 'llm';
+  /** Models of LLM extraction and causal consolidation; null for local extraction. */
+  llmModels: Partial<Record<LlmRole, string>> | null;
+  embedder: string;
+  chunking: string;
+}
+
+/**
+ * Names the directory a build's memories live in. Ingest reuses chunks by content hash alone,
+ * so any change of the build must lead to a new directory rather than to old graphs.
+ */
+export async function memoryBuildKey(build: MemoryBuild): Promise<string> {
+  return `${build.extraction}-${await shortHash(build)}`;
+}
+
+/** Ingested memories of one build, one conversation at a time. */
+export interface MemorySource {
+  /** The `memoryBuildKey` of the memories it opens. */
+  readonly key: string;
+  /**
+   * The memory holding `sample`'s conversation, ingested (or restored from its checkpoint).
+   * Variants share one memory per conversation, so the source decides when to close it.
+   */
+  open(sample: LocomoSample, options: PrepareOptions): Promise<Memory>;
+}
 
 export interface PrismSystemOptions {
   variant: PrismVariant;
-  /**
-   * The memory holding `sample`'s conversation, ingested (or restored from its checkpoint).
-   * Variants share one memory per conversation, so the caller decides when to open and close it.
-   */
-  memoryFor: (sample: LocomoSample, options: PrepareOptions) => Promise<Memory>;
-  mode: RetrievalMode;
-  /** Identifies the memory's build (embedder, chunking, extraction); part of the resume-cache key. */
-  memoryFingerprint: string;
+  /** Memories built for the variant's mode. */
+  memories: MemorySource;
+  /** The config the memories were opened with; the variant's overlay applies on top of it. */
+  baseConfig: PrismConfig;
+  /** Package version, standing for the retrieval code. */
+  version: string;
+  /** The endpoint's models; an LLM-mode variant's results depend on them (N3 rerank, N4 tier 3). */
+  llmModels: LlmModels | null;
 }
 
 /**
@@ -37,28 +86,34 @@ export interface PrismSystemOptions {
  * budget), so it is budget-sensitive: the runner asks once per budget. ER@K is taken over the
  * ranked bundle Episodes, as in the paper.
  */
-export function prismSystem(options: PrismSystemOptions): EvalSystem {
-  const overlay: DeepPartial<PrismConfig> = PRISM_VARIANTS[options.variant];
+export async function prismSystem(options: PrismSystemOptions): Promise<EvalSystem> {
+  const { variant, memories } = options;
+  const { overlay, mode } = PRISM_VARIANTS[variant];
+  // Retrieval runs on exactly this config, whatever the memory was opened with, so the
+  // fingerprint (and the resume cache keyed by it) changes with any constant that matters.
+  const config = resolveConfig(overlay, options.baseConfig);
+  const settings = { config, llmModels: mode === 'llm' ? options.llmModels : null };
+  const fingerprint = `${variant}/${mode}/v${options.version}/config-${await shortHash(settings)}/memory-${memories.key}`;
   let memory: Memory | null = null;
   return {
-    name: options.variant,
+    name: variant,
     baseline: false,
-    fingerprint: `${options.variant}/${options.mode}/${JSON.stringify(overlay)}/${options.memoryFingerprint}`,
+    ...(variant === PRISM_REFERENCE ? {} : { variantOf: PRISM_REFERENCE }),
+    fingerprint,
     budgetSensitive: true,
     async prepare(sample, prepareOptions = {}) {
-      memory = await options.memoryFor(sample, prepareOptions);
+      memory = await memories.open(sample, prepareOptions);
     },
     async retrieve(question, { budget, signal }) {
-      if (memory === null) throw new PrismError('INVALID_INPUT', `${options.variant}: retrieve called before prepare`);
-      const result = await memory.search(question, { budget, mode: options.mode, config: overlay, ...(signal ? { signal } : {}) });
-      const routed = resolveConfig(overlay, memory.config).flags.intentRouting;
+      if (memory === null) throw new PrismError('INVALID_INPUT', `${variant}: retrieve called before prepare`);
+      const result = await memory.search(question, { budget, mode, config, ...(signal ? { signal } : {}) });
       const graph = memory.graph;
       return {
         units: result.units,
         episodes: result.ranked.map((e) => ({ dialogIds: episodeDialogIds(graph, e.episodeId) })),
         llmCalls: result.llmCalls,
         llmTokens: result.llmTokens,
-        ...(routed ? { intent: { label: result.intent, tier: result.tier } } : {}),
+        ...(config.flags.intentRouting ? { intent: { label: result.intent, tier: result.tier } } : {}),
       };
     },
   };

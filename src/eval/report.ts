@@ -1,17 +1,17 @@
 import { EVAL_CATEGORIES, RECALL_KS, categoryName, type CategoryName } from './metrics.ts';
-import type { LocomoEvalResults } from './runner.ts';
+import type { ComparisonKind, JudgeComparison, LocomoEvalResults, PairedComparison } from './runner.ts';
 
 const CATEGORY_COLUMNS: readonly CategoryName[] = EVAL_CATEGORIES.map(categoryName);
 
 const METRIC_DEFINITIONS = [
   '**ER at budget B** (evidence recall): each system\'s ranked units are packed greedily, in rank order, into at most B tokens of the fixed o200k_base tokenizer (the same packer for every system); ER is the share of a question\'s gold evidence turns whose text is inside the packed context, averaged over questions. Systems that return summaries rather than turn text count a turn as covered when its Episode is included.',
   '**ER@K**: the share of a question\'s gold evidence turns inside the top K returned Episodes (or units, for systems that return no Episodes), before any packing — the paper\'s measure.',
-  '**Questions without resolvable evidence** (every evidence id unresolved after normalisation) are excluded from ER and ER@K and counted under dataset statistics; `n` is the number of questions scored.',
+  '**Questions without resolvable evidence** (every evidence id unresolved after normalisation) are excluded from ER and ER@K and counted under dataset statistics; `n` is the number of questions scored. Where n = 0, results.json holds ER 0 and the tables show –.',
   '**Mean context tokens**: tokens of the packed context, averaged over all questions; the summary column is at the largest budget.',
   '**Latency p50/p95**: wall time of one retrieval call per question (linear-interpolated percentiles), excluding packing and answering.',
   '**LLM calls per query**: calls the system itself made while retrieving (answer and judge calls are listed apart).',
   '**Judge score** (LLM mode): CORRECT / (CORRECT + WRONG) of the judge model on answers generated from the context packed at the judge budget; **per-1K** = judge score / (mean context tokens at that budget / 1000).',
-  '**Paired 95% CI**: percentile bootstrap of the per-question difference against the best baseline, resampling questions (same questions for both systems). **McNemar mid-p**: exact binomial test on the discordant judge labels with the mid-p correction.',
+  '**Paired 95% CI**: percentile bootstrap of the per-question difference system − reference, resampling questions (same questions for both systems). References: the best baseline at each budget; for the ablation protocol, `prism` against each of its variants (Δ = what the variant gives up); and any pair asked for with `--compare system:reference`. **McNemar mid-p**: exact binomial test on the discordant judge labels with the mid-p correction.',
 ];
 
 /** report.md for one evaluation run. */
@@ -45,8 +45,8 @@ export function renderReport(results: LocomoEvalResults): string {
         if (!s) return [name];
         return [
           systemLabel(name, s.baseline),
-          ...results.budgets.map((b) => ratio(s.erAtBudget[String(b)])),
-          ...RECALL_KS.map((k) => ratio(s.erAtK[String(k)])),
+          ...results.budgets.map((b) => recall(s.erAtBudget[String(b)], s.n)),
+          ...RECALL_KS.map((k) => recall(s.erAtK[String(k)], s.n)),
           integer(s.meanContextTokens),
           ratio(s.judge),
           ratio(s.judgePer1k),
@@ -72,8 +72,8 @@ export function renderReport(results: LocomoEvalResults): string {
           if (!s) return [name];
           return [
             systemLabel(name, s.baseline),
-            ...CATEGORY_COLUMNS.map((c) => ratio(s.perCategory[c].erAtBudget[key])),
-            ratio(s.erAtBudget[key]),
+            ...CATEGORY_COLUMNS.map((c) => recall(s.perCategory[c].erAtBudget[key], s.perCategory[c].n)),
+            recall(s.erAtBudget[key], s.n),
             integer(s.meanContextTokensAtBudget[key]),
           ];
         }),
@@ -105,42 +105,19 @@ export function renderReport(results: LocomoEvalResults): string {
   }
 
   out.push('## Paired comparison with the best baseline (ER at budget)', '');
-  if (results.comparisons.length === 0) {
-    out.push('No baseline in this run, or nothing to compare.', '');
-  } else {
-    out.push(
-      ...table(
-        ['budget', 'system', 'best baseline', 'Δ ER', '95% CI', 'n'],
-        results.comparisons.map((c) => [
-          String(c.budget),
-          c.system,
-          c.reference,
-          signed(c.diff),
-          `[${signed(c.low)}, ${signed(c.high)}]`,
-          String(c.n),
-        ]),
-      ),
-      '',
-    );
-  }
+  if (results.comparisons.length === 0) out.push('No baseline in this run, or nothing to compare.', '');
+  else out.push(...erComparisonTable(results.comparisons), '');
   if (results.judgeComparisons.length > 0) {
     out.push('## Paired comparison with the best baseline (judge labels)', '');
-    out.push(
-      ...table(
-        ['system', 'best baseline', 'Δ judge', '95% CI', 'system only correct', 'baseline only correct', 'McNemar mid-p', 'n'],
-        results.judgeComparisons.map((c) => [
-          c.system,
-          c.reference,
-          signed(c.diff),
-          `[${signed(c.low)}, ${signed(c.high)}]`,
-          String(c.systemOnly),
-          String(c.referenceOnly),
-          c.midP.toPrecision(3),
-          String(c.n),
-        ]),
-      ),
-      '',
-    );
+    out.push(...judgeComparisonTable(results.judgeComparisons), '');
+  }
+  if (results.paired.length > 0) {
+    out.push('## Paired comparisons: PRISM against its variants, and requested pairs (ER at budget)', '');
+    out.push(...erComparisonTable(results.paired), '');
+  }
+  if (results.pairedJudge.length > 0) {
+    out.push('## Paired comparisons: PRISM against its variants, and requested pairs (judge labels)', '');
+    out.push(...judgeComparisonTable(results.pairedJudge), '');
   }
 
   for (const [name, breakdown] of Object.entries(results.routing)) {
@@ -216,7 +193,7 @@ export async function renderFrontier(results: LocomoEvalResults): Promise<string
     results.budgets.flatMap((budget) => {
       const tokens = s.meanContextTokensAtBudget[String(budget)];
       const er = s.erAtBudget[String(budget)];
-      return tokens == null || er == null ? [] : [{ system, budget, tokens, er }];
+      return tokens == null || er === undefined || s.n === 0 ? [] : [{ system, budget, tokens, er }];
     }),
   );
   const spec = vegaLite.compile({
@@ -242,6 +219,32 @@ export async function renderFrontier(results: LocomoEvalResults): Promise<string
   }
 }
 
+const KIND_LABELS: Record<ComparisonKind, string> = { 'best-baseline': 'best baseline', variant: 'variant', requested: 'requested' };
+
+function erComparisonTable(comparisons: readonly PairedComparison[]): string[] {
+  return table(
+    ['budget', 'system', 'reference', 'reference is', 'Δ ER', '95% CI', 'n'],
+    comparisons.map((c) => [String(c.budget), c.system, c.reference, KIND_LABELS[c.kind], signed(c.diff), `[${signed(c.low)}, ${signed(c.high)}]`, String(c.n)]),
+  );
+}
+
+function judgeComparisonTable(comparisons: readonly JudgeComparison[]): string[] {
+  return table(
+    ['system', 'reference', 'reference is', 'Δ judge', '95% CI', 'system only correct', 'reference only correct', 'McNemar mid-p', 'n'],
+    comparisons.map((c) => [
+      c.system,
+      c.reference,
+      KIND_LABELS[c.kind],
+      signed(c.diff),
+      `[${signed(c.low)}, ${signed(c.high)}]`,
+      String(c.systemOnly),
+      String(c.referenceOnly),
+      c.midP.toPrecision(3),
+      String(c.n),
+    ]),
+  );
+}
+
 function table(head: readonly string[], rows: readonly (readonly string[])[]): string[] {
   const escape = (cell: string) => cell.replaceAll('|', '\\|');
   return [
@@ -257,6 +260,11 @@ function systemLabel(name: string, baseline: boolean): string {
 
 function ratio(value: number | null | undefined): string {
   return value == null ? '–' : value.toFixed(3);
+}
+
+/** An ER figure: over no scored question (n = 0) its 0 is a convention, shown as –. */
+function recall(value: number | undefined, n: number): string {
+  return n === 0 ? '–' : ratio(value);
 }
 
 function decimal(value: number | null | undefined, digits: number): string {

@@ -4,6 +4,7 @@ import type { LocomoSample } from '../ingest/locomo.ts';
 import { packContext, type PackedContext } from '../retrieve/pack.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createEvidenceResolver } from './evidence.ts';
+import { shortHash } from './fingerprint.ts';
 import { answerAndJudge, type JudgeConfig } from './judge.ts';
 import {
   EVAL_CATEGORIES,
@@ -57,6 +58,29 @@ export interface LocomoEvalOptions {
   /** Extra run settings for the report (embedder id and precision, PRISM flags, ...). */
   runConfig?: Record<string, string | number | boolean | null>;
   bootstrap?: BootstrapOptions;
+  /** Version of the code under evaluation (the package version); part of every cache key, so an upgrade recomputes. */
+  version?: string;
+  /**
+   * Pairs to compare besides the automatic ones (every system against the best baseline, every
+   * variant's parent against the variant); both names must be among `systems`.
+   */
+  compare?: readonly SystemPair[];
+}
+
+export interface SystemPair {
+  system: string;
+  reference: string;
+}
+
+/**
+ * Why a pair is compared: `best-baseline` (the reference is the best baseline), `variant` (the
+ * system is the parent the reference is a variant of, so Δ is what the variant gives up) or
+ * `requested` (asked for by the caller).
+ */
+export type ComparisonKind = 'best-baseline' | 'variant' | 'requested';
+
+interface ComparedPair extends SystemPair {
+  kind: ComparisonKind;
 }
 
 export interface SystemResult extends OutcomeSummary {
@@ -70,8 +94,9 @@ export interface SystemResult extends OutcomeSummary {
 
 export interface PairedComparison {
   system: string;
-  /** The best baseline at this budget. */
+  /** The best baseline at this budget, the variant, or the requested reference (see `kind`). */
   reference: string;
+  kind: ComparisonKind;
   budget: number;
   /** Questions compared (those with resolvable evidence). */
   n: number;
@@ -84,6 +109,7 @@ export interface PairedComparison {
 export interface JudgeComparison {
   system: string;
   reference: string;
+  kind: ComparisonKind;
   n: number;
   diff: number;
   low: number;
@@ -131,6 +157,10 @@ export interface LocomoEvalResults {
   comparisons: PairedComparison[];
   /** Judge labels against the best baseline by judge score; empty in zero-LLM mode. */
   judgeComparisons: JudgeComparison[];
+  /** Each variant's parent against the variant (the ablation protocol), then the requested pairs; one entry per budget. */
+  paired: PairedComparison[];
+  /** Judge labels of the same pairs; empty in zero-LLM mode. */
+  pairedJudge: JudgeComparison[];
   /** Systems that report intent tiers only. */
   routing: Record<string, RoutingBreakdown>;
   timings: { wallMs: number; systems: Record<string, SystemTimings> };
@@ -140,6 +170,7 @@ export interface LocomoEvalResults {
     judgeBudget: number | null;
     judgeModels: { answer: string; judge: string } | null;
     bootstrap: { resamples: number; seed: number };
+    version: string | null;
     systems: Record<string, string>;
     [extra: string]: unknown;
   };
@@ -151,6 +182,14 @@ interface StoredConversation {
   prepareMs: number;
   retrieveMs: number;
   judgeMs: number;
+}
+
+/** What every system's stored outcomes of a run depend on, besides the system's own fingerprint. */
+interface RunSettings {
+  version: string | null;
+  budgets: readonly number[];
+  judgeBudget: number | null;
+  models: JudgeConfig['models'] | null;
 }
 
 /** One evaluated question with its gold turns resolved. */
@@ -183,6 +222,9 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
     throw new PrismError('INVALID_INPUT', `judge budget ${judgeBudget} is not among the budgets ${budgets.join(',')}`);
   }
   const bootstrap = { resamples: options.bootstrap?.resamples ?? BOOTSTRAP_RESAMPLES, seed: options.bootstrap?.seed ?? DEFAULT_CONFIG.seed };
+  const pairs = pairsToCompare(options.systems, options.compare ?? []);
+  const version = options.version ?? null;
+  const runSettings: RunSettings = { version, budgets, judgeBudget, models: options.judge?.models ?? null };
 
   const { questions, dataset } = resolveQuestions(samples);
   const totalQuestions = [...questions.values()].reduce((n, qs) => n + qs.length, 0);
@@ -191,46 +233,52 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
     names.map((n) => [n, { prepareMs: 0, retrieveMs: 0, judgeMs: 0, cachedConversations: 0 }]),
   );
   let done = 0;
-  for (const sample of samples) {
-    const conversationId = sample.conversation.id;
-    const sampleQuestions = questions.get(conversationId) ?? [];
-    const contentHash = await sha256Hex(JSON.stringify(sample));
-    for (const system of options.systems) {
-      throwIfAborted(options.signal);
-      const key = await cacheKey(system, conversationId, contentHash, budgets, judgeBudget, options.judge);
-      const cached = await loadStored(options.cache, key);
-      const stored =
-        cached ??
-        (await evaluateConversation(system, sample, sampleQuestions, budgets, judgeBudget, options, (answered) =>
+  try {
+    for (const sample of samples) {
+      const conversationId = sample.conversation.id;
+      const sampleQuestions = questions.get(conversationId) ?? [];
+      const contentHash = await sha256Hex(JSON.stringify(sample));
+      for (const system of options.systems) {
+        throwIfAborted(options.signal);
+        const key = await cacheKey(system, conversationId, contentHash, runSettings);
+        const cached = await loadStored(options.cache, key);
+        const stored =
+          cached ??
+          (await evaluateConversation(system, sample, sampleQuestions, budgets, judgeBudget, options, (answered) =>
+            options.onProgress?.({
+              phase: 'questions',
+              system: system.name,
+              conversationId,
+              done: done + answered,
+              total: totalQuestions * names.length,
+              cached: false,
+            }),
+          ));
+        if (cached) {
           options.onProgress?.({
             phase: 'questions',
             system: system.name,
             conversationId,
-            done: done + answered,
+            done: done + stored.outcomes.length,
             total: totalQuestions * names.length,
-            cached: false,
-          }),
-        ));
-      if (cached) {
-        options.onProgress?.({
-          phase: 'questions',
-          system: system.name,
-          conversationId,
-          done: done + stored.outcomes.length,
-          total: totalQuestions * names.length,
-          cached: true,
-        });
-      } else {
-        await options.cache?.set(key, JSON.stringify(stored));
+            cached: true,
+          });
+        } else {
+          await options.cache?.set(key, JSON.stringify(stored));
+        }
+        done += stored.outcomes.length;
+        outcomes.get(system.name)?.push(...stored.outcomes);
+        const t = timings.get(system.name) as SystemTimings;
+        t.prepareMs += stored.prepareMs;
+        t.retrieveMs += stored.retrieveMs;
+        t.judgeMs += stored.judgeMs;
+        if (cached) t.cachedConversations++;
       }
-      done += stored.outcomes.length;
-      outcomes.get(system.name)?.push(...stored.outcomes);
-      const t = timings.get(system.name) as SystemTimings;
-      t.prepareMs += stored.prepareMs;
-      t.retrieveMs += stored.retrieveMs;
-      t.judgeMs += stored.judgeMs;
-      if (cached) t.cachedConversations++;
     }
+  } finally {
+    // Conversations are the outer loop (PRISM variants share each conversation's memory), so a
+    // system is done only once the last conversation is.
+    for (const system of options.systems) await system.dispose?.();
   }
 
   const systems: Record<string, SystemResult> = {};
@@ -262,6 +310,8 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
     dataset,
     comparisons: compareWithBestBaseline(options.systems, systems, outcomes, budgets, bootstrap),
     judgeComparisons: compareJudgeWithBestBaseline(options.systems, systems, outcomes, bootstrap),
+    paired: pairs.flatMap((pair) => budgets.flatMap((budget) => compareEr(pair, outcomes, budget, bootstrap) ?? [])),
+    pairedJudge: pairs.flatMap((pair) => compareJudge(pair, outcomes, bootstrap) ?? []),
     routing: routingBreakdowns(outcomes),
     timings: { wallMs: performance.now() - started, systems: Object.fromEntries(timings) },
     config: {
@@ -271,6 +321,7 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
       judgeBudget,
       judgeModels: options.judge?.models ?? null,
       bootstrap,
+      version,
       systems: Object.fromEntries(options.systems.map((s) => [s.name, s.fingerprint])),
     },
   };
@@ -324,16 +375,13 @@ function resolveQuestions(samples: readonly LocomoSample[]): { questions: Map<st
   return { questions, dataset };
 }
 
-async function cacheKey(
-  system: EvalSystem,
-  conversationId: string,
-  contentHash: string,
-  budgets: readonly number[],
-  judgeBudget: number | null,
-  judge: JudgeConfig | undefined,
-): Promise<string> {
-  const settings = JSON.stringify({ OUTCOME_FORMAT, fingerprint: system.fingerprint, contentHash, budgets, judgeBudget, models: judge?.models ?? null });
-  return `locomo/${system.name}/${conversationId}/${(await sha256Hex(settings)).slice(0, 16)}`;
+/**
+ * The fingerprint carries what the system's behaviour depends on (for PRISM: resolved config,
+ * extraction, memory build); the run settings add what every system shares.
+ */
+async function cacheKey(system: EvalSystem, conversationId: string, contentHash: string, runSettings: RunSettings): Promise<string> {
+  const hash = await shortHash({ OUTCOME_FORMAT, fingerprint: system.fingerprint, contentHash, ...runSettings });
+  return `locomo/${system.name}/${conversationId}/${hash}`;
 }
 
 async function loadStored(cache: EvalCache | undefined, key: string): Promise<StoredConversation | null> {
@@ -447,6 +495,45 @@ function bestBaseline(
   return best?.name ?? null;
 }
 
+/** Each variant's parent against the variant, then the requested pairs; duplicates dropped. */
+function pairsToCompare(systems: readonly EvalSystem[], requested: readonly SystemPair[]): ComparedPair[] {
+  const names = new Set(systems.map((s) => s.name));
+  const unknown = requested.flatMap((p) => [p.system, p.reference]).filter((name) => !names.has(name));
+  if (unknown.length > 0) throw new PrismError('INVALID_INPUT', `cannot compare systems not in the run: ${[...new Set(unknown)].join(', ')}`);
+  const self = requested.find((p) => p.system === p.reference);
+  if (self) throw new PrismError('INVALID_INPUT', `cannot compare ${self.system} with itself`);
+  const pairs: ComparedPair[] = [];
+  const add = (pair: SystemPair, kind: ComparisonKind) => {
+    if (!pairs.some((p) => p.system === pair.system && p.reference === pair.reference)) pairs.push({ ...pair, kind });
+  };
+  for (const system of systems) {
+    if (system.variantOf !== undefined && names.has(system.variantOf)) add({ system: system.variantOf, reference: system.name }, 'variant');
+  }
+  for (const pair of requested) add(pair, 'requested');
+  return pairs;
+}
+
+/** Paired bootstrap CI of the per-question ER difference at `budget`; null when no question is shared. */
+function compareEr(pair: ComparedPair, outcomes: Map<string, QuestionOutcome[]>, budget: number, bootstrap: BootstrapOptions): PairedComparison | null {
+  const values = aligned(outcomes.get(pair.system) ?? [], outcomes.get(pair.reference) ?? [], (o) => o.recall?.atBudget[String(budget)] ?? null);
+  if (values.a.length === 0) return null;
+  const ci = pairedBootstrapCI(values.a, values.b, bootstrap);
+  return { ...pair, budget, n: ci.n, diff: ci.estimate, low: ci.low, high: ci.high };
+}
+
+/** Paired bootstrap CI and McNemar mid-p on judge labels; null when no question was judged for both. */
+function compareJudge(pair: ComparedPair, outcomes: Map<string, QuestionOutcome[]>, bootstrap: BootstrapOptions): JudgeComparison | null {
+  const label = (o: QuestionOutcome) => (o.judge ? Number(o.judge.correct) : null);
+  const values = aligned(outcomes.get(pair.system) ?? [], outcomes.get(pair.reference) ?? [], label);
+  if (values.a.length === 0) return null;
+  const ci = pairedBootstrapCI(values.a, values.b, bootstrap);
+  const test = mcNemarMidP(
+    values.a.map((v) => v === 1),
+    values.b.map((v) => v === 1),
+  );
+  return { ...pair, n: ci.n, diff: ci.estimate, low: ci.low, high: ci.high, systemOnly: test.aOnly, referenceOnly: test.bOnly, midP: test.midP };
+}
+
 function compareWithBestBaseline(
   systems: readonly EvalSystem[],
   results: Record<string, SystemResult>,
@@ -454,19 +541,14 @@ function compareWithBestBaseline(
   budgets: readonly number[],
   bootstrap: BootstrapOptions,
 ): PairedComparison[] {
-  const comparisons: PairedComparison[] = [];
-  for (const budget of budgets) {
-    const reference = bestBaseline(systems, results, (r) => r.erAtBudget[String(budget)] ?? null);
-    if (reference === null) continue;
-    for (const system of systems) {
-      if (system.name === reference) continue;
-      const pairs = aligned(outcomes.get(system.name) ?? [], outcomes.get(reference) ?? [], (o) => o.recall?.atBudget[String(budget)] ?? null);
-      if (pairs.a.length === 0) continue;
-      const ci = pairedBootstrapCI(pairs.a, pairs.b, bootstrap);
-      comparisons.push({ system: system.name, reference, budget, n: ci.n, diff: ci.estimate, low: ci.low, high: ci.high });
-    }
-  }
-  return comparisons;
+  return budgets.flatMap((budget) => {
+    // A baseline that scored no question has ER 0 by convention, not a measured 0.
+    const reference = bestBaseline(systems, results, (r) => (r.n > 0 ? (r.erAtBudget[String(budget)] ?? null) : null));
+    if (reference === null) return [];
+    return systems.flatMap((system) =>
+      system.name === reference ? [] : (compareEr({ system: system.name, reference, kind: 'best-baseline' }, outcomes, budget, bootstrap) ?? []),
+    );
+  });
 }
 
 function compareJudgeWithBestBaseline(
@@ -477,20 +559,9 @@ function compareJudgeWithBestBaseline(
 ): JudgeComparison[] {
   const reference = bestBaseline(systems, results, (r) => r.judge);
   if (reference === null) return [];
-  return systems.flatMap((system) => {
-    if (system.name === reference) return [];
-    const label = (o: QuestionOutcome) => (o.judge ? Number(o.judge.correct) : null);
-    const pairs = aligned(outcomes.get(system.name) ?? [], outcomes.get(reference) ?? [], label);
-    if (pairs.a.length === 0) return [];
-    const ci = pairedBootstrapCI(pairs.a, pairs.b, bootstrap);
-    const test = mcNemarMidP(
-      pairs.a.map((v) => v === 1),
-      pairs.b.map((v) => v === 1),
-    );
-    return [
-      { system: system.name, reference, n: ci.n, diff: ci.estimate, low: ci.low, high: ci.high, systemOnly: test.aOnly, referenceOnly: test.bOnly, midP: test.midP },
-    ];
-  });
+  return systems.flatMap((system) =>
+    system.name === reference ? [] : (compareJudge({ system: system.name, reference, kind: 'best-baseline' }, outcomes, bootstrap) ?? []),
+  );
 }
 
 function routingBreakdowns(outcomes: Map<string, QuestionOutcome[]>): Record<string, RoutingBreakdown> {

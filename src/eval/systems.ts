@@ -2,11 +2,12 @@ import MiniSearch from 'minisearch';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError } from '../errors.ts';
 import { bruteForceSearch } from '../index/brute-force.ts';
-import type { SearchHit, VectorIndex } from '../index/types.ts';
+import type { SearchHit } from '../index/types.ts';
 import { sessionHeader, turnLine } from '../ingest/chunking.ts';
 import type { Conversation } from '../ingest/conversation.ts';
 import type { LocomoSample } from '../ingest/locomo.ts';
 import type { ContextUnit } from '../retrieve/pack.ts';
+import { packRows } from '../util/vectors.ts';
 import type { CoversTurns } from './metrics.ts';
 
 export interface PrepareOptions {
@@ -45,6 +46,11 @@ export interface EvalSystem {
   /** Changes whenever the system's behaviour does (config, embedder id); part of the resume-cache key. */
   readonly fingerprint: string;
   /**
+   * The system this one is a variant (an ablation) of: the runner compares the two, paired by
+   * question, as the paper's ablation protocol does.
+   */
+  readonly variantOf?: string;
+  /**
    * When true the runner calls `retrieve` once per budget. Otherwise it calls it once, at the
    * largest budget, and packs every budget from that one ranking.
    */
@@ -52,6 +58,7 @@ export interface EvalSystem {
   /** Ingests one conversation; retrieval then answers questions about it. May restore a checkpoint. */
   prepare(sample: LocomoSample, options?: PrepareOptions): Promise<void>;
   retrieve(question: string, options: RetrieveOptions): Promise<RetrievalResult>;
+  /** Frees what `prepare` built; the runner calls it once the system has finished the run. */
   dispose?(): Promise<void>;
 }
 
@@ -61,24 +68,8 @@ export interface DenseSearch {
   dispose(): void;
 }
 
-/** Builds a DenseSearch over row-major `vectors` (rows × dim): exact, or the usearch index. */
+/** Builds a DenseSearch over row-major `vectors` (rows × dim). */
 export type DenseSearchFactory = (vectors: Float32Array, dim: number) => DenseSearch;
-
-/** Adapts any VectorIndex implementation (brute force, usearch WASM) to a DenseSearchFactory. */
-export function denseSearchFromIndex(createIndex: (dim: number) => VectorIndex): DenseSearchFactory {
-  return (vectors, dim) => {
-    const index = createIndex(dim);
-    const rows = vectors.length / dim;
-    index.add(
-      Array.from({ length: rows }, (_, i) => i),
-      vectors,
-    );
-    return {
-      search: (query, k) => index.search(query, Math.min(k, rows))[0] ?? [],
-      dispose: () => index.dispose(),
-    };
-  };
-}
 
 /** Exact search with the project's brute-force reference: right for a few hundred turns per conversation. */
 export const exactDenseSearch: DenseSearchFactory = (vectors, dim) => {
@@ -184,11 +175,7 @@ class SharedEmbeddings {
   }
 
   private async embedRows(texts: readonly string[], options: PrepareOptions): Promise<Float32Array> {
-    const dim = this.embedder.dim;
-    const vectors = await this.embedder.embed(texts, options);
-    const rows = new Float32Array(texts.length * dim);
-    vectors.forEach((v, i) => rows.set(v, i * dim));
-    return rows;
+    return packRows(await this.embedder.embed(texts, options), this.embedder.dim);
   }
 }
 
@@ -284,10 +271,8 @@ function denseSessionsSystem(embeddings: SharedEmbeddings, createDenseSearch: De
         });
         centroids.push(normalisedMean(rows.map((row) => turnVectors.subarray(row * dim, (row + 1) * dim))));
       });
-      const vectors = new Float32Array(sessions.length * dim);
-      centroids.forEach((c, i) => vectors.set(c, i * dim));
       state?.search.dispose();
-      state = { sessions, search: createDenseSearch(vectors, dim) };
+      state = { sessions, search: createDenseSearch(packRows(centroids, dim), dim) };
     },
     async retrieve(question, options) {
       const { sessions, search } = requirePrepared(state, name);

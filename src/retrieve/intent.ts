@@ -113,7 +113,11 @@ export class PrototypeBank {
 
   constructor(private readonly embed: EmbedTexts) {}
 
-  /** Each label's best prototype cosine to the query, best label first. */
+  /**
+   * Each label's best prototype cosine to the query, best label first. The §3 top-1/top-2 margin
+   * is taken between labels, not prototypes: two prototypes of the same label agreeing is
+   * confidence, not ambiguity.
+   */
   async scores(queryVector: Float32Array): Promise<Array<{ label: PrototypeLabel; score: number }>> {
     if (!this.vectors) {
       this.vectors = this.embed(PROTOTYPES.map((p) => p.text));

@@ -254,6 +254,35 @@ describe('LLM-mode ingestion over real HTTP', () => {
     expect(memory.graph.nodesOfLayer('entity').map((e) => e.name)).toContain('Caroline');
   });
 
+  it('an endpoint that stays down stops the ingest at its last committed chunk; a re-run extracts the rest properly', async () => {
+    const extraction = (user: string) => ({
+      episode_summary: user.includes('D1:1') ? 'Caroline went to a support group.' : 'Melanie went camping.',
+      entities: [{ name: 'Caroline', entity_type: 'person' }],
+      facet_points: [{ content: user.includes('D1:1') ? 'Caroline went to a support group.' : 'Melanie went camping.', related_entity_name: 'Caroline', timestamp_text: null }],
+      facets: [{ theme: 'events', facet_point_indices: [0] }],
+      temporal_info: [],
+    });
+    let down = false;
+    server.setHandler((request) => {
+      const user = request.body?.messages.at(-1)?.content ?? '';
+      if (down || user.includes('D2:1')) {
+        down = true;
+        return reply.status(503);
+      }
+      return reply.json(extraction(user));
+    });
+    const store = new MemoryStore();
+    const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, retry: { maxRetries: 1, baseDelayMs: 1 } });
+    const memory = await Memory.open(options(store, { llm, extraction: 'llm' }));
+    await expect(memory.add(conversation)).rejects.toMatchObject({ code: 'LLM_HTTP', status: 503 });
+    expect((await store.load())?.chunks).toHaveLength(1);
+
+    server.setHandler((request) => reply.json(extraction(request.body?.messages.at(-1)?.content ?? '')));
+    const report = await memory.add(conversation);
+    expect(report).toMatchObject({ chunksAdded: 1, chunksSkipped: 1, warnings: [] });
+    expect(memory.stats().nodes.facetPoint).toBe(2);
+  });
+
   it('valid extraction builds the graph and causal consolidation adds only confident, known pairs', async () => {
     server.setHandler((request) => {
       const system = request.body?.messages[0]?.content ?? '';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PrismError } from '../errors.ts';
+import { LlmError } from '../llm/errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { extractLocally } from './extract-local.ts';
 import type { Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
@@ -57,12 +58,22 @@ export function createLlmExtractor(llm: LlmClient): Extractor {
         }
         return { extraction, warning: null };
       } catch (err) {
-        // An aborted ingest must stop; a bad answer for one chunk must not.
-        if (err instanceof PrismError && err.code === 'ABORTED') throw err;
+        // A bad answer for one chunk falls back; an abort or an endpoint that stays unreachable
+        // stops the ingest at its last committed chunk, so a re-run extracts this chunk properly.
+        if (isTransient(err)) throw err;
         return fallback(input, err instanceof Error ? err.message : String(err));
       }
     },
   };
+}
+
+/** Failures that say nothing about the chunk: abort, timeouts, rate limits, 5xx and network errors (retries already spent). */
+function isTransient(err: unknown): boolean {
+  if (!(err instanceof PrismError)) return false;
+  if (err.code === 'ABORTED' || err.code === 'LLM_TIMEOUT' || err.code === 'LLM_RATE_LIMITED') return true;
+  if (err.code !== 'LLM_HTTP') return false;
+  const status = err instanceof LlmError ? err.status : undefined;
+  return status === undefined || status === 408 || status >= 500;
 }
 
 /** §2.3 fallback: only the summary and the entity list, so one bad chunk never aborts ingestion. */

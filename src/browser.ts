@@ -9,8 +9,8 @@ import { createMiniLmEmbedder, type MiniLmEmbedder, type MiniLmOptions } from '.
 import { urlModelSource } from './embed/model-source.ts';
 import { PrismError } from './errors.ts';
 import { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource } from './index/usearch-wasm.ts';
-import { createLlmClient } from './llm/client.ts';
-import type { LlmClient } from './llm/types.ts';
+import { createLlmClient, type LlmConfig } from './llm/client.ts';
+import type { LlmClient, LlmRole } from './llm/types.ts';
 import { Memory } from './memory.ts';
 import { IndexedDbStore } from './store/idb.ts';
 
@@ -32,11 +32,17 @@ export interface BrowserRuntime {
   usearch: UsearchWasm;
 }
 
-/** An OpenAI-compatible endpoint as a settings form collects it. */
-export interface BrowserLlmSettings {
+/**
+ * An OpenAI-compatible endpoint as a settings form collects it, plus any adapter option
+ * (`headers`, a proxying `fetch`, `timeoutMs`, `concurrency`, `retry`, …).
+ */
+export interface BrowserLlmSettings extends Omit<LlmConfig, 'baseURL' | 'models' | 'cache'> {
   /** Endpoint including `/v1`, or a proxy (e.g. same-origin `/llm/v1`) that adds the credentials itself. */
   baseURL: string;
+  /** The model of every role not named in `models`. */
   model: string;
+  /** Per-role models, e.g. a cheaper one for `extract` and a stronger one for `answer`. */
+  models?: Partial<Record<LlmRole, string>>;
   /** Kept only inside the client object; never written to the store. Omit it behind a proxy. */
   apiKey?: string;
 }
@@ -90,10 +96,12 @@ function browserLlmClient(settings: BrowserLlmSettings, cache: IndexedDbStore): 
   const baseURL = settings.baseURL.trim();
   const model = settings.model.trim();
   if (baseURL === '' || model === '') throw new PrismError('LLM_NOT_CONFIGURED', 'an LLM endpoint needs a base URL and a model');
-  const apiKey = settings.apiKey?.trim();
+  const { model: _model, models, apiKey: rawKey, baseURL: _baseURL, ...adapter } = settings;
+  const apiKey = rawKey?.trim();
   return createLlmClient({
+    ...adapter,
     baseURL: resolveAgainstPage(baseURL).href.replace(/\/$/, ''),
-    models: { default: model },
+    models: { ...models, default: model },
     ...(apiKey ? { apiKey } : {}),
     cache,
   });

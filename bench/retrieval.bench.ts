@@ -3,8 +3,9 @@
  * embedding: PRISM `search()` against a flat dense top-k over turns (same embedder, same
  * usearch index) measured in the same run.
  */
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { turnLine } from '../src/ingest/chunking.ts';
 import { percentile } from '../src/eval/metrics.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
@@ -19,7 +20,9 @@ export async function benchRetrieval(): Promise<Row[]> {
   const samples = parseLocomo(JSON.parse(await readFile(defaultLocomoPath(), 'utf8')));
   const sample = samples.find((s) => s.conversation.id === CONVERSATION);
   if (!sample) throw new Error(`no ${CONVERSATION} in the LoCoMo file`);
-  const memory = await openNodeMemory({ dir: resolve('.prism', `bench-${CONVERSATION}`), name: CONVERSATION });
+  // A fresh store each run: a graph kept from an earlier build could have been made by other code.
+  const dir = await mkdtemp(join(tmpdir(), `prism-bench-${CONVERSATION}-`));
+  const memory = await openNodeMemory({ dir, name: CONVERSATION });
   await memory.add(sample.conversation);
   const questions = sample.questions.filter((q) => q.category !== 5).map((q) => q.question);
 
@@ -49,6 +52,7 @@ export async function benchRetrieval(): Promise<Row[]> {
   }
   index.dispose();
   await memory.close();
+  await rm(dir, { recursive: true, force: true });
   // The harness's percentile, so these p50/p95 compare with results.json's; NaN only if no question ran.
   const ms = (times: readonly number[], p: number) => percentile(times, p) ?? NaN;
   const base = `flat dense top-50 over turns (p50 ${ms(flat, 50).toFixed(1)} ms)`;

@@ -177,6 +177,7 @@ export function renderReport(results: LocomoEvalResults): string {
 /** A point on the accuracy–context plane: one system at one budget. */
 interface FrontierPoint {
   system: string;
+  kind: 'baseline' | 'PRISM';
   budget: number;
   tokens: number;
   er: number;
@@ -193,7 +194,7 @@ export async function renderFrontier(results: LocomoEvalResults): Promise<string
     results.budgets.flatMap((budget) => {
       const tokens = s.meanContextTokensAtBudget[String(budget)];
       const er = s.erAtBudget[String(budget)];
-      return tokens == null || er === undefined || s.n === 0 ? [] : [{ system, budget, tokens, er }];
+      return tokens == null || er === undefined || s.n === 0 ? [] : [{ system, kind: s.baseline ? 'baseline' : 'PRISM', budget, tokens, er }];
     }),
   );
   const spec = vegaLite.compile({
@@ -206,7 +207,9 @@ export async function renderFrontier(results: LocomoEvalResults): Promise<string
     encoding: {
       x: { field: 'tokens', type: 'quantitative', title: 'mean context tokens (o200k_base)' },
       y: { field: 'er', type: 'quantitative', title: 'evidence recall (ER at budget)', scale: { domain: [0, 1] } },
-      color: { field: 'system', type: 'nominal', title: 'system' },
+      // Eleven systems outgrow a 10-colour palette; dashes set the baselines apart from PRISM and its variants.
+      color: { field: 'system', type: 'nominal', title: 'system', scale: { scheme: 'tableau20' }, legend: { labelLimit: 240 } },
+      strokeDash: { field: 'kind', type: 'nominal', title: 'kind', scale: { domain: ['PRISM', 'baseline'], range: [[1, 0], [5, 3]] } },
       order: { field: 'budget', type: 'quantitative' },
       tooltip: [{ field: 'system' }, { field: 'budget' }, { field: 'tokens', format: '.0f' }, { field: 'er', format: '.3f' }],
     },

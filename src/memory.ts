@@ -7,10 +7,11 @@ import { edgeSpace, IndexSet } from './index/index-set.ts';
 import type { VectorIndex } from './index/types.ts';
 import { chunkConversation, type ChunkingOptions } from './ingest/chunking.ts';
 import { checkConversation, parseSessionDate, type Conversation, type ConversationTurn } from './ingest/conversation.ts';
+import { chainGapEdges } from './ingest/build-graph.ts';
 import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
-import { applyBatch, ingestChunks, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
+import { applyBatch, edgeVectorsFor, ingestChunks, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
 import { createSerial, type Serial } from './util/serial.ts';
@@ -239,6 +240,15 @@ export class Memory {
     );
     if (chunkIds.size === 0) return { chunksDeleted: 0 };
     const batch = deletionBatch(this.state, chunkIds);
+    // Deleting a middle session must not cut the chronological Episode chain in two.
+    let nextKey = this.state.meta.nextKey;
+    const removed = new Set(batch.deleteNodes);
+    const bridges = chainGapEdges(this.state.graph, removed, () => nextKey++);
+    if (bridges.length > 0) {
+      batch.putEdges = bridges;
+      batch.putVectors = await edgeVectorsFor(bridges, this.options.embedder, 'embedded', () => undefined);
+      batch.meta = { ...this.state.meta, nextKey };
+    }
     await this.options.store.commit(batch);
     applyBatch(this.state, batch);
     return { chunksDeleted: chunkIds.size };

@@ -218,6 +218,26 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     expect(fingerprint(memory)).toEqual(fingerprint(reference));
   });
 
+  it('deleting a middle session keeps the Episode chain whole, and the bridge goes with its chunk', async () => {
+    const third = { id: 'session_3', dateText: '9:00 am on 1 July, 2023', time: '2023-07-01T09:00:00', turns: [{ dialogId: 'D3:1', speaker: 'Melanie', text: 'The kids loved the lake trip.' }] };
+    const memory = await Memory.open(options(new MemoryStore()));
+    await memory.add({ ...conversation, sessions: [...conversation.sessions, third] });
+    const chain = () => {
+      const episodes = memory.graph.nodesOfLayer('episode').sort((a, b) => a.order - b.order);
+      return episodes.slice(1).map((ep, i) => memory.graph.edgesFrom(episodes[i]!.id, 'temporal').some((e) => e.to === ep.id));
+    };
+    expect(chain()).toEqual([true, true]);
+    await memory.delete({ sessionId: 'demo/session_2' });
+    expect(chain()).toEqual([true]);
+    const [first, last] = memory.graph.nodesOfLayer('episode').sort((a, b) => a.order - b.order);
+    const bridge = memory.graph.edgesFrom(first!.id, 'temporal').find((e) => e.to === last!.id);
+    expect(bridge?.chunkId).toBe(last!.chunkId);
+    expect(memory.graph.vectors.has(bridge!.id)).toBe(true);
+    expect(memory.indexes.size('edge_relation')).toBe([...memory.graph.edges.values()].filter((e) => e.type !== 'belongs_to').length);
+    await memory.delete({ sessionId: 'demo/session_3' });
+    expect(memory.graph.edges.has(bridge!.id)).toBe(false);
+  });
+
   it('delete of one chunk empties its vectors from every index, relation edges included', async () => {
     const memory = await Memory.open(options(new MemoryStore()));
     await memory.add(conversation);

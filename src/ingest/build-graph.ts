@@ -88,8 +88,8 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   nodes.push(episode);
   nodeVectors.push([episode.id, vectors.summary]);
   const { before, after } = chainNeighbours(graph, episode);
-  if (before) edge('temporal', before.id, episode.id, `${label(before)} happened before ${label(episode)}`);
-  if (after) edge('temporal', episode.id, after.id, `${label(episode)} happened before ${label(after)}`);
+  if (before) edge('temporal', before.id, episode.id, chainDescription(before, episode));
+  if (after) edge('temporal', episode.id, after.id, chainDescription(episode, after));
 
   // Entities: exact name (case-insensitive), else name cosine ≥ threshold, else new.
   const byName = new Map<string, EntityNode>();
@@ -210,6 +210,35 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   }
 
   return { nodes, edges, nodeVectors };
+}
+
+/**
+ * Temporal edges that keep the Episode chain whole when `removed` Episodes leave: each
+ * remaining Episode is linked to the next remaining one across a gap. The edge belongs to
+ * the later Episode's chunk, as a chain edge made at ingest time does.
+ */
+export function chainGapEdges(graph: MemoryGraph, removed: ReadonlySet<string>, nextKey: () => number): GraphEdge[] {
+  const chain = graph.nodesOfLayer('episode').sort(episodeCompare);
+  const edges: GraphEdge[] = [];
+  let last: EpisodeNode | null = null;
+  let gap = false;
+  for (const ep of chain) {
+    if (removed.has(ep.id)) {
+      gap = true;
+      continue;
+    }
+    const id = last ? `temporal:${last.id}>${ep.id}` : '';
+    if (last && gap && !graph.edges.has(id)) {
+      edges.push({ id, key: nextKey(), type: 'temporal', from: last.id, to: ep.id, chunkId: ep.chunkId, description: chainDescription(last, ep), confidence: null });
+    }
+    last = ep;
+    gap = false;
+  }
+  return edges;
+}
+
+function chainDescription(before: EpisodeNode, after: EpisodeNode): string {
+  return `${label(before)} happened before ${label(after)}`;
 }
 
 function label(ep: EpisodeNode): string {

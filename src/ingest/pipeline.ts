@@ -232,7 +232,8 @@ async function runConsolidation(
 /** Edge types whose vector may be composed from their endpoints (see `IngestConfig.edgeVectors`). */
 const COMPOSABLE: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
 
-async function edgeVectorsFor(
+/** Vectors of relation edges: embedded from their descriptions, or composed from their endpoints where `mode` allows. */
+export async function edgeVectorsFor(
   edges: readonly GraphEdge[],
   embedder: Embedder,
   mode: 'embedded' | 'composed',

@@ -358,9 +358,11 @@ function isResentBatch(messages: readonly Message[], turns: readonly ChunkTurn[]
   if (!Array.isArray(messages) || messages.length === 0 || messages.length > turns.length) return false;
   if (messages.some((m) => typeof m?.text !== 'string' || typeof m.speaker !== 'string' || m.dialogId !== undefined)) return false;
   const same = (m: Message, t: ChunkTurn) => m.speaker.trim() === t.speaker.trim() && m.text.normalize('NFC').trim() === t.text.normalize('NFC').trim();
-  for (let start = 0; start + messages.length <= turns.length; start++) {
-    if (messages.every((m, i) => { const t = turns[start + i]; return t !== undefined && same(m, t); })) return true;
-  }
+  const matchesAt = (start: number) => messages.every((m, i) => {
+    const t = turns[start + i];
+    return t !== undefined && same(m, t);
+  });
+  for (let start = 0; start + messages.length <= turns.length; start++) if (matchesAt(start)) return true;
   return false;
 }
 

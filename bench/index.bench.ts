@@ -9,10 +9,10 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_CONFIG } from '../src/config.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
-import { bruteForceSearch } from '../src/index/brute-force.ts';
-import type { SearchHit } from '../src/index/types.ts';
-import { loadUsearchWasm } from '../src/index/usearch-wasm.ts';
-import { readUsearchWasm } from '../src/index/wasm-bytes.node.ts';
+import { bruteForceSearch } from '../src/vector/brute-force.ts';
+import type { SearchHit } from '../src/vector/types.ts';
+import { loadUsearchWasm } from '../src/vector/usearch-wasm.ts';
+import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
 import type { Row } from './table.ts';
 
 

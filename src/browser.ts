@@ -8,7 +8,7 @@ import type { DeepPartial, PrismConfig } from './config.ts';
 import { createMiniLmEmbedder, type MiniLmEmbedder, type MiniLmOptions } from './embed/minilm.ts';
 import { urlModelSource } from './embed/model-source.ts';
 import { PrismError } from './errors.ts';
-import { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource } from './index/usearch-wasm.ts';
+import { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource } from './vector/usearch-wasm.ts';
 import { createLlmClient, type LlmConfig } from './llm/client.ts';
 import type { LlmClient, LlmRole } from './llm/types.ts';
 import { Memory } from './memory.ts';

@@ -17,9 +17,9 @@ export { createMiniLmEmbedder, MINILM_DIM, type MiniLmEmbedder, type MiniLmOptio
 export { urlModelSource, huggingFaceModelSource, MINILM_HUB_ID, type ModelSource } from './embed/model-source.ts';
 
 // index
-export type { VectorIndex, SearchHit, IndexKind } from './index/types.ts';
-export { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource, type IndexOptions } from './index/usearch-wasm.ts';
-export { bruteForceSearch } from './index/brute-force.ts';
+export type { VectorIndex, SearchHit, IndexKind } from './vector/types.ts';
+export { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource, type IndexOptions } from './vector/usearch-wasm.ts';
+export { bruteForceSearch } from './vector/brute-force.ts';
 
 // store
 export type { GraphStore, WriteBatch } from './store/types.ts';

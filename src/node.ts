@@ -9,8 +9,8 @@ import { defaultModelSource } from './embed/model-source.node.ts';
 import type { ModelSource } from './embed/model-source.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
-import { loadUsearchWasm, type UsearchWasm } from './index/usearch-wasm.ts';
-import { readUsearchWasm } from './index/wasm-bytes.node.ts';
+import { loadUsearchWasm, type UsearchWasm } from './vector/usearch-wasm.ts';
+import { readUsearchWasm } from './vector/wasm-bytes.node.ts';
 import type { ChunkingOptions } from './ingest/chunking.ts';
 import { createLlmClient } from './llm/client.ts';
 import { llmConfigFromEnv } from './llm/env.ts';
@@ -23,7 +23,7 @@ export * from './index.ts';
 export { FileStore } from './store/file.node.ts';
 export { defaultModelDir, defaultModelSource, fileModelSource } from './embed/model-source.node.ts';
 export { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
-export { readUsearchWasm } from './index/wasm-bytes.node.ts';
+export { readUsearchWasm } from './vector/wasm-bytes.node.ts';
 
 /** `../shared/data/locomo/locomo10-dev.json` beside the package, or env `PRISM_LOCOMO`. */
 export function defaultLocomoPath(): string {

@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUnitVectors } from '../bench/index.bench.ts';
 import { PrismError, type PrismErrorCode } from '../src/errors.ts';
-import { bruteForceSearch } from '../src/index/brute-force.ts';
-import type { SearchHit } from '../src/index/types.ts';
-import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../src/index/usearch-wasm.ts';
-import { readUsearchWasm } from '../src/index/wasm-bytes.node.ts';
+import { bruteForceSearch } from '../src/vector/brute-force.ts';
+import type { SearchHit } from '../src/vector/types.ts';
+import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../src/vector/usearch-wasm.ts';
+import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
 
 const SCORE_TOLERANCE = 1e-5;
 

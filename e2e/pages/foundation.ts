@@ -2,7 +2,7 @@
 import { createMiniLmEmbedder, type MiniLmEmbedder, type MiniLmPrecision } from '../../src/embed/minilm.ts';
 import { urlModelSource } from '../../src/embed/model-source.ts';
 import type { EpisodeNode, MemorySnapshot } from '../../src/graph/types.ts';
-import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../../src/index/usearch-wasm.ts';
+import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../../src/vector/usearch-wasm.ts';
 import { SCHEMA_VERSION } from '../../src/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import usearchWasmUrl from '../../wasm/usearch.wasm?url';

@@ -1,8 +1,8 @@
 import MiniSearch from 'minisearch';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError } from '../errors.ts';
-import { bruteForceSearch } from '../index/brute-force.ts';
-import type { SearchHit } from '../index/types.ts';
+import { bruteForceSearch } from '../vector/brute-force.ts';
+import type { SearchHit } from '../vector/types.ts';
 import { sessionHeader, turnLine } from '../ingest/chunking.ts';
 import type { Conversation } from '../ingest/conversation.ts';
 import type { LocomoSample } from '../ingest/locomo.ts';

@@ -3,7 +3,7 @@ import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, EpisodeNode, GraphEdge, MemoryMeta } from '../graph/types.ts';
-import { edgeSpace, type IndexSet, type IndexSpace } from '../index/index-set.ts';
+import { edgeSpace, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
 import type { GraphStore, WriteBatch } from '../store/types.ts';

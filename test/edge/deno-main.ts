@@ -5,7 +5,7 @@
  */
 import { createMiniLmEmbedder } from '../../src/embed/minilm.ts';
 import { urlModelSource } from '../../src/embed/model-source.ts';
-import { loadUsearchWasm } from '../../src/index/usearch-wasm.ts';
+import { loadUsearchWasm } from '../../src/vector/usearch-wasm.ts';
 import { runEdgeScenario } from './scenario.ts';
 
 declare const Deno: { args: string[] };

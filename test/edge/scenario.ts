@@ -1,5 +1,5 @@
 import type { Embedder } from '../../src/embed/types.ts';
-import type { VectorIndex } from '../../src/index/types.ts';
+import type { VectorIndex } from '../../src/vector/types.ts';
 import { Memory } from '../../src/memory.ts';
 import { formatTrace } from '../../src/retrieve/bundle-search.ts';
 import { MemoryStore } from '../../src/store/memory.ts';

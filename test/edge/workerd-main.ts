@@ -7,7 +7,7 @@
  * building, the WASM index, retrieval, packing, the checkpoint — runs in workerd.
  */
 import usearchModule from './usearch.wasm';
-import { loadUsearchWasm } from '../../src/index/usearch-wasm.ts';
+import { loadUsearchWasm } from '../../src/vector/usearch-wasm.ts';
 import { runEdgeScenario } from './scenario.ts';
 import { tableEmbedder, type VectorTable } from './vector-table.ts';
 

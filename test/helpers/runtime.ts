@@ -1,5 +1,5 @@
 import type { Embedder } from '../../src/embed/types.ts';
-import type { VectorIndex } from '../../src/index/types.ts';
+import type { VectorIndex } from '../../src/vector/types.ts';
 import { nodeEmbedder, nodeUsearch } from '../../src/node.ts';
 
 /** The real parts tests run on: MiniLM (int8) from the local model folder and the usearch WASM index. */

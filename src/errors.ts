@@ -4,6 +4,8 @@
  */
 export type PrismErrorCode =
   | 'INVALID_INPUT'
+  | 'INPUT_TOO_LARGE'
+  | 'NOT_FOUND'
   | 'DIMENSION_MISMATCH'
   | 'NON_FINITE_VECTOR'
   | 'WASM_LOAD_FAILED'
@@ -13,8 +15,11 @@ export type PrismErrorCode =
   | 'STORE_BLOCKED'
   | 'STORE_VERSION'
   | 'STORE_IO'
+  | 'STORE_BUSY'
   | 'CORRUPT_CHECKPOINT'
   | 'LLM_HTTP'
+  | 'LLM_AUTH'
+  | 'LLM_CONFIG'
   | 'LLM_RATE_LIMITED'
   | 'LLM_TIMEOUT'
   | 'LLM_BAD_JSON'

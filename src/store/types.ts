@@ -18,15 +18,44 @@ export interface WriteBatch {
   meta?: MemoryMeta;
 }
 
-/** The narrow persistence interface every backend (IndexedDB, file, memory) implements. */
+/**
+ * The narrow persistence contract every backend implements (SQLite in Node, a SQLite-backed
+ * Durable Object in workerd, IndexedDB in browsers, memory for tests).
+ *
+ * A store holds many **partitions**: one per scope (`userId` / `agentId` / `runId`), each a
+ * whole memory graph of its own. Partition names are opaque non-empty strings chosen by the
+ * caller; a store never mixes the records of two partitions.
+ *
+ * Several writers (processes, tabs, requests) may share one store. Each holds the partition's
+ * writer lock around its read-modify-commit cycle and first compares the partition's
+ * `revision` with the one it last saw, reloading when another writer committed in between.
+ */
 export interface GraphStore {
-  /** Loads the whole memory, or `null` when the store is empty. */
-  load(): Promise<MemorySnapshot | null>;
-  commit(batch: WriteBatch): Promise<void>;
-  /** Removes everything. */
-  clear(): Promise<void>;
+  /** Partitions that hold a memory, in no particular order. */
+  partitions(): Promise<string[]>;
+  /** Loads one partition's whole memory, or `null` when it holds none. */
+  load(partition: string): Promise<MemorySnapshot | null>;
+  /**
+   * The partition's revision: 0 when empty, then bumped by every `commit` and `clear` from any
+   * writer (this one, another process, another tab). Cheap enough to read before every search.
+   */
+  revision(partition: string): Promise<number>;
+  /**
+   * Runs `fn` holding the partition's exclusive writer lock, which spans processes (Node),
+   * tabs (browsers) and requests (a Durable Object). A second writer waits, without blocking
+   * its event loop, up to the store's lock timeout and then fails with `STORE_BUSY`. A writer
+   * that dies releases the lock. Not reentrant.
+   */
+  withWriteLock<T>(partition: string, fn: () => Promise<T>): Promise<T>;
+  /** Applies `batch` atomically and durably (all or nothing) and returns the new revision. */
+  commit(partition: string, batch: WriteBatch): Promise<number>;
+  /** Removes one partition (and bumps its revision), or, with none given, everything including the cache. */
+  clear(partition?: string): Promise<void>;
   /** A small key-value area for caches (e.g. LLM responses); values are strings. */
   getCached(key: string): Promise<string | undefined>;
-  putCached(key: string, value: string): Promise<void>;
+  /** `tags` (e.g. the chunk ids a reply was made for) let `deleteCached` forget the entry with them. */
+  putCached(key: string, value: string, tags?: readonly string[]): Promise<void>;
+  /** Removes every cache entry carrying any of `tags`. */
+  deleteCached(tags: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }

@@ -33,7 +33,8 @@ export interface OrtModule<SessionOptions> {
 interface OrtSession {
   readonly inputNames: readonly string[];
   run(feeds: Record<string, never>): Promise<Record<string, { data: unknown; dims: readonly number[] } | undefined>>;
-  release(): Promise<void>;
+  /** Absent in onnxruntime-node 1.14, whose sessions are freed by the garbage collector. */
+  release?(): Promise<void>;
 }
 
 /** Wraps an onnxruntime session (web or node: the same JS API) as an `EngineSession`. */
@@ -49,6 +50,8 @@ export async function ortSession<SessionOptions>(ort: OrtModule<SessionOptions>,
       if (!hidden || !(hidden.data instanceof Float32Array)) throw new Error('model output last_hidden_state is missing or not float32');
       return { data: hidden.data, dims: hidden.dims };
     },
-    release: () => session.release(),
+    release: async () => {
+      await session.release?.();
+    },
   };
 }

@@ -23,7 +23,10 @@ export function onnxNodeEngine(options: NodeEngineOptions = {}): InferenceEngine
   return {
     label: `onnxruntime-node 1.14 (cpu, ${threads} threads)`,
     async createSession(modelBytes) {
-      const ort = (await import('onnxruntime-node')) as unknown as OrtModule<NodeSessionOptions>;
+      // A CommonJS package: Node's ESM loader exposes its API as the default export, loaders that
+      // transpile to CommonJS (tsx, vitest) as the namespace itself.
+      const loaded: { default?: unknown } = await import('onnxruntime-node');
+      const ort = ('InferenceSession' in loaded ? loaded : loaded.default) as OrtModule<NodeSessionOptions>;
       return ortSession(ort, modelBytes, {
         executionProviders: ['cpu'],
         graphOptimizationLevel: 'all',

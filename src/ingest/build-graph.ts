@@ -92,14 +92,14 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   if (after) edge('temporal', episode.id, after.id, chainDescription(episode, after));
 
   // Entities: exact name (case-insensitive), else name cosine ≥ threshold, else new.
-  const byName = new Map<string, EntityNode>();
-  for (const node of graph.nodes.values()) if (node.layer === 'entity') byName.set(node.name.toLowerCase(), node);
+  // Names met in this chunk shadow the graph's index until the chunk is committed.
+  const chunkEntities = new Map<string, EntityNode>();
   const entityIdByName = new Map<string, string>();
   extraction.entities.forEach((entity, i) => {
     const vector = vectors.entities[i];
     if (!vector) return;
     const key = entity.name.toLowerCase();
-    let target = byName.get(key);
+    let target = chunkEntities.get(key) ?? graph.entityNamed(key);
     if (!target) {
       const nearest = input.nearestEntity(vector);
       const candidate = nearest && nearest.score >= config.entityMergeThreshold ? graph.nodes.get(nearest.id) : undefined;
@@ -115,7 +115,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
       nodes.push(target);
       nodeVectors.push([target.id, vector]);
     }
-    byName.set(key, target);
+    chunkEntities.set(key, target);
     entityIdByName.set(key, target.id);
   });
 
@@ -249,8 +249,8 @@ function label(ep: EpisodeNode): string {
 function chainNeighbours(graph: MemoryGraph, ep: EpisodeNode): { before: EpisodeNode | null; after: EpisodeNode | null } {
   let before: EpisodeNode | null = null;
   let after: EpisodeNode | null = null;
-  for (const node of graph.nodes.values()) {
-    if (node.layer !== 'episode' || node.id === ep.id) continue;
+  for (const node of graph.nodesOfLayer('episode')) {
+    if (node.id === ep.id) continue;
     if (episodeCompare(node, ep) < 0) {
       if (!before || episodeCompare(node, before) > 0) before = node;
     } else if (!after || episodeCompare(node, after) < 0) after = node;

@@ -13,6 +13,7 @@ import { createLlmClient, type LlmConfig } from './llm/client.ts';
 import type { LlmClient, LlmRole } from './llm/types.ts';
 import { Memory } from './memory.ts';
 import { IndexedDbStore } from './store/idb.ts';
+import type { TokenCounter } from './util/tokens.ts';
 
 export interface BrowserRuntimeOptions {
   /**
@@ -56,6 +57,8 @@ export type BrowserMemoryOptions = ({ runtime: BrowserRuntime } | BrowserRuntime
   extraction?: 'local' | 'llm';
   chunking?: ChunkingOptions;
   config?: DeepPartial<PrismConfig>;
+  /** Token counter of your answer model; default o200k_base (gpt-4o family), loaded on open. */
+  countTokens?: TokenCounter;
 };
 
 /** Loads the embedder and the usearch module; both may take a few seconds (model download, compilation). */
@@ -84,6 +87,7 @@ export async function openBrowserMemory(options: BrowserMemoryOptions): Promise<
       ...(options.extraction ? { extraction: options.extraction } : {}),
       ...(options.chunking ? { chunking: options.chunking } : {}),
       ...(options.config ? { config: options.config } : {}),
+      ...(options.countTokens ? { countTokens: options.countTokens } : {}),
     });
   } catch (err) {
     await store.close();

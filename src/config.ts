@@ -2,6 +2,8 @@
  * Every PRISM constant in one typed config. Defaults are the paper's values; the comment
  * beside each names the section of `shared/design/prism-paper.md` it comes from.
  */
+export type EdgeVectorMode = 'embedded' | 'composed' | 'none';
+
 export interface IngestConfig {
   /** §2.4 entity merge: cosine of name embeddings at or above this merges into an existing Entity. */
   entityMergeThreshold: number;
@@ -18,14 +20,14 @@ export interface IngestConfig {
   /** When on, a new FacetPoint links to its nearest earlier FacetPoint at or above this cosine (the paper gives no value; the facet-merge 0.85 is reused). */
   semanticThreshold: number;
   /**
-   * How `involves_entity` and `evolution` edges get their vectors. `embedded` (§1, the default)
-   * runs MiniLM on the edge's short description. `composed` (beyond the paper, a speed option)
+   * How `involves_entity` and `evolution` edges (~90% of relation edges) get their vectors; their
+   * only reader is N2's edge cost, which falls back to the per-type c0 for an edge without one.
+   * `embedded` (§1) runs MiniLM on the edge's short description. `composed` (beyond the paper)
    * takes the normalised sum of its endpoints' MiniLM vectors: mean pooling is additive over
-   * tokens, so this approximates embedding the concatenated endpoint texts and roughly halves
-   * ingestion's model time (these two types are ~90% of relation edges). Temporal, causal and
-   * semantic edges are always embedded.
+   * tokens, so this approximates embedding the concatenated endpoint texts at no model cost.
+   * `none` stores no vector. Temporal, causal and semantic edges are always embedded.
    */
-  edgeVectors: 'embedded' | 'composed';
+  edgeVectors: EdgeVectorMode;
 }
 
 export interface RetrievalConfig {

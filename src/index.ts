@@ -44,3 +44,4 @@ export type { RetrievedUnit } from './retrieve/units.ts';
 export type { BundleEntry, Intent, IntentTier, PathTrace, RankedEpisode, RetrievalMode, TraceEdge, TraceNode } from './retrieve/types.ts';
 export { formatTrace } from './retrieve/bundle-search.ts';
 export { countTokens, packContext, type ContextUnit, type PackedContext } from './retrieve/pack.ts';
+export { loadTokenCounter, type TokenCounter } from './util/tokens.ts';

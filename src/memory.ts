@@ -18,6 +18,7 @@ import { createSerial, type Serial } from './util/serial.ts';
 import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
 import { LexicalIndex } from './retrieve/lexical.ts';
+import { loadTokenCounter, type TokenCounter } from './util/tokens.ts';
 import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/retrieve.ts';
 import type { RetrieveDeps } from './retrieve/types.ts';
 import { decodeCheckpoint, encodeCheckpoint, importCheckpoint } from './store/checkpoint.ts';
@@ -36,6 +37,8 @@ export interface MemoryOptions {
   extraction?: 'local' | 'llm';
   chunking?: ChunkingOptions;
   config?: DeepPartial<PrismConfig>;
+  /** Token counter for budgets and chunk windows; default o200k_base, loaded lazily (see `loadTokenCounter`). */
+  countTokens?: TokenCounter;
 }
 
 /** A message for incremental `add`: one conversational turn. */
@@ -99,7 +102,7 @@ export class Memory {
 
   /** Opens the memory in `store` (creating it when empty) and builds its indexes from the stored vectors. */
   static async open(options: MemoryOptions): Promise<Memory> {
-    const snapshot = await options.store.load();
+    const [snapshot] = await Promise.all([options.store.load(), loadTokenCounter(options.countTokens)]);
     if (snapshot && snapshot.meta.embedderId !== options.embedder.id) {
       throw new PrismError(
         'STORE_VERSION',

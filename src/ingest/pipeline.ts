@@ -1,4 +1,4 @@
-import type { PrismConfig } from '../config.ts';
+import type { EdgeVectorMode, PrismConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
@@ -229,14 +229,14 @@ async function runConsolidation(
   }
 }
 
-/** Edge types whose vector may be composed from their endpoints (see `IngestConfig.edgeVectors`). */
-const COMPOSABLE: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
+/** Edge types whose vector follows `IngestConfig.edgeVectors`; the others are always embedded. */
+const OPTIONAL_VECTOR: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
 
-/** Vectors of relation edges: embedded from their descriptions, or composed from their endpoints where `mode` allows. */
+/** Vectors of relation edges: embedded from their descriptions, composed from their endpoints or left out, as `mode` says for the types it governs. */
 export async function edgeVectorsFor(
   edges: readonly GraphEdge[],
   embedder: Embedder,
-  mode: 'embedded' | 'composed',
+  mode: EdgeVectorMode,
   vectorOf: (nodeId: string) => Float32Array | undefined,
   signal?: AbortSignal,
 ): Promise<Array<[string, Float32Array]>> {
@@ -244,7 +244,9 @@ export async function edgeVectorsFor(
   const toEmbed: GraphEdge[] = [];
   for (const edge of edges) {
     if (edge.description === null || edgeSpace(edge.type) === null) continue;
-    const from = mode === 'composed' && COMPOSABLE.has(edge.type) ? vectorOf(edge.from) : undefined;
+    const governed = OPTIONAL_VECTOR.has(edge.type);
+    if (governed && mode === 'none') continue;
+    const from = governed && mode === 'composed' ? vectorOf(edge.from) : undefined;
     const to = from ? vectorOf(edge.to) : undefined;
     if (from && to) out.push([edge.id, normalisedSum(from, to)]);
     else toEmbed.push(edge);

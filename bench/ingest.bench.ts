@@ -1,0 +1,137 @@
+/**
+ * Write speed in Node, zero-LLM, MemoryStore:
+ * - ingest of a LoCoMo conversation against the dense-turns baseline's ingest (every turn
+ *   embedded once with the same embedder, added to the same usearch index), same run;
+ * - one `add()` per message into a memory already holding ~1K and ~20K nodes (p50 over
+ *   single-message adds with the real embedder). The large memory is grown from the LoCoMo
+ *   conversations with a stand-in embedder (deterministic vectors from a text hash, under the
+ *   real embedder's id) because embedding 20K nodes for real would take most of the bench.
+ *
+ * Standalone: `npx tsx bench/ingest.bench.ts`.
+ */
+import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
+import type { Embedder } from '../src/embed/types.ts';
+import { mulberry32 } from '../src/eval/stats.ts';
+import { percentile } from '../src/eval/metrics.ts';
+import { turnLine } from '../src/ingest/chunking.ts';
+import type { Conversation } from '../src/ingest/conversation.ts';
+import { parseLocomo } from '../src/ingest/locomo.ts';
+import { Memory } from '../src/memory.ts';
+import { createNodeMiniLmEmbedder, defaultLocomoPath, nodeUsearch } from '../src/node.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import type { Row } from './table.ts';
+
+const CONVERSATION = process.env['PRISM_BENCH_CONVERSATION'] ?? 'conv-26';
+const SMALL_NODES = 1_000;
+const LARGE_NODES = 20_000;
+const TIMED_ADDS = 25;
+
+/** 32-bit FNV-1a of a string's UTF-16 units: a seed, not a checksum. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
+}
+
+/** Unit vectors drawn from a PRNG seeded by the text: the same text always gets the same vector. */
+function standInEmbedder(id: string, dim: number): Embedder {
+  const vectorOf = (text: string) => {
+    const random = mulberry32(fnv1a(text));
+    const v = Float32Array.from({ length: dim }, () => random() * 2 - 1);
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
+  };
+  return { id, dim, embed: async (texts) => texts.map(vectorOf) };
+}
+
+/** `conversation` under another id, so its chunks hash differently and ingest again. */
+function copyOf(conversation: Conversation, copy: number): Conversation {
+  return { ...conversation, id: `${conversation.id}-copy${copy}` };
+}
+
+async function openMemory(store: MemoryStore, embedder: Embedder): Promise<Memory> {
+  const usearch = await nodeUsearch();
+  return Memory.open({ store, embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
+}
+
+function nodeCount(memory: Memory): number {
+  return memory.graph.nodes.size;
+}
+
+/** Grows the memory with stand-in vectors until it holds at least `target` nodes. */
+async function growTo(memory: Memory, conversations: readonly Conversation[], target: number): Promise<void> {
+  for (let copy = 0; nodeCount(memory) < target; copy++) {
+    for (const conversation of conversations) {
+      for (const session of copyOf(conversation, copy).sessions) {
+        if (nodeCount(memory) >= target) return;
+        await memory.add({ id: `${conversation.id}-copy${copy}`, sessions: [session] });
+      }
+    }
+  }
+}
+
+/** p50 ms of single-message adds (real embedder) into a memory grown to `target` nodes with stand-in vectors. */
+async function addLatency(target: number, conversations: readonly Conversation[], live: readonly { speaker: string; text: string }[], real: Embedder): Promise<{ p50: number; nodes: number }> {
+  const store = new MemoryStore();
+  const grower = await openMemory(store, standInEmbedder(real.id, real.dim));
+  await growTo(grower, conversations, target);
+  await grower.close();
+  const memory = await openMemory(store, real);
+  const nodes = nodeCount(memory);
+  const times: number[] = [];
+  for (const [i, message] of live.entries()) {
+    const t0 = performance.now();
+    await memory.add({ sessionId: `live-${target}`, date: '9 June, 2024', messages: [{ speaker: message.speaker, text: `${message.text} (${i})` }] });
+    times.push(performance.now() - t0);
+  }
+  await memory.close();
+  return { p50: percentile(times, 50) ?? Number.NaN, nodes };
+}
+
+export async function benchIngest(): Promise<Row[]> {
+  const samples = parseLocomo(JSON.parse(await readFile(defaultLocomoPath(), 'utf8')));
+  const sample = samples.find((s) => s.conversation.id === CONVERSATION);
+  if (!sample) throw new Error(`no ${CONVERSATION} in the LoCoMo file`);
+  const usearch = await nodeUsearch();
+
+  // Separate embedders, so neither run finds the other's vectors in its cache; one warm-up batch each.
+  const baselineEmbedder = await createNodeMiniLmEmbedder({ cacheSize: 0 });
+  const prismEmbedder = await createNodeMiniLmEmbedder();
+  await baselineEmbedder.embed(['warm up the session']);
+  await prismEmbedder.embed(['warm up the session, too']);
+
+  const turns = sample.conversation.sessions.flatMap((s) => s.turns);
+  const t0 = performance.now();
+  const turnVectors = await baselineEmbedder.embed(turns.map(turnLine));
+  const index = usearch.createIndex({ dim: baselineEmbedder.dim });
+  turnVectors.forEach((v, i) => index.add([i], v));
+  const denseMs = performance.now() - t0;
+  index.dispose();
+
+  const memory = await openMemory(new MemoryStore(), prismEmbedder);
+  const t1 = performance.now();
+  await memory.add(sample.conversation);
+  const prismMs = performance.now() - t1;
+  await memory.close();
+  await baselineEmbedder.dispose();
+
+  const others = samples.filter((s) => s.conversation.id !== CONVERSATION).map((s) => s.conversation);
+  const live = turns.slice(0, TIMED_ADDS);
+  const small = await addLatency(SMALL_NODES, others, live, prismEmbedder);
+  const large = await addLatency(LARGE_NODES, others, live, prismEmbedder);
+  await prismEmbedder.dispose();
+
+  const dense = `dense-turns ingest (${(denseMs / 1000).toFixed(1)} s)`;
+  const smallName = `add() p50 at ${small.nodes} nodes`;
+  return [
+    { name: `dense-turns ingest, ${CONVERSATION} (${turns.length} turns embedded once)`, metric: 'ms', value: denseMs },
+    { name: `PRISM zero-LLM ingest, ${CONVERSATION}`, metric: 'ms', value: prismMs, baseline: dense, ratio: prismMs / denseMs },
+    { name: `PRISM add() of one message, memory of ${small.nodes} nodes`, metric: 'p50 ms', value: small.p50 },
+    { name: `PRISM add() of one message, memory of ${large.nodes} nodes`, metric: 'p50 ms', value: large.p50, baseline: smallName, ratio: large.p50 / small.p50 },
+  ];
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.table(await benchIngest());
+}

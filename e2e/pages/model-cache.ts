@@ -1,0 +1,65 @@
+/// <reference types="vite/client" />
+import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url';
+import { loadBrowserRuntime, openBrowserMemory, type BrowserRuntime } from '../../src/browser.ts';
+import type { DownloadProgress } from '../../src/embed/model-source.ts';
+import { turnLine } from '../../src/ingest/chunking.ts';
+import usearchWasmUrl from '../../wasm/usearch.wasm?url';
+import { parseConversationInput } from '../../demo/conversation-input.ts';
+import { SAMPLE } from '../../demo/samples/index.ts';
+import { MODELS_URL_PATH } from '../support/site.ts';
+
+/**
+ * The browser runtime as a page loads it: model files and onnxruntime's WASM through the Cache
+ * API (so a reload fetches none of them), and the demo sample ingested into IndexedDB.
+ */
+let runtime: BrowserRuntime | null = null;
+const events: DownloadProgress[] = [];
+
+async function load(): Promise<BrowserRuntime> {
+  runtime ??= await loadBrowserRuntime({
+    modelBaseUrl: MODELS_URL_PATH,
+    usearchWasm: usearchWasmUrl,
+    ortWasmUrl,
+    onProgress: (event) => events.push(event),
+  });
+  return runtime;
+}
+
+const modelCacheHarness = {
+  /** Loads the runtime, embeds one text, and reports the download events. */
+  async open(): Promise<{ events: DownloadProgress[]; dim: number }> {
+    const [vector] = await (await load()).embedder.embed(['Is the model here?']);
+    return { events, dim: vector?.length ?? 0 };
+  },
+
+  /**
+   * Times embedding the sample's turns once (the dense-turns baseline) and PRISM's zero-LLM
+   * ingest of the same sample, with the runtime already loaded.
+   */
+  async ingestSample(dbName: string): Promise<{ turns: number; embedMs: number; ingestMs: number; nodes: number }> {
+    const loaded = await load();
+    const [conversation] = parseConversationInput(SAMPLE.text, SAMPLE.name);
+    if (!conversation) throw new Error('the demo sample did not parse');
+    const turns = conversation.sessions.flatMap((s) => s.turns);
+    const t0 = performance.now();
+    await loaded.embedder.embed(turns.map(turnLine));
+    const embedMs = performance.now() - t0;
+    const memory = await openBrowserMemory({ runtime: loaded, dbName });
+    try {
+      const t1 = performance.now();
+      await memory.add(conversation);
+      const ingestMs = performance.now() - t1;
+      return { turns: turns.length, embedMs, ingestMs, nodes: memory.graph.nodes.size };
+    } finally {
+      await memory.close();
+    }
+  },
+};
+
+declare global {
+  interface Window {
+    modelCacheHarness: typeof modelCacheHarness;
+  }
+}
+
+window.modelCacheHarness = modelCacheHarness;

@@ -60,12 +60,18 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
   for (const turn of input.turns) {
     const speaker = addEntity(turn.speaker, 'person');
     const indices: number[] = [];
-    for (const sentence of splitSentences(nlp, turn.text)) {
-      if (sentence.split(/\s+/).length < opts.minWords) continue;
-      // One parse serves both lookups (they only read the tagged document).
-      const doc = nlp(sentence);
-      const named = namedEntities(doc).map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
-      const concepts = conceptNouns(doc).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
+    // One parse per turn: its sentence views carry the same tags a parse of each sentence alone
+    // gives (checked on LoCoMo: identical entities and concepts) at half the cost.
+    const views: NlpDoc[] = [];
+    // compromise types forEach's views as its base View; at run time they carry every plugin.
+    nlp(turn.text)
+      .sentences()
+      .forEach((view) => views.push(view as NlpDoc));
+    for (const view of views) {
+      const sentence = view.text().trim();
+      if (sentence.length === 0 || sentence.split(/\s+/).length < opts.minWords) continue;
+      const named = namedEntities(view).map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
+      const concepts = conceptNouns(view).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
       const resolved = resolveTimeExpression(sentence, input.time);
       const content = `${turn.speaker}: ${sentence}`;
       indices.push(facetPoints.length);
@@ -90,11 +96,6 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
     facets,
     temporal,
   };
-}
-
-function splitSentences(nlp: Nlp, text: string): string[] {
-  const sentences = nlp(text).sentences().out('array') as string[];
-  return sentences.map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
 function namedEntities(doc: NlpDoc): ExtractedEntity[] {

@@ -1,7 +1,8 @@
 /// <reference types="vite/client" />
 import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url';
 import { loadBrowserRuntime, openBrowserMemory, type BrowserRuntime } from '../../src/browser.ts';
-import type { DownloadProgress } from '../../src/embed/model-source.ts';
+import { createMiniLmEmbedder } from '../../src/embed/minilm.ts';
+import { urlModelSource, type DownloadProgress } from '../../src/embed/model-source.ts';
 import { turnLine } from '../../src/ingest/chunking.ts';
 import usearchWasmUrl from '../../wasm/usearch.wasm?url';
 import { parseConversationInput } from '../../demo/conversation-input.ts';
@@ -26,6 +27,25 @@ async function load(): Promise<BrowserRuntime> {
 }
 
 const modelCacheHarness = {
+  /**
+   * WebGPU where the browser offers an adapter: fp32 vectors from onnxruntime's WebGPU build
+   * against its WASM build. `adapter: false` when there is none (nothing was run).
+   */
+  async webgpu(texts: string[]): Promise<{ adapter: boolean; minCosine: number | null }> {
+    // TypeScript's DOM library has no WebGPU types yet.
+    const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<object | null> } }).gpu;
+    const adapter = await gpu?.requestAdapter();
+    if (!adapter) return { adapter: false, minCosine: null };
+    const source = urlModelSource(MODELS_URL_PATH);
+    const [gpu, wasm] = await Promise.all([
+      createMiniLmEmbedder({ source, precision: 'fp32', device: 'webgpu' }),
+      createMiniLmEmbedder({ source, precision: 'fp32' }),
+    ]);
+    const [a, b] = [await gpu.embed(texts), await wasm.embed(texts)];
+    const cosines = a.map((v, i) => v.reduce((sum, x, d) => sum + x * (b[i]?.[d] ?? Number.NaN), 0));
+    return { adapter: true, minCosine: Math.min(...cosines) };
+  },
+
   /** Loads the runtime, embeds one text, and reports the download events. */
   async open(): Promise<{ events: DownloadProgress[]; dim: number }> {
     const [vector] = await (await load()).embedder.embed(['Is the model here?']);

@@ -33,8 +33,8 @@ const modelCacheHarness = {
    */
   async webgpu(texts: string[]): Promise<{ adapter: boolean; minCosine: number | null }> {
     // TypeScript's DOM library has no WebGPU types yet.
-    const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<object | null> } }).gpu;
-    const adapter = await gpu?.requestAdapter();
+    const webGpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<object | null> } }).gpu;
+    const adapter = await webGpu?.requestAdapter();
     if (!adapter) return { adapter: false, minCosine: null };
     const source = urlModelSource(MODELS_URL_PATH);
     const [gpu, wasm] = await Promise.all([

@@ -26,6 +26,9 @@ export interface IngestConfig {
    * takes the normalised sum of its endpoints' MiniLM vectors: mean pooling is additive over
    * tokens, so this approximates embedding the concatenated endpoint texts at no model cost.
    * `none` stores no vector. Temporal, causal and semantic edges are always embedded.
+   * Measured on LoCoMo conv-26 (fp32, all five budgets): `composed` gives the same evidence
+   * recall as `embedded` at 37% of its ingest time; `none` loses 0.01–0.02 (N2 then prices
+   * every involves_entity hop at c0 = 0.02, so paths through hub entities become too cheap).
    */
   edgeVectors: EdgeVectorMode;
 }
@@ -117,7 +120,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     causalMinConfidence: 0.7, // §2.6, §6
     semanticEdges: false, // §1
     semanticThreshold: 0.85, // not in the paper; §2.4's facet-merge cosine
-    edgeVectors: 'embedded', // §1
+    edgeVectors: 'composed', // §1 embeds them; composed measures the same ER at a third of the ingest time
   },
   retrieval: {
     anchorsPerLayer: 30, // §3 N1, §6

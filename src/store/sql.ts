@@ -18,8 +18,12 @@ export interface SqlDriver {
   run(sql: string, params?: readonly SqlValue[]): void;
   /** Runs one statement and returns its rows. */
   all(sql: string, params?: readonly SqlValue[]): SqlRow[];
-  /** Runs `fn` in one transaction: committed when it returns, rolled back when it throws. */
-  transaction<T>(fn: () => T): T;
+  /**
+   * Runs `fn` in one transaction: committed when it returns, rolled back when it throws. A
+   * `write` transaction takes the write lock up front, so a read inside it can never go stale
+   * and fail the upgrade to writing when another connection commits meanwhile.
+   */
+  transaction<T>(mode: 'read' | 'write', fn: () => T): T;
   close(): void;
 }
 
@@ -105,7 +109,7 @@ export class SqlStore implements GraphStore {
    * PRISM throws STORE_VERSION and is left untouched.
    */
   static open(driver: SqlDriver, lock: WriteLock): SqlStore {
-    driver.transaction(() => {
+    driver.transaction('write', () => {
       driver.run('CREATE TABLE IF NOT EXISTS prism_schema (version INTEGER NOT NULL)');
       const stored = driver.all('SELECT version FROM prism_schema')[0]?.['version'];
       const version = typeof stored === 'number' ? stored : 0;
@@ -125,7 +129,7 @@ export class SqlStore implements GraphStore {
 
   async load(partition: string): Promise<MemorySnapshot | null> {
     // One read transaction: a commit by another connection lands wholly before or after it.
-    return this.driver.transaction(() => {
+    return this.driver.transaction('read', () => {
       const meta = this.readMeta(partition);
       if (meta === null) return null;
       const records = <T>(table: 'nodes' | 'edges' | 'chunks'): T[] =>
@@ -157,7 +161,7 @@ export class SqlStore implements GraphStore {
 
   async commit(partition: string, batch: WriteBatch): Promise<number> {
     const { driver } = this;
-    return driver.transaction(() => {
+    return driver.transaction('write', () => {
       const current = this.readMeta(partition);
       const storedVectorIds = changesDimension(current, batch)
         ? driver.all('SELECT id FROM vectors WHERE partition = ?', [partition]).map((row) => text(row, 'id'))
@@ -193,7 +197,7 @@ export class SqlStore implements GraphStore {
 
   async clear(partition?: string): Promise<void> {
     const { driver } = this;
-    driver.transaction(() => {
+    driver.transaction('write', () => {
       if (partition !== undefined) {
         for (const table of MEMORY_TABLES) driver.run(`DELETE FROM ${table} WHERE partition = ?`, [partition]);
         this.bump(partition);
@@ -211,7 +215,7 @@ export class SqlStore implements GraphStore {
 
   async putCached(key: string, value: string, tags: readonly string[] = []): Promise<void> {
     const { driver } = this;
-    driver.transaction(() => {
+    driver.transaction('write', () => {
       driver.run('DELETE FROM cache_tags WHERE key = ?', [key]);
       driver.run('INSERT OR REPLACE INTO cache (key, value) VALUES (?, ?)', [key, value]);
       for (const tag of tags) driver.run('INSERT OR IGNORE INTO cache_tags (tag, key) VALUES (?, ?)', [tag, key]);
@@ -220,7 +224,7 @@ export class SqlStore implements GraphStore {
 
   async deleteCached(tags: readonly string[]): Promise<void> {
     const { driver } = this;
-    driver.transaction(() => {
+    driver.transaction('write', () => {
       // One statement per tag and key: a Durable Object binds at most 100 parameters per query.
       for (const tag of tags) {
         for (const row of driver.all('SELECT key FROM cache_tags WHERE tag = ?', [tag])) {

@@ -96,9 +96,10 @@ class BetterSqliteDriver implements SqlDriver {
     }
   }
 
-  transaction<T>(fn: () => T): T {
+  transaction<T>(mode: 'read' | 'write', fn: () => T): T {
     try {
-      return this.db.transaction(fn)();
+      const transaction = this.db.transaction(fn);
+      return mode === 'write' ? transaction.immediate() : transaction.deferred();
     } catch (err) {
       throw storeError(this.path, 'committing to', err);
     }

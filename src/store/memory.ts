@@ -1,64 +1,58 @@
 import type { MemorySnapshot } from '../graph/types.ts';
-import { createSerial, type Serial } from '../util/serial.ts';
+import { KeyedMutex } from './lock.ts';
 import { SnapshotTable } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 
-interface MemoryPartition {
-  table: SnapshotTable;
-  revision: number;
-  lock: Serial;
+interface CacheEntry {
+  value: string;
+  tags: readonly string[];
 }
 
 /**
  * A store that lives only in memory: for edge runtimes without persistent storage, and
  * tests. Commits are all-or-nothing because a batch is fully validated before it applies,
- * and `load()` hands out a copy so callers cannot change the store behind its back. The
- * writer lock is an in-process queue: nothing outside the process can reach this store.
+ * and `load()` hands out a copy so callers cannot change the store behind its back. Its
+ * writers can only be in this realm, so the writer lock is an in-process queue.
  */
 export class MemoryStore implements GraphStore {
-  private readonly parts = new Map<string, MemoryPartition>();
-  private readonly cache = new Map<string, { value: string; tags: readonly string[] }>();
-
-  private part(name: string): MemoryPartition {
-    let part = this.parts.get(name);
-    if (!part) this.parts.set(name, (part = { table: SnapshotTable.from(null), revision: 0, lock: createSerial() }));
-    return part;
-  }
+  private readonly tables = new Map<string, SnapshotTable>();
+  private readonly revisions = new Map<string, number>();
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly locks = new KeyedMutex();
 
   async partitions(): Promise<string[]> {
-    return [...this.parts].filter(([, part]) => part.table.view() !== null).map(([name]) => name);
+    return [...this.tables].filter(([, table]) => !table.isEmpty()).map(([partition]) => partition);
   }
 
   async load(partition: string): Promise<MemorySnapshot | null> {
-    return structuredClone(this.parts.get(partition)?.table.view() ?? null);
+    const view = this.tables.get(partition)?.view() ?? null;
+    return view && structuredClone(view);
   }
 
   async revision(partition: string): Promise<number> {
-    return this.parts.get(partition)?.revision ?? 0;
+    return this.revisions.get(partition) ?? 0;
   }
 
   withWriteLock<T>(partition: string, fn: () => Promise<T>): Promise<T> {
-    return this.part(partition).lock(fn);
+    return this.locks.run(partition, fn);
   }
 
   async commit(partition: string, batch: WriteBatch): Promise<number> {
-    const part = this.part(partition);
-    part.table.apply(batch);
-    return ++part.revision;
+    let table = this.tables.get(partition);
+    if (!table) this.tables.set(partition, (table = new SnapshotTable()));
+    table.apply(batch);
+    return this.bump(partition);
   }
 
   async clear(partition?: string): Promise<void> {
     if (partition === undefined) {
-      for (const part of this.parts.values()) {
-        part.table.clear();
-        part.revision++;
-      }
+      for (const name of this.tables.keys()) this.bump(name);
+      this.tables.clear();
       this.cache.clear();
       return;
     }
-    const part = this.part(partition);
-    part.table.clear();
-    part.revision++;
+    this.tables.delete(partition);
+    this.bump(partition);
   }
 
   async getCached(key: string): Promise<string | undefined> {
@@ -70,9 +64,15 @@ export class MemoryStore implements GraphStore {
   }
 
   async deleteCached(tags: readonly string[]): Promise<void> {
-    const gone = new Set(tags);
-    for (const [key, entry] of this.cache) if (entry.tags.some((tag) => gone.has(tag))) this.cache.delete(key);
+    const doomed = new Set(tags);
+    for (const [key, entry] of this.cache) if (entry.tags.some((tag) => doomed.has(tag))) this.cache.delete(key);
   }
 
   async close(): Promise<void> {}
+
+  private bump(partition: string): number {
+    const next = (this.revisions.get(partition) ?? 0) + 1;
+    this.revisions.set(partition, next);
+    return next;
+  }
 }

@@ -11,7 +11,9 @@ import { chainGapEdges } from './ingest/build-graph.ts';
 import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
-import { applyBatch, edgeVectorsFor, ingestChunks, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
+import { applyBatch, edgeVectorsFor, ingestChunks, type IngestDeps, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
+import { deletionBatch } from './ingest/chunk-removal.ts';
+import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type ReextractReport } from './ingest/reextract.ts';
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
 import { createSerial, type Serial } from './util/serial.ts';
@@ -68,6 +70,8 @@ export interface AnswerResult {
 
 export interface MemoryStats {
   chunks: number;
+  /** Chunks whose LLM extraction fell back to summary + entities; `reextract()` extracts them again. */
+  fallbackChunks: string[];
   nodes: Record<Layer, number>;
   edges: Record<EdgeType, number>;
 }
@@ -143,21 +147,32 @@ export class Memory {
     const { conversation, emptyTurns } = checkConversation('sessions' in input ? input : messagesToConversation(input, sessionTurns.length));
     const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' });
     this.version++;
-    const report = await ingestChunks(
-      drafts,
-      {
-        state: this.state,
-        store: this.options.store,
-        embedder: this.options.embedder,
-        extractor: this.extractor,
-        llm: this.options.llm ?? null,
-        config: this.config,
-        extractAhead: this.extractor.mode === 'llm' ? 4 : 0,
-      },
-      options,
-    );
+    const report = await ingestChunks(drafts, this.ingestDeps(), options);
     if (emptyTurns > 0) report.warnings.unshift(`${emptyTurns} empty message${emptyTurns === 1 ? '' : 's'} skipped`);
     return report;
+  }
+
+  private ingestDeps(): IngestDeps {
+    return {
+      state: this.state,
+      store: this.options.store,
+      embedder: this.options.embedder,
+      extractor: this.extractor,
+      llm: this.options.llm ?? null,
+      config: this.config,
+      extractAhead: this.extractor.mode === 'llm' ? 4 : 0,
+    };
+  }
+
+  /**
+   * Extracts the chunks listed in `stats().fallbackChunks` again with the LLM (after its answer
+   * stayed invalid at ingest), replacing each one's nodes and edges atomically once the answer is valid.
+   */
+  reextract(options: ReextractOptions = {}): Promise<ReextractReport> {
+    return this.exclusive(() => {
+      this.version++;
+      return reextractFallbackChunks(this.ingestDeps(), options);
+    });
   }
 
   /** The turns already stored for the session of `input`, in ingestion order. */
@@ -280,7 +295,7 @@ export class Memory {
     const edges = Object.fromEntries(EDGE_TYPES.map((t) => [t, 0])) as Record<EdgeType, number>;
     for (const node of this.state.graph.nodes.values()) nodes[node.layer]++;
     for (const edge of this.state.graph.edges.values()) edges[edge.type]++;
-    return { chunks: this.state.graph.chunks.size, nodes, edges };
+    return { chunks: this.state.graph.chunks.size, fallbackChunks: fallbackChunkIds(this.state.graph), nodes, edges };
   }
 
   snapshot(): MemorySnapshot {
@@ -321,34 +336,6 @@ function stateFrom(snapshot: MemorySnapshot, options: MemoryOptions): MemoryStat
     meta: snapshot.meta,
   });
   return state;
-}
-
-/**
- * Everything owned by the given chunks: their nodes and edges, edges touching those nodes,
- * and Entities no remaining chunk mentions. Entities still mentioned lose the chunk ids.
- */
-function deletionBatch(state: MemoryState, chunkIds: Set<string>): WriteBatch {
-  const { graph } = state;
-  const deleteNodes = new Set<string>();
-  const putNodes = [];
-  for (const node of graph.nodes.values()) {
-    if (node.layer === 'entity') {
-      const remaining = node.chunkIds.filter((id) => !chunkIds.has(id));
-      if (remaining.length === 0) deleteNodes.add(node.id);
-      else if (remaining.length !== node.chunkIds.length) putNodes.push({ ...node, chunkIds: remaining });
-    } else if (chunkIds.has(node.chunkId)) deleteNodes.add(node.id);
-  }
-  const deleteEdges: GraphEdge[] = [...graph.edges.values()].filter((e) => chunkIds.has(e.chunkId) || deleteNodes.has(e.from) || deleteNodes.has(e.to));
-  const deleteEdgeIds = deleteEdges.map((e) => e.id);
-  return {
-    deleteNodes: [...deleteNodes],
-    putNodes,
-    deleteEdges: deleteEdgeIds,
-    deleteChunks: [...chunkIds],
-    deleteHashes: [...chunkIds],
-    deleteVectors: [...deleteNodes, ...deleteEdges.filter((e) => edgeSpace(e.type) !== null).map((e) => e.id)].filter((id) => graph.vectors.has(id)),
-    meta: state.meta,
-  };
 }
 
 const DEFAULT_CONVERSATION = 'conversation';

@@ -1,10 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLlmClient } from '../src/llm/client.ts';
+import type { PrismErrorCode } from '../src/errors.ts';
+import { createLlmClient, type LlmConfig } from '../src/llm/client.ts';
 import { Memory } from '../src/memory.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { conversation } from './helpers/conversation.ts';
-import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
-import { testRuntime } from './helpers/runtime.ts';
+import { reply, startOpenAiServer, type OpenAiTestServer, type RecordedRequest, type ScriptedReply } from './helpers/openai-server.ts';
+import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
+
+/** A MemoryStore that counts its commits. */
+class CountingStore extends MemoryStore {
+  commits = 0;
+  override async commit(...args: Parameters<MemoryStore['commit']>): ReturnType<MemoryStore['commit']> {
+    this.commits++;
+    return super.commit(...args);
+  }
+}
 
 /**
  * The query side in LLM mode, over real HTTP: N4's LLM tier, N3's rerank and `answer()`, each
@@ -75,5 +85,157 @@ describe('Memory in LLM mode', () => {
     expect(server.requests.length).toBe(before);
     expect(result).toMatchObject({ intent: 'TEMPORAL', tier: 'keyword', llmCalls: 0 });
     expect(result.dialogIds[0]).toBe('D1:1');
+  });
+});
+
+/** A valid §2.3 extraction reply for a chunk, built from the turns in the prompt. */
+function extractionReply(user: string) {
+  const turns = [...user.matchAll(/\((D\d+:\d+)\) (\w+): ([^\n]*)/g)].map((m) => ({ id: m[1] ?? '', speaker: m[2] ?? '', text: m[3] ?? '' }));
+  return {
+    episode_summary: turns.map((t) => `${t.speaker}: ${t.text}`).join(' '),
+    entities: [...new Set(turns.map((t) => t.speaker))].map((name) => ({ name, entity_type: 'person' })),
+    facet_points: turns.map((t) => ({ content: `${t.speaker} said: ${t.text}`, related_entity_name: t.speaker, timestamp_text: null, dialog_ids: [t.id] })),
+    facets: [{ theme: 'what was said', facet_point_indices: turns.map((_, i) => i) }],
+    temporal_info: [],
+  };
+}
+
+const isConsolidation = (system: string) => system.includes('cause-and-effect');
+
+/** Answers extraction with `extractionReply` and consolidation with no pairs. */
+function validHandler(request: RecordedRequest): ScriptedReply {
+  if (isConsolidation(request.body?.messages[0]?.content ?? '')) return reply.json({ causal_pairs: [] });
+  return reply.json(extractionReply(request.body?.messages.at(-1)?.content ?? ''));
+}
+
+/**
+ * Nodes, edges and vectors without index keys, Entities named by their names, and evolution
+ * edges as links between Episodes of an entity's timeline: equal for equal graphs built in a
+ * different order (an Entity id records the chunk that first named it; evolution ties between
+ * facts of one Episode are broken by build order).
+ */
+function shape(memory: Memory) {
+  const s = memory.snapshot();
+  const names = new Map(s.nodes.flatMap((n) => (n.layer === 'entity' ? [[n.id, `entity:${n.name}`] as const] : [])));
+  const episodeOrder = (id: string) => {
+    const fact = memory.graph.nodes.get(id);
+    const episode = fact?.layer === 'facetPoint' ? memory.graph.nodes.get(fact.episodeId) : undefined;
+    return episode?.layer === 'episode' ? episode.order : -1;
+  };
+  const named = (id: string) => names.get(id) ?? id;
+  const nodes = s.nodes.map(({ key: _key, ...n }) => ({
+    ...n,
+    id: named(n.id),
+    ...(n.layer === 'facetPoint' && n.entityId ? { entityId: named(n.entityId) } : {}),
+    ...(n.layer === 'entity' ? { chunkIds: [...n.chunkIds].sort() } : {}),
+  }));
+  const edges = s.edges.filter((e) => e.type !== 'evolution').map(({ key: _key, ...e }) => ({ ...e, id: `${e.type}:${named(e.from)}>${named(e.to)}`, from: named(e.from), to: named(e.to) }));
+  const evolution = s.edges.filter((e) => e.type === 'evolution').map((e) => {
+    const fact = memory.graph.nodes.get(e.to);
+    return `${fact?.layer === 'facetPoint' ? named(fact.entityId ?? '') : ''}: ${episodeOrder(e.from)} → ${episodeOrder(e.to)}`;
+  });
+  const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+  return {
+    nodes: nodes.sort(byId),
+    edges: edges.sort(byId),
+    evolution: [...new Set(evolution)].sort(),
+    vectors: s.nodes.length + s.edges.length - s.vectors.size,
+    chunks: s.chunks.map(({ id, extraction }) => ({ id, extraction })).sort(byId),
+  };
+}
+
+describe('LLM faults at ingest', () => {
+  let server: OpenAiTestServer;
+  let runtime: TestRuntime;
+  beforeAll(async () => {
+    [server, runtime] = await Promise.all([startOpenAiServer(), testRuntime()]);
+  });
+  afterAll(async () => server.close());
+
+  function open(store: MemoryStore, overrides: Partial<LlmConfig> = {}) {
+    const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, retry: { maxRetries: 2, baseDelayMs: 1 }, ...overrides });
+    return Memory.open({ store, embedder: runtime.embedder, createIndex: runtime.createIndex, llm, extraction: 'llm' });
+  }
+
+  const refusals: Array<[string, ScriptedReply, PrismErrorCode]> = [
+    ['401 (bad key)', reply.status(401, { body: JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }) }), 'LLM_AUTH'],
+    ['403 (key without access)', reply.status(403), 'LLM_AUTH'],
+    ['404 (unknown model)', reply.status(404, { body: JSON.stringify({ error: { message: 'The model `gpt-9` does not exist', type: 'invalid_request_error', code: 'model_not_found' } }) }), 'LLM_CONFIG'],
+    ['400 naming an unknown model', reply.status(400, { body: JSON.stringify({ error: { message: 'Invalid model name passed in model=gpt-9', type: 'invalid_request_error', code: null } }) }), 'LLM_CONFIG'],
+  ];
+  it.each(refusals)('%s stops the ingest with a typed error, without retrying or committing the chunk', async (_name, refusal, code) => {
+    // Session 1 extracts; session 2 is refused.
+    server.setHandler((request) => (request.body?.messages.at(-1)?.content.includes('D2:1') ? refusal : validHandler(request)));
+    const start = server.requests.length;
+    const store = new MemoryStore();
+    const memory = await open(store);
+    await expect(memory.add(conversation)).rejects.toMatchObject({ code });
+    const sent = server.requests.slice(start).map((r) => r.body?.messages.at(-1)?.content ?? '');
+    expect(sent.filter((content) => content.includes('D2:1'))).toHaveLength(1);
+    const stored = await store.load();
+    expect(stored?.chunks.map((c) => [c.sessionId, c.extraction])).toEqual([['demo/session_1', 'llm']]);
+    expect(memory.stats()).toMatchObject({ chunks: 1, fallbackChunks: [] });
+  });
+
+  it('transient faults that persist (429 with Retry-After, 500) stop at the last commit after their retries', async () => {
+    for (const [fault, code] of [[reply.rateLimited(0), 'LLM_RATE_LIMITED'], [reply.status(500), 'LLM_HTTP']] as const) {
+      server.setHandler((request) => (request.body?.messages.at(-1)?.content.includes('D2:1') ? fault : validHandler(request)));
+      const start = server.requests.length;
+      const store = new MemoryStore();
+      await expect((await open(store)).add(conversation)).rejects.toMatchObject({ code });
+      expect(server.requests.slice(start).filter((r) => r.body?.messages.at(-1)?.content.includes('D2:1'))).toHaveLength(3);
+      expect((await store.load())?.chunks).toHaveLength(1);
+    }
+  });
+
+  it('a reply invalid twice falls back, is marked and listed; reextract() replaces it with the full chunk once the LLM answers', async () => {
+    const broken = (request: RecordedRequest): ScriptedReply =>
+      request.body?.messages.at(-1)?.content.includes('D1:1') ? reply.content('{"episode_summary": "cut off') : validHandler(request);
+    server.setHandler(broken);
+    const store = new CountingStore();
+    const memory = await open(store);
+    const report = await memory.add(conversation);
+    expect(report.warnings.join(' ')).toMatch(/fell back/);
+    const [first, second] = [...memory.graph.chunks.values()].sort((a, b) => a.order - b.order);
+    expect(first?.extraction).toBe('fallback');
+    expect(second?.extraction).toBe('llm');
+    expect(memory.stats().fallbackChunks).toEqual([first?.id]);
+    expect(memory.graph.nodesOfLayer('facetPoint').filter((p) => p.chunkId === first?.id)).toHaveLength(0);
+    const before = shape(memory);
+
+    // Still broken: the chunk stays as it was, marked.
+    await expect(memory.reextract()).resolves.toMatchObject({ chunksReextracted: 0, chunksStillFallback: 1 });
+    expect(shape(memory)).toEqual(before);
+
+    // A refused key stops re-extraction with the typed error and changes nothing.
+    server.setHandler(() => reply.status(401));
+    await expect(memory.reextract()).rejects.toMatchObject({ code: 'LLM_AUTH' });
+    expect(shape(memory)).toEqual(before);
+
+    server.setHandler(validHandler);
+    const commitsBefore = store.commits;
+    const reextracted = await memory.reextract();
+    expect(reextracted).toMatchObject({ chunksReextracted: 1, chunksStillFallback: 0 });
+    // One atomic batch for the chunk.
+    expect(store.commits - commitsBefore).toBe(1);
+    expect(memory.stats().fallbackChunks).toEqual([]);
+    expect(memory.graph.chunks.get(first?.id ?? '')?.extraction).toBe('llm');
+
+    // The same graph an ingest that never fell back builds, and the same after reopening the store.
+    const fresh = await open(new MemoryStore());
+    await fresh.add(conversation);
+    expect(shape(memory)).toEqual(shape(fresh));
+    const reopened = await open(store);
+    expect(shape(reopened)).toEqual(shape(memory));
+    const keys = [...memory.graph.nodes.values(), ...memory.graph.edges.values()].map((x) => x.key);
+    expect(new Set(keys).size).toBe(keys.length);
+
+    // The vector indexes hold the new nodes under their new keys.
+    const replaced = [...memory.graph.nodes.values()].filter((n) => n.layer !== 'entity' && n.chunkId === first?.id);
+    expect(replaced.filter((n) => n.layer === 'facetPoint')).toHaveLength(3);
+    for (const node of replaced) {
+      const vector = memory.graph.vectors.get(node.id);
+      expect(vector && memory.indexes.search(node.layer, vector, 1)[0]?.key).toBe(node.key);
+    }
   });
 });

@@ -1,11 +1,12 @@
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { Chunk } from '../graph/types.ts';
+import type { Chunk, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
 import type { WriteBatch } from '../store/types.ts';
 import { splitVectors, textsToEmbed } from './build-graph.ts';
 import { deletionBatch } from './chunk-removal.ts';
 import { chunkExtraction, type Extraction } from './extraction.ts';
-import { applyBatch, buildChunk, type IngestDeps } from './pipeline.ts';
+import { applyBatch, buildChunk, edgeVectorsFor, type IngestDeps } from './pipeline.ts';
+import { isoToMillis } from './time.ts';
 
 export interface ReextractOptions {
   signal?: AbortSignal;
@@ -74,25 +75,34 @@ async function replaceChunk(deps: IngestDeps, chunk: Chunk, extraction: Extracti
   const undo = undoBatch(state, removal);
   applyBatch(state, removal);
   try {
-    const { built, edgeVectors, nextKey } = await buildChunk(deps, chunk, extraction, vectors, signal);
+    const build = await buildChunk(deps, chunk, extraction, vectors, signal);
+    let { nextKey } = build;
+    const evolution = evolutionInTimeOrder(state.graph, chunk, build.built.nodes, build.built.edges, () => nextKey++);
+    const nodeVector = new Map(build.built.nodeVectors);
+    const addedVectors = await edgeVectorsFor(evolution.added, deps.embedder, deps.config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
     throwIfAborted(signal);
-    // Edges of other chunks (say, causal ones into this Episode) survive when both ends still exist.
-    const builtNodes = new Set(built.nodes.map((n) => n.id));
-    const builtEdges = new Set(built.edges.map((e) => e.id));
-    const kept = (undo.putEdges ?? []).filter(
-      (e) => e.chunkId !== chunk.id && !builtEdges.has(e.id) && [e.from, e.to].every((id) => builtNodes.has(id) || state.graph.nodes.has(id)),
-    );
+    // Edges of other chunks (the chain edge the next chunk made, causal edges into this Episode)
+    // stay as they were, owner and key included, when both their ends are still there.
+    const builtNodes = new Set(build.built.nodes.map((n) => n.id));
+    const kept = (undo.putEdges ?? []).filter((e) => e.chunkId !== chunk.id && [e.from, e.to].every((id) => builtNodes.has(id) || state.graph.nodes.has(id)));
+    const superseded = new Set([...evolution.dropped, ...kept.map((e) => e.id)]);
+    const edges = [...build.built.edges.filter((e) => !superseded.has(e.id)), ...evolution.added];
     const keptIds = new Set(kept.map((e) => e.id));
     const additions: WriteBatch = {
-      putNodes: built.nodes,
-      putEdges: [...built.edges, ...kept],
+      putNodes: build.built.nodes,
+      putEdges: [...edges, ...kept],
       putChunks: [chunk],
-      putVectors: [...built.nodeVectors, ...edgeVectors, ...(undo.putVectors ?? []).filter(([id]) => keptIds.has(id))],
+      putVectors: [
+        ...build.built.nodeVectors,
+        ...build.edgeVectors.filter(([id]) => !superseded.has(id)),
+        ...addedVectors,
+        ...(undo.putVectors ?? []).filter(([id]) => keptIds.has(id)),
+      ],
       meta: { ...state.meta, nextKey },
     };
     await deps.store.commit(netBatch(removal, additions));
     applyBatch(state, additions);
-    return { nodes: built.nodes.length, edges: built.edges.length };
+    return { nodes: build.built.nodes.length, edges: edges.length };
   } catch (err) {
     applyBatch(state, undo);
     throw err;
@@ -127,4 +137,60 @@ function netBatch(removal: WriteBatch, additions: WriteBatch): WriteBatch {
     deleteEdges: (removal.deleteEdges ?? []).filter((id) => !putEdges.has(id)),
     deleteVectors: (removal.deleteVectors ?? []).filter((id) => !putVectors.has(id)),
   };
+}
+
+/**
+ * `buildChunkGraph` links an entity's new facts after the entity's latest existing fact: right for
+ * a new chunk, backwards for a re-extracted older one. Here each such link is replaced by the
+ * links of the chunk's chain into the entity's timeline: from the last existing fact before the
+ * chunk, and to the first existing fact after it. A pure function of the graph and the build.
+ */
+export function evolutionInTimeOrder(
+  graph: MemoryGraph,
+  chunk: Chunk,
+  builtNodes: readonly GraphNode[],
+  builtEdges: readonly GraphEdge[],
+  nextKey: () => number,
+): { dropped: Set<string>; added: GraphEdge[] } {
+  const newFacts = new Map(builtNodes.flatMap((n) => (n.layer === 'facetPoint' ? [[n.id, n] as const] : [])));
+  const nextInChain = new Map(builtEdges.filter((e) => e.type === 'evolution' && newFacts.has(e.from)).map((e) => [e.from, e.to]));
+  const chunkPlace = timelinePlace(chunk.time, chunk.order);
+  const dropped = new Set<string>();
+  const added: GraphEdge[] = [];
+  const link = (from: FacetPointNode, to: FacetPointNode) =>
+    added.push({ id: `evolution:${from.id}>${to.id}`, key: nextKey(), type: 'evolution', from: from.id, to: to.id, chunkId: chunk.id, description: `${from.content} → later: ${to.content}`, confidence: null });
+  for (const edge of builtEdges) {
+    const first = newFacts.get(edge.to);
+    if (edge.type !== 'evolution' || newFacts.has(edge.from) || !first?.entityId) continue;
+    dropped.add(edge.id);
+    let last = first;
+    for (let id = nextInChain.get(first.id); id !== undefined; id = nextInChain.get(id)) last = newFacts.get(id) ?? last;
+    let before: { fact: FacetPointNode; place: TimelinePlace } | null = null;
+    let after: { fact: FacetPointNode; place: TimelinePlace } | null = null;
+    for (const involves of graph.edgesTo(first.entityId, 'involves_entity')) {
+      const fact = graph.nodes.get(involves.from);
+      const episode = fact?.layer === 'facetPoint' ? graph.nodes.get(fact.episodeId) : undefined;
+      if (fact?.layer !== 'facetPoint' || episode?.layer !== 'episode') continue;
+      const place = timelinePlace(episode.time, episode.order);
+      if (comparePlaces(place, chunkPlace) < 0 && (!before || comparePlaces(place, before.place) > 0)) before = { fact, place };
+      if (comparePlaces(place, chunkPlace) > 0 && (!after || comparePlaces(place, after.place) < 0)) after = { fact, place };
+    }
+    if (before) link(before.fact, first);
+    if (after) link(last, after.fact);
+  }
+  return { dropped, added };
+}
+
+/** Position of an Episode on the timeline: its time, ties broken by ingestion order. */
+interface TimelinePlace {
+  millis: number;
+  order: number;
+}
+
+function timelinePlace(time: string | null, order: number): TimelinePlace {
+  return { millis: isoToMillis(time), order };
+}
+
+function comparePlaces(a: TimelinePlace, b: TimelinePlace): number {
+  return a.millis - b.millis || a.order - b.order;
 }

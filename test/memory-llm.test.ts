@@ -239,3 +239,110 @@ describe('LLM faults at ingest', () => {
     }
   });
 });
+
+describe('LLM-mode search with a failing endpoint', () => {
+  let server: OpenAiTestServer;
+  let runtime: TestRuntime;
+  let store: MemoryStore;
+  beforeAll(async () => {
+    [server, runtime] = await Promise.all([startOpenAiServer(), testRuntime()]);
+    store = new MemoryStore();
+    const local = await Memory.open({ store, embedder: runtime.embedder, createIndex: runtime.createIndex });
+    await local.add(conversation);
+  });
+  afterAll(async () => server.close());
+
+  /** The memory in `store`, searched in LLM mode (LLM intent tier and rerank) through `baseURL`. */
+  function open(baseURL: string) {
+    const llm = createLlmClient({ baseURL, models: { default: 'test-model' }, retry: { maxRetries: 1, baseDelayMs: 1 } });
+    return Memory.open({
+      store,
+      embedder: runtime.embedder,
+      createIndex: runtime.createIndex,
+      llm,
+      extraction: 'local',
+      config: { flags: { intentRouting: true }, retrieval: { keep: 1 } },
+    });
+  }
+  const query = 'What new skill did the dog pick up at the seaside?';
+
+  it('a dead endpoint falls back to zero-LLM ranking with a warning, or throws with llmFallback: false', async () => {
+    const dead = await startOpenAiServer();
+    const deadURL = dead.baseURL;
+    await dead.close();
+    const memory = await open(deadURL);
+    const zeroLlm = await memory.search(query, { mode: 'zero-llm', budget: 256 });
+    const result = await memory.search(query, { budget: 256 });
+    expect(result.mode).toBe('zero-llm');
+    expect(result.warnings[0]).toMatch(/^LLM unavailable, ranked without it: LLM_HTTP/);
+    expect(result.context).toBe(zeroLlm.context);
+    expect(result.dialogIds).toContain('D2:2');
+    await expect(memory.search(query, { budget: 256, llmFallback: false })).rejects.toMatchObject({ code: 'LLM_HTTP' });
+  });
+
+  it('a refused key still falls back, and the warning says it will not pass by itself', async () => {
+    server.setHandler(() => reply.status(401));
+    const memory = await open(server.baseURL);
+    const result = await memory.search(query, { budget: 256 });
+    expect(result.mode).toBe('zero-llm');
+    expect(result.warnings[0]).toMatch(/LLM_AUTH \(check the API key, model and base URL: this will not pass by itself\)/);
+    await expect(memory.search(query, { llmFallback: false })).rejects.toMatchObject({ code: 'LLM_AUTH' });
+  });
+
+  it('a bad answer is not an endpoint failure: the search stays in LLM mode', async () => {
+    server.setHandler(() => reply.content('no json here'));
+    const result = await (await open(server.baseURL)).search(query, { budget: 256 });
+    expect(result.mode).toBe('llm');
+    expect(result.warnings.join(' ')).not.toMatch(/LLM unavailable/);
+  });
+});
+
+describe('LLM response cache tags', () => {
+  it('tags extraction replies with their chunk and consolidation replies with the chunks of their window', async () => {
+    const server = await startOpenAiServer({ handler: validHandler });
+    try {
+      const runtime = await testRuntime();
+      const cache = taggedCache();
+      const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, cache });
+      const memory = await Memory.open({
+        store: new MemoryStore(),
+        embedder: runtime.embedder,
+        createIndex: runtime.createIndex,
+        llm,
+        extraction: 'llm',
+        config: { ingest: { consolidateEvery: 2 } },
+      });
+      await memory.add(conversation);
+      const [first, second] = [...memory.graph.chunks.values()].sort((a, b) => a.order - b.order).map((c) => c.id);
+      expect([...cache.entries.values()].map((e) => e.tags).sort()).toEqual([[first], [second], [first, second]].sort());
+
+      // Forgetting the first chunk forgets its extraction and the window it was part of.
+      await cache.deleteCached([first ?? '']);
+      expect([...cache.entries.values()].map((e) => e.tags)).toEqual([[second]]);
+      const requests = server.requests.length;
+      const fresh = await Memory.open({ store: new MemoryStore(), embedder: runtime.embedder, createIndex: runtime.createIndex, llm, extraction: 'llm' });
+      await fresh.add(conversation);
+      // Only the first chunk is asked for again; the second comes from the cache.
+      expect(server.requests.slice(requests).map((r) => r.body?.messages.at(-1)?.content.includes('D1:1'))).toEqual([true]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+/** The store contract's tagged cache (`putCached` with tags, `deleteCached`), kept in a Map. */
+function taggedCache() {
+  const entries = new Map<string, { value: string; tags: readonly string[] }>();
+  return {
+    entries,
+    getCached: (key: string) => Promise.resolve(entries.get(key)?.value),
+    putCached: (key: string, value: string, tags: readonly string[]) => {
+      entries.set(key, { value, tags: [...tags] });
+      return Promise.resolve();
+    },
+    deleteCached: (tags: readonly string[]) => {
+      for (const [key, entry] of entries) if (entry.tags.some((tag) => tags.includes(tag))) entries.delete(key);
+      return Promise.resolve();
+    },
+  };
+}

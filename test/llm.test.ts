@@ -182,6 +182,28 @@ describe('retries and failures', () => {
     expect(requestsSince(start)).toHaveLength(1);
   });
 
+  const callerFaults: Array<[string, ReturnType<typeof reply.status>, 'LLM_AUTH' | 'LLM_CONFIG', number]> = [
+    ['401', reply.status(401), 'LLM_AUTH', 401],
+    ['403', reply.status(403), 'LLM_AUTH', 403],
+    ['404 (wrong URL or model)', reply.status(404), 'LLM_CONFIG', 404],
+    ['400 "model_not_found" (code)', reply.status(400, { body: JSON.stringify({ error: { message: 'nope', code: 'model_not_found' } }) }), 'LLM_CONFIG', 400],
+    ['400 "is not a valid model ID"', reply.status(400, { body: JSON.stringify({ error: { message: 'gpt-9 is not a valid model ID' } }) }), 'LLM_CONFIG', 400],
+  ];
+  it.each(callerFaults)('%s is the caller\'s fault: typed, not retried', async (_name, fault, code, status) => {
+    const start = server.requests.length;
+    const retries: LlmRetryEvent[] = [];
+    server.enqueue(fault);
+    const error = await rejection(client({ onRetry: (event) => retries.push(event) }).chatText('answer', question));
+    expect(error).toMatchObject({ code, status, attempts: 1 });
+    expect(requestsSince(start)).toHaveLength(1);
+    expect(retries).toEqual([]);
+  });
+
+  it('a 400 about something else than the model stays LLM_HTTP', async () => {
+    server.enqueue(reply.status(400, { body: JSON.stringify({ error: { message: "This model's maximum context length is 8192 tokens" } }) }));
+    expect(await rejection(client().chatText('answer', question))).toMatchObject({ code: 'LLM_HTTP', status: 400 });
+  });
+
   it('retries a dropped connection as a network error', async () => {
     server.enqueue(reply.drop(), reply.content('fine'));
     const retries: LlmRetryEvent[] = [];

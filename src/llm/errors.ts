@@ -27,9 +27,11 @@ export class LlmError extends PrismError {
 
 /**
  * Replies that name a missing model. OpenAI, vLLM and Ollama answer 404 for it; LiteLLM,
- * OpenRouter and some proxies answer 400 ("Invalid model name", "is not a valid model ID").
+ * OpenRouter and some proxies answer 400 ("Invalid model name", "is not a valid model ID"); a
+ * model that does not support a parameter we send (JSON mode) is a setting to change too.
  */
-const UNKNOWN_MODEL = /model.*\b(not found|does not exist|not exist|invalid|not a valid|unknown|no such|not supported)\b|\b(invalid|unknown|no such)\b.*\bmodel\b/i;
+const MODEL = /\bmodel\b/i;
+const UNKNOWN = /\b(not found|does not exist|invalid|not a valid|unknown|no such|not supported)\b/i;
 
 /**
  * The failures that are the caller's to fix, so no retry or fallback can help: a key the
@@ -39,6 +41,6 @@ const UNKNOWN_MODEL = /model.*\b(not found|does not exist|not exist|invalid|not 
 export function callerFaultCode(status: number, code: string | null | undefined, message: string): 'LLM_AUTH' | 'LLM_CONFIG' | undefined {
   if (status === 401 || status === 403) return 'LLM_AUTH';
   if (status === 404 || code === 'model_not_found') return 'LLM_CONFIG';
-  if (status === 400 && UNKNOWN_MODEL.test(message)) return 'LLM_CONFIG';
+  if (status === 400 && MODEL.test(message) && UNKNOWN.test(message)) return 'LLM_CONFIG';
   return undefined;
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PrismErrorCode } from '../src/errors.ts';
 import { createLlmClient, type LlmConfig } from '../src/llm/client.ts';
 import { Memory } from '../src/memory.ts';
+import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { conversation } from './helpers/conversation.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer, type RecordedRequest, type ScriptedReply } from './helpers/openai-server.ts';
@@ -114,12 +115,13 @@ function validHandler(request: RecordedRequest): ScriptedReply {
  * different order (an Entity id records the chunk that first named it; evolution ties between
  * facts of one Episode are broken by build order).
  */
-function shape(memory: Memory) {
-  const s = memory.snapshot();
+async function shape(memory: Memory) {
+  const view = await memory.inspect();
+  const s = view.snapshot();
   const names = new Map(s.nodes.flatMap((n) => (n.layer === 'entity' ? [[n.id, `entity:${n.name}`] as const] : [])));
   const episodeOrder = (id: string) => {
-    const fact = memory.graph.nodes.get(id);
-    const episode = fact?.layer === 'facetPoint' ? memory.graph.nodes.get(fact.episodeId) : undefined;
+    const fact = view.graph.nodes.get(id);
+    const episode = fact?.layer === 'facetPoint' ? view.graph.nodes.get(fact.episodeId) : undefined;
     return episode?.layer === 'episode' ? episode.order : -1;
   };
   const named = (id: string) => names.get(id) ?? id;
@@ -131,7 +133,7 @@ function shape(memory: Memory) {
   }));
   const edges = s.edges.filter((e) => e.type !== 'evolution').map(({ key: _key, ...e }) => ({ ...e, id: `${e.type}:${named(e.from)}>${named(e.to)}`, from: named(e.from), to: named(e.to) }));
   const evolution = s.edges.filter((e) => e.type === 'evolution').map((e) => {
-    const fact = memory.graph.nodes.get(e.to);
+    const fact = view.graph.nodes.get(e.to);
     return `${fact?.layer === 'facetPoint' ? named(fact.entityId ?? '') : ''}: ${episodeOrder(e.from)} → ${episodeOrder(e.to)}`;
   });
   const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
@@ -172,9 +174,9 @@ describe('LLM faults at ingest', () => {
     await expect(memory.add(conversation)).rejects.toMatchObject({ code });
     const sent = server.requests.slice(start).map((r) => r.body?.messages.at(-1)?.content ?? '');
     expect(sent.filter((content) => content.includes('D2:1'))).toHaveLength(1);
-    const stored = await store.load();
+    const stored = await store.load(DEFAULT_PARTITION);
     expect(stored?.chunks.map((c) => [c.sessionId, c.extraction])).toEqual([['demo/session_1', 'llm']]);
-    expect(memory.stats()).toMatchObject({ chunks: 1, fallbackChunks: [] });
+    expect(await memory.stats()).toMatchObject({ chunks: 1, fallbackChunks: [] });
   });
 
   it('transient faults that persist (429 with Retry-After, 500) stop at the last commit after their retries', async () => {
@@ -184,7 +186,7 @@ describe('LLM faults at ingest', () => {
       const store = new MemoryStore();
       await expect((await open(store)).add(conversation)).rejects.toMatchObject({ code });
       expect(server.requests.slice(start).filter((r) => r.body?.messages.at(-1)?.content.includes('D2:1'))).toHaveLength(3);
-      expect((await store.load())?.chunks).toHaveLength(1);
+      expect((await store.load(DEFAULT_PARTITION))?.chunks).toHaveLength(1);
     }
   });
 
@@ -196,21 +198,22 @@ describe('LLM faults at ingest', () => {
     const memory = await open(store);
     const report = await memory.add(conversation);
     expect(report.warnings.join(' ')).toMatch(/fell back/);
-    const [first, second] = [...memory.graph.chunks.values()].sort((a, b) => a.order - b.order);
+    const view = await memory.inspect();
+    const [first, second] = [...view.graph.chunks.values()].sort((a, b) => a.order - b.order);
     expect(first?.extraction).toBe('fallback');
     expect(second?.extraction).toBe('llm');
-    expect(memory.stats().fallbackChunks).toEqual([first?.id]);
-    expect(memory.graph.nodesOfLayer('facetPoint').filter((p) => p.chunkId === first?.id)).toHaveLength(0);
-    const before = shape(memory);
+    expect((await memory.stats()).fallbackChunks).toEqual([first?.id]);
+    expect(view.graph.nodesOfLayer('facetPoint').filter((p) => p.chunkId === first?.id)).toHaveLength(0);
+    const before = await shape(memory);
 
     // Still broken: the chunk stays as it was, marked.
     await expect(memory.reextract()).resolves.toMatchObject({ chunksReextracted: 0, chunksStillFallback: 1 });
-    expect(shape(memory)).toEqual(before);
+    expect(await shape(memory)).toEqual(before);
 
     // A refused key stops re-extraction with the typed error and changes nothing.
     server.setHandler(() => reply.status(401));
     await expect(memory.reextract()).rejects.toMatchObject({ code: 'LLM_AUTH' });
-    expect(shape(memory)).toEqual(before);
+    expect(await shape(memory)).toEqual(before);
 
     server.setHandler(validHandler);
     const commitsBefore = store.commits;
@@ -218,25 +221,21 @@ describe('LLM faults at ingest', () => {
     expect(reextracted).toMatchObject({ chunksReextracted: 1, chunksStillFallback: 0 });
     // One atomic batch for the chunk.
     expect(store.commits - commitsBefore).toBe(1);
-    expect(memory.stats().fallbackChunks).toEqual([]);
-    expect(memory.graph.chunks.get(first?.id ?? '')?.extraction).toBe('llm');
+    expect((await memory.stats()).fallbackChunks).toEqual([]);
+    expect(view.graph.chunks.get(first?.id ?? '')?.extraction).toBe('llm');
 
     // The same graph an ingest that never fell back builds, and the same after reopening the store.
     const fresh = await open(new MemoryStore());
     await fresh.add(conversation);
-    expect(shape(memory)).toEqual(shape(fresh));
+    expect(await shape(memory)).toEqual(await shape(fresh));
     const reopened = await open(store);
-    expect(shape(reopened)).toEqual(shape(memory));
-    const keys = [...memory.graph.nodes.values(), ...memory.graph.edges.values()].map((x) => x.key);
+    expect(await shape(reopened)).toEqual(await shape(memory));
+    const keys = [...view.graph.nodes.values(), ...view.graph.edges.values()].map((x) => x.key);
     expect(new Set(keys).size).toBe(keys.length);
 
-    // The vector indexes hold the new nodes under their new keys.
-    const replaced = [...memory.graph.nodes.values()].filter((n) => n.layer !== 'entity' && n.chunkId === first?.id);
-    expect(replaced.filter((n) => n.layer === 'facetPoint')).toHaveLength(3);
-    for (const node of replaced) {
-      const vector = memory.graph.vectors.get(node.id);
-      expect(vector && memory.indexes.search(node.layer, vector, 1)[0]?.key).toBe(node.key);
-    }
+    // The vector indexes hold one vector per node: the replaced ones left, the new ones came in.
+    for (const layer of ['episode', 'facet', 'facetPoint', 'entity'] as const) expect(view.indexSize(layer)).toBe(view.graph.nodesOfLayer(layer).length);
+    expect(view.graph.nodesOfLayer('facetPoint').filter((p) => p.chunkId === first?.id)).toHaveLength(3);
   });
 });
 
@@ -313,7 +312,7 @@ describe('LLM response cache tags', () => {
         config: { ingest: { consolidateEvery: 2 } },
       });
       await memory.add(conversation);
-      const [first, second] = [...memory.graph.chunks.values()].sort((a, b) => a.order - b.order).map((c) => c.id);
+      const [first, second] = [...(await memory.inspect()).graph.chunks.values()].sort((a, b) => a.order - b.order).map((c) => c.id);
       expect([...cache.entries.values()].map((e) => e.tags).sort()).toEqual([[first], [second], [first, second]].sort());
 
       // Forgetting the first chunk forgets its extraction and the window it was part of.

@@ -2,7 +2,7 @@ import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
 import type { WriteBatch } from '../store/types.ts';
-import { splitVectors, textsToEmbed } from './build-graph.ts';
+import { splitVectors, textsToEmbed, type ExtractionVectors } from './build-graph.ts';
 import { deletionBatch } from './chunk-removal.ts';
 import { chunkExtraction, type Extraction } from './extraction.ts';
 import { applyBatch, buildChunk, edgeVectorsFor, type IngestDeps } from './pipeline.ts';
@@ -39,10 +39,10 @@ export function fallbackChunkIds(graph: MemoryGraph): string[] {
  */
 export async function reextractFallbackChunks(deps: IngestDeps, options: ReextractOptions = {}): Promise<ReextractReport> {
   const started = Date.now();
-  const { state, extractor, signal } = { ...deps, signal: options.signal };
+  const { state, extractor, writer, signal } = { ...deps, signal: options.signal };
   if (extractor.mode !== 'llm') throw new PrismError('LLM_NOT_CONFIGURED', 're-extraction needs a memory opened with LLM extraction');
   const report: ReextractReport = { chunksReextracted: 0, chunksStillFallback: 0, nodesAdded: 0, edgesAdded: 0, warnings: [], ms: 0 };
-  for (const id of fallbackChunkIds(state.graph)) {
+  for (const id of await writer.locked(async () => fallbackChunkIds(state.graph))) {
     throwIfAborted(signal);
     const chunk = state.graph.chunks.get(id);
     if (!chunk) continue;
@@ -52,7 +52,14 @@ export async function reextractFallbackChunks(deps: IngestDeps, options: Reextra
       report.warnings.push(`chunk ${chunk.sessionId}: ${outcome.warning ?? 'fell back again'}`);
       continue;
     }
-    const replaced = await replaceChunk(deps, { ...chunk, extraction: 'llm' }, outcome.extraction, signal);
+    const extraction = outcome.extraction;
+    const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
+    const replaced = await writer.locked(async () => {
+      // Another writer may have deleted or re-extracted the chunk meanwhile (the lock caught up with it).
+      const current = state.graph.chunks.get(id);
+      return current?.extraction === 'fallback' ? replaceChunk(deps, { ...current, extraction: 'llm' }, extraction, vectors, signal) : null;
+    });
+    if (!replaced) continue;
     report.chunksReextracted++;
     report.nodesAdded += replaced.nodes;
     report.edgesAdded += replaced.edges;
@@ -62,16 +69,20 @@ export async function reextractFallbackChunks(deps: IngestDeps, options: Reextra
 }
 
 /**
- * Replaces everything `chunk` owns with the graph of `extraction`, committed as one batch. The
- * old nodes leave the in-memory graph first so the new ones are built (entity merges, chain
- * neighbours) as if the chunk were new; if the commit fails they are put back.
+ * Replaces everything `chunk` owns with the graph of `extraction`, committed as one batch (the
+ * caller holds the writer lock). The old nodes leave the in-memory graph first so the new ones
+ * are built (entity merges, chain neighbours) as if the chunk were new; if the commit fails they
+ * are put back.
  */
-async function replaceChunk(deps: IngestDeps, chunk: Chunk, extraction: Extraction, signal?: AbortSignal): Promise<{ nodes: number; edges: number }> {
-  const { state, embedder } = deps;
-  const vectors = splitVectors(extraction, await embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
-  throwIfAborted(signal);
-
-  const { deleteChunks: _chunkStays, deleteHashes: _hashStays, ...removal } = deletionBatch(state, new Set([chunk.id]));
+async function replaceChunk(
+  deps: IngestDeps,
+  chunk: Chunk,
+  extraction: Extraction,
+  vectors: ExtractionVectors,
+  signal?: AbortSignal,
+): Promise<{ nodes: number; edges: number }> {
+  const { state } = deps;
+  const { deleteChunks: _chunkStays, deleteHashes: _hashStays, ...removal } = deletionBatch(state.graph, state.meta, new Set([chunk.id]));
   const undo = undoBatch(state, removal);
   applyBatch(state, removal);
   try {
@@ -100,8 +111,8 @@ async function replaceChunk(deps: IngestDeps, chunk: Chunk, extraction: Extracti
       ],
       meta: { ...state.meta, nextKey },
     };
-    await deps.store.commit(netBatch(removal, additions));
-    applyBatch(state, additions);
+    // Applied over the state with the removal already in it: re-deleting what is gone is a no-op.
+    await deps.writer.commit(netBatch(removal, additions));
     return { nodes: build.built.nodes.length, edges: edges.length };
   } catch (err) {
     applyBatch(state, undo);

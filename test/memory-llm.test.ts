@@ -6,6 +6,7 @@ import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { conversation } from './helpers/conversation.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer, type RecordedRequest, type ScriptedReply } from './helpers/openai-server.ts';
+import { validHandler } from './helpers/prism-replies.ts';
 import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 /** A MemoryStore that counts its commits. */
@@ -88,26 +89,6 @@ describe('Memory in LLM mode', () => {
     expect(result.dialogIds[0]).toBe('D1:1');
   });
 });
-
-/** A valid §2.3 extraction reply for a chunk, built from the turns in the prompt. */
-function extractionReply(user: string) {
-  const turns = [...user.matchAll(/\((D\d+:\d+)\) (\w+): ([^\n]*)/g)].map((m) => ({ id: m[1] ?? '', speaker: m[2] ?? '', text: m[3] ?? '' }));
-  return {
-    episode_summary: turns.map((t) => `${t.speaker}: ${t.text}`).join(' '),
-    entities: [...new Set(turns.map((t) => t.speaker))].map((name) => ({ name, entity_type: 'person' })),
-    facet_points: turns.map((t) => ({ content: `${t.speaker} said: ${t.text}`, related_entity_name: t.speaker, timestamp_text: null, dialog_ids: [t.id] })),
-    facets: [{ theme: 'what was said', facet_point_indices: turns.map((_, i) => i) }],
-    temporal_info: [],
-  };
-}
-
-const isConsolidation = (system: string) => system.includes('cause-and-effect');
-
-/** Answers extraction with `extractionReply` and consolidation with no pairs. */
-function validHandler(request: RecordedRequest): ScriptedReply {
-  if (isConsolidation(request.body?.messages[0]?.content ?? '')) return reply.json({ causal_pairs: [] });
-  return reply.json(extractionReply(request.body?.messages.at(-1)?.content ?? ''));
-}
 
 /**
  * Nodes, edges and vectors without index keys, Entities named by their names, and evolution

@@ -310,6 +310,39 @@ describe('LLM response cache tags', () => {
   });
 });
 
+describe('LLM replies cached in the store', () => {
+  it('go with their chunk when delete() removes it', async () => {
+    const server = await startOpenAiServer({ handler: validHandler });
+    try {
+      const runtime = await testRuntime();
+      const store = new RecordingStore();
+      const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, cache: store });
+      const memory = await Memory.open({ store, embedder: runtime.embedder, createIndex: runtime.createIndex, llm, extraction: 'llm', config: { ingest: { consolidateEvery: 2 } } });
+      await memory.add(conversation);
+      const chunks = [...(await memory.inspect()).graph.chunks.values()];
+      const first = chunks.find((c) => c.sessionId === 'demo/session_1')?.id ?? '';
+      expect(store.tagsByKey.size).toBe(3);
+
+      await memory.delete({ sessionId: 'demo/session_1' });
+      // The first chunk's extraction and the consolidation window it was in are gone; the second chunk's extraction stays.
+      const kept = await Promise.all([...store.tagsByKey].map(async ([key, tags]) => ({ tags, kept: (await store.getCached(key)) !== undefined })));
+      expect(kept.filter((entry) => entry.kept).map((entry) => entry.tags)).toEqual(kept.filter((entry) => !entry.tags.includes(first)).map((entry) => entry.tags));
+      expect(kept.filter((entry) => entry.kept)).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+/** A MemoryStore that remembers the tags each cache entry was written with. */
+class RecordingStore extends MemoryStore {
+  readonly tagsByKey = new Map<string, readonly string[]>();
+  override async putCached(key: string, value: string, tags: readonly string[] = []): Promise<void> {
+    this.tagsByKey.set(key, tags);
+    return super.putCached(key, value, tags);
+  }
+}
+
 /** The store contract's tagged cache (`putCached` with tags, `deleteCached`), kept in a Map. */
 function taggedCache() {
   const entries = new Map<string, { value: string; tags: readonly string[] }>();

@@ -263,10 +263,17 @@ describe('LLM-mode search with a failing endpoint', () => {
   it('a refused key still falls back, and the warning says it will not pass by itself', async () => {
     server.setHandler(() => reply.status(401));
     const memory = await open(server.baseURL);
+    const start = server.requests.length;
     const result = await memory.search(query, { budget: 256 });
     expect(result.mode).toBe('zero-llm');
     expect(result.warnings[0]).toMatch(/LLM_AUTH \(check the API key, model and base URL: this will not pass by itself\)/);
+    expect(server.requests.length - start).toBe(1);
+    // Right after a failure the next search does not ask again, and says so.
+    const next = await memory.search(query, { budget: 256 });
+    expect(next.warnings[0]).toMatch(/not asked: it failed \d+ s ago\): LLM_AUTH/);
+    expect(server.requests.length - start).toBe(1);
     await expect(memory.search(query, { llmFallback: false })).rejects.toMatchObject({ code: 'LLM_AUTH' });
+    expect(server.requests.length - start).toBe(2);
   });
 
   it('a bad answer is not an endpoint failure: the search stays in LLM mode', async () => {

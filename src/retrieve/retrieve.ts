@@ -28,7 +28,8 @@ export interface RetrieveOptions {
   mode?: RetrievalMode;
   /**
    * In `llm` mode, when the endpoint fails (down, timing out, rate limited, refusing the key or
-   * model): rank without the LLM and say so in `warnings` (default true), or throw (false).
+   * model): rank without the LLM and say so in `warnings` (default true), or throw (false). For
+   * 30 s after such a failure, searches with the same client skip the LLM (and say so).
    */
   llmFallback?: boolean;
   /** Overlaid on `deps.config` for this query (ablation switches, constants). */
@@ -63,7 +64,7 @@ const QUERY_ROLES: readonly LlmRole[] = ['intent', 'rerank'];
 export async function retrieve(query: string, deps: RetrieveDeps, options: RetrieveOptions = {}): Promise<RetrieveResult> {
   // LLM endpoint fallback (see `llmFallback`).
   if (deps.llm && (options.mode ?? 'llm') === 'llm' && options.llmFallback !== false) {
-    return withZeroLlmFallback((mode) => retrieveInMode(query, deps, { ...options, mode }));
+    return withZeroLlmFallback(deps.llm, (mode) => retrieveInMode(query, deps, { ...options, mode }));
   }
   return retrieveInMode(query, deps, options);
 }

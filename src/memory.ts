@@ -2,7 +2,7 @@ import { resolveConfig, type DeepPartial, type PrismConfig } from './config.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import type { MemoryGraph } from './graph/memory-graph.ts';
-import { EDGE_TYPES, LAYERS, type EdgeType, type GraphEdge, type Layer, type MemorySnapshot } from './graph/types.ts';
+import { EDGE_TYPES, LAYERS, type EdgeType, type Layer, type MemorySnapshot } from './graph/types.ts';
 import { chunkConversation, type ChunkDraft, type ChunkingOptions } from './ingest/chunking.ts';
 import { checkConversation, type Conversation } from './ingest/conversation.ts';
 import { chainGapEdges } from './ingest/build-graph.ts';

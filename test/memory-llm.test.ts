@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PrismErrorCode } from '../src/errors.ts';
+import type { Conversation } from '../src/ingest/conversation.ts';
 import { createLlmClient, type LlmConfig } from '../src/llm/client.ts';
 import { Memory } from '../src/memory.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { conversation } from './helpers/conversation.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer, type RecordedRequest, type ScriptedReply } from './helpers/openai-server.ts';
-import { validHandler } from './helpers/prism-replies.ts';
+import { promptOf, validHandler } from './helpers/prism-replies.ts';
 import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 /** A MemoryStore that counts its commits. */
@@ -217,6 +218,39 @@ describe('LLM faults at ingest', () => {
     // The vector indexes hold one vector per node: the replaced ones left, the new ones came in.
     for (const layer of ['episode', 'facet', 'facetPoint', 'entity'] as const) expect(view.indexSize(layer)).toBe(view.graph.nodesOfLayer(layer).length);
     expect(view.graph.nodesOfLayer('facetPoint').filter((p) => p.chunkId === first?.id)).toHaveLength(3);
+  });
+});
+
+describe('re-extracting a chunk in the middle of the timeline', () => {
+  it('links its facts between the earlier and later facts of each entity, as an ingest that never fell back', async () => {
+    const server = await startOpenAiServer();
+    try {
+      const runtime = await testRuntime();
+      const sessions = ['the lake', 'the hills', 'the coast'].map((place, s) => ({
+        id: `walk_${s + 1}`,
+        dateText: `10:00 am on ${s + 1} July, 2023`,
+        time: `2023-07-0${s + 1}T10:00:00`,
+        turns: [{ dialogId: `D${s + 1}:1`, speaker: 'Ann', text: `Ann walked around ${place} with her dog Rex.` }],
+      }));
+      const walks: Conversation = { id: 'walks', sessions };
+      const open = (store: MemoryStore) =>
+        Memory.open({ store, embedder: runtime.embedder, createIndex: runtime.createIndex, llm: createLlmClient({ baseURL: server.baseURL, models: { default: 'm' } }), extraction: 'llm' });
+      server.setHandler((request) => (promptOf(request).includes('(D2:1)') ? reply.content('not json') : validHandler(request)));
+      const memory = await open(new MemoryStore());
+      await memory.add(walks);
+      expect((await memory.stats()).fallbackChunks).toHaveLength(1);
+      // Walks 1 and 3 were linked directly while walk 2 had no facts.
+      expect((await shape(memory)).evolution).toEqual(['entity:Ann: 0 → 2']);
+
+      server.setHandler(validHandler);
+      await expect(memory.reextract()).resolves.toMatchObject({ chunksReextracted: 1 });
+      const fresh = await open(new MemoryStore());
+      await fresh.add(walks);
+      expect((await shape(memory)).evolution).toEqual(['entity:Ann: 0 → 1', 'entity:Ann: 1 → 2']);
+      expect(await shape(memory)).toEqual(await shape(fresh));
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -112,7 +112,12 @@ async function replaceChunk(
       meta: { ...state.meta, nextKey },
     };
     // Applied over the state with the removal already in it: re-deleting what is gone is a no-op.
-    await deps.writer.commit(netBatch(removal, additions));
+    const batch = netBatch(removal, additions);
+    await deps.writer.commit({
+      ...batch,
+      deleteEdges: [...(batch.deleteEdges ?? []), ...evolution.bypassed],
+      deleteVectors: [...(batch.deleteVectors ?? []), ...evolution.bypassed.filter((id) => state.graph.vectors.has(id))],
+    });
     return { nodes: build.built.nodes.length, edges: edges.length };
   } catch (err) {
     applyBatch(state, undo);
@@ -154,7 +159,8 @@ function netBatch(removal: WriteBatch, additions: WriteBatch): WriteBatch {
  * `buildChunkGraph` links an entity's new facts after the entity's latest existing fact: right for
  * a new chunk, backwards for a re-extracted older one. Here each such link is replaced by the
  * links of the chunk's chain into the entity's timeline: from the last existing fact before the
- * chunk, and to the first existing fact after it. A pure function of the graph and the build.
+ * chunk, and to the first existing fact after it; the link that went straight from the one to
+ * the other is `bypassed` (to delete). A pure function of the graph and the build.
  */
 export function evolutionInTimeOrder(
   graph: MemoryGraph,
@@ -162,12 +168,13 @@ export function evolutionInTimeOrder(
   builtNodes: readonly GraphNode[],
   builtEdges: readonly GraphEdge[],
   nextKey: () => number,
-): { dropped: Set<string>; added: GraphEdge[] } {
+): { dropped: Set<string>; added: GraphEdge[]; bypassed: string[] } {
   const newFacts = new Map(builtNodes.flatMap((n) => (n.layer === 'facetPoint' ? [[n.id, n] as const] : [])));
   const nextInChain = new Map(builtEdges.filter((e) => e.type === 'evolution' && newFacts.has(e.from)).map((e) => [e.from, e.to]));
   const chunkPlace = timelinePlace(chunk.time, chunk.order);
   const dropped = new Set<string>();
   const added: GraphEdge[] = [];
+  const bypassed: string[] = [];
   const link = (from: FacetPointNode, to: FacetPointNode) =>
     added.push({ id: `evolution:${from.id}>${to.id}`, key: nextKey(), type: 'evolution', from: from.id, to: to.id, chunkId: chunk.id, description: `${from.content} → later: ${to.content}`, confidence: null });
   for (const edge of builtEdges) {
@@ -188,8 +195,10 @@ export function evolutionInTimeOrder(
     }
     if (before) link(before.fact, first);
     if (after) link(last, after.fact);
+    const straight = before && after ? `evolution:${before.fact.id}>${after.fact.id}` : '';
+    if (graph.edges.has(straight)) bypassed.push(straight);
   }
-  return { dropped, added };
+  return { dropped, added, bypassed };
 }
 
 /** Position of an Episode on the timeline: its time, ties broken by ingestion order. */

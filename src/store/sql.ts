@@ -4,7 +4,7 @@ import { changesDimension, compareIds, sortById, validateBatch } from './snapsho
 import type { GraphStore, WriteBatch } from './types.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
-export type SqlValue = string | number | bigint | Uint8Array | ArrayBuffer | null;
+export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
 export type SqlRow = Record<string, SqlValue>;
 
 /**

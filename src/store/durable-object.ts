@@ -1,5 +1,5 @@
 import { PrismError } from '../errors.ts';
-import { KeyedMutex } from './lock.ts';
+import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex } from './lock.ts';
 import { SqlStore, type SqlDriver, type SqlRow, type SqlValue, type WriteLock } from './sql.ts';
 
 /**
@@ -70,7 +70,7 @@ class ObjectWriteLock implements WriteLock {
   private readonly queue = new KeyedMutex();
 
   run<T>(partition: string, fn: () => Promise<T>): Promise<T> {
-    return this.queue.run(partition, fn);
+    return this.queue.run(partition, fn, { ms: DEFAULT_LOCK_TIMEOUT_MS, what: `locking partition ${JSON.stringify(partition)} of the Durable Object` });
   }
 
   close(): void {}

@@ -443,6 +443,7 @@ describe('migrating a v0.2 file store', () => {
   const sample = sampleMemory();
 
   it('moves memory.prism and the cache into the default partition once, then renames them', async () => {
+    expect(await migrateFileStore(dir, await openSqlite())).toBe(false);
     await writeFile(join(dir, LEGACY_FILES.checkpoint), encodeCheckpoint(sample));
     await writeFile(join(dir, LEGACY_FILES.cache), '["a","1"]\n["b","2"]\n["a","3"]\n["torn');
     const store = await openSqlite();

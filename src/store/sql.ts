@@ -39,17 +39,19 @@ export interface WriteLock {
  * Every memory table is keyed by (partition, id). Records are JSON; the columns beside the
  * JSON are the ones queries select on (chunk ids, for deleting a chunk's records). Vectors are
  * raw little-endian f32 blobs, the layout of the checkpoint and of every host PRISM targets.
+ * Tables of rows larger than a few hundred bytes (records, vectors) keep their rowid: SQLite
+ * stores large rows of WITHOUT ROWID tables less compactly and scans them more slowly.
  */
 const MIGRATIONS: readonly (readonly string[])[] = [
   [
     'CREATE TABLE meta (partition TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID',
     'CREATE TABLE revisions (partition TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID',
-    'CREATE TABLE nodes (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT, json TEXT NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
+    'CREATE TABLE nodes (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
     'CREATE INDEX nodes_by_chunk ON nodes (partition, chunk_id)',
-    'CREATE TABLE edges (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
+    'CREATE TABLE edges (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
     'CREATE INDEX edges_by_chunk ON edges (partition, chunk_id)',
-    'CREATE TABLE chunks (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
-    'CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
+    'CREATE TABLE chunks (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+    'CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id))',
     'CREATE TABLE hashes (partition TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (partition, hash)) WITHOUT ROWID',
     'CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID',
     'CREATE TABLE cache_tags (tag TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, key)) WITHOUT ROWID',

@@ -420,7 +420,9 @@ describe('SqlStore on SQLite', () => {
     const raw = new Database(sqlitePath());
     raw.prepare('UPDATE prism_schema SET version = ?').run(SQL_SCHEMA_VERSION + 1);
     raw.close();
-    expect((await expectCode(openSqliteStore(sqlitePath()), 'STORE_VERSION')).message).toMatch(new RegExp(`schema ${SQL_SCHEMA_VERSION + 1}`));
+    const err = await expectCode(openSqliteStore(sqlitePath()), 'STORE_VERSION');
+    expect(err.message).toMatch(new RegExp(`schema ${SQL_SCHEMA_VERSION + 1}`));
+    expect(err.message).toContain(sqlitePath());
   });
 
   it('fails a writer with STORE_BUSY after lockTimeoutMs while another connection holds the lock', async () => {

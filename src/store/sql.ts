@@ -118,6 +118,7 @@ export class SqlStore implements GraphStore {
       if (version > SQL_SCHEMA_VERSION) {
         throw new PrismError('STORE_VERSION', `the database was written by a newer PRISM (schema ${version}; this build reads up to ${SQL_SCHEMA_VERSION})`);
       }
+      if (version === SQL_SCHEMA_VERSION) return;
       for (const statement of MIGRATIONS.slice(version).flat()) driver.run(statement);
       if (stored === undefined) driver.run('INSERT INTO prism_schema (version) VALUES (?)', [SQL_SCHEMA_VERSION]);
       else driver.run('UPDATE prism_schema SET version = ?', [SQL_SCHEMA_VERSION]);

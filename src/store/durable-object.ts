@@ -72,8 +72,6 @@ class ObjectWriteLock implements WriteLock {
   run<T>(partition: string, fn: () => Promise<T>): Promise<T> {
     return this.queue.run(partition, fn, { ms: DEFAULT_LOCK_TIMEOUT_MS, what: `locking partition ${JSON.stringify(partition)} of the Durable Object` });
   }
-
-  close(): void {}
 }
 
 /**

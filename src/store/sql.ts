@@ -30,7 +30,6 @@ export interface SqlDriver {
 /** The partition writer lock of one runtime (see `GraphStore.withWriteLock`). */
 export interface WriteLock {
   run<T>(partition: string, fn: () => Promise<T>): Promise<T>;
-  close(): void;
 }
 
 /**
@@ -240,7 +239,6 @@ export class SqlStore implements GraphStore {
   }
 
   async close(): Promise<void> {
-    this.lock.close();
     this.driver.close();
   }
 

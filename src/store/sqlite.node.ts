@@ -140,8 +140,6 @@ class ProcessWriteLock implements WriteLock {
     );
   }
 
-  close(): void {}
-
   private lockPath(partition: string): string {
     const digest = createHash('sha256').update(partition).digest('hex').slice(0, 32);
     return join(`${this.storePath}-locks`, `${digest}.lock`);

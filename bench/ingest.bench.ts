@@ -1,15 +1,18 @@
 /**
- * Write speed in Node, zero-LLM, MemoryStore:
+ * Write speed in Node, zero-LLM:
  * - ingest of a LoCoMo conversation against the dense-turns baseline's ingest (every turn
- *   embedded once with the same embedder, added to the same usearch index), same run;
- * - one `add()` per message into a memory already holding ~1K and ~20K nodes (p50 over
+ *   embedded once with the same embedder, added to the same usearch index), same run, both in
+ *   memory (MemoryStore), so the ratio is about compute;
+ * - one `add()` per message into a SQLite memory already holding ~1K and ~20K nodes (p50 over
  *   single-message adds with the real embedder). The large memory is grown from the LoCoMo
  *   conversations with a stand-in embedder (deterministic vectors from a text hash, under the
  *   real embedder's id) because embedding 20K nodes for real would take most of the bench.
  *
  * Standalone: `npx tsx bench/ingest.bench.ts`.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Embedder } from '../src/embed/types.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
@@ -20,6 +23,8 @@ import { parseLocomo } from '../src/ingest/locomo.ts';
 import { Memory } from '../src/memory.ts';
 import { createNodeMiniLmEmbedder, defaultLocomoPath, nodeUsearch } from '../src/node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
+import { openSqliteStore } from '../src/store/sqlite.node.ts';
+import type { GraphStore } from '../src/store/types.ts';
 import type { Row } from './table.ts';
 
 const CONVERSATION = process.env['PRISM_BENCH_CONVERSATION'] ?? 'conv-26';
@@ -50,31 +55,32 @@ function copyOf(conversation: Conversation, copy: number): Conversation {
   return { ...conversation, id: `${conversation.id}-copy${copy}` };
 }
 
-async function openMemory(store: MemoryStore, embedder: Embedder): Promise<Memory> {
+async function openMemory(store: GraphStore, embedder: Embedder): Promise<Memory> {
   const usearch = await nodeUsearch();
   return Memory.open({ store, embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
 }
 
-function nodeCount(memory: Memory): number {
-  return memory.graph.nodes.size;
+async function nodeCount(memory: Memory): Promise<number> {
+  const { nodes } = await memory.stats();
+  return Object.values(nodes).reduce((sum, n) => sum + n, 0);
 }
 
 /** Grows the memory with stand-in vectors until it holds at least `target` nodes. */
 async function growTo(memory: Memory, conversations: readonly Conversation[], target: number): Promise<void> {
-  for (let copy = 0; nodeCount(memory) < target; copy++) {
+  for (let copy = 0; (await nodeCount(memory)) < target; copy++) {
     for (const conversation of conversations) {
       for (const session of copyOf(conversation, copy).sessions) {
-        if (nodeCount(memory) >= target) return;
-        await memory.add({ id: `${conversation.id}-copy${copy}`, sessions: [session] });
+        if ((await nodeCount(memory)) >= target) return;
+        await memory.addConversation({ id: `${conversation.id}-copy${copy}`, sessions: [session] });
       }
     }
   }
 }
 
 /** p50 ms of single-message adds with the real embedder into the memory in `store`. */
-async function addLatency(store: MemoryStore, live: readonly { speaker: string; text: string }[], real: Embedder, session: string): Promise<{ p50: number; nodes: number }> {
+async function addLatency(store: GraphStore, live: readonly { speaker: string; text: string }[], real: Embedder, session: string): Promise<{ p50: number; nodes: number }> {
   const memory = await openMemory(store, real);
-  const nodes = nodeCount(memory);
+  const nodes = await nodeCount(memory);
   const times: number[] = [];
   for (const [i, message] of live.entries()) {
     const t0 = performance.now();
@@ -85,20 +91,28 @@ async function addLatency(store: MemoryStore, live: readonly { speaker: string; 
   return { p50: percentile(times, 50) ?? Number.NaN, nodes };
 }
 
-/** Add latency at ~1K and ~20K nodes in one store, grown with stand-in vectors between the two measurements. */
+/**
+ * Add latency at ~1K and ~20K nodes in one SQLite store (the Node default), grown with stand-in
+ * vectors between the two measurements; each phase opens the file again, as a new process would.
+ */
 async function addLatencies(conversations: readonly Conversation[], live: readonly { speaker: string; text: string }[], real: Embedder) {
-  const store = new MemoryStore();
+  const dir = await mkdtemp(join(tmpdir(), 'prism-bench-adds-'));
+  const path = join(dir, 'memory.sqlite');
   const standIn = standInEmbedder(real.id, real.dim);
   const grow = async (target: number) => {
-    const grower = await openMemory(store, standIn);
+    const grower = await openMemory(await openSqliteStore(path), standIn);
     await growTo(grower, conversations, target);
     await grower.close();
   };
-  await grow(SMALL_NODES);
-  const small = await addLatency(store, live, real, 'live-small');
-  await grow(LARGE_NODES);
-  const large = await addLatency(store, live, real, 'live-large');
-  return { small, large };
+  try {
+    await grow(SMALL_NODES);
+    const small = await addLatency(await openSqliteStore(path), live, real, 'live-small');
+    await grow(LARGE_NODES);
+    const large = await addLatency(await openSqliteStore(path), live, real, 'live-large');
+    return { small, large };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 export async function benchIngest(): Promise<Row[]> {
@@ -123,7 +137,7 @@ export async function benchIngest(): Promise<Row[]> {
 
   const memory = await openMemory(new MemoryStore(), prismEmbedder);
   const t1 = performance.now();
-  await memory.add(sample.conversation);
+  await memory.addConversation(sample.conversation);
   const prismMs = performance.now() - t1;
   await memory.close();
   await baselineEmbedder.dispose();

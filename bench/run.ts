@@ -4,6 +4,7 @@ import { benchEmbed } from './embed.bench.ts';
 import { benchIndex } from './index.bench.ts';
 import { benchIngest } from './ingest.bench.ts';
 import { benchRetrieval } from './retrieval.bench.ts';
+import { benchStore } from './store.bench.ts';
 import { formatTable } from './table.ts';
 
 const sections = [
@@ -12,6 +13,7 @@ const sections = [
   ['Zero-LLM browser page: JS shipped (gzip)', benchBundle],
   ['Exact top-10 search: usearch WASM vs plain JS loop vs native usearch addon', benchIndex],
   ['Retrieval latency incl. query embedding (zero-LLM)', benchRetrieval],
+  ['Store (≈19K-node memory): cold open and one-chunk commit, SQLite vs the v0.2 file checkpoint', benchStore],
 ] as const;
 
 const only = process.env['PRISM_BENCH_ONLY']?.split(',');

@@ -67,9 +67,10 @@ const modelCacheHarness = {
     const memory = await openBrowserMemory({ runtime: loaded, dbName });
     try {
       const t1 = performance.now();
-      await memory.add(conversation);
+      await memory.addConversation(conversation);
       const ingestMs = performance.now() - t1;
-      return { turns: turns.length, embedMs, ingestMs, nodes: memory.graph.nodes.size };
+      const { nodes } = await memory.stats();
+      return { turns: turns.length, embedMs, ingestMs, nodes: Object.values(nodes).reduce((sum, n) => sum + n, 0) };
     } finally {
       await memory.close();
     }

@@ -10,7 +10,7 @@ import type { WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { normalisedSum } from '../util/vectors.ts';
-import { buildChunkGraph, splitVectors, textsToEmbed, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
+import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
 import { chunkExtraction, type Extraction, type ExtractionOutcome, type Extractor } from './extraction.ts';
@@ -126,7 +126,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
 
       progress('embed');
       const extraction = outcome.extraction;
-      const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
+      const vectors = await embedExtraction(extraction, deps.embedder, deps.config.ingest, signal);
       const chunk = {
         id: item.hash,
         sessionId: item.draft.sessionId,

@@ -55,7 +55,7 @@ export async function benchBundle(): Promise<Row[]> {
     // Assets the page serves itself (WASM, model files) are not JS.
     loader: { '.wasm': 'file' },
   });
-  const entryOut = Object.keys(result.metafile.outputs).find((path) => result.metafile.outputs[path]?.entryPoint !== undefined);
+  const entryOut = Object.keys(result.metafile.outputs).find((path) => result.metafile.outputs[path]?.entryPoint?.endsWith('zero-llm-page.ts'));
   if (!entryOut) throw new Error('esbuild produced no entry chunk');
   const eager = eagerOutputs(result.metafile, entryOut);
   let eagerBytes = 0;

@@ -31,12 +31,6 @@ export interface IngestConfig {
    * every involves_entity hop at c0 = 0.02, so paths through hub entities become too cheap).
    */
   edgeVectors: EdgeVectorMode;
-  /**
-   * How a Facet covering several facts gets its vector (beyond the paper, a speed option):
-   * `embedded` runs MiniLM on its theme; `composed` sums its facts' vectors by length and
-   * normalises (mean pooling is additive over tokens). A one-fact Facet is always embedded.
-   */
-  facetVectors: 'embedded' | 'composed';
 }
 
 export interface RetrievalConfig {
@@ -136,7 +130,6 @@ export const DEFAULT_CONFIG: PrismConfig = {
     semanticEdges: false, // §1
     semanticThreshold: 0.85, // not in the paper; §2.4's facet-merge cosine
     edgeVectors: 'composed', // §1 embeds them; composed measures the same ER at a third of the ingest time
-    facetVectors: 'embedded', // §2.4: a Facet is embedded from its theme
   },
   limits: {
     passageChars: 2000, // not in the paper: about 500 o200k tokens, twice MiniLM's 256-piece window

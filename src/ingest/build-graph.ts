@@ -36,41 +36,18 @@ export interface BuildOutput {
 }
 
 /**
- * The vectors of one extraction's texts: the summary, entity names, facts and facet themes in
- * one embed call (identical texts — a one-sentence turn's fact and theme — are embedded once).
- * With `facetVectors: 'composed'` a theme covering several facts is not run through the model:
- * its vector is its facts' vectors summed by length (mean pooling is additive over tokens) and
- * normalised.
+ * The vectors of one extraction's texts — summary, entity names, facts, facet themes — from one
+ * embed call, so identical texts (a one-sentence turn's fact and theme) are embedded once and
+ * every text shares length-bucketed batches with the others.
  */
-export async function embedExtraction(extraction: Extraction, embedder: Embedder, config: IngestConfig, signal?: AbortSignal): Promise<ExtractionVectors> {
-  const composed = (facetIndex: number) => config.facetVectors === 'composed' && (extraction.facets[facetIndex]?.pointIndices.length ?? 0) > 1;
-  const facetTexts = extraction.facets.flatMap((f, i) => (composed(i) ? [] : [f.theme]));
-  const texts = [extraction.summary, ...extraction.entities.map((e) => e.name), ...extraction.facetPoints.map((p) => p.content), ...facetTexts];
+export async function embedExtraction(extraction: Extraction, embedder: Embedder, signal?: AbortSignal): Promise<ExtractionVectors> {
+  const texts = [extraction.summary, ...extraction.entities.map((e) => e.name), ...extraction.facetPoints.map((p) => p.content), ...extraction.facets.map((f) => f.theme)];
   const vectors = await embedder.embed(texts, signal ? { signal } : {});
   const e = extraction.entities.length;
   const p = extraction.facetPoints.length;
   const summary = vectors[0];
   if (!summary || vectors.length !== texts.length) throw new Error(`expected ${texts.length} vectors, got ${vectors.length}`);
-  const facetPoints = vectors.slice(1 + e, 1 + e + p);
-  const embeddedFacets = vectors.slice(1 + e + p);
-  let nextEmbedded = 0;
-  const facets = extraction.facets.map((facet, i) => {
-    if (!composed(i)) return embeddedFacets[nextEmbedded++] ?? new Float32Array(embedder.dim);
-    const weighted = facet.pointIndices.map((index) => ({ vector: facetPoints[index], weight: extraction.facetPoints[index]?.content.length ?? 0 }));
-    return normalisedWeightedSum(weighted, embedder.dim);
-  });
-  return { summary, entities: vectors.slice(1, 1 + e), facetPoints, facets };
-}
-
-/** Σ weight·vector, L2-normalised (the zero vector stays zero); missing vectors count as zero. */
-function normalisedWeightedSum(terms: ReadonlyArray<{ vector: Float32Array | undefined; weight: number }>, dim: number): Float32Array {
-  const out = new Float32Array(dim);
-  for (const { vector, weight } of terms) if (vector) for (let d = 0; d < dim; d++) out[d] = (out[d] ?? 0) + weight * (vector[d] ?? 0);
-  let norm = 0;
-  for (let d = 0; d < dim; d++) norm += (out[d] ?? 0) ** 2;
-  norm = Math.sqrt(norm);
-  if (norm > 0) for (let d = 0; d < dim; d++) out[d] = (out[d] ?? 0) / norm;
-  return out;
+  return { summary, entities: vectors.slice(1, 1 + e), facetPoints: vectors.slice(1 + e, 1 + e + p), facets: vectors.slice(1 + e + p) };
 }
 
 /**

@@ -126,7 +126,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
 
       progress('embed');
       const extraction = outcome.extraction;
-      const vectors = await embedExtraction(extraction, deps.embedder, deps.config.ingest, signal);
+      const vectors = await embedExtraction(extraction, deps.embedder, signal);
       const chunk = {
         id: item.hash,
         sessionId: item.draft.sessionId,

@@ -53,7 +53,7 @@ export async function reextractFallbackChunks(deps: IngestDeps, options: Reextra
       continue;
     }
     const extraction = outcome.extraction;
-    const vectors = await embedExtraction(extraction, deps.embedder, deps.config.ingest, signal);
+    const vectors = await embedExtraction(extraction, deps.embedder, signal);
     const replaced = await writer.locked(async () => {
       // Another writer may have deleted or re-extracted the chunk meanwhile (the lock caught up with it).
       const current = state.graph.chunks.get(id);

@@ -19,5 +19,10 @@ const sections = [
 const only = process.env['PRISM_BENCH_ONLY']?.split(',');
 for (const [title, run] of sections) {
   if (only && !only.some((word) => title.toLowerCase().includes(word.toLowerCase()))) continue;
-  console.log(formatTable(title, await run()));
+  // One failing section must not hide the others' figures.
+  try {
+    console.log(formatTable(title, await run()));
+  } catch (err) {
+    console.log(`\n### ${title}\nfailed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  }
 }

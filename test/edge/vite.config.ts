@@ -14,6 +14,7 @@ export default defineConfig({
     target: 'esnext',
     minify: false,
     lib: { entry: new URL('./workerd-main.ts', import.meta.url).pathname, formats: ['es'], fileName: 'worker' },
-    rollupOptions: { external: [/usearch\.wasm$/] },
+    // Lazily imported modules (the LLM client's openai, the LLM reply schemas) stay inside the one module.
+    rollupOptions: { external: [/usearch\.wasm$/], output: { inlineDynamicImports: true } },
   },
 });

@@ -102,7 +102,9 @@ describe('workerd', () => {
     });
     expect(build.code, build.stderr).toBe(0);
     await copyFile(join(repoRoot, 'wasm/usearch.wasm'), join(dir, 'usearch.wasm'));
-    const modules = (await readdir(dir)).filter((f) => f.endsWith('.js')).map((f) => `(name = "${f}", esModule = embed "${f}")`);
+    // workerd takes the first module as the worker's main module; lazily imported chunks follow it.
+    const chunks = (await readdir(dir)).filter((f) => f.endsWith('.js') && f !== 'worker.js');
+    const modules = ['worker.js', ...chunks].map((f) => `(name = "${f}", esModule = embed "${f}")`);
     const port = await freePort();
     await writeFile(
       join(dir, 'config.capnp'),

@@ -14,7 +14,6 @@ export default defineConfig({
     target: 'esnext',
     minify: false,
     lib: { entry: new URL('./workerd-main.ts', import.meta.url).pathname, formats: ['es'], fileName: 'worker' },
-    // Lazily imported modules (the LLM client's openai, the LLM reply schemas) stay inside the one module.
-    rollupOptions: { external: [/usearch\.wasm$/], output: { inlineDynamicImports: true } },
+    rollupOptions: { external: [/usearch\.wasm$/] },
   },
 });

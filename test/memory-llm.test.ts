@@ -161,6 +161,21 @@ describe('LLM faults at ingest', () => {
     expect(await memory.stats()).toMatchObject({ chunks: 1, fallbackChunks: [] });
   });
 
+  it('an empty extraction is a bad answer: re-asked once, not cached, the chunk marked as a fallback', async () => {
+    const empty = { episode_summary: ' ', entities: [], facet_points: [], facets: [], temporal_info: [] };
+    server.setHandler((request) => (promptOf(request).includes('(D1:1)') ? reply.json(empty) : validHandler(request)));
+    const cache = taggedCache();
+    const start = server.requests.length;
+    const store = new MemoryStore();
+    const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, cache });
+    const memory = await Memory.open({ store, embedder: runtime.embedder, createIndex: runtime.createIndex, llm, extraction: 'llm' });
+    const report = await memory.add(conversation);
+    expect(report.warnings.join(' ')).toMatch(/fell back[\s\S]*the extraction is empty/);
+    expect(server.requests.slice(start).filter((r) => promptOf(r).includes('(D1:1)'))).toHaveLength(2);
+    const [first] = (await memory.stats()).fallbackChunks;
+    expect([...cache.entries.values()].some((entry) => entry.tags.includes(first ?? ''))).toBe(false);
+  });
+
   it('a stop cancels the extractions started ahead of the failed chunk', async () => {
     const third = { id: 'session_3', dateText: '9:00 am on 1 July, 2023', time: '2023-07-01T09:00:00', turns: [{ dialogId: 'D3:1', speaker: 'Melanie', text: 'We adopted a kitten.' }] };
     server.setHandler((request) => {

@@ -179,7 +179,7 @@ function renderMemory(view: MemoryView): void {
       : view.sessions.map((session) => {
           const [name, date] = splitHeader(session.header);
           const forget = h('button', { type: 'button', class: 'small', title: `Forget ${session.sessionId}` }, 'Forget');
-          forget.addEventListener('click', () => void forgetTarget({ sessionId: session.sessionId }, `Forgot ${name}`));
+          forget.addEventListener('click', () => void forgetTarget({ sessionId: session.sessionId }, name));
           return h(
             'li',
             { 'data-session': session.sessionId },
@@ -228,13 +228,14 @@ async function openMemory(): Promise<void> {
   }
 }
 
-async function forgetTarget(target: { sessionId: string } | 'all', done: string): Promise<void> {
-  if (target === 'all' && !confirm('Forget everything in this memory?')) return;
+/** Forgets after the user confirms; `what` names the target in the question and the outcome. */
+async function forgetTarget(target: { sessionId: string } | 'all', what: string): Promise<void> {
+  if (!confirm(`Forget ${what}? Its turns, facts and links are deleted from this browser.`)) return;
   setBusy(true);
   try {
     const result = await client.request({ type: 'forget', target });
     renderMemory(result.memory);
-    showMessage(ui.loadMessage, `${done}: ${result.chunksDeleted} chunk${result.chunksDeleted === 1 ? '' : 's'} deleted.`);
+    showMessage(ui.loadMessage, `Forgot ${what}: ${result.chunksDeleted} chunk${result.chunksDeleted === 1 ? '' : 's'} deleted.`);
     // The last result may cite what was just forgotten.
     clearResult();
   } catch (error) {
@@ -302,6 +303,8 @@ async function ingest(conversations: Conversation[]): Promise<void> {
       `${added} chunk${added === 1 ? '' : 's'} added (${nodes} nodes)${skipped > 0 ? `, ${skipped} already in memory` : ''}.${warnings.length > 0 ? ` ${warnings.length} warning(s): ${warnings[0]}` : ''}`,
     );
     document.body.dataset.ingested = String(result.memory.stats.chunks);
+    // "The memory is empty" no longer holds.
+    if (result.memory.stats.chunks > 0) showMessage(ui.askMessage, '');
   } catch (error) {
     ui.progressText.textContent = 'Failed.';
     showMessage(ui.loadMessage, describe(error), true);
@@ -561,7 +564,7 @@ ui.useSample.addEventListener('click', () => chooseSource('sample'));
 ui.usePaste.addEventListener('click', () => chooseSource('paste'));
 ui.ingest.addEventListener('click', () => void ingestTextarea());
 ui.cancelIngest.addEventListener('click', () => void client.request({ type: 'cancel-ingest' }));
-ui.forgetAll.addEventListener('click', () => void forgetTarget('all', 'Forgot everything'));
+ui.forgetAll.addEventListener('click', () => void forgetTarget('all', 'everything'));
 ui.askForm.addEventListener('submit', (event) => {
   event.preventDefault();
   if (!busy) void runAsk(ui.question.value);

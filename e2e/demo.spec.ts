@@ -172,7 +172,12 @@ test('the demo ingests the sample, shows why units were retrieved, persists, for
     }
   });
 
-  await test.step('forgetting a session removes it from memory and from answers', async () => {
+  await test.step('forgetting a session asks first, then removes it from memory and from answers', async () => {
+    const dismissed = page.waitForEvent('dialog').then((dialog) => dialog.dismiss());
+    await page.locator('[data-session="maya-and-jonas/session_2"] button').click();
+    await dismissed;
+    await expect(page.getByTestId('sessions').locator('li')).toHaveCount(6);
+    page.once('dialog', (dialog) => void dialog.accept());
     await page.locator('[data-session="maya-and-jonas/session_2"] button').click();
     await expect(page.locator('#load-message')).toContainText('1 chunk deleted');
     await ready(page);

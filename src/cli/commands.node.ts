@@ -11,6 +11,7 @@ import type { Scope } from '../scope.ts';
 import { choiceFlag, formatFlags, integerFlag, parseArgv, UsageError, type FlagSpecs, type FlagValues } from './args.ts';
 import { parseChatInput, type ChatInput } from './chat-input.ts';
 import { formatIngestReport, formatRecord, formatSearch, formatSessions, formatStats, scopeLabel } from './format.ts';
+import { packageVersion } from '../util/package-root.node.ts';
 import { ProgressLine } from '../util/progress-line.node.ts';
 
 export const GLOBAL_FLAGS = {
@@ -351,15 +352,16 @@ const mcp = command(
   {
     name: 'mcp',
     summary: 'serve the memory to an MCP client over stdio',
-    usage: 'prism mcp [--dir <path>]',
+    usage: 'prism mcp [--dir <path>] [--user <id>]   (--user: the default user of calls that name none)',
     example: 'prism mcp --dir ~/.prism/assistant',
     flags: { ...MODE_FLAG },
   },
   async (flags) => {
     const { serveMcpOverStdio } = await import('../mcp/stdio.node.ts');
     // stdout carries the protocol: the memory opens quietly and stays open until the client leaves.
+    const version = await packageVersion();
     return withMemory(flags, async (memory) => {
-      await serveMcpOverStdio(memory);
+      await serveMcpOverStdio(memory, { scope: scopeOf(flags), version });
       return 0;
     });
   },

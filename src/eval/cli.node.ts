@@ -14,6 +14,7 @@ import { packageVersion } from '../util/package-root.node.ts';
 import { ProgressLine } from '../util/progress-line.node.ts';
 import { createDirectoryCache } from './cache.node.ts';
 import { writeEvalOutputs } from './output.node.ts';
+import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
@@ -125,6 +126,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const budgets = flags.budgets ? flags.budgets.split(',').map((b) => Number(b.trim())) : [...DEFAULT_BUDGETS];
   const names = evalSystemNames(flags.systems, mode);
   const compare = parseComparePairs(flags.compare);
+  await loadVega();
 
   const llmConfig = mode === 'llm' ? llmConfigFromEnv(process.env) : null;
   if (mode === 'llm' && !llmConfig) {

@@ -6,7 +6,7 @@
 import { PrismError } from '../errors.ts';
 import type { Conversation } from '../ingest/conversation.ts';
 import { parseLocomo } from '../ingest/locomo.ts';
-import type { InputMessage } from '../memory.ts';
+import type { InputMessage } from '../ingest/input.ts';
 
 export type ChatInput =
   | { kind: 'messages'; messages: InputMessage[]; sessionId?: string; date?: string }

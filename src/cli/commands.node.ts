@@ -6,7 +6,6 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { buffer as readBytes, text as readText } from 'node:stream/consumers';
 import { PrismError } from '../errors.ts';
 import type { Memory } from '../memory.ts';
-import { openNodeMemory } from '../node.ts';
 import type { Scope } from '../scope.ts';
 import { choiceFlag, formatFlags, integerFlag, parseArgv, UsageError, type FlagSpecs, type FlagValues } from './args.ts';
 import { parseChatInput, type ChatInput } from './chat-input.ts';
@@ -54,6 +53,8 @@ function scopeOf(flags: Globals): Scope {
 /** Opens the store in `--dir`, runs `fn`, and always closes the store. */
 async function withMemory<T>(flags: Globals, fn: (memory: Memory) => Promise<T>): Promise<T> {
   const mode = choiceFlag('mode', flags.mode, ['zero-llm', 'llm'] as const);
+  // Loaded on use, so `--help` and argument errors answer at once.
+  const { openNodeMemory } = await import('../node.ts');
   const memory = await openNodeMemory({ ...(flags.dir === undefined ? {} : { dir: flags.dir }), ...(mode ? { mode } : {}) });
   try {
     return await fn(memory);
@@ -116,6 +117,7 @@ const add = command(
       session: { type: 'string', value: '<id>', description: 'session id (default: the UTC day of --date, or today)' },
       date: { type: 'string', value: '<date>', description: 'when the conversation happened, e.g. 2025-03-14 or "8 May, 2023"' },
       format: { type: 'string', value: 'json|text', description: 'input format (default: guessed from the first character)' },
+      conversation: { type: 'string', value: '<id>', description: 'LoCoMo files: add only this conversation (default: all)' },
       ...MODE_FLAG,
     },
   },
@@ -123,7 +125,7 @@ const add = command(
     if (positionals.length > 1) throw new UsageError(`prism add: one input at a time, got ${positionals.length}`);
     const format = choiceFlag('format', flags.format, ['json', 'text'] as const);
     const { text, source } = await readInput(positionals[0]);
-    const input = parseChatInput(text, source, format);
+    const input = pickConversation(parseChatInput(text, source, format), flags.conversation);
     const scope = scopeOf(flags);
     const progress = new ProgressLine(!flags.json);
     const controller = new AbortController();
@@ -143,6 +145,16 @@ const add = command(
     }
   },
 );
+
+function pickConversation(input: ChatInput, id: string | undefined): ChatInput {
+  if (id === undefined) return input;
+  if (input.kind !== 'conversations') throw new UsageError('prism add: --conversation picks a conversation of a LoCoMo file');
+  const chosen = input.conversations.filter((c) => c.id === id);
+  if (chosen.length === 0) {
+    throw new UsageError(`prism add: no conversation "${id}" in the file (have: ${input.conversations.map((c) => c.id).join(', ')})`);
+  }
+  return { kind: 'conversations', conversations: chosen };
+}
 
 type Labelled<T> = { label: string; scope: Scope; report: T };
 

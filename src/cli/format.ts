@@ -1,7 +1,7 @@
 /** Human-readable output of the `prism` commands (the `--json` output is the API's own objects). */
 import type { IngestReport } from '../ingest/pipeline.ts';
-import type { MemoryRecord, MemoryStats, MemoryTurn, SessionInfo } from '../memory.ts';
-import type { RetrieveResult } from '../retrieve/retrieve.ts';
+import type { MemoryStats, SearchResult } from '../memory.ts';
+import type { MemoryRecord, MemoryTurn, SessionInfo } from '../memory/records.ts';
 import { formatTrace } from '../retrieve/bundle-search.ts';
 import type { ResolvedScope, Scope } from '../scope.ts';
 
@@ -31,7 +31,7 @@ function turnLine(turn: MemoryTurn): string {
  * The search result: intent (and why it is GENERAL when routing is off), then the units with
  * their turns, optionally their retrieval paths, then the packed context a prompt would get.
  */
-export function formatSearch(result: RetrieveResult, options: { routing: boolean; traces: boolean }): string {
+export function formatSearch(result: SearchResult, options: { routing: boolean; traces: boolean }): string {
   const routing = options.routing ? `decided by ${result.tier}` : 'intent routing is off by default; --route turns it on';
   const lines = [`intent ${result.intent} (${routing}) · ${result.tokens} tokens · ${result.units.length} unit${result.units.length === 1 ? '' : 's'}`];
   if (result.units.length === 0) return [...lines, 'nothing found in this memory'].join('\n');
@@ -72,7 +72,7 @@ export function formatRecord(record: MemoryRecord): string {
   }
 }
 
-export function formatStats(stats: MemoryStats, scope: Scope, scopes: readonly Scope[]): string {
+export function formatStats(stats: MemoryStats, scope: Scope, scopes: readonly ResolvedScope[]): string {
   const counts = (record: Record<string, number>) =>
     Object.entries(record)
       .map(([name, n]) => `${name} ${n}`)

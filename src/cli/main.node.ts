@@ -57,7 +57,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 /** One line per failure: what went wrong and, for a wrong call, where to look. */
 function report(error: unknown, name: string): number {
   if (error instanceof UsageError) {
-    console.error(`${error.message}\n(prism ${name} --help shows the options)`);
+    const message = error.message.startsWith('prism ') ? error.message : `prism ${name}: ${error.message}`;
+    console.error(`${message}\n(prism ${name} --help shows the options)`);
     return 2;
   }
   if (error instanceof PrismError) {

@@ -5,8 +5,8 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
-import type { InputMessage, Memory } from '../memory.ts';
-import type { RetrievedUnit } from '../retrieve/units.ts';
+import type { InputMessage } from '../ingest/input.ts';
+import type { Memory, SearchUnit } from '../memory.ts';
 import type { Scope } from '../scope.ts';
 
 export interface PrismMcpOptions {
@@ -29,7 +29,7 @@ const message = z.union([
 ]);
 
 /** What a unit of a search result looks like to a client: its score, text and turns (not the retrieval internals). */
-function unitView(unit: RetrievedUnit): { id: string; score: number; text: string; turns: RetrievedUnit['turns'] } {
+function unitView(unit: SearchUnit): Pick<SearchUnit, 'id' | 'score' | 'text' | 'turns'> {
   return { id: unit.id, score: unit.score, text: unit.text, turns: unit.turns };
 }
 

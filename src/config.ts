@@ -98,8 +98,17 @@ export interface RetrievalFlags {
   fineUnits: boolean;
 }
 
+/** What one `add()` may hold (beyond the paper: bounds that keep every later step on bounded text). */
+export interface InputLimits {
+  /** A message longer than this many characters is stored as passages of at most this length. Default 2,000. */
+  passageChars: number;
+  /** One add above this many characters is refused with `INPUT_TOO_LARGE`. Default 4,000,000 (≈ 4 MB of text). */
+  maxAddChars: number;
+}
+
 export interface PrismConfig {
   ingest: IngestConfig;
+  limits: InputLimits;
   retrieval: RetrievalConfig;
   flags: RetrievalFlags;
   /** §6 seed for every random choice (bootstrap, sampling). */
@@ -116,6 +125,10 @@ export const DEFAULT_CONFIG: PrismConfig = {
     semanticEdges: false, // §1
     semanticThreshold: 0.85, // not in the paper; §2.4's facet-merge cosine
     edgeVectors: 'embedded', // §1
+  },
+  limits: {
+    passageChars: 2000, // not in the paper: about 500 o200k tokens, twice MiniLM's 256-piece window
+    maxAddChars: 4_000_000, // not in the paper: a 1 MB message fits; a pasted book does not
   },
   retrieval: {
     anchorsPerLayer: 30, // §3 N1, §6
@@ -163,6 +176,7 @@ export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartia
 export function resolveConfig(overrides: DeepPartial<PrismConfig> = {}, base: PrismConfig = DEFAULT_CONFIG): PrismConfig {
   return {
     ingest: { ...base.ingest, ...overrides.ingest },
+    limits: { ...base.limits, ...overrides.limits },
     retrieval: {
       ...base.retrieval,
       ...overrides.retrieval,

@@ -2,7 +2,7 @@
  * Node-only entry (`prism-memory/node`): file storage, model and WASM loading from disk,
  * and a one-call `openNodeMemory`. Nothing here may be imported by the universal entry.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { MiniLmPrecision } from './embed/minilm.ts';
 import { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
 import { defaultModelSource } from './embed/model-source.node.ts';
@@ -16,11 +16,13 @@ import { createLlmClient } from './llm/client.ts';
 import { llmConfigFromEnv } from './llm/env.ts';
 import { Memory } from './memory.ts';
 import type { DeepPartial, PrismConfig } from './config.ts';
-import { FileStore } from './store/file.node.ts';
+import { migrateFileStore } from './store/file.node.ts';
+import { openSqliteStore } from './store/sqlite.node.ts';
 import { packageRoot } from './util/package-root.node.ts';
 
 export * from './index.ts';
-export { FileStore } from './store/file.node.ts';
+export { migrateFileStore } from './store/file.node.ts';
+export { openSqliteStore, type SqliteStoreOptions } from './store/sqlite.node.ts';
 export { defaultModelDir, defaultModelSource, fileModelSource } from './embed/model-source.node.ts';
 export { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
 export { readUsearchWasm } from './vector/wasm-bytes.node.ts';
@@ -60,7 +62,10 @@ export interface NodeMemoryOptions {
 /** Opens (or creates) a file-backed memory with the local MiniLM and the usearch WASM index. */
 export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<Memory> {
   const [embedder, usearch] = await Promise.all([nodeEmbedder(options.precision), nodeUsearch()]);
-  const store = await FileStore.open(options.dir ?? resolve('.prism', options.name ?? 'default'));
+  const dir = options.dir ?? resolve('.prism', options.name ?? 'default');
+  const store = await openSqliteStore(join(dir, 'memory.sqlite'));
+  // A v0.2 directory (memory.prism) moves into the SQLite store once, on first open.
+  await migrateFileStore(dir, store);
   let llm = null;
   if (options.mode === 'llm') {
     const config = llmConfigFromEnv(process.env);

@@ -138,7 +138,7 @@ const worker :Workerd.Worker = (
     const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
     const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
     await memory.import(fromBase64(workerd.checkpoint));
-    expect(memory.stats()).toEqual(node.stats);
+    expect(await memory.stats()).toEqual(node.stats);
     const searches = await searchAll(memory);
     expect(searches.map((s) => s.units.map((u) => u.id))).toEqual(node.searches.map((s) => s.units.map((u) => u.id)));
   });

@@ -155,7 +155,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     const shelf = new MemoryShelf(key, resolve(out, 'memories', key), (sample, dir, prepare) =>
       openNodeMemory({ dir, name: sample.conversation.id, precision, mode: shelfMode, config: baseConfig, ...(chunking ? { chunking } : {}) }).then(
         async (memory) => {
-          await memory.add(sample.conversation, {
+          await memory.addConversation(sample.conversation, {
             ...(prepare.signal ? { signal: prepare.signal } : {}),
             // chunksDone already counts the chunks skipped as ingested before.
             onProgress: (p) => prepare.onProgress?.(p.chunksDone, p.chunksTotal),

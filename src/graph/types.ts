@@ -79,10 +79,14 @@ export interface GraphEdge {
   confidence: number | null;
 }
 
+/** JSON-compatible metadata a caller attaches to messages. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
 /** One ingested conversation chunk: the raw text behind an Episode. */
 export interface Chunk {
-  /** SHA-256 (hex) of the chunk's canonical text; doubles as the dedup hash. */
+  /** SHA-256 (hex) of the chunk's canonical text (or of its batch id); doubles as the dedup hash. */
   id: string;
+  /** The session as callers name it: `add()`'s `sessionId`, or `<conversation>/<session>` for `addConversation`. */
   sessionId: string;
   /** e.g. `[Session 3 — 1:56 pm on 8 May, 2023]` */
   header: string;
@@ -93,9 +97,13 @@ export interface Chunk {
 }
 
 export interface ChunkTurn {
+  /** The caller's message id, or a generated `<session>:<n>`; passages of a long message are `<id>#<k>`. */
   dialogId: string;
   speaker: string;
   text: string;
+  /** ISO time of the message when the caller gave one (else the session's time applies). */
+  time?: string | null;
+  metadata?: Record<string, JsonValue>;
 }
 
 export interface MemoryMeta {

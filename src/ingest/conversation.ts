@@ -1,3 +1,4 @@
+import * as chrono from 'chrono-node';
 import { z } from 'zod';
 import { PrismError } from '../errors.ts';
 
@@ -27,9 +28,10 @@ export interface Conversation {
 const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
 
 /**
- * Parses LoCoMo's `1:56 pm on 8 May, 2023` (and plain `8 May 2023`) into a local-time ISO
- * string without a zone — the dataset gives no zone, and dates must not shift by one.
- * Falls back to `Date.parse` for other formats.
+ * Parses LoCoMo's `1:56 pm on 8 May, 2023`, ISO strings and other written dates into an
+ * ISO date-time without a zone, read the same on every machine: a date with an explicit zone
+ * or offset is converted to UTC, one without keeps its wall-clock time (the data gives no
+ * zone, and a date must never move by a day with the machine's `TZ`).
  */
 export function parseSessionDate(text: string): string | null {
   const m = /(?:(\d{1,2}):(\d{2})\s*([ap]m)\s*on\s*)?(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})/i.exec(text);
@@ -42,10 +44,11 @@ export function parseSessionDate(text: string): string | null {
       return isoLocal(Number(m[6]), month + 1, Number(m[4]), hour, minute);
     }
   }
-  const ms = Date.parse(text);
-  if (Number.isNaN(ms)) return null;
-  const d = new Date(ms);
-  return isoLocal(d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes());
+  const [parsed] = chrono.parse(text, { instant: new Date(0), timezone: 0 });
+  const start = parsed?.start;
+  if (!start || !start.isCertain('year')) return null;
+  if (start.isCertain('timezoneOffset')) return start.date().toISOString().slice(0, 19);
+  return isoLocal(start.get('year') ?? 1970, start.get('month') ?? 1, start.get('day') ?? 1, start.isCertain('hour') ? (start.get('hour') ?? 0) : 0, start.isCertain('minute') ? (start.get('minute') ?? 0) : 0);
 }
 
 function isoLocal(y: number, mo: number, d: number, h: number, mi: number): string {

@@ -6,7 +6,7 @@ import type { Chunk, EpisodeNode, GraphEdge, MemoryMeta } from '../graph/types.t
 import { edgeSpace, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
-import type { GraphStore, WriteBatch } from '../store/types.ts';
+import type { WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { normalisedSum } from '../util/vectors.ts';
@@ -21,6 +21,18 @@ export interface MemoryState {
   indexes: IndexSet;
   meta: MemoryMeta;
   hashes: Set<string>;
+  /** Bumped by every applied batch: derived indexes (BM25) catch up when it moved. */
+  version: number;
+}
+
+/**
+ * Where ingestion commits: one partition of a store, shared with other writers (processes,
+ * tabs). `locked` holds the partition's writer lock and first brings the state up to every
+ * batch another writer committed; `commit` makes a batch durable and then applies it.
+ */
+export interface BatchWriter {
+  locked<T>(task: () => Promise<T>): Promise<T>;
+  commit(batch: WriteBatch): Promise<void>;
 }
 
 export type IngestStage = 'extract' | 'embed' | 'commit' | 'consolidate' | 'done';
@@ -52,7 +64,7 @@ export interface IngestReport {
 
 export interface IngestDeps {
   state: MemoryState;
-  store: GraphStore;
+  writer: BatchWriter;
   embedder: Embedder;
   extractor: Extractor;
   llm: LlmClient | null;
@@ -79,7 +91,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   const progress = (stage: IngestStage) =>
     options.onProgress?.({ stage, chunksDone: report.chunksAdded + report.chunksSkipped, chunksTotal: drafts.length, chunksSkipped: report.chunksSkipped, llmCalls: llmCalls() });
 
-  const hashes = await Promise.all(drafts.map((d) => sha256Hex(d.text)));
+  const hashes = await Promise.all(drafts.map((d) => sha256Hex(d.dedupKey ?? d.text)));
   const todo = drafts.map((draft, i) => ({ draft, hash: hashes[i] ?? '' })).filter(({ hash }, i) => {
     const seenEarlier = hashes.indexOf(hash) < i;
     if (state.hashes.has(hash) || seenEarlier) report.chunksSkipped++;
@@ -116,7 +128,12 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       const extraction = outcome.extraction;
       const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
       const chunk = { id: item.hash, sessionId: item.draft.sessionId, header: item.draft.header, text: item.draft.text, time: item.draft.time, turns: item.draft.turns };
-      const built = await exclusive(() => commitChunk(deps, chunk, extraction, vectors, () => progress('commit'), signal));
+      const built = await exclusive(() => deps.writer.locked(() => commitChunk(deps, chunk, extraction, vectors, () => progress('commit'), signal)));
+      if (!built) {
+        // Another writer committed the same chunk while this one was extracting it.
+        report.chunksSkipped++;
+        continue;
+      }
       report.chunksAdded++;
       report.nodesAdded += built.nodes.length;
       report.edgesAdded += built.edges.length;
@@ -145,8 +162,9 @@ async function commitChunk(
   vectors: ExtractionVectors,
   onCommit: () => void,
   signal?: AbortSignal,
-): Promise<BuildOutput> {
+): Promise<BuildOutput | null> {
   const { state, config } = deps;
+  if (state.hashes.has(draft.id)) return null;
   const chunk: Chunk = { ...draft, order: state.meta.chunkCount };
   let nextKey = state.meta.nextKey;
   const built = buildChunkGraph({
@@ -172,8 +190,7 @@ async function commitChunk(
     putHashes: [chunk.id],
     meta: { ...state.meta, nextKey, chunkCount: state.meta.chunkCount + 1 },
   };
-  await deps.store.commit(batch);
-  applyBatch(state, batch);
+  await deps.writer.commit(batch);
   return built;
 }
 
@@ -203,7 +220,7 @@ async function runConsolidation(
     .reverse();
   try {
     const pairs = await consolidateCausal(episodes, state.graph, llm, config.ingest, signal);
-    const added = await exclusive(async () => {
+    const added = await exclusive(() => deps.writer.locked(async () => {
       let nextKey = state.meta.nextKey;
       const edges: GraphEdge[] = pairs.map((p) => ({
         id: `causal:${p.causeId}>${p.effectId}`,
@@ -218,10 +235,9 @@ async function runConsolidation(
       const vectors = await edgeVectorsFor(edges, deps.embedder, 'embedded', () => undefined, signal);
       const meta: MemoryMeta = { ...state.meta, nextKey, settings: { ...state.meta.settings, [CONSOLIDATED_THROUGH]: Math.max(through, Number(state.meta.settings[CONSOLIDATED_THROUGH] ?? 0)) } };
       const batch: WriteBatch = { putEdges: edges, putVectors: vectors, meta };
-      await deps.store.commit(batch);
-      applyBatch(state, batch);
+      await deps.writer.commit(batch);
       return edges.length;
-    });
+    }));
     report.causalEdgesAdded += added;
   } catch (err) {
     if (err instanceof PrismError && err.code === 'ABORTED') return;
@@ -307,4 +323,5 @@ export function applyBatch(state: MemoryState, batch: WriteBatch): void {
   for (const [space, entries] of additions) indexes.add(space, entries);
   for (const hash of batch.putHashes ?? []) state.hashes.add(hash);
   if (batch.meta) state.meta = batch.meta;
+  state.version++;
 }

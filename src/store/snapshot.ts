@@ -129,11 +129,11 @@ export function ownVector(vector: Float32Array): Float32Array {
 }
 
 /** Code-unit order — the order IndexedDB returns string keys in, so every backend agrees. */
-function compareIds(a: string, b: string): number {
+export function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function sortById<T extends { id: string }>(items: Iterable<T>): T[] {
+export function sortById<T extends { id: string }>(items: Iterable<T>): T[] {
   return [...items].sort((a, b) => compareIds(a.id, b.id));
 }
 
@@ -196,6 +196,11 @@ export class SnapshotTable {
     for (const chunk of structuredClone(batch.putChunks ?? [])) this.chunks.set(chunk.id, chunk);
     for (const [id, vector] of batch.putVectors ?? []) this.vectors.set(id, ownVector(vector));
     for (const hash of batch.putHashes ?? []) this.hashes.add(hash);
+  }
+
+  /** True until a batch (which must carry meta) has been applied. */
+  isEmpty(): boolean {
+    return this.meta === null;
   }
 
   clear(): void {

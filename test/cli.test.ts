@@ -164,7 +164,7 @@ describe('prism (spawned)', () => {
     expect(JSON.parse((await prism(['list', '--dir', dir, '--user', 'maya', '--json'])).stdout)).toEqual([]);
 
     const list = await prism(['list', '--dir', dir]);
-    expect(list.stdout).toMatch(/2025-03-14\s+2025-03-14\S*\s+13\s+\d+/);
+    expect(list.stdout).toMatch(/2025-03-14\s+2025-03-14\S*\s+11\s+\d+/);
     const session = await prism(['list', '--session', '2025-03-14', '--dir', dir]);
     expect(session.stdout).toContain('Sam: Guess what, I finally adopted a dog on Saturday!');
 

@@ -7,7 +7,23 @@ export type { MemoryView } from './memory.ts';
 export { DEFAULT_CONFIG, resolveConfig, type IngestConfig, type RetrievalConfig, type RetrievalFlags } from './config.ts';
 
 // graph (what `memory.inspect()` shows)
-export type * from './graph/types.ts';
+export { LAYERS, EDGE_TYPES } from './graph/types.ts';
+export type {
+  Layer,
+  RelationType,
+  EdgeType,
+  EntityType,
+  EpisodeNode,
+  FacetNode,
+  FacetPointNode,
+  EntityNode,
+  GraphNode,
+  GraphEdge,
+  Chunk,
+  ChunkTurn,
+  MemoryMeta,
+  MemorySnapshot,
+} from './graph/types.ts';
 export type { MemoryGraph } from './graph/memory-graph.ts';
 
 // embedding

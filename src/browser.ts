@@ -14,6 +14,7 @@ import type { LlmClient, LlmRole } from './llm/types.ts';
 import { Memory } from './memory.ts';
 import { IndexedDbStore } from './store/idb.ts';
 
+/** Where a page gets the model and the vector index from (both served by the site itself). */
 export interface BrowserRuntimeOptions {
   /**
    * Folder URL of all-MiniLM-L6-v2 in the Hugging Face layout (`tokenizer.json`, `onnx/…`), served
@@ -47,6 +48,7 @@ export interface BrowserLlmSettings extends Omit<LlmConfig, 'baseURL' | 'models'
   apiKey?: string;
 }
 
+/** Options of `openBrowserMemory`: the runtime (or where to load it from), the database, and the LLM if any. */
 export type BrowserMemoryOptions = ({ runtime: BrowserRuntime } | BrowserRuntimeOptions) & {
   /** IndexedDB database name; one per memory. Default `prism-memory`. */
   dbName?: string;
@@ -54,7 +56,9 @@ export type BrowserMemoryOptions = ({ runtime: BrowserRuntime } | BrowserRuntime
   llm?: BrowserLlmSettings | null;
   /** Default: `llm` when an LLM is configured, else `local`. */
   extraction?: 'local' | 'llm';
+  /** How conversations are cut into Episodes. Default `{ by: 'session' }`. */
   chunking?: ChunkingOptions;
+  /** Overrides of the paper's constants and PRISM's limits. Default: none. */
   config?: DeepPartial<PrismConfig>;
 };
 

@@ -27,6 +27,7 @@ export interface RetrieveOptions {
   mode?: RetrievalMode;
   /** Overlaid on `deps.config` for this query (ablation switches, constants). */
   config?: DeepPartial<PrismConfig>;
+  /** Aborting stops the query with `ABORTED`. Default: none. */
   signal?: AbortSignal;
 }
 

@@ -5,7 +5,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { buffer as readBytes, text as readText } from 'node:stream/consumers';
 import { PrismError } from '../errors.ts';
-import type { Memory } from '../memory.ts';
+import type { IngestReport } from '../ingest/pipeline.ts';
+import type { Memory, MemoryStats } from '../memory.ts';
 import type { Scope } from '../scope.ts';
 import { choiceFlag, formatFlags, integerFlag, parseArgv, UsageError, type FlagSpecs, type FlagValues } from './args.ts';
 import { parseChatInput, type ChatInput } from './chat-input.ts';
@@ -137,7 +138,7 @@ const add = command(
       progress.finish();
       const seconds = (performance.now() - started) / 1000;
       if (flags.json) printJson(reports.length === 1 ? reports[0]?.report : reports);
-      else for (const { label, report } of reports) console.log(`${label}: ${formatIngestReport(report, seconds)}`);
+      else for (const { label, report, stats } of reports) console.log(`${label}: ${formatIngestReport(report, stats, seconds)}`);
       return 0;
     } finally {
       progress.finish();
@@ -156,7 +157,7 @@ function pickConversation(input: ChatInput, id: string | undefined): ChatInput {
   return { kind: 'conversations', conversations: chosen };
 }
 
-type Labelled<T> = { label: string; scope: Scope; report: T };
+type Added = { label: string; report: IngestReport; stats: MemoryStats };
 
 /** Messages go into the scope given; each LoCoMo conversation into its own user (its id) unless `--user` names one. */
 function addInput(
@@ -165,7 +166,7 @@ function addInput(
   flags: { session?: string | undefined; date?: string | undefined } & Globals,
   signal: AbortSignal,
   progress: ProgressLine,
-): Promise<Array<Labelled<Awaited<ReturnType<Memory['add']>>>>> {
+): Promise<Added[]> {
   return withMemory(flags, async (memory) => {
     if (input.kind === 'messages') {
       const sessionId = flags.session ?? input.sessionId;
@@ -177,9 +178,9 @@ function addInput(
         signal,
         onProgress: (p) => progress.update(`${p.stage} ${p.chunksDone}/${p.chunksTotal} chunks`, p.chunksDone, p.chunksTotal),
       });
-      return [{ label: scopeLabel(scope), scope, report }];
+      return [{ label: scopeLabel(scope), report, stats: await memory.stats(scope) }];
     }
-    const reports = [];
+    const reports: Added[] = [];
     for (const conversation of input.conversations) {
       const target = flags.user === undefined ? { ...scope, userId: conversation.id } : scope;
       const report = await memory.addConversation(conversation, {
@@ -187,7 +188,7 @@ function addInput(
         signal,
         onProgress: (p) => progress.update(`${conversation.id}: ${p.stage} ${p.chunksDone}/${p.chunksTotal} chunks`, p.chunksDone, p.chunksTotal),
       });
-      reports.push({ label: `${conversation.id} → ${scopeLabel(target)}`, scope: target, report });
+      reports.push({ label: `${conversation.id} → ${scopeLabel(target)}`, report, stats: await memory.stats(target) });
     }
     return reports;
   });

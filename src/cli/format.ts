@@ -14,17 +14,29 @@ export function scopeLabel(scope: Scope | ResolvedScope): string {
   ].join(' · ');
 }
 
-export function formatIngestReport(report: IngestReport, seconds: number): string {
+/** What an add did, and the scope's memory after it (`stats`: counted as `prism stats` counts). */
+export function formatIngestReport(report: IngestReport, stats: MemoryStats, seconds: number): string {
+  const total = (record: Record<string, number>) => Object.values(record).reduce((a, b) => a + b, 0);
   const lines = [
-    `${report.chunksAdded} chunk${report.chunksAdded === 1 ? '' : 's'} added (${report.nodesAdded} nodes, ${report.edgesAdded} edges)` +
-      `${report.chunksSkipped > 0 ? `, ${report.chunksSkipped} already in memory` : ''} in ${seconds.toFixed(1)} s`,
+    `${report.chunksAdded} chunk${report.chunksAdded === 1 ? '' : 's'} added` +
+      `${report.chunksSkipped > 0 ? `, ${report.chunksSkipped} already in memory` : ''} in ${seconds.toFixed(1)} s; ` +
+      `the memory now holds ${plural(stats.chunks, 'chunk')}, ${plural(total(stats.nodes), 'node')} (${plural(stats.nodes.facetPoint, 'fact')}), ${plural(total(stats.edges), 'edge')}`,
   ];
   if (report.warnings.length > 0) lines.push(`warnings: ${report.warnings.length} (first: ${report.warnings[0]})`);
   return lines.join('\n');
 }
 
+/** An ISO time as stored, without a midnight time part (a date given without a time). */
+function shortTime(time: string): string {
+  return time.replace(/T00:00(?::00)?$/, '');
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 function turnLine(turn: MemoryTurn): string {
-  return `${turn.speaker}: ${turn.text}  [${turn.id}${turn.date ? ` · ${turn.date}` : ''}]`;
+  return `${turn.speaker}: ${turn.text}  [${turn.id}${turn.date ? ` · ${shortTime(turn.date)}` : ''}]`;
 }
 
 /**
@@ -46,7 +58,7 @@ export function formatSearch(result: SearchResult, options: { routing: boolean; 
 
 export function formatSessions(sessions: readonly SessionInfo[], scope: Scope): string {
   if (sessions.length === 0) return `no memories for ${scopeLabel(scope)}`;
-  const rows = sessions.map((s) => [s.sessionId, s.date ?? '-', String(s.messages), String(s.facts)]);
+  const rows = sessions.map((s) => [s.sessionId, s.date ? shortTime(s.date) : '-', String(s.messages), String(s.facts)]);
   const header = ['session', 'date', 'messages', 'facts'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd();

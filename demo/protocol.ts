@@ -1,4 +1,4 @@
-import type { BrowserLlmSettings } from '../src/browser.ts';
+import type { LlmSettings } from '../src/open-options.ts';
 import type { EdgeType, Layer } from '../src/graph/types.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import type { IngestProgress, IngestReport } from '../src/ingest/pipeline.ts';
@@ -16,7 +16,7 @@ export interface DemoSettings {
   /** Folder URL of the MiniLM files, relative to the page. */
   modelBaseUrl: string;
   /** Null: zero-LLM. The key inside lives only in page and worker memory. */
-  llm: BrowserLlmSettings | null;
+  llm: LlmSettings | null;
   /** Extract facts with the LLM at ingest (else the local extractor). */
   llmExtraction: boolean;
 }

@@ -34,5 +34,5 @@ export {
   type BrowserMemoryOptions,
   type BrowserRuntime,
   type BrowserRuntimeOptions,
-  type BrowserLlmSettings,
 } from './browser.ts';
+export type { LlmSettings, MemorySettings } from './open-options.ts';

@@ -1,6 +1,10 @@
-import { resolve } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { openNodeMemory } from '../src/node.ts';
+import { llmConfigFromSettings } from '../src/open-options.ts';
 
 /**
  * The front door, pinned: the names `prism-memory` exports (values and types), read with the
@@ -12,7 +16,6 @@ import { describe, expect, it } from 'vitest';
 const PUBLIC_NAMES = [
   'AddOptions',
   'AnswerResult',
-  'BrowserLlmSettings',
   'BrowserMemoryOptions',
   'BrowserRuntime',
   'BrowserRuntimeOptions',
@@ -31,9 +34,11 @@ const PUBLIC_NAMES = [
   'Intent',
   'IntentTier',
   'JsonValue',
+  'LlmSettings',
   'Memory',
   'MemoryOptions',
   'MemoryRecord',
+  'MemorySettings',
   'MemoryStats',
   'MemoryTurn',
   'Message',
@@ -128,4 +133,32 @@ describe('public API', () => {
     expect(names(ENTRIES.mcp)).toEqual(['PrismMcpOptions', 'createPrismMcpServer']);
     expect(names(ENTRIES.node)).toEqual(expect.arrayContaining([...PUBLIC_NAMES, 'openNodeMemory', 'NodeMemoryOptions']));
   });
+});
+
+describe('one options contract', () => {
+  it('LLM settings become the adapter config the same way for every open function', () => {
+    expect(llmConfigFromSettings({ baseURL: ' https://llm.example/v1/ ', model: ' m ', models: { answer: 'big' }, apiKey: ' k ', timeoutMs: 5 })).toEqual({
+      baseURL: 'https://llm.example/v1',
+      models: { answer: 'big', default: 'm' },
+      apiKey: 'k',
+      timeoutMs: 5,
+    });
+    expect(llmConfigFromSettings({ baseURL: '/llm/v1', model: 'm' }, (url) => new URL(url, 'https://app.example/page')).baseURL).toBe('https://app.example/llm/v1');
+    expect(() => llmConfigFromSettings({ baseURL: '/llm/v1', model: 'm' })).toThrow('not an absolute URL: /llm/v1');
+    expect(() => llmConfigFromSettings({ baseURL: 'https://x/v1', model: ' ' })).toThrow(expect.objectContaining({ code: 'LLM_NOT_CONFIGURED' }));
+  });
+
+  it('openNodeMemory takes the LLM as settings, as openBrowserMemory does', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prism-options-'));
+    const withLlm = await openNodeMemory({ dir, llm: { baseURL: 'http://127.0.0.1:9/v1', model: 'scripted' }, extraction: 'local' });
+    const without = await openNodeMemory({ dir: join(dir, 'b') });
+    try {
+      expect(withLlm.llm).not.toBeNull();
+      expect(without.llm).toBeNull();
+    } finally {
+      await withLlm.close();
+      await without.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

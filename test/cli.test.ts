@@ -144,6 +144,9 @@ describe('prism (spawned)', () => {
     const added = await prism(['add', 'examples/chat.txt', '--date', '2025-03-14', '--dir', dir, '--json']);
     expect(added.code, added.stderr).toBe(0);
     expect(JSON.parse(added.stdout)).toMatchObject({ chunksAdded: 1 });
+    // The same file again is the same batch: stored once.
+    const again = await prism(['add', 'examples/chat.txt', '--date', '2025-03-14', '--dir', dir, '--json']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ chunksAdded: 0, chunksSkipped: 1 });
 
     const search = await prism(['search', 'What is the name of the dog?', '--dir', dir]);
     expect(search.code, search.stderr).toBe(0);

@@ -2,6 +2,7 @@
  * The `prism` commands. Each parses its own flags (the global ones included) and works on the
  * store in `--dir`; only `add` and `import` write, and `search` never ingests anything.
  */
+import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { buffer as readBytes, text as readText } from 'node:stream/consumers';
 import { PrismError } from '../errors.ts';
@@ -127,6 +128,8 @@ const add = command(
     const format = choiceFlag('format', flags.format, ['json', 'text'] as const);
     const { text, source } = await readInput(positionals[0]);
     const input = pickConversation(parseChatInput(text, source, format), flags.conversation);
+    // The same input into the same session is one batch: adding a file twice stores it once.
+    const batchId = createHash('sha256').update(JSON.stringify([text, flags.session ?? null, flags.date ?? null])).digest('hex');
     const scope = scopeOf(flags);
     const progress = new ProgressLine(!flags.json);
     const controller = new AbortController();
@@ -134,7 +137,7 @@ const add = command(
     process.once('SIGINT', onInterrupt);
     try {
       const started = performance.now();
-      const reports = await addInput(input, scope, flags, controller.signal, progress);
+      const reports = await addInput(input, scope, { ...flags, batchId }, controller.signal, progress);
       progress.finish();
       const seconds = (performance.now() - started) / 1000;
       if (flags.json) printJson(reports.length === 1 ? reports[0]?.report : reports);
@@ -163,7 +166,7 @@ type Added = { label: string; report: IngestReport; stats: MemoryStats };
 function addInput(
   input: ChatInput,
   scope: Scope,
-  flags: { session?: string | undefined; date?: string | undefined } & Globals,
+  flags: { session?: string | undefined; date?: string | undefined; batchId: string } & Globals,
   signal: AbortSignal,
   progress: ProgressLine,
 ): Promise<Added[]> {
@@ -175,6 +178,7 @@ function addInput(
         ...scope,
         ...(sessionId === undefined ? {} : { sessionId }),
         ...(date === undefined ? {} : { date }),
+        batchId: flags.batchId,
         signal,
         onProgress: (p) => progress.update(`${p.stage} ${p.chunksDone}/${p.chunksTotal} chunks`, p.chunksDone, p.chunksTotal),
       });

@@ -2,7 +2,7 @@ import { resolveConfig, type DeepPartial, type PrismConfig } from './config.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import type { MemoryGraph } from './graph/memory-graph.ts';
-import { EDGE_TYPES, LAYERS, type EdgeType, type GraphEdge, type Layer, type MemorySnapshot } from './graph/types.ts';
+import { EDGE_TYPES, LAYERS, type EdgeType, type Layer, type MemorySnapshot } from './graph/types.ts';
 import { chunkConversation, type ChunkDraft, type ChunkingOptions } from './ingest/chunking.ts';
 import { checkConversation, type Conversation } from './ingest/conversation.ts';
 import { chainGapEdges } from './ingest/build-graph.ts';
@@ -10,7 +10,9 @@ import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
 import { checkAddSize, dayOf, messagesToTurns, normaliseMessages, messageTime, type InputMessage } from './ingest/input.ts';
-import { edgeVectorsFor, ingestChunks, type IngestOptions, type IngestReport } from './ingest/pipeline.ts';
+import { edgeVectorsFor, ingestChunks, type IngestDeps, type IngestOptions, type IngestReport } from './ingest/pipeline.ts';
+import { deletionBatch } from './ingest/chunk-removal.ts';
+import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type ReextractReport } from './ingest/reextract.ts';
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
 import { catchUp, loadPartition, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
@@ -112,6 +114,8 @@ export interface MemoryView {
 /** Counts of one scope's memory: chunks (Episodes' source text), nodes per layer, edges per type. */
 export interface MemoryStats {
   chunks: number;
+  /** Chunks whose LLM extraction fell back to summary + entities; `reextract()` extracts them again. */
+  fallbackChunks: string[];
   nodes: Record<Layer, number>;
   edges: Record<EdgeType, number>;
 }
@@ -244,19 +248,32 @@ export class Memory {
   }
 
   private ingestDrafts(partition: Partition, drafts: readonly ChunkDraft[], options: IngestOptions): Promise<IngestReport> {
-    return ingestChunks(
-      drafts,
-      {
-        state: partition.state,
-        writer: writerFor(this.host, partition),
-        embedder: this.options.embedder,
-        extractor: this.extractor,
-        llm: this.options.llm ?? null,
-        config: this.config,
-        extractAhead: this.extractor.mode === 'llm' ? 4 : 0,
-      },
-      { ...(options.signal ? { signal: options.signal } : {}), ...(options.onProgress ? { onProgress: options.onProgress } : {}) },
-    );
+    return ingestChunks(drafts, this.ingestDeps(partition), {
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+  }
+
+  private ingestDeps(partition: Partition): IngestDeps {
+    return {
+      state: partition.state,
+      writer: writerFor(this.host, partition),
+      embedder: this.options.embedder,
+      extractor: this.extractor,
+      llm: this.options.llm ?? null,
+      config: this.config,
+      extractAhead: this.extractor.mode === 'llm' ? 4 : 0,
+    };
+  }
+
+  /**
+   * Extracts the chunks of one scope listed in `stats().fallbackChunks` again with the LLM (their
+   * answer stayed invalid at ingest), replacing each one's nodes and edges in one atomic batch
+   * once the answer is valid. Endpoint failures throw as in `add()`; chunks replaced before stay.
+   */
+  async reextract(options: Scope & ReextractOptions = {}): Promise<ReextractReport> {
+    checkOptions('reextract', options);
+    return this.write(options, (partition) => reextractFallbackChunks(this.ingestDeps(partition), options.signal ? { signal: options.signal } : {}));
   }
 
   /**
@@ -437,7 +454,7 @@ export class Memory {
     const edges = Object.fromEntries(EDGE_TYPES.map((t) => [t, 0])) as Record<EdgeType, number>;
     for (const node of state.graph.nodes.values()) nodes[node.layer]++;
     for (const edge of state.graph.edges.values()) edges[edge.type]++;
-    return { chunks: state.graph.chunks.size, nodes, edges };
+    return { chunks: state.graph.chunks.size, fallbackChunks: fallbackChunkIds(state.graph), nodes, edges };
   }
 
   /** A live, read-only view of one scope's graph and indexes, for inspection tools and the eval harness. */
@@ -516,28 +533,3 @@ function checkOptions(method: string, options: unknown): void {
   }
 }
 
-/**
- * Everything owned by the given chunks: their nodes and edges, edges touching those nodes,
- * and Entities no remaining chunk mentions. Entities still mentioned lose the chunk ids.
- */
-function deletionBatch(graph: MemoryGraph, meta: Partition['state']['meta'], chunkIds: Set<string>): WriteBatch & { deleteNodes: string[] } {
-  const deleteNodes = new Set<string>();
-  const putNodes = [];
-  for (const node of graph.nodes.values()) {
-    if (node.layer === 'entity') {
-      const remaining = node.chunkIds.filter((id) => !chunkIds.has(id));
-      if (remaining.length === 0) deleteNodes.add(node.id);
-      else if (remaining.length !== node.chunkIds.length) putNodes.push({ ...node, chunkIds: remaining });
-    } else if (chunkIds.has(node.chunkId)) deleteNodes.add(node.id);
-  }
-  const deleteEdges: GraphEdge[] = [...graph.edges.values()].filter((e) => chunkIds.has(e.chunkId) || deleteNodes.has(e.from) || deleteNodes.has(e.to));
-  return {
-    deleteNodes: [...deleteNodes],
-    putNodes,
-    deleteEdges: deleteEdges.map((e) => e.id),
-    deleteChunks: [...chunkIds],
-    deleteHashes: [...chunkIds],
-    deleteVectors: [...deleteNodes, ...deleteEdges.map((e) => e.id)].filter((id) => graph.vectors.has(id)),
-    meta,
-  };
-}

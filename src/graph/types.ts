@@ -82,6 +82,12 @@ export interface GraphEdge {
 /** JSON-compatible metadata a caller attaches to messages. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
+/**
+ * How a chunk's nodes were extracted: by the LLM, by the local extractor, or by the local
+ * fallback after the LLM's answer stayed invalid (summary + entities only, re-extractable).
+ */
+export type ChunkExtraction = 'llm' | 'local' | 'fallback';
+
 /** One ingested conversation chunk: the raw text behind an Episode. */
 export interface Chunk {
   /** SHA-256 (hex) of the chunk's canonical text (or of its batch id); doubles as the dedup hash. */
@@ -94,6 +100,8 @@ export interface Chunk {
   time: string | null;
   order: number;
   turns: ChunkTurn[];
+  /** Absent in memories written before v0.3 (read as `local` or `llm` by the memory's mode). */
+  extraction?: ChunkExtraction;
 }
 
 export interface ChunkTurn {

@@ -13,7 +13,7 @@ import { normalisedSum } from '../util/vectors.ts';
 import { buildChunkGraph, splitVectors, textsToEmbed, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
-import type { Extraction, ExtractionOutcome, Extractor } from './extraction.ts';
+import { chunkExtraction, type Extraction, type ExtractionOutcome, type Extractor } from './extraction.ts';
 
 /** The mutable state of an open memory that ingestion advances batch by batch. */
 export interface MemoryState {
@@ -108,7 +108,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   const startExtraction = (i: number) => {
     const item = todo[i];
     if (!item || extractions.has(i)) return;
-    const promise = deps.extractor.extract({ header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, signal);
+    const promise = deps.extractor.extract({ chunkId: item.hash, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, signal);
     promise.catch(() => undefined); // observed when awaited below
     extractions.set(i, promise);
   };
@@ -132,7 +132,15 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       progress('embed');
       const extraction = outcome.extraction;
       const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
-      const chunk = { id: item.hash, sessionId: item.draft.sessionId, header: item.draft.header, text: item.draft.text, time: item.draft.time, turns: item.draft.turns };
+      const chunk = {
+        id: item.hash,
+        sessionId: item.draft.sessionId,
+        header: item.draft.header,
+        text: item.draft.text,
+        time: item.draft.time,
+        turns: item.draft.turns,
+        extraction: chunkExtraction(deps.extractor, outcome),
+      };
       const built = await exclusive(() => deps.writer.locked(() => commitChunk(deps, chunk, extraction, vectors, () => progress('commit'), signal)));
       if (!built) {
         // Another writer committed the same chunk while this one was extracting it.
@@ -168,22 +176,10 @@ async function commitChunk(
   onCommit: () => void,
   signal?: AbortSignal,
 ): Promise<BuildOutput | null> {
-  const { state, config } = deps;
+  const { state } = deps;
   if (state.hashes.has(draft.id)) return null;
   const chunk: Chunk = { ...draft, order: state.meta.chunkCount };
-  let nextKey = state.meta.nextKey;
-  const built = buildChunkGraph({
-    chunk,
-    extraction,
-    vectors,
-    graph: state.graph,
-    nearestEntity: (v) => nearest(state, 'entity', v),
-    nearestFacetPoint: (v) => nearest(state, 'facetPoint', v),
-    config: config.ingest,
-    nextKey: () => nextKey++,
-  });
-  const nodeVector = new Map(built.nodeVectors);
-  const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
+  const { built, edgeVectors, nextKey } = await buildChunk(deps, chunk, extraction, vectors, signal);
   throwIfAborted(signal);
 
   onCommit();
@@ -197,6 +193,31 @@ async function commitChunk(
   };
   await deps.writer.commit(batch);
   return built;
+}
+
+/** One chunk's graph against the current state, with its edge vectors; keys are allocated from `meta.nextKey` (returned advanced). */
+export async function buildChunk(
+  deps: Pick<IngestDeps, 'state' | 'config' | 'embedder'>,
+  chunk: Chunk,
+  extraction: Extraction,
+  vectors: ExtractionVectors,
+  signal?: AbortSignal,
+): Promise<{ built: BuildOutput; edgeVectors: Array<[string, Float32Array]>; nextKey: number }> {
+  const { state, config } = deps;
+  let nextKey = state.meta.nextKey;
+  const built = buildChunkGraph({
+    chunk,
+    extraction,
+    vectors,
+    graph: state.graph,
+    nearestEntity: (v) => nearest(state, 'entity', v),
+    nearestFacetPoint: (v) => nearest(state, 'facetPoint', v),
+    config: config.ingest,
+    nextKey: () => nextKey++,
+  });
+  const nodeVector = new Map(built.nodeVectors);
+  const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
+  return { built, edgeVectors, nextKey };
 }
 
 /** True when at least `every` chunks have been committed since the last consolidation. */

@@ -44,10 +44,14 @@ export function emptySnapshot(embedder: Embedder): MemorySnapshot {
 export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): MemoryState {
   const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new Map() });
   const state: MemoryState = { graph, indexes: new IndexSet(snapshot.meta.dim, host.createIndex), meta: snapshot.meta, hashes: new Set(), version: 0 };
+  // Keys are allocated in ingestion order: replaying records by key rebuilds maps and indexes in
+  // the order an uninterrupted ingest built them, so ties (same name, same cosine) resolve alike
+  // and reopen-and-continue grows the same graph.
+  const byKey = <T extends { key: number }>(records: readonly T[]) => [...records].sort((a, b) => a.key - b.key);
   applyBatch(state, {
-    putChunks: snapshot.chunks,
-    putNodes: snapshot.nodes,
-    putEdges: snapshot.edges,
+    putChunks: [...snapshot.chunks].sort((a, b) => a.order - b.order),
+    putNodes: byKey(snapshot.nodes),
+    putEdges: byKey(snapshot.edges),
     putVectors: [...snapshot.vectors],
     putHashes: [...snapshot.hashes],
     meta: snapshot.meta,

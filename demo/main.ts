@@ -129,6 +129,8 @@ const graph = new GraphView(ui.graph, (detail) => {
 
 function setStatus(text: string, tone: 'ok' | 'busy' | 'error'): void {
   ui.status.textContent = text;
+  // The pill may be cut short on a narrow screen; the whole text stays on hover.
+  ui.status.title = text;
   ui.status.className = `pill ${tone}`;
 }
 

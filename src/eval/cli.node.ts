@@ -83,6 +83,15 @@ function parseChunking(text: string | undefined): ChunkingOptions | undefined {
   throw new PrismError('INVALID_INPUT', `--chunking must be "session", "turns:N" or "tokens:N", got "${text}"`);
 }
 
+/** `--budgets 256,512`: whole token counts ≥ 1. */
+function parseBudgets(text: string): number[] {
+  return splitList(text).map((item) => {
+    const budget = Number(item);
+    if (!/^\d+$/.test(item) || budget < 1) throw new PrismError('INVALID_INPUT', `--budgets: expected whole numbers ≥ 1 separated by commas, got "${item}"`);
+    return budget;
+  });
+}
+
 /** `--compare a:b,c:d`: each pair is reported as the paired difference a − b. */
 export function parseComparePairs(text: string | undefined): SystemPair[] {
   return splitList(text ?? '').map((item) => {
@@ -123,7 +132,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const precision = flags.precision === 'fp32' ? 'fp32' : 'int8';
   const chunking = parseChunking(flags.chunking);
   const chunkingLabel = flags.chunking ?? 'session';
-  const budgets = flags.budgets ? flags.budgets.split(',').map((b) => Number(b.trim())) : [...DEFAULT_BUDGETS];
+  const budgets = flags.budgets ? parseBudgets(flags.budgets) : [...DEFAULT_BUDGETS];
   const names = evalSystemNames(flags.systems, mode);
   const compare = parseComparePairs(flags.compare);
   await loadVega();

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { copyFile, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,9 +7,15 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
 import { Memory } from '../src/memory.ts';
+import { DEFAULT_PARTITION } from '../src/scope.ts';
+import { encodeCheckpoint } from '../src/store/checkpoint.ts';
 import { MemoryStore } from '../src/store/memory.ts';
+import { applyBatch } from '../src/store/snapshot.ts';
+import { sha256Hex } from '../src/util/hash.ts';
+import { sampleFollowUp, sampleMemory } from '../e2e/support/sample-memory.ts';
 import { fromBase64, runEdgeScenario, searchAll, type ScenarioResult } from './edge/scenario.ts';
 import { recordingEmbedder, type VectorTable } from './edge/vector-table.ts';
+import type { StoreReport } from './edge/workerd-store.ts';
 
 // The same scenario (test/edge/scenario.ts) runs in Node, in Deno and in workerd, each the real
 // runtime binary from npm (`deno`, `workerd`), and must give the same graph, the same units and
@@ -86,8 +92,7 @@ describe('Deno', () => {
 
 describe('workerd', () => {
   let dir: string;
-  let stopWorkerd: () => void = () => {};
-  let workerdLog = '';
+  let server: Workerd | undefined;
   let baseUrl: string;
 
   beforeAll(async () => {
@@ -97,7 +102,9 @@ describe('workerd', () => {
     });
     expect(build.code, build.stderr).toBe(0);
     await copyFile(join(repoRoot, 'wasm/usearch.wasm'), join(dir, 'usearch.wasm'));
-    const modules = (await readdir(dir)).filter((f) => f.endsWith('.js')).map((f) => `(name = "${f}", esModule = embed "${f}")`);
+    // workerd takes the first module as the worker's main module; lazily imported chunks follow it.
+    const chunks = (await readdir(dir)).filter((f) => f.endsWith('.js') && f !== 'worker.js');
+    const modules = ['worker.js', ...chunks].map((f) => `(name = "${f}", esModule = embed "${f}")`);
     const port = await freePort();
     await writeFile(
       join(dir, 'config.capnp'),
@@ -112,23 +119,19 @@ const worker :Workerd.Worker = (
 );
 `,
     );
-    const child = spawn(bin('workerd'), ['serve', join(dir, 'config.capnp')], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (d: Buffer) => (workerdLog += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (workerdLog += d.toString()));
-    stopWorkerd = () => child.kill();
+    server = await startWorkerd(join(dir, 'config.capnp'), port);
     baseUrl = `http://127.0.0.1:${port}/`;
-    await waitForPort(port);
   });
 
   afterAll(async () => {
-    stopWorkerd();
+    await server?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 
   it('ingests and retrieves with the usearch WASM from a precompiled Module, like Node', async () => {
     const response = await fetch(baseUrl, { method: 'POST', body: JSON.stringify({ embedderId, dim: 384, vectors: table }) });
     const body = await response.text();
-    expect(response.status, `${body}\n${workerdLog}`).toBe(200);
+    expect(response.status, `${body}\n${server?.log()}`).toBe(200);
     const workerd = JSON.parse(body) as ScenarioResult;
     expect(workerd.runtime).toBe('workerd');
     // Identical vectors in, so identical arithmetic out.
@@ -143,6 +146,104 @@ const worker :Workerd.Worker = (
     expect(searches.map((s) => s.units.map((u) => u.id))).toEqual(node.searches.map((s) => s.units.map((u) => u.id)));
   });
 });
+
+describe('workerd Durable Object (SQLite-backed) as the graph store', () => {
+  let dir: string;
+  let workerd: Workerd | undefined;
+  let config: string;
+  let port: number;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'prism-workerd-do-'));
+    const build = await run(process.execPath, [join(repoRoot, 'node_modules/vite/bin/vite.js'), 'build', '-c', 'test/edge/workerd-store.vite.config.ts'], {
+      env: { PRISM_WORKERD_OUT: join(dir, 'out') },
+    });
+    expect(build.code, build.stderr).toBe(0);
+    await mkdir(join(dir, 'objects'));
+    port = await freePort();
+    config = join(dir, 'config.capnp');
+    // enableSql makes the object SQLite-backed; localDisk keeps its database across restarts.
+    await writeFile(
+      config,
+      `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "main", worker = .worker), (name = "objects", disk = (path = "${join(dir, 'objects')}", writable = true))],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+);
+const worker :Workerd.Worker = (
+  modules = [(name = "worker.js", esModule = embed "out/worker.js")],
+  compatibilityDate = "2025-09-01",
+  durableObjectNamespaces = [(className = "MemoryObject", uniqueKey = "prism-store-test", enableSql = true)],
+  durableObjectStorage = (localDisk = "objects"),
+  bindings = [(name = "MEMORY", durableObjectNamespace = "MemoryObject")],
+);
+`,
+    );
+  });
+
+  afterAll(async () => {
+    await workerd?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function post<T>(action: string): Promise<T> {
+    const response = await fetch(`http://127.0.0.1:${port}/${action}`, { method: 'POST' });
+    const body = await response.text();
+    expect(response.status, `${body}\n${workerd?.log()}`).toBe(200);
+    return JSON.parse(body) as T;
+  }
+
+  it('commits, loads, counts revisions per partition, and keeps everything across a workerd restart', async () => {
+    const other = 'bob\u001fagent\u001f';
+    const expected = {
+      partitions: [other, DEFAULT_PARTITION].sort(),
+      revisions: { [DEFAULT_PARTITION]: 2, [other]: 1 },
+      digests: {
+        [DEFAULT_PARTITION]: await sha256Hex(encodeCheckpoint(applyBatch(sampleMemory(), sampleFollowUp()))),
+        [other]: await sha256Hex(encodeCheckpoint(sampleMemory({ episodes: 2, seed: 3 }))),
+      },
+      // 'b' was tagged chunk-2 and deleted by that tag.
+      cached: ['1', null, '3'],
+    };
+    workerd = await startWorkerd(config, port, ['--experimental']);
+    const written = await post<{ revisions: number[]; invalid: string; order: string[]; report: StoreReport }>('write');
+    expect(written.revisions).toEqual([1, 1, 2]);
+    expect(written.invalid).toBe('DIMENSION_MISMATCH');
+    expect(written.order).toEqual(['first+', 'first-', 'second+', 'second-']);
+    expect(written.report).toEqual(expected);
+
+    await workerd.stop();
+    workerd = await startWorkerd(config, port, ['--experimental']);
+    expect(await post<StoreReport>('read')).toEqual(expected);
+    const cleared = await post<StoreReport>('clear-other');
+    expect(cleared.partitions).toEqual([DEFAULT_PARTITION]);
+    expect(cleared.revisions).toEqual({ ...expected.revisions, [other]: 2 });
+    expect(cleared.digests).toEqual({ ...expected.digests, [other]: null });
+  });
+});
+
+interface Workerd {
+  stop(): Promise<void>;
+  /** Everything workerd printed so far. */
+  log(): string;
+}
+
+/** Runs `workerd serve <config>` until `stop()`, once it listens on `port`. */
+async function startWorkerd(config: string, port: number, flags: string[] = []): Promise<Workerd> {
+  const child = spawn(bin('workerd'), ['serve', ...flags, config], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  await waitForPort(port);
+  return {
+    stop: async () => {
+      child.kill();
+      await exited;
+    },
+    log: () => log,
+  };
+}
 
 function freePort(): Promise<number> {
   return new Promise((done, fail) => {

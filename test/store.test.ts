@@ -420,7 +420,9 @@ describe('SqlStore on SQLite', () => {
     const raw = new Database(sqlitePath());
     raw.prepare('UPDATE prism_schema SET version = ?').run(SQL_SCHEMA_VERSION + 1);
     raw.close();
-    expect((await expectCode(openSqliteStore(sqlitePath()), 'STORE_VERSION')).message).toMatch(new RegExp(`schema ${SQL_SCHEMA_VERSION + 1}`));
+    const err = await expectCode(openSqliteStore(sqlitePath()), 'STORE_VERSION');
+    expect(err.message).toMatch(new RegExp(`schema ${SQL_SCHEMA_VERSION + 1}`));
+    expect(err.message).toContain(sqlitePath());
   });
 
   it('fails a writer with STORE_BUSY after lockTimeoutMs while another connection holds the lock', async () => {
@@ -443,6 +445,7 @@ describe('migrating a v0.2 file store', () => {
   const sample = sampleMemory();
 
   it('moves memory.prism and the cache into the default partition once, then renames them', async () => {
+    expect(await migrateFileStore(dir, await openSqlite())).toBe(false);
     await writeFile(join(dir, LEGACY_FILES.checkpoint), encodeCheckpoint(sample));
     await writeFile(join(dir, LEGACY_FILES.cache), '["a","1"]\n["b","2"]\n["a","3"]\n["torn');
     const store = await openSqlite();

@@ -1,4 +1,4 @@
-import { readFile, rename } from 'node:fs/promises';
+import { access, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PrismError } from '../errors.ts';
 import { DEFAULT_PARTITION } from '../scope.ts';
@@ -72,6 +72,9 @@ async function markMigrated(path: string): Promise<void> {
 export async function migrateFileStore(dir: string, store: GraphStore): Promise<boolean> {
   const checkpointPath = join(dir, LEGACY_FILES.checkpoint);
   const cachePath = join(dir, LEGACY_FILES.cache);
+  // The common case, nothing to migrate, must not wait for a writer holding the lock.
+  const present = await Promise.all([checkpointPath, cachePath].map((path) => access(path).then(() => true, () => false)));
+  if (!present.includes(true)) return false;
   return store.withWriteLock(DEFAULT_PARTITION, async () => {
     const checkpoint = await readIfExists(checkpointPath);
     const cache = await readIfExists(cachePath);

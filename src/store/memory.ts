@@ -1,5 +1,5 @@
 import type { MemorySnapshot } from '../graph/types.ts';
-import { KeyedMutex } from './lock.ts';
+import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex } from './lock.ts';
 import { SnapshotTable } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 
@@ -34,7 +34,7 @@ export class MemoryStore implements GraphStore {
   }
 
   withWriteLock<T>(partition: string, fn: () => Promise<T>): Promise<T> {
-    return this.locks.run(partition, fn);
+    return this.locks.run(partition, fn, { ms: DEFAULT_LOCK_TIMEOUT_MS, what: `locking partition ${JSON.stringify(partition)}` });
   }
 
   async commit(partition: string, batch: WriteBatch): Promise<number> {

@@ -167,7 +167,7 @@ export function canonicalSnapshot(snapshot: MemorySnapshot): MemorySnapshot {
   return canonical;
 }
 
-/** A memory as keyed tables; the working state of the memory and file backends. */
+/** A memory as keyed tables: the working state of MemoryStore, and how checkpoints are validated. */
 export class SnapshotTable {
   private meta: MemoryMeta | null = null;
   private readonly nodes = new Map<string, GraphNode>();
@@ -201,15 +201,6 @@ export class SnapshotTable {
   /** True until a batch (which must carry meta) has been applied. */
   isEmpty(): boolean {
     return this.meta === null;
-  }
-
-  clear(): void {
-    this.meta = null;
-    this.nodes.clear();
-    this.edges.clear();
-    this.chunks.clear();
-    this.vectors.clear();
-    this.hashes.clear();
   }
 
   /**

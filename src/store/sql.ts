@@ -4,7 +4,7 @@ import { changesDimension, compareIds, sortById, validateBatch } from './snapsho
 import type { GraphStore, WriteBatch } from './types.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
-export type SqlValue = string | number | bigint | Uint8Array | ArrayBuffer | null;
+export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
 export type SqlRow = Record<string, SqlValue>;
 
 /**
@@ -30,7 +30,6 @@ export interface SqlDriver {
 /** The partition writer lock of one runtime (see `GraphStore.withWriteLock`). */
 export interface WriteLock {
   run<T>(partition: string, fn: () => Promise<T>): Promise<T>;
-  close(): void;
 }
 
 /**
@@ -39,17 +38,19 @@ export interface WriteLock {
  * Every memory table is keyed by (partition, id). Records are JSON; the columns beside the
  * JSON are the ones queries select on (chunk ids, for deleting a chunk's records). Vectors are
  * raw little-endian f32 blobs, the layout of the checkpoint and of every host PRISM targets.
+ * Tables of rows larger than a few hundred bytes (records, vectors) keep their rowid: SQLite
+ * stores large rows of WITHOUT ROWID tables less compactly and scans them more slowly.
  */
 const MIGRATIONS: readonly (readonly string[])[] = [
   [
     'CREATE TABLE meta (partition TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID',
     'CREATE TABLE revisions (partition TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID',
-    'CREATE TABLE nodes (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT, json TEXT NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
+    'CREATE TABLE nodes (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
     'CREATE INDEX nodes_by_chunk ON nodes (partition, chunk_id)',
-    'CREATE TABLE edges (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
+    'CREATE TABLE edges (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
     'CREATE INDEX edges_by_chunk ON edges (partition, chunk_id)',
-    'CREATE TABLE chunks (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
-    'CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
+    'CREATE TABLE chunks (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+    'CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id))',
     'CREATE TABLE hashes (partition TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (partition, hash)) WITHOUT ROWID',
     'CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID',
     'CREATE TABLE cache_tags (tag TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, key)) WITHOUT ROWID',
@@ -116,6 +117,7 @@ export class SqlStore implements GraphStore {
       if (version > SQL_SCHEMA_VERSION) {
         throw new PrismError('STORE_VERSION', `the database was written by a newer PRISM (schema ${version}; this build reads up to ${SQL_SCHEMA_VERSION})`);
       }
+      if (version === SQL_SCHEMA_VERSION) return;
       for (const statement of MIGRATIONS.slice(version).flat()) driver.run(statement);
       if (stored === undefined) driver.run('INSERT INTO prism_schema (version) VALUES (?)', [SQL_SCHEMA_VERSION]);
       else driver.run('UPDATE prism_schema SET version = ?', [SQL_SCHEMA_VERSION]);
@@ -237,7 +239,6 @@ export class SqlStore implements GraphStore {
   }
 
   async close(): Promise<void> {
-    this.lock.close();
     this.driver.close();
   }
 

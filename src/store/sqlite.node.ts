@@ -49,11 +49,9 @@ function storeError(path: string, action: string, err: unknown): PrismError {
   return new PrismError('STORE_IO', `${action} ${path}: ${reason}`, { cause: err });
 }
 
-/** better-sqlite3 binds byte views only as Buffers. */
+/** better-sqlite3 binds byte views (any offset) but not bare ArrayBuffers. */
 function bindable(params: readonly SqlValue[]): unknown[] {
-  return params.map((value) =>
-    value instanceof ArrayBuffer ? Buffer.from(value) : value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value,
-  );
+  return params.map((value) => (value instanceof ArrayBuffer ? new Uint8Array(value) : value));
 }
 
 function openDatabase(path: string): Database.Database {
@@ -142,8 +140,6 @@ class ProcessWriteLock implements WriteLock {
     );
   }
 
-  close(): void {}
-
   private lockPath(partition: string): string {
     const digest = createHash('sha256').update(partition).digest('hex').slice(0, 32);
     return join(`${this.storePath}-locks`, `${digest}.lock`);
@@ -192,6 +188,8 @@ export async function openSqliteStore(path: string, options: SqliteStoreOptions 
     return SqlStore.open(new BetterSqliteDriver(db, path), new ProcessWriteLock(path, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS));
   } catch (err) {
     db.close();
+    // Errors from inside the schema check (STORE_VERSION) do not know the file yet.
+    if (err instanceof PrismError && !err.message.includes(path)) throw new PrismError(err.code, `${path}: ${err.message}`, { cause: err });
     throw storeError(path, 'opening', err);
   }
 }

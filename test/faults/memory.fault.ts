@@ -103,7 +103,7 @@ export const faults: Fault[] = [
               if (p.stage !== 'extract' || p.chunksDone === 0) return;
               const committed = sessions.slice(0, p.chunksDone);
               misses.push(
-                Promise.all(committed.map(async (s) => ((await memory.search(`What was zq${i}w${s.id.slice(1)}x?`, { budget: 128 })).context.includes(`zq${i}w${s.id.slice(1)}x`) ? 0 : 1))).then((m) =>
+                Promise.all(committed.map(async (s): Promise<number> => ((await memory.search(`What was zq${i}w${s.id.slice(1)}x?`, { budget: 128 })).context.includes(`zq${i}w${s.id.slice(1)}x`) ? 0 : 1))).then((m) =>
                   m.reduce((a, b) => a + b, 0),
                 ),
               );

@@ -100,7 +100,7 @@ export async function killDuringCommit(dir: string, killAfter: number): Promise<
 
 /**
  * Commits batches into a store capped at `maxBytes` until the disk is "full" (SQLITE_FULL),
- * then reopens it uncapped.
+ * then reopens it uncapped (space freed) and commits once more.
  */
 export async function diskFull(dir: string, maxBytes: number): Promise<{ failure: PrismError | null; acknowledged: number; after: StoreAfter; writableAfter: boolean }> {
   const path = join(dir, 'memory.sqlite');
@@ -115,12 +115,16 @@ export async function diskFull(dir: string, maxBytes: number): Promise<{ failure
     if (!(err instanceof PrismError)) throw err;
     failure = err;
   }
-  const writableAfter = await store.commit(DEFAULT_PARTITION, { putHashes: ['after-full'] }).then(
+  await store.close();
+  const after = await inspect(path, ['f']);
+  // Space freed (the cap lifted): the same file takes commits again.
+  const uncapped = await openSqliteStore(path);
+  const writableAfter = await uncapped.commit(DEFAULT_PARTITION, writerBatch('f', acknowledged, false)).then(
     () => true,
     () => false,
   );
-  await store.close();
-  return { failure, acknowledged, after: await inspect(path, ['f']), writableAfter };
+  await uncapped.close();
+  return { failure, acknowledged, after, writableAfter };
 }
 
 export type Damage = 'garbage' | 'truncated' | 'scribbled';

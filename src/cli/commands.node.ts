@@ -11,9 +11,9 @@ import type { Memory, MemoryStats } from '../memory.ts';
 import type { Scope } from '../scope.ts';
 import { choiceFlag, formatFlags, integerFlag, parseArgv, UsageError, type FlagSpecs, type FlagValues } from './args.ts';
 import { parseChatInput, type ChatInput } from './chat-input.ts';
-import { formatIngestReport, formatRecord, formatSearch, formatSessions, formatStats, scopeLabel } from './format.ts';
 import { packageVersion } from '../util/package-root.node.ts';
 import { ProgressLine } from '../util/progress-line.node.ts';
+import { formatIngestReport, formatRecord, formatSearch, formatSessions, formatStats, scopeLabel } from './format.ts';
 
 export const GLOBAL_FLAGS = {
   dir: { type: 'string', value: '<path>', description: 'store directory (default .prism/default, as openNodeMemory)' },
@@ -97,16 +97,21 @@ function printHelp(name: string): number {
   return 0;
 }
 
+/** A file's bytes; a missing or unreadable file is an `INVALID_INPUT` naming it. */
+async function readPath(path: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (cause) {
+    throw new PrismError('INVALID_INPUT', `cannot read ${path}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}`, { cause });
+  }
+}
+
 async function readInput(path: string | undefined): Promise<{ text: string; source: string }> {
   if (path === undefined || path === '-') {
     if (process.stdin.isTTY) throw new UsageError('prism add: give a file, or pipe the conversation into stdin');
     return { text: await readText(process.stdin), source: 'stdin' };
   }
-  try {
-    return { text: await readFile(path, 'utf8'), source: path };
-  } catch (cause) {
-    throw new PrismError('INVALID_INPUT', `cannot read ${path}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}`, { cause });
-  }
+  return { text: (await readPath(path)).toString('utf8'), source: path };
 }
 
 const add = command(
@@ -334,7 +339,7 @@ const importCommand = command(
   async (flags, positionals) => {
     const [path, ...extra] = positionals;
     if (path === undefined || extra.length > 0) throw new UsageError('prism import: give one checkpoint file (or - for stdin)');
-    const bytes = path === '-' ? await readBytes(process.stdin) : await readFile(path);
+    const bytes = path === '-' ? await readBytes(process.stdin) : await readPath(path);
     const scope = scopeOf(flags);
     return withMemory(flags, async (memory) => {
       await memory.import(bytes, scope);

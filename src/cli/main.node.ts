@@ -69,5 +69,7 @@ function report(error: unknown, name: string): number {
     console.error(`prism ${name}: ${error.message} [${error.code}]`);
     return error.code === 'INVALID_INPUT' ? 2 : 1;
   }
-  throw error;
+  // Not PrismError: the system's own (a file that cannot be written, …); its message says what.
+  console.error(`prism ${name}: ${error instanceof Error ? error.message : String(error)}`);
+  return 1;
 }

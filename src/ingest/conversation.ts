@@ -10,6 +10,7 @@ export interface ConversationTurn {
   text: string;
 }
 
+/** One session of a conversation: its turns and when it took place (as written, and as ISO time when it parses). */
 export interface ConversationSession {
   /** Stable id within the conversation, e.g. `session_3`. */
   id: string;
@@ -20,6 +21,7 @@ export interface ConversationSession {
   turns: ConversationTurn[];
 }
 
+/** A whole multi-session conversation, for `addConversation` (e.g. an imported chat history). */
 export interface Conversation {
   id: string;
   sessions: ConversationSession[];

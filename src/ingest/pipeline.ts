@@ -37,6 +37,7 @@ export interface BatchWriter {
 
 export type IngestStage = 'extract' | 'embed' | 'commit' | 'consolidate' | 'done';
 
+/** Reported after each stage of each chunk while adding. */
 export interface IngestProgress {
   stage: IngestStage;
   chunksDone: number;
@@ -46,11 +47,15 @@ export interface IngestProgress {
   llmCalls: number;
 }
 
+/** Control of a long add: cancel it, or follow it. */
 export interface IngestOptions {
+  /** Aborting stops between chunks with `ABORTED`; what was committed stays, and the same add resumes. Default: none. */
   signal?: AbortSignal;
+  /** Called after each stage of each chunk. Default: none. */
   onProgress?: (progress: IngestProgress) => void;
 }
 
+/** What an add did: chunks added or already present (skipped), graph growth, warnings, time. */
 export interface IngestReport {
   chunksAdded: number;
   chunksSkipped: number;

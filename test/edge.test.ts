@@ -22,7 +22,8 @@ import type { StoreReport } from './edge/workerd-store.ts';
 
 // The same scenario (test/edge/scenario.ts) runs in Node, in Deno and in workerd, each the real
 // runtime binary from npm (`deno`, `workerd`), and must give the same graph, the same units and
-// a checkpoint that moves back into Node.
+// a checkpoint that moves back into Node. In workerd, the SQL store also runs on SQLite-backed
+// Durable Objects: the store alone, and whole Memories, one object per user, across a restart.
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const bin = (name: string) => join(repoRoot, 'node_modules', '.bin', name);

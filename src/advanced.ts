@@ -41,6 +41,7 @@ export { bruteForceSearch } from './vector/brute-force.ts';
 export type { GraphStore, WriteBatch } from './store/types.ts';
 export { MemoryStore } from './store/memory.ts';
 export { IndexedDbStore, type IndexedDbStoreOptions } from './store/idb.ts';
+export { openDurableObjectStore, type DurableObjectStorageLike } from './store/durable-object.ts';
 export { encodeCheckpoint, decodeCheckpoint } from './store/checkpoint.ts';
 
 // LLM adapter

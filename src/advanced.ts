@@ -29,7 +29,10 @@ export type { MemoryGraph } from './graph/memory-graph.ts';
 // embedding
 export type { Embedder, EmbedOptions } from './embed/types.ts';
 export { createMiniLmEmbedder, MINILM_DIM, type MiniLmEmbedder, type MiniLmOptions, type MiniLmPrecision } from './embed/minilm.ts';
-export { urlModelSource, huggingFaceModelSource, MINILM_HUB_ID, type ModelSource } from './embed/model-source.ts';
+export { urlModelSource, huggingFaceModelSource, MINILM_HUB_ID, DEFAULT_MODEL_CACHE, type ModelSource, type UrlFetchOptions } from './embed/model-source.ts';
+export type { InferenceEngine, EngineSession } from './embed/engine.ts';
+export { onnxWebEngine, hasWebGpu, type WebEngineOptions, type WebDevice } from './embed/ort-web.ts';
+export { loadTokenCounter } from './util/tokens.ts';
 
 // vector indexes
 export type { VectorIndex, SearchHit, IndexKind } from './vector/types.ts';

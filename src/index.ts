@@ -36,3 +36,5 @@ export {
   type BrowserRuntimeOptions,
 } from './browser.ts';
 export type { LlmSettings, MemorySettings } from './open-options.ts';
+export type { TokenCounter } from './util/tokens.ts';
+export type { DownloadProgress } from './embed/model-source.ts';

@@ -20,6 +20,7 @@ import { findRecord, listSessions, storedDialogIds, turnsInSession, unitTurns, t
 import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
 import { LexicalIndex } from './retrieve/lexical.ts';
+import { loadTokenCounter, type TokenCounter } from './util/tokens.ts';
 import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/retrieve.ts';
 import type { RetrieveDeps } from './retrieve/types.ts';
 import type { RetrievedUnit } from './retrieve/units.ts';
@@ -47,6 +48,8 @@ export interface MemoryOptions {
   chunking?: ChunkingOptions;
   /** Overrides of the paper's constants and PRISM's limits (`DEFAULT_CONFIG`). */
   config?: DeepPartial<PrismConfig>;
+  /** Token counter for budgets and chunk windows; default o200k_base, loaded lazily (see `loadTokenCounter`). */
+  countTokens?: TokenCounter;
 }
 
 /** A message for the v0.2 `add({ sessionId, messages })` form: one conversational turn. */
@@ -150,6 +153,7 @@ export class Memory {
     if (typeof options !== 'object' || options === null || !options.store || !options.embedder || typeof options.createIndex !== 'function') {
       throw new PrismError('INVALID_INPUT', 'Memory.open needs { store, embedder, createIndex }');
     }
+    await loadTokenCounter(options.countTokens);
     const memory = new Memory(options);
     await memory.partition({});
     return memory;

@@ -24,6 +24,7 @@ export { migrateFileStore } from './store/file.node.ts';
 export { openSqliteStore, type SqliteStoreOptions } from './store/sqlite.node.ts';
 export { defaultModelDir, defaultModelSource, fileModelSource } from './embed/model-source.node.ts';
 export { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
+export { onnxNodeEngine, type NodeEngineOptions } from './embed/ort.node.ts';
 export { readUsearchWasm } from './vector/wasm-bytes.node.ts';
 
 /** `../shared/data/locomo/locomo10-dev.json` beside the package, or env `PRISM_LOCOMO`. */

@@ -8,6 +8,7 @@ import { PrismError } from './errors.ts';
 import type { ChunkingOptions } from './ingest/chunking.ts';
 import type { LlmConfig } from './llm/client.ts';
 import type { LlmRole } from './llm/types.ts';
+import type { TokenCounter } from './util/tokens.ts';
 
 /**
  * An OpenAI-compatible endpoint as a settings form or a config file has it, plus any adapter
@@ -34,6 +35,8 @@ export interface MemorySettings {
   chunking?: ChunkingOptions;
   /** Overrides of the paper's constants and PRISM's limits. Default: none. */
   config?: DeepPartial<PrismConfig>;
+  /** Token counter of your answer model, for budgets. Default: o200k_base (gpt-4o family), loaded on open. */
+  countTokens?: TokenCounter;
 }
 
 /**

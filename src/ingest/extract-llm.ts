@@ -54,8 +54,8 @@ function isBadAnswer(err: unknown): err is PrismError {
 }
 
 /** §2.3 fallback: only the summary and the entity list, so one bad chunk never aborts ingestion. */
-function fallback(input: ExtractionInput, reason: string): ExtractionOutcome {
-  const local = extractLocally(input);
+async function fallback(input: ExtractionInput, reason: string): Promise<ExtractionOutcome> {
+  const local = await extractLocally(input);
   return {
     extraction: { summary: local.summary, entities: local.entities, facetPoints: [], facets: [], temporal: [] },
     warning: `extraction fell back to summary + entities: ${reason}`,

@@ -1,4 +1,4 @@
-import type { PrismConfig } from '../config.ts';
+import type { EdgeVectorMode, PrismConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
@@ -10,7 +10,7 @@ import type { WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { normalisedSum } from '../util/vectors.ts';
-import { buildChunkGraph, splitVectors, textsToEmbed, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
+import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
 import { chunkExtraction, type Extraction, type ExtractionOutcome, type Extractor } from './extraction.ts';
@@ -134,7 +134,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
 
       progress('embed');
       const extraction = outcome.extraction;
-      const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
+      const vectors = await embedExtraction(extraction, deps.embedder, signal);
       const chunk = {
         id: item.hash,
         sessionId: item.draft.sessionId,
@@ -275,14 +275,14 @@ async function runConsolidation(
   }
 }
 
-/** Edge types whose vector may be composed from their endpoints (see `IngestConfig.edgeVectors`). */
-const COMPOSABLE: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
+/** Edge types whose vector follows `IngestConfig.edgeVectors`; the others are always embedded. */
+const OPTIONAL_VECTOR: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
 
-/** Vectors of relation edges: embedded from their descriptions, or composed from their endpoints where `mode` allows. */
+/** Vectors of relation edges: embedded from their descriptions, composed from their endpoints or left out, as `mode` says for the types it governs. */
 export async function edgeVectorsFor(
   edges: readonly GraphEdge[],
   embedder: Embedder,
-  mode: 'embedded' | 'composed',
+  mode: EdgeVectorMode,
   vectorOf: (nodeId: string) => Float32Array | undefined,
   signal?: AbortSignal,
 ): Promise<Array<[string, Float32Array]>> {
@@ -290,7 +290,9 @@ export async function edgeVectorsFor(
   const toEmbed: GraphEdge[] = [];
   for (const edge of edges) {
     if (edge.description === null || edgeSpace(edge.type) === null) continue;
-    const from = mode === 'composed' && COMPOSABLE.has(edge.type) ? vectorOf(edge.from) : undefined;
+    const governed = OPTIONAL_VECTOR.has(edge.type);
+    if (governed && mode === 'none') continue;
+    const from = governed && mode === 'composed' ? vectorOf(edge.from) : undefined;
     const to = from ? vectorOf(edge.to) : undefined;
     if (from && to) out.push([edge.id, normalisedSum(from, to)]);
     else toEmbed.push(edge);

@@ -2,7 +2,7 @@ import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
 import type { WriteBatch } from '../store/types.ts';
-import { splitVectors, textsToEmbed, type ExtractionVectors } from './build-graph.ts';
+import { embedExtraction, type ExtractionVectors } from './build-graph.ts';
 import { deletionBatch } from './chunk-removal.ts';
 import { chunkExtraction, type Extraction } from './extraction.ts';
 import { applyBatch, buildChunk, edgeVectorsFor, type IngestDeps } from './pipeline.ts';
@@ -53,7 +53,7 @@ export async function reextractFallbackChunks(deps: IngestDeps, options: Reextra
       continue;
     }
     const extraction = outcome.extraction;
-    const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
+    const vectors = await embedExtraction(extraction, deps.embedder, signal);
     const replaced = await writer.locked(async () => {
       // Another writer may have deleted or re-extracted the chunk meanwhile (the lock caught up with it).
       const current = state.graph.chunks.get(id);

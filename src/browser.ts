@@ -3,18 +3,17 @@
  * MiniLM on onnxruntime-web from model files the site serves, and the usearch WASM from a URL.
  * Universal code like the rest of `src/`: nothing here needs Node.
  */
-import type { ChunkingOptions } from './ingest/chunking.ts';
-import type { DeepPartial, PrismConfig } from './config.ts';
 import { createMiniLmEmbedder, type MiniLmEmbedder, type MiniLmOptions } from './embed/minilm.ts';
 import { fetchBytes, urlModelSource, type DownloadProgress, type UrlFetchOptions } from './embed/model-source.ts';
 import { PrismError } from './errors.ts';
 import { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource } from './vector/usearch-wasm.ts';
-import type { LlmConfig } from './llm/client.ts';
-import type { LlmClient, LlmRole } from './llm/types.ts';
+import type { LlmClient } from './llm/types.ts';
 import { Memory } from './memory.ts';
+import { llmConfigFromSettings, type LlmSettings, type MemorySettings } from './open-options.ts';
 import { IndexedDbStore } from './store/idb.ts';
 import type { TokenCounter } from './util/tokens.ts';
 
+/** Where a page gets the model and the vector index from (both served by the site itself). */
 export interface BrowserRuntimeOptions {
   /**
    * Folder URL of all-MiniLM-L6-v2 in the Hugging Face layout (`tokenizer.json`, `onnx/…`), served
@@ -43,33 +42,12 @@ export interface BrowserRuntime {
   usearch: UsearchWasm;
 }
 
-/**
- * An OpenAI-compatible endpoint as a settings form collects it, plus any adapter option
- * (`headers`, a proxying `fetch`, `timeoutMs`, `concurrency`, `retry`, …).
- */
-export interface BrowserLlmSettings extends Omit<LlmConfig, 'baseURL' | 'models' | 'cache'> {
-  /** Endpoint including `/v1`, or a proxy (e.g. same-origin `/llm/v1`) that adds the credentials itself. */
-  baseURL: string;
-  /** The model of every role not named in `models`. */
-  model: string;
-  /** Per-role models, e.g. a cheaper one for `extract` and a stronger one for `answer`. */
-  models?: Partial<Record<LlmRole, string>>;
-  /** Kept only inside the client object; never written to the store. Omit it behind a proxy. */
-  apiKey?: string;
-}
-
-export type BrowserMemoryOptions = ({ runtime: BrowserRuntime } | BrowserRuntimeOptions) & {
-  /** IndexedDB database name; one per memory. Default `prism-memory`. */
-  dbName?: string;
-  /** Absent or null: zero-LLM (local extraction, no LLM at query time, no `answer()`). */
-  llm?: BrowserLlmSettings | null;
-  /** Default: `llm` when an LLM is configured, else `local`. */
-  extraction?: 'local' | 'llm';
-  chunking?: ChunkingOptions;
-  config?: DeepPartial<PrismConfig>;
-  /** Token counter of your answer model; default o200k_base (gpt-4o family), loaded on open. */
-  countTokens?: TokenCounter;
-};
+/** Options of `openBrowserMemory`: the runtime (or where to load it from), the database, and the LLM if any. */
+export type BrowserMemoryOptions = ({ runtime: BrowserRuntime } | BrowserRuntimeOptions) &
+  MemorySettings & {
+    /** IndexedDB database name; one per memory. Default `prism-memory`. */
+    dbName?: string;
+  };
 
 /** Loads the embedder and the usearch module; both may take a few seconds (model download, compilation). */
 export async function loadBrowserRuntime(options: BrowserRuntimeOptions): Promise<BrowserRuntime> {
@@ -121,20 +99,10 @@ export async function openBrowserMemory(options: BrowserMemoryOptions): Promise<
  * Replies are cached in the memory's own database (by request hash), so a repeated question costs
  * nothing. The client module is imported only here, so a zero-LLM page never downloads it.
  */
-async function browserLlmClient(settings: BrowserLlmSettings, cache: IndexedDbStore): Promise<LlmClient> {
-  const baseURL = settings.baseURL.trim();
-  const model = settings.model.trim();
-  if (baseURL === '' || model === '') throw new PrismError('LLM_NOT_CONFIGURED', 'an LLM endpoint needs a base URL and a model');
-  const { model: _model, models, apiKey: rawKey, baseURL: _baseURL, ...adapter } = settings;
-  const apiKey = rawKey?.trim();
+async function browserLlmClient(settings: LlmSettings, cache: IndexedDbStore): Promise<LlmClient> {
+  const config = llmConfigFromSettings(settings, resolveAgainstPage);
   const { createLlmClient } = await import('./llm/client.ts');
-  return createLlmClient({
-    ...adapter,
-    baseURL: resolveAgainstPage(baseURL).href.replace(/\/$/, ''),
-    models: { ...models, default: model },
-    ...(apiKey ? { apiKey } : {}),
-    cache,
-  });
+  return createLlmClient({ ...config, cache });
 }
 
 /** `new URL(url)` fails on relative URLs; a page or worker has a location to resolve them against. */

@@ -111,6 +111,7 @@ export interface InputLimits {
   maxAddChars: number;
 }
 
+/** Every constant of the paper and PRISM's limits; `DEFAULT_CONFIG` (prism-memory/advanced) holds the defaults. */
 export interface PrismConfig {
   ingest: IngestConfig;
   limits: InputLimits;
@@ -175,6 +176,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
   seed: 42, // §6
 };
 
+/** `T` with every field optional, object by object: the shape of a config override. */
 export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
 
 /** Overlays `overrides` onto `base` (the defaults unless given), object by object. */

@@ -33,6 +33,7 @@ import type { VectorIndex } from './vector/types.ts';
 
 export { SCHEMA_VERSION } from './memory/partition.ts';
 
+/** The parts of a memory for `Memory.open` (the open functions fill them in for you). */
 export interface MemoryOptions {
   /** Where the memory lives; one store holds the memories of many scopes. */
   store: GraphStore;
@@ -93,6 +94,7 @@ export interface SearchResult extends Omit<RetrieveResult, 'units'> {
   units: SearchUnit[];
 }
 
+/** What `answer()` returns: the LLM's answer and the retrieval it was given. */
 export interface AnswerResult {
   answer: string;
   /** The retrieval behind the answer: packed context, units, intent, traces. */
@@ -112,6 +114,7 @@ export interface MemoryView {
   snapshot(): MemorySnapshot;
 }
 
+/** Counts of one scope's memory: chunks (Episodes' source text), nodes per layer, edges per type. */
 export interface MemoryStats {
   chunks: number;
   /** Chunks whose LLM extraction fell back to summary + entities; `reextract()` extracts them again. */

@@ -11,11 +11,10 @@ import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import { loadUsearchWasm, type UsearchWasm } from './vector/usearch-wasm.ts';
 import { readUsearchWasm } from './vector/wasm-bytes.node.ts';
-import type { ChunkingOptions } from './ingest/chunking.ts';
 import { createLlmClient } from './llm/client.ts';
 import { llmConfigFromEnv } from './llm/env.ts';
 import { Memory } from './memory.ts';
-import type { DeepPartial, PrismConfig } from './config.ts';
+import { llmConfigFromSettings, type MemorySettings } from './open-options.ts';
 import { migrateFileStore } from './store/file.node.ts';
 import { openSqliteStore } from './store/sqlite.node.ts';
 import { packageRoot } from './util/package-root.node.ts';
@@ -49,15 +48,19 @@ export function nodeEmbedder(precision: MiniLmPrecision = 'int8', source: ModelS
   return embedder;
 }
 
-export interface NodeMemoryOptions {
+/** Options of `openNodeMemory`: where the store is, the model precision, and the settings every open function takes. */
+export interface NodeMemoryOptions extends MemorySettings {
   /** Store directory; default `.prism/<name>` under the working directory. */
   dir?: string | undefined;
+  /** Default `default`. */
   name?: string;
+  /** MiniLM weights. Default `int8`. */
   precision?: MiniLmPrecision;
-  /** `llm` needs PRISM_LLM_BASE_URL / PRISM_LLM_MODEL (and usually PRISM_LLM_API_KEY) in the environment. */
+  /**
+   * Node convenience: `llm` without `llm` settings reads them from PRISM_LLM_BASE_URL /
+   * PRISM_LLM_MODEL / PRISM_LLM_API_KEY (`PRISM_LLM_MODEL_<ROLE>` per role). Default `zero-llm`.
+   */
   mode?: 'zero-llm' | 'llm';
-  chunking?: ChunkingOptions;
-  config?: DeepPartial<PrismConfig>;
 }
 
 /** Opens (or creates) a file-backed memory with the local MiniLM and the usearch WASM index. */
@@ -68,7 +71,8 @@ export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<M
   // A v0.2 directory (memory.prism) moves into the SQLite store once, on first open.
   await migrateFileStore(dir, store);
   let llm = null;
-  if (options.mode === 'llm') {
+  if (options.llm) llm = createLlmClient({ ...llmConfigFromSettings(options.llm), cache: store });
+  else if (options.mode === 'llm') {
     const config = llmConfigFromEnv(process.env);
     if (!config) throw new PrismError('LLM_NOT_CONFIGURED', 'LLM mode needs PRISM_LLM_BASE_URL and PRISM_LLM_MODEL in the environment');
     llm = createLlmClient({ ...config, cache: store });
@@ -78,6 +82,7 @@ export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<M
     embedder,
     createIndex: (dim) => usearch.createIndex({ dim }),
     llm,
+    ...(options.extraction ? { extraction: options.extraction } : {}),
     ...(options.chunking ? { chunking: options.chunking } : {}),
     ...(options.config ? { config: options.config } : {}),
   });

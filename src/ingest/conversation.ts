@@ -1,5 +1,4 @@
 import * as chrono from 'chrono-node';
-import { z } from 'zod';
 import { PrismError } from '../errors.ts';
 
 /** A conversation as PRISM ingests it: sessions of speaker turns, each turn with a dialog id. */
@@ -10,6 +9,7 @@ export interface ConversationTurn {
   text: string;
 }
 
+/** One session of a conversation: its turns and when it took place (as written, and as ISO time when it parses). */
 export interface ConversationSession {
   /** Stable id within the conversation, e.g. `session_3`. */
   id: string;
@@ -20,6 +20,7 @@ export interface ConversationSession {
   turns: ConversationTurn[];
 }
 
+/** A whole multi-session conversation, for `addConversation` (e.g. an imported chat history). */
 export interface Conversation {
   id: string;
   sessions: ConversationSession[];
@@ -56,13 +57,55 @@ function isoLocal(y: number, mo: number, d: number, h: number, mi: number): stri
   return `${y}-${p(mo)}-${p(d)}T${p(h)}:${p(mi)}:00`;
 }
 
-const turnSchema = z.object({ dialogId: z.string().min(1), speaker: z.string(), text: z.string() });
-const conversationSchema = z.object({
-  id: z.string().min(1),
-  sessions: z.array(
-    z.object({ id: z.string().min(1), dateText: z.string().nullable(), time: z.string().nullable(), turns: z.array(turnSchema) }),
-  ),
-});
+function fail(where: string, expected: string, value: unknown): never {
+  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'string' ? JSON.stringify(value).slice(0, 40) : typeof value;
+  throw new PrismError('INVALID_INPUT', `${where}: expected ${expected}, got ${got}`);
+}
+
+function text(record: Record<string, unknown>, where: string, key: string, nonEmpty: boolean): string {
+  const value = record[key];
+  if (typeof value !== 'string' || (nonEmpty && value.length === 0)) fail(`${where}.${key}`, nonEmpty ? 'a non-empty string' : 'a string', value);
+  return value;
+}
+
+function textOrNull(record: Record<string, unknown>, where: string, key: string): string | null {
+  const value = record[key];
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'string') fail(`${where}.${key}`, 'a string or null', value);
+  return value;
+}
+
+function record(where: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(where, 'an object', value);
+  return value as Record<string, unknown>;
+}
+
+function list(where: string, value: unknown): unknown[] {
+  if (!Array.isArray(value)) fail(where, 'an array', value);
+  return value;
+}
+
+/** The shape check, by hand: it runs on every add, and a schema library would weigh on every page. */
+function parseConversation(input: unknown): Conversation {
+  const root = record('conversation', input);
+  return {
+    id: text(root, 'conversation', 'id', true),
+    sessions: list('sessions', root['sessions']).map((raw, i) => {
+      const at = `sessions.${i}`;
+      const session = record(at, raw);
+      return {
+        id: text(session, at, 'id', true),
+        dateText: textOrNull(session, at, 'dateText'),
+        time: textOrNull(session, at, 'time'),
+        turns: list(`${at}.turns`, session['turns']).map((rawTurn, j) => {
+          const turnAt = `${at}.turns.${j}`;
+          const turn = record(turnAt, rawTurn);
+          return { dialogId: text(turn, turnAt, 'dialogId', true), speaker: text(turn, turnAt, 'speaker', false), text: text(turn, turnAt, 'text', false) };
+        }),
+      };
+    }),
+  };
+}
 
 /**
  * Checks a conversation handed in from outside (plain JS callers, parsed JSON) before anything
@@ -70,13 +113,7 @@ const conversationSchema = z.object({
  * Returns how many empty turns will be skipped, for the ingest report.
  */
 export function checkConversation(input: unknown): { conversation: Conversation; emptyTurns: number } {
-  const parsed = conversationSchema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue?.path.length ? issue.path.join('.') : 'conversation';
-    throw new PrismError('INVALID_INPUT', `${where}: ${issue?.message ?? 'invalid conversation'}`);
-  }
-  const conversation = parsed.data;
+  const conversation = parseConversation(input);
   const turns = conversation.sessions.flatMap((s) => s.turns);
   const emptyTurns = turns.filter((t) => t.text.trim() === '').length;
   if (emptyTurns === turns.length) {

@@ -31,6 +31,7 @@ export interface RoleMessage {
   metadata?: Record<string, JsonValue>;
 }
 
+/** A message `add()` takes: `{ speaker, text }` as chat logs have it, or an OpenAI chat message. */
 export type InputMessage = SpeakerMessage | RoleMessage;
 
 /** A message checked and reduced to what a turn stores; `id` only when the caller gave one. */

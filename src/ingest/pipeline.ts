@@ -37,6 +37,7 @@ export interface BatchWriter {
 
 export type IngestStage = 'extract' | 'embed' | 'commit' | 'consolidate' | 'done';
 
+/** Reported after each stage of each chunk while adding. */
 export interface IngestProgress {
   stage: IngestStage;
   chunksDone: number;
@@ -46,11 +47,15 @@ export interface IngestProgress {
   llmCalls: number;
 }
 
+/** Control of a long add: cancel it, or follow it. */
 export interface IngestOptions {
+  /** Aborting stops between chunks with `ABORTED`; what was committed stays, and the same add resumes. Default: none. */
   signal?: AbortSignal;
+  /** Called after each stage of each chunk. Default: none. */
   onProgress?: (progress: IngestProgress) => void;
 }
 
+/** What an add did: chunks added or already present (skipped), graph growth, warnings, time. */
 export interface IngestReport {
   chunksAdded: number;
   chunksSkipped: number;
@@ -100,10 +105,13 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   progress('extract');
 
   const extractions = new Map<number, Promise<ExtractionOutcome>>();
+  // Extractions started ahead are cancelled when the ingest stops, so none keeps retrying after it.
+  const ahead = new AbortController();
+  const extractSignal = signal ? AbortSignal.any([signal, ahead.signal]) : ahead.signal;
   const startExtraction = (i: number) => {
     const item = todo[i];
     if (!item || extractions.has(i)) return;
-    const promise = deps.extractor.extract({ chunkId: item.hash, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, signal);
+    const promise = deps.extractor.extract({ chunkId: item.hash, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, extractSignal);
     promise.catch(() => undefined); // observed when awaited below
     extractions.set(i, promise);
   };
@@ -154,6 +162,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       }
     }
   } finally {
+    ahead.abort();
     // Background consolidation is part of this ingest: wait for it even when a chunk failed.
     await consolidation;
   }

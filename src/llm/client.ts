@@ -48,6 +48,7 @@ export interface LlmConfig {
   models: LlmModels;
   /** Added to every request (e.g. a proxy's own auth header); can override `Authorization`. */
   headers?: Record<string, string>;
+  /** The fetch to call (e.g. one that adds credentials or goes through a proxy). Default: the global `fetch`. */
   fetch?: FetchLike;
   /**
    * Ask for `response_format: json_object` on JSON calls (default true). With it, OpenAI needs
@@ -58,6 +59,7 @@ export interface LlmConfig {
   timeoutMs?: number;
   /** Requests in flight at once across all roles (default 4). */
   concurrency?: number;
+  /** Retries of rate-limited, failed and timed-out calls. Default: 4 retries, 0.5 s backoff doubling up to 30 s. */
   retry?: Partial<RetryPolicy>;
   /**
    * Re-asks after a reply that is not valid JSON or fails the schema (default 1). Servers are
@@ -268,7 +270,6 @@ async function openAiConnection(config: LlmConfig, timeoutMs: number): Promise<O
     baseURL: config.baseURL ?? DEFAULT_BASE_URL,
     apiKey: config.apiKey ?? NO_API_KEY,
     // Explicit nulls keep OPENAI_* environment variables from leaking into requests.
-    adminAPIKey: null,
     organization: null,
     project: null,
     defaultHeaders: { ...(config.apiKey === undefined ? { Authorization: null } : {}), ...config.headers },

@@ -34,6 +34,7 @@ export interface RetrieveOptions {
   llmFallback?: boolean;
   /** Overlaid on `deps.config` for this query (ablation switches, constants). */
   config?: DeepPartial<PrismConfig>;
+  /** Aborting stops the query with `ABORTED`. Default: none. */
   signal?: AbortSignal;
 }
 

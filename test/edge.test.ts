@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeMiniLmEmbedder } from '../src/embed/minilm.node.ts';
+import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
 import { defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
 import { Memory } from '../src/memory.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
@@ -51,7 +53,12 @@ let table: VectorTable;
 let embedderId: string;
 
 beforeAll(async () => {
-  const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
+  // The reference runs the browser engine (onnxruntime-web's Node build), as Deno does: Node's own
+  // engine (onnxruntime-node) rounds int8 differently, which could reorder near-tied units.
+  const [embedder, usearch] = await Promise.all([
+    createNodeMiniLmEmbedder({ precision: 'int8', engine: onnxWebEngine({ load: () => import('onnxruntime-web') as Promise<OrtWeb> }) }),
+    nodeUsearch(),
+  ]);
   const recording = recordingEmbedder(embedder);
   node = await runEdgeScenario('node', recording.embedder, (dim) => usearch.createIndex({ dim }));
   table = recording.table;

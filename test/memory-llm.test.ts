@@ -7,7 +7,7 @@ import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { conversation } from './helpers/conversation.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer, type RecordedRequest, type ScriptedReply } from './helpers/openai-server.ts';
-import { promptOf, validHandler } from './helpers/prism-replies.ts';
+import { extractionReply, promptOf, validHandler } from './helpers/prism-replies.ts';
 import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 /** A MemoryStore that counts its commits. */
@@ -159,6 +159,37 @@ describe('LLM faults at ingest', () => {
     const stored = await store.load(DEFAULT_PARTITION);
     expect(stored?.chunks.map((c) => [c.sessionId, c.extraction])).toEqual([['demo/session_1', 'llm']]);
     expect(await memory.stats()).toMatchObject({ chunks: 1, fallbackChunks: [] });
+  });
+
+  it('an empty extraction is a bad answer: re-asked once, not cached, the chunk marked as a fallback', async () => {
+    const empty = { episode_summary: ' ', entities: [], facet_points: [], facets: [], temporal_info: [] };
+    server.setHandler((request) => (promptOf(request).includes('(D1:1)') ? reply.json(empty) : validHandler(request)));
+    const cache = taggedCache();
+    const start = server.requests.length;
+    const store = new MemoryStore();
+    const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, cache });
+    const memory = await Memory.open({ store, embedder: runtime.embedder, createIndex: runtime.createIndex, llm, extraction: 'llm' });
+    const report = await memory.add(conversation);
+    expect(report.warnings.join(' ')).toMatch(/fell back[\s\S]*the extraction is empty/);
+    expect(server.requests.slice(start).filter((r) => promptOf(r).includes('(D1:1)'))).toHaveLength(2);
+    const [first] = (await memory.stats()).fallbackChunks;
+    expect([...cache.entries.values()].some((entry) => entry.tags.includes(first ?? ''))).toBe(false);
+  });
+
+  it('a stop cancels the extractions started ahead of the failed chunk', async () => {
+    const third = { id: 'session_3', dateText: '9:00 am on 1 July, 2023', time: '2023-07-01T09:00:00', turns: [{ dialogId: 'D3:1', speaker: 'Melanie', text: 'We adopted a kitten.' }] };
+    server.setHandler((request) => {
+      const prompt = promptOf(request);
+      if (prompt.includes('(D2:1)')) return reply.status(401);
+      // Session 3 was sent ahead and is still being answered when session 2 is refused.
+      if (prompt.includes('(D3:1)')) return reply.json(extractionReply(prompt), { delayMs: 5_000 });
+      return validHandler(request);
+    });
+    const memory = await open(new MemoryStore());
+    await expect(memory.add({ ...conversation, sessions: [...conversation.sessions, third] })).rejects.toMatchObject({ code: 'LLM_AUTH' });
+    const stoppedAt = Date.now();
+    while (server.inFlight > 0 && Date.now() - stoppedAt < 2_000) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(server.inFlight).toBe(0);
   });
 
   it('transient faults that persist (429 with Retry-After, 500) stop at the last commit after their retries', async () => {

@@ -29,11 +29,7 @@ export function createLlmExtractor(llm: LlmClient): Extractor {
       try {
         const { extractionSchema } = await import('./llm-schemas.ts');
         const json = await llm.chatJson('extract', messages, extractionSchema, { cacheTags: [input.chunkId], ...(signal ? { signal } : {}) });
-        const extraction = fromJson(json, input);
-        if (extraction.facetPoints.length === 0 && extraction.summary.trim() === '') {
-          return fallback(input, 'extraction was empty');
-        }
-        return { extraction, warning: null };
+        return { extraction: fromJson(json, input), warning: null };
       } catch (err) {
         // Only a bad answer for this chunk falls back (the chunk is marked and can be re-extracted).
         // Anything else stops the ingest at its last committed chunk: the caller's key, model or URL

@@ -7,7 +7,7 @@ import { z } from 'zod';
 const entityTypes = ['person', 'organization', 'place', 'concept', 'event', 'other'] as const;
 
 /** The §2.3 extraction object, validated like the paper's Pydantic model. */
-export const extractionSchema = z.object({
+const extractionObject = z.object({
   episode_summary: z.string(),
   entities: z.array(z.object({ name: z.string().min(1), entity_type: z.enum(entityTypes).catch('other') })),
   facet_points: z.array(
@@ -28,6 +28,12 @@ export const extractionSchema = z.object({
     }),
   ),
 });
+
+/** A reply with neither a summary nor a fact fails too, so the client re-asks once and never caches it. */
+export const extractionSchema = extractionObject.refine(
+  (json) => json.episode_summary.trim() !== '' || json.facet_points.length > 0,
+  'the extraction is empty (no summary, no fact)',
+);
 
 export type ExtractionJson = z.infer<typeof extractionSchema>;
 

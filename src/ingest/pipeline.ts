@@ -105,10 +105,13 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   progress('extract');
 
   const extractions = new Map<number, Promise<ExtractionOutcome>>();
+  // Extractions started ahead are cancelled when the ingest stops, so none keeps retrying after it.
+  const ahead = new AbortController();
+  const extractSignal = signal ? AbortSignal.any([signal, ahead.signal]) : ahead.signal;
   const startExtraction = (i: number) => {
     const item = todo[i];
     if (!item || extractions.has(i)) return;
-    const promise = deps.extractor.extract({ chunkId: item.hash, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, signal);
+    const promise = deps.extractor.extract({ chunkId: item.hash, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, extractSignal);
     promise.catch(() => undefined); // observed when awaited below
     extractions.set(i, promise);
   };
@@ -159,6 +162,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       }
     }
   } finally {
+    ahead.abort();
     // Background consolidation is part of this ingest: wait for it even when a chunk failed.
     await consolidation;
   }

@@ -270,7 +270,6 @@ async function openAiConnection(config: LlmConfig, timeoutMs: number): Promise<O
     baseURL: config.baseURL ?? DEFAULT_BASE_URL,
     apiKey: config.apiKey ?? NO_API_KEY,
     // Explicit nulls keep OPENAI_* environment variables from leaking into requests.
-    adminAPIKey: null,
     organization: null,
     project: null,
     defaultHeaders: { ...(config.apiKey === undefined ? { Authorization: null } : {}), ...config.headers },

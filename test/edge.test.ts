@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeMiniLmEmbedder } from '../src/embed/minilm.node.ts';
-import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
-import { defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
+import type { Embedder } from '../src/embed/types.ts';
+import { onnxWebEngine } from '../src/embed/ort-web.ts';
+import { createNodeMiniLmEmbedder, defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
 import { Memory } from '../src/memory.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { encodeCheckpoint } from '../src/store/checkpoint.ts';
@@ -51,18 +51,17 @@ function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv
 let node: ScenarioResult;
 let table: VectorTable;
 let embedderId: string;
+let referenceEmbedder: Embedder;
 
 beforeAll(async () => {
-  // The reference runs the browser engine (onnxruntime-web's Node build), as Deno does: Node's own
-  // engine (onnxruntime-node) rounds int8 differently, which could reorder near-tied units.
-  const [embedder, usearch] = await Promise.all([
-    createNodeMiniLmEmbedder({ precision: 'int8', engine: onnxWebEngine({ load: () => import('onnxruntime-web') as Promise<OrtWeb> }) }),
-    nodeUsearch(),
-  ]);
+  // Deno embeds with onnxruntime-web, so the Node reference does too (Node's default engine,
+  // onnxruntime-node, rounds int8 differently); workerd replays the recorded vectors.
+  const [embedder, usearch] = await Promise.all([createNodeMiniLmEmbedder({ precision: 'int8', engine: onnxWebEngine() }), nodeUsearch()]);
   const recording = recordingEmbedder(embedder);
   node = await runEdgeScenario('node', recording.embedder, (dim) => usearch.createIndex({ dim }));
   table = recording.table;
   embedderId = embedder.id;
+  referenceEmbedder = embedder;
 });
 
 /** Same graph, same ranked units and traces; scores within `tolerance`. */
@@ -129,8 +128,8 @@ describe('workerd', () => {
     expectSameAsNode(workerd, 1e-9);
 
     // The checkpoint written in workerd opens in Node and answers the same way.
-    const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
-    const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
+    const usearch = await nodeUsearch();
+    const memory = await Memory.open({ store: new MemoryStore(), embedder: referenceEmbedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
     await memory.import(fromBase64(workerd.checkpoint));
     expect(await memory.stats()).toEqual(node.stats);
     const searches = await searchAll(memory);

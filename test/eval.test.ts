@@ -17,7 +17,6 @@ import { parseLocomo } from '../src/ingest/locomo.ts';
 import { createLlmClient } from '../src/llm/client.ts';
 import { Memory } from '../src/memory.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
-import { loadTokenCounter } from '../src/util/tokens.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { reply, startOpenAiServer, type RecordedRequest } from './helpers/openai-server.ts';
 import { testRuntime } from './helpers/runtime.ts';
@@ -54,10 +53,6 @@ const RAW_SAMPLE = {
 
 const samples = parseLocomo([RAW_SAMPLE]);
 const sample = samples[0]!;
-
-// Budgets below are counted in o200k tokens while the suite is collected, before any Memory
-// (which loads the counter) is opened.
-await loadTokenCounter();
 
 describe('evidence ids', () => {
   it('normalises the malformed forms found in LoCoMo', () => {

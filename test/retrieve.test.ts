@@ -19,17 +19,11 @@ import {
 import { LexicalIndex, normaliseTerm } from '../src/retrieve/lexical.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
-import { loadTokenCounter } from '../src/util/tokens.ts';
 import { retrieve } from '../src/retrieve/retrieve.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 
 const DIM = 384;
-
-// Packing counts o200k tokens; Memory.open loads the counter, these tests call retrieval directly.
-beforeAll(async () => {
-  await loadTokenCounter();
-});
 
 /** A unit vector with the given components (by dimension), zero elsewhere. */
 function vec(parts: Record<number, number>): Float32Array {

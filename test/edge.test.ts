@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Embedder } from '../src/embed/types.ts';
-import { onnxWebEngine } from '../src/embed/ort-web.ts';
+import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
 import { createNodeMiniLmEmbedder, defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
 import { Memory } from '../src/memory.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
@@ -56,7 +56,9 @@ let referenceEmbedder: Embedder;
 beforeAll(async () => {
   // Deno embeds with onnxruntime-web, so the Node reference does too (Node's default engine,
   // onnxruntime-node, rounds int8 differently); workerd replays the recorded vectors.
-  const [embedder, usearch] = await Promise.all([createNodeMiniLmEmbedder({ precision: 'int8', engine: onnxWebEngine() }), nodeUsearch()]);
+  // Node cannot run onnxruntime-web's WASM-only browser bundle (the engine's default); its Node build is the same runtime.
+  const engine = onnxWebEngine({ load: () => import('onnxruntime-web') as Promise<OrtWeb> });
+  const [embedder, usearch] = await Promise.all([createNodeMiniLmEmbedder({ precision: 'int8', engine }), nodeUsearch()]);
   const recording = recordingEmbedder(embedder);
   node = await runEdgeScenario('node', recording.embedder, (dim) => usearch.createIndex({ dim }));
   table = recording.table;

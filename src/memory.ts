@@ -396,7 +396,7 @@ export class Memory {
         const bridges = chainGapEdges(graph, new Set(batch.deleteNodes), () => nextKey++);
         if (bridges.length > 0) {
           batch.putEdges = bridges;
-          batch.putVectors = await edgeVectorsFor(bridges, this.options.embedder, 'embedded', () => undefined);
+          batch.putVectors = await edgeVectorsFor(bridges, this.options.embedder, 'embedded');
           batch.meta = { ...partition.state.meta, nextKey };
         }
         await writer.commit(batch);

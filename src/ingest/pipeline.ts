@@ -2,7 +2,7 @@ import type { EdgeVectorMode, PrismConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { Chunk, EpisodeNode, GraphEdge, MemoryMeta } from '../graph/types.ts';
+import { COMPOSABLE_EDGE_TYPES, type Chunk, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
 import { edgeSpace, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
@@ -220,7 +220,7 @@ export async function buildChunk(
     nextKey: () => nextKey++,
   });
   const nodeVector = new Map(built.nodeVectors);
-  const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
+  const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, signal);
   return { built, edgeVectors, nextKey };
 }
 
@@ -262,7 +262,7 @@ async function runConsolidation(
         description: p.description,
         confidence: p.confidence,
       }));
-      const vectors = await edgeVectorsFor(edges, deps.embedder, 'embedded', () => undefined, signal);
+      const vectors = await edgeVectorsFor(edges, deps.embedder, 'embedded', signal);
       const meta: MemoryMeta = { ...state.meta, nextKey, settings: { ...state.meta.settings, [CONSOLIDATED_THROUGH]: Math.max(through, Number(state.meta.settings[CONSOLIDATED_THROUGH] ?? 0)) } };
       const batch: WriteBatch = { putEdges: edges, putVectors: vectors, meta };
       await deps.writer.commit(batch);
@@ -275,27 +275,24 @@ async function runConsolidation(
   }
 }
 
-/** Edge types whose vector follows `IngestConfig.edgeVectors`; the others are always embedded. */
-const OPTIONAL_VECTOR: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
 
-/** Vectors of relation edges: embedded from their descriptions, composed from their endpoints or left out, as `mode` says for the types it governs. */
+/**
+ * Vectors of relation edges to store: embedded from their descriptions, except the types
+ * `mode` governs (`COMPOSABLE_EDGE_TYPES`), which get none when `mode` is `none` or `composed`
+ * (N2 composes those from the endpoint vectors when it reads them).
+ */
 export async function edgeVectorsFor(
   edges: readonly GraphEdge[],
   embedder: Embedder,
   mode: EdgeVectorMode,
-  vectorOf: (nodeId: string) => Float32Array | undefined,
   signal?: AbortSignal,
 ): Promise<Array<[string, Float32Array]>> {
   const out: Array<[string, Float32Array]> = [];
   const toEmbed: GraphEdge[] = [];
   for (const edge of edges) {
     if (edge.description === null || edgeSpace(edge.type) === null) continue;
-    const governed = OPTIONAL_VECTOR.has(edge.type);
-    if (governed && mode === 'none') continue;
-    const from = governed && mode === 'composed' ? vectorOf(edge.from) : undefined;
-    const to = from ? vectorOf(edge.to) : undefined;
-    if (from && to) out.push([edge.id, normalisedSum(from, to)]);
-    else toEmbed.push(edge);
+    if (COMPOSABLE_EDGE_TYPES.has(edge.type) && mode !== 'embedded') continue;
+    toEmbed.push(edge);
   }
   if (toEmbed.length === 0) return out;
   const vectors = await embedder.embed(

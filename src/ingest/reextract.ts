@@ -90,7 +90,7 @@ async function replaceChunk(
     let { nextKey } = build;
     const evolution = evolutionInTimeOrder(state.graph, chunk, build.built.nodes, build.built.edges, () => nextKey++);
     const nodeVector = new Map(build.built.nodeVectors);
-    const addedVectors = await edgeVectorsFor(evolution.added, deps.embedder, deps.config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
+    const addedVectors = await edgeVectorsFor(evolution.added, deps.embedder, deps.config.ingest.edgeVectors, signal);
     throwIfAborted(signal);
     // Edges of other chunks (the chain edge the next chunk made, causal edges into this Episode)
     // stay as they were, owner and key included, when both their ends are still there.

@@ -1,6 +1,6 @@
 import type { PrismConfig } from '../config.ts';
-import type { EdgeType, GraphEdge } from '../graph/types.ts';
-import { dot } from '../util/vectors.ts';
+import { COMPOSABLE_EDGE_TYPES, type EdgeType, type GraphEdge } from '../graph/types.ts';
+import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Intent } from './types.ts';
 
 export interface EdgeCostContext {
@@ -19,13 +19,21 @@ export interface EdgeCostContext {
  * so it always takes its per-type fallback c0.
  */
 export function edgeCost(edge: GraphEdge, ctx: EdgeCostContext): number {
-  const vector = ctx.vectors.get(edge.id);
   const inRecall = ctx.anchorIds.has(edge.from) || ctx.anchorIds.has(edge.to);
-  const base =
-    inRecall && vector !== undefined
-      ? 1 - dot(vector, ctx.queryVector)
-      : ctx.config.retrieval.fallbackCost[edge.type];
+  const vector = inRecall ? (ctx.vectors.get(edge.id) ?? composedVector(edge, ctx)) : undefined;
+  const base = vector !== undefined ? 1 - dot(vector, ctx.queryVector) : ctx.config.retrieval.fallbackCost[edge.type];
   return edgeDiscount(edge.type, ctx.intent, ctx.config) * base;
+}
+
+/**
+ * With `edgeVectors: 'composed'`, involves_entity and evolution edges store no vector: theirs is
+ * the normalised sum of the endpoints' vectors, computed here for the few edges N2 prices.
+ */
+function composedVector(edge: GraphEdge, ctx: EdgeCostContext): Float32Array | undefined {
+  if (ctx.config.ingest.edgeVectors !== 'composed' || !COMPOSABLE_EDGE_TYPES.has(edge.type)) return undefined;
+  const from = ctx.vectors.get(edge.from);
+  const to = ctx.vectors.get(edge.to);
+  return from && to ? normalisedSum(from, to) : undefined;
 }
 
 /** α(type, intent): 1.0 unless the pair has a discount and discounts are on. */

@@ -74,9 +74,18 @@ export interface RetrievalConfig {
     fact: number;
     /** The turn's BM25, normalised by the best turn's. */
     lexical: number;
-    /** Bonus when a FacetPoint of the turn lies on its Episode's winning N1 path. */
-    path: number;
+    /** 1 − its Episode's N1 path cost: how close the Episode's best path came to the query. */
+    relevance: number;
+    /** Best `fact` term of the adjacent turns of the same Episode (the remark a reply answers, or the reply). */
+    neighbourFact: number;
+    /** Best `lexical` term of the adjacent turns of the same Episode. */
+    neighbourLexical: number;
   };
+  /**
+   * Fine units (beyond the paper): the turns offered to the packer come from this many of the
+   * cheapest N1 Episodes (at least K). Only a token budget uses them; N3 and ER@K keep K.
+   */
+  unitEpisodes: number;
 }
 
 /** The paper's ablations (§5) and this project's additions, as switches. */
@@ -144,7 +153,9 @@ export const DEFAULT_CONFIG: PrismConfig = {
     rrfK: 60, // the usual RRF constant (Cormack et al. 2009)
     localPrecision: { path: 1, fact: 1, lexical: 0.5 }, // starting point; tune with the harness
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
-    turnScore: { episode: 0.3, facet: 0.5, fact: 1, lexical: 0.5, path: 0.1 }, // starting point; tune with the harness
+    // Chosen by leave-one-conversation-out over the dev conversations (see the retrieval note).
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.5, fact: 1, lexical: 0.5, neighbourFact: 0, neighbourLexical: 0 },
+    unitEpisodes: 10, // = K until chosen otherwise
   },
   flags: {
     relationPaths: true,

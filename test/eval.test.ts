@@ -9,6 +9,7 @@ import { createEvidenceResolver, normaliseEvidence } from '../src/eval/evidence.
 import { evidenceRecall, percentile, recallAtK, summariseOutcomes, type QuestionOutcome } from '../src/eval/metrics.ts';
 import { memoryBuildKey, prismSystem, type MemoryBuild, type MemorySource, type PrismSystemOptions } from '../src/eval/prism-system.ts';
 import { renderFrontier, renderReport } from '../src/eval/report.ts';
+import { isLexicalGap } from '../src/eval/slices.ts';
 import { runLocomoEval, type LocomoEvalOptions, type LocomoEvalResults } from '../src/eval/runner.ts';
 import { bootstrapMeanCI, mcNemarMidP, mcNemarMidPFromCounts, pairedBootstrapCI } from '../src/eval/stats.ts';
 import { BASELINE_NAMES, bm25TurnsSystem, fullContextSystem, type EvalSystem } from '../src/eval/systems.ts';
@@ -93,6 +94,7 @@ describe('metrics', () => {
       key,
       conversationId: 'c',
       category,
+      lexicalGap: category === 3,
       recall: er === null ? null : { atBudget: { '100': er }, atK: { '1': er, '5': er, '10': er } },
       contextTokens: { '100': tokens },
       latencyMs: tokens,
@@ -116,6 +118,20 @@ describe('metrics', () => {
     expect(summary.meanContextTokens).toBe(25);
     expect(summary.latencyMs.p50).toBe(25);
     expect(summary.judge).toBeNull();
+    // Only the open-domain outcome is in the lexical-gap slice here, and it has no evidence.
+    expect(summary.lexicalGap).toMatchObject({ n: 0 });
+    expect(summariseOutcomes([outcome('e', 3, 0.25, 5), outcome('f', 1, 1, 5)], [100]).lexicalGap).toMatchObject({ n: 1, erAtBudget: { '100': 0.25 } });
+  });
+
+  it('puts a question in the lexical-gap slice only when no gold turn shares a content word with it', () => {
+    // "volunteering" and "volunteered" meet at one stem, so they share a word.
+    expect(isLexicalGap('Why did she start volunteering?', ['I volunteered at the shelter last week.'])).toBe(false);
+    expect(isLexicalGap('What calms her down after work?', ['Painting by the lake is my therapy.'])).toBe(true);
+    // Every gold turn must miss: one matching turn is enough for keyword search to start.
+    expect(isLexicalGap('What calms her down?', ['Painting is my therapy.', 'It calms me.'])).toBe(false);
+    // Function words do not count as shared.
+    expect(isLexicalGap('What is it that they do?', ['We do yoga.'])).toBe(true);
+    expect(isLexicalGap('Anything?', [])).toBe(false);
   });
 });
 

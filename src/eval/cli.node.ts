@@ -14,7 +14,8 @@ import { packageRoot } from '../util/package-root.node.ts';
 import { createDirectoryCache } from './cache.node.ts';
 import { writeEvalOutputs } from './output.node.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
-import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type SystemPair } from './runner.ts';
+import { implicitRecallSamples } from './implicit-recall.ts';
+import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type LocomoEvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
 
 /** The flags `prism eval` reads (a subset of the CLI's). */
@@ -177,13 +178,13 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const onInterrupt = () => controller.abort();
   process.once('SIGINT', onInterrupt);
   const progress = new ProgressLine();
-  try {
-    const results = await runLocomoEval({
-      samples,
+  const runOn = (evalSamples: readonly LocomoSample[]) =>
+    runLocomoEval({
+      samples: evalSamples,
       systems,
       dataPath,
       budgets,
-      ...(flags.conversations ? { conversations: splitList(flags.conversations) } : {}),
+      ...(flags.conversations ? { conversations: splitList(flags.conversations).filter((id) => evalSamples.some((s) => s.conversation.id === id)) } : {}),
       ...(llmConfig
         ? {
             judge: {
@@ -206,13 +207,24 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
         memories: [...shelves.values()].map((shelf) => shelf.key).join(', ') || null,
       },
     });
+  try {
+    const results = await runOn(samples);
     progress.finish();
     const paths = await writeEvalOutputs(out, results);
-    for (const [name, system] of Object.entries(results.systems)) {
-      const ers = results.budgets.map((b) => `${b}:${system.erAtBudget[String(b)]?.toFixed(3) ?? '–'}`).join(' ');
-      console.log(`${name.padEnd(22)} ER ${ers}`);
-    }
+    printSummary(results);
     console.log(`\n${results.questions} questions, ${(results.timings.wallMs / 1000).toFixed(1)} s → ${paths.results}, ${paths.report}, ${paths.frontier}`);
+    // The system check on hand-written implicit-recall cases, over the same systems and memories.
+    const implicitSamples = implicitRecallSamples(samples);
+    const selected = flags.conversations ? splitList(flags.conversations) : null;
+    const implicitInRun = implicitSamples.filter((s) => selected === null || selected.includes(s.conversation.id));
+    if (implicitInRun.length > 0) {
+      const implicit = await runOn(implicitInRun);
+      progress.finish();
+      const implicitPaths = await writeEvalOutputs(join(out, 'implicit-recall'), implicit);
+      console.log('\nimplicit recall (remark → earlier statement, no shared word):');
+      printSummary(implicit);
+      console.log(`${implicit.questions} cases → ${implicitPaths.report}`);
+    }
     return 0;
   } catch (error) {
     progress.finish();
@@ -224,6 +236,13 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   } finally {
     process.off('SIGINT', onInterrupt);
     for (const shelf of shelves.values()) await shelf.close();
+  }
+}
+
+function printSummary(results: LocomoEvalResults): void {
+  for (const [name, system] of Object.entries(results.systems)) {
+    const ers = results.budgets.map((b) => `${b}:${system.erAtBudget[String(b)]?.toFixed(3) ?? '–'}`).join(' ');
+    console.log(`${name.padEnd(22)} ER ${ers}`);
   }
 }
 

@@ -2,7 +2,7 @@
  * `prism` command line (Node only). Commands:
  *   prism ingest [--data file] [--conversation id] [--mode zero-llm|llm] [--precision int8|fp32] [--chunking session|turns:N|tokens:N]
  *   prism search "<question>" [--conversation id] [--budget tokens] [...ingest flags]
- *   prism eval locomo --data file --out dir [--mode ...] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...]
+ *   prism eval locomo --data file --out dir [--mode ...] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled]
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -14,7 +14,7 @@ import { defaultLocomoPath, openNodeMemory, type NodeMemoryOptions } from './nod
 const USAGE = `usage:
   prism ingest [--data <locomo.json>] [--conversation <id>|all] [--mode zero-llm|llm] [--precision int8|fp32] [--chunking session|turns:N|tokens:N] [--dir <store dir>]
   prism search "<question>" [--conversation <id>] [--budget <tokens>] [same flags as ingest]
-  prism eval locomo --data <file.json> --out <dir> [--mode zero-llm|llm] [--budgets 256,512,...] [--systems a,b] [--conversations a,b] [--compare a:b,c:d]`;
+  prism eval locomo --data <file.json> --out <dir> [--mode zero-llm|llm] [--budgets 256,512,...] [--systems a,b] [--conversations a,b] [--compare a:b,c:d] [--pooled]`;
 
 const FLAGS = {
   data: { type: 'string' },
@@ -29,6 +29,7 @@ const FLAGS = {
   systems: { type: 'string' },
   compare: { type: 'string' },
   out: { type: 'string' },
+  pooled: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -14,7 +14,8 @@ import { packageRoot } from '../util/package-root.node.ts';
 import { createDirectoryCache } from './cache.node.ts';
 import { writeEvalOutputs } from './output.node.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
-import { implicitRecallSamples } from './implicit-recall.ts';
+import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
+import { pooledSample } from './pooled.ts';
 import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type LocomoEvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
 
@@ -29,6 +30,8 @@ export interface EvalFlags {
   precision?: string | undefined;
   chunking?: string | undefined;
   compare?: string | undefined;
+  /** Every selected conversation in one memory, every question against it (see `pooledSample`). */
+  pooled?: boolean | undefined;
 }
 
 const KNOWN_SYSTEMS: readonly string[] = [...BASELINE_NAMES, ...PRISM_VARIANT_NAMES];
@@ -126,7 +129,14 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const version = await packageVersion();
   // The memories are opened with this config and every PRISM fingerprint hashes it (with its overlay).
   const baseConfig = resolveConfig();
-  const samples = await loadSamples(dataPath);
+  const loaded = await loadSamples(dataPath);
+  const selected = flags.conversations ? splitList(flags.conversations) : null;
+  const perConversation = selected === null ? loaded : loaded.filter((s) => selected.includes(s.conversation.id));
+  if (selected !== null && perConversation.length !== selected.length) {
+    const known = loaded.map((s) => s.conversation.id);
+    throw new PrismError('INVALID_INPUT', `unknown conversations: ${selected.filter((id) => !known.includes(id)).join(', ')} (known: ${known.join(', ')})`);
+  }
+  const samples = flags.pooled ? [pooledSample(perConversation)] : perConversation;
   const embedder = await nodeEmbedder(precision);
 
   // One shelf of memories per retrieval mode in use: zero-LLM variants read locally extracted
@@ -184,7 +194,6 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       systems,
       dataPath,
       budgets,
-      ...(flags.conversations ? { conversations: splitList(flags.conversations).filter((id) => evalSamples.some((s) => s.conversation.id === id)) } : {}),
       ...(llmConfig
         ? {
             judge: {
@@ -204,6 +213,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
         chunking: chunkingLabel,
         denseSearch: 'exact (brute force)',
         mode,
+        pooled: flags.pooled === true,
         memories: [...shelves.values()].map((shelf) => shelf.key).join(', ') || null,
       },
     });
@@ -214,11 +224,10 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     printSummary(results);
     console.log(`\n${results.questions} questions, ${(results.timings.wallMs / 1000).toFixed(1)} s → ${paths.results}, ${paths.report}, ${paths.frontier}`);
     // The system check on hand-written implicit-recall cases, over the same systems and memories.
-    const implicitSamples = implicitRecallSamples(samples);
-    const selected = flags.conversations ? splitList(flags.conversations) : null;
-    const implicitInRun = implicitSamples.filter((s) => selected === null || selected.includes(s.conversation.id));
-    if (implicitInRun.length > 0) {
-      const implicit = await runOn(implicitInRun);
+    // (Pooled runs skip it: its cases are about one conversation each.)
+    const cases = IMPLICIT_RECALL_CASES.filter((c) => perConversation.some((s) => s.conversation.id === c.conversation));
+    if (!flags.pooled && cases.length > 0) {
+      const implicit = await runOn(implicitRecallSamples(perConversation, cases));
       progress.finish();
       const implicitPaths = await writeEvalOutputs(join(out, 'implicit-recall'), implicit);
       console.log('\nimplicit recall (remark → earlier statement, no shared word):');

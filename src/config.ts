@@ -80,6 +80,8 @@ export interface RetrievalConfig {
     neighbourFact: number;
     /** Best `lexical` term of the adjacent turns of the same Episode. */
     neighbourLexical: number;
+    /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
+    speaker: number;
   };
   /**
    * Fine units (beyond the paper): the turns offered to the packer come from this many of the
@@ -154,7 +156,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     localPrecision: { path: 1, fact: 1, lexical: 0.5 }, // starting point; tune with the harness
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Chosen by leave-one-conversation-out over the dev conversations (see the retrieval note).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.5, fact: 1, lexical: 0.5, neighbourFact: 0, neighbourLexical: 0 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.5, fact: 1, lexical: 0.5, neighbourFact: 0, neighbourLexical: 0, speaker: 0 },
     unitEpisodes: 10, // = K until chosen otherwise
   },
   flags: {

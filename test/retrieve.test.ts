@@ -570,6 +570,41 @@ describe('zero-LLM precision, units and packing', () => {
     expect(best?.dialogIds).toEqual([`D${Number(best?.episodeId.slice(2)) + 1}:1`]);
   });
 
+  it('ranks turns by their speaker being named, by adjacent evidence, and draws on unitEpisodes Episodes', async () => {
+    const graph = new GraphBuilder()
+      .episode('ep1', 1, atCos(0.6, 1), [
+        ['D1:1', 'Caroline', 'I painted the lake at dawn.'],
+        ['D1:2', 'Melanie', 'Lovely.'],
+      ])
+      .facet('fc1', 'ep1', 'painting', unrelated())
+      .point('fp1', 'fc1', 'Caroline painted the lake', atCos(0.7, 2), { dialogIds: ['D1:1'] })
+      .episode('ep2', 2, atCos(0.6, 3), [
+        ['D2:1', 'Melanie', 'I painted the lake at dusk.'],
+        ['D2:2', 'Caroline', 'Wow.'],
+      ])
+      .facet('fc2', 'ep2', 'painting', unrelated())
+      .point('fp2', 'fc2', 'Melanie painted the lake', atCos(0.7, 4), { dialogIds: ['D2:1'] })
+      .episode('ep3', 3, atCos(0.1, 5), [['D3:1', 'Melanie', 'Nothing much.']])
+      .build();
+    const deps = depsFor(graph);
+    const only = (w: Partial<PrismConfig['retrieval']['turnScore']>) => ({
+      retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, speaker: 0, ...w } },
+    });
+    const order = async (query: string, w: Partial<PrismConfig['retrieval']['turnScore']>) =>
+      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: only(w) })).units.map((u) => u.dialogIds[0]);
+    // Equal facts: the speaker the query names comes first, whichever speaker that is.
+    expect((await order('What did Melanie paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D2:1', 'D1:1']);
+    expect((await order('What did Caroline paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D1:1', 'D2:1']);
+    // A reply with no fact of its own rises above unrelated turns through its neighbour's fact.
+    const replies = await order('What did they paint?', { fact: 1, neighbourFact: 0.5 });
+    expect(replies.indexOf('D1:2')).toBeLessThan(replies.indexOf('D3:1'));
+    // Turns come from unitEpisodes Episodes (at least K), not only the K of the bundle.
+    const from = async (unitEpisodes: number) =>
+      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes } } })).units.map((u) => u.episodeId));
+    expect((await from(1)).size).toBe(1);
+    expect((await from(3)).size).toBe(3);
+  });
+
   it('excerpts a long turn: best sentences first, written in their order, gaps marked, within the cap', () => {
     const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one. Beta two. Gamma three. Delta four. Epsilon five.' };
     const scores: Record<string, number> = { 'Gamma three.': 1, 'Alpha one.': 0.9, 'Beta two.': 0.8, 'Delta four.': 0.1 };

@@ -59,6 +59,13 @@ export function buildUnits(
   const scores = episodes.map((e) => e.episode.score);
   const [lo, hi] = [Math.min(...scores), Math.max(...scores)];
   const units: RetrievedUnit[] = [];
+  // A query that names a person asks, most of the time, about what that person said.
+  const named = new Map<string, boolean>();
+  const speakerNamed = (speaker: string): boolean => {
+    let is = named.get(speaker);
+    if (is === undefined) named.set(speaker, (is = [...termsOf(speaker)].some((term) => evidence.queryTerms.has(term))));
+    return is;
+  };
   for (const { episode, node, chunk } of episodes) {
     const episodeWeight = hi > lo ? (episode.score - lo) / (hi - lo) : 1;
     const fact = new Map<string, number>();
@@ -91,7 +98,8 @@ export function buildUnits(
         w.lexical * lexicalOf(turn) +
         // A reply or the remark it answers often holds the evidence the matching turn points at.
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
-        w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after));
+        w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
+        (speakerNamed(turn.speaker) ? w.speaker : 0);
       const long = exceeds(turnLine(turn), maxTurnTokens);
       units.push({
         ...(long

@@ -95,7 +95,7 @@ export async function retrieve(query: string, deps: RetrieveDeps, options: Retri
   // Fine units may draw on more Episodes than the K that N3 and ER@K see (`unitEpisodes`).
   const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes));
   const bundle = searched.slice(0, k);
-  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map(), queryTerms: termsOf(query) };
+  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map(), queryTerms: termsOf(query), factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;

@@ -71,7 +71,7 @@ export function buildUnits(
     const fact = new Map<string, number>();
     const facet = new Map<string, number>();
     const points = new Map<string, Array<{ content: string; cosine: number }>>();
-    for (const { point, cosine } of factCosines(graph, node.id, evidence.queryVector)) {
+    for (const { point, cosine } of factCosines(graph, node.id, evidence)) {
       const facetVector = graph.vectors.get(point.facetId);
       const facetCosine = facetVector ? dot(facetVector, evidence.queryVector) : 0;
       for (const d of point.dialogIds) {

@@ -391,7 +391,7 @@ describe('runLocomoEval', () => {
 });
 
 describe('eval command settings', () => {
-  const zeroLlmVariants = ['prism', 'prism-no-n1', 'prism-no-n2', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-no-relevance', 'prism-bundle-turns'];
+  const zeroLlmVariants = ['prism', 'prism-no-n1', 'prism-no-n2', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-bundle-turns'];
 
   it('runs the baselines, PRISM and every ablation by default, and adds prism-llm in LLM mode', () => {
     expect(evalSystemNames(undefined, 'zero-llm')).toEqual([...BASELINE_NAMES, ...zeroLlmVariants]);

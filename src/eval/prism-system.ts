@@ -30,7 +30,6 @@ const VARIANTS = {
   // This project's turn-scoring terms, one at a time.
   'prism-no-speaker': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { speaker: 0 } } } },
   'prism-no-neighbours': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { neighbourFact: 0, neighbourLexical: 0 } } } },
-  'prism-no-relevance': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { relevance: 0 } } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0 } } },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.

@@ -92,9 +92,9 @@ export interface RetrievalConfig {
 
 /** The paper's ablations (§5) and this project's additions, as switches. */
 export interface RetrievalFlags {
-  /** N1 relation-bridge templates (temporal/causal/evolution). Off = "−N1". */
+  /** N1 relation-bridge templates (temporal/causal/evolution). The paper's default; "+N1" here. */
   relationPaths: boolean;
-  /** N2 α discounts. Off = "−N2". */
+  /** N2 α discounts; they act on bridges under a routed TEMPORAL/CAUSAL intent only. "+N2" here. */
   edgeDiscounts: boolean;
   /** N3 compression (LLM rerank, or the local precision step in zero-LLM mode). Off = "−N3". */
   compression: boolean;
@@ -161,8 +161,10 @@ export const DEFAULT_CONFIG: PrismConfig = {
     unitEpisodes: 15,
   },
   flags: {
-    relationPaths: true,
-    edgeDiscounts: true,
+    // Off by default: on the dev conversations (zero-LLM) relation bridges and N2 discounts change
+    // no question's ER at 512 or 2,048 tokens (paired difference exactly 0, see the retrieval note).
+    relationPaths: false,
+    edgeDiscounts: false,
     compression: true,
     intentRouting: false,
     hybridAnchors: true,

@@ -391,7 +391,7 @@ describe('runLocomoEval', () => {
 });
 
 describe('eval command settings', () => {
-  const zeroLlmVariants = ['prism', 'prism-no-n1', 'prism-no-n2', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-bundle-turns'];
+  const zeroLlmVariants = ['prism', 'prism+n1', 'prism+n1+n2+n4', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-bundle-turns'];
 
   it('runs the baselines, PRISM and every ablation by default, and adds prism-llm in LLM mode', () => {
     expect(evalSystemNames(undefined, 'zero-llm')).toEqual([...BASELINE_NAMES, ...zeroLlmVariants]);
@@ -422,7 +422,7 @@ describe('eval command settings', () => {
     expect(await fingerprint({ baseConfig: resolveConfig({ retrieval: { turnScore: { lexical: 0.4 } } }) })).not.toBe(reference);
     expect(await fingerprint({ version: '1.0.1' })).not.toBe(reference);
     expect(await fingerprint({ memories: { ...memories, key: 'local-111111111111' } })).not.toBe(reference);
-    expect(await fingerprint({ variant: 'prism-no-n1' })).not.toBe(reference);
+    expect(await fingerprint({ variant: 'prism+n1' })).not.toBe(reference);
     // Endpoint models matter to the LLM-mode variant only.
     expect(await fingerprint({ llmModels: { default: 'model-a' } })).toBe(reference);
     const llm = await fingerprint({ variant: 'prism-llm', llmModels: { default: 'model-a' } });

@@ -139,12 +139,14 @@ function depsFor(graph: MemoryGraph, overrides: Partial<RetrieveDeps> = {}): Ret
     embedQuery: async () => Q,
     searchLayer: flatSearch(graph),
     prototypes: new PrototypeBank(async (texts) => texts.map(() => unrelated())),
-    config: resolveConfig(),
+    config: resolveConfig(PAPER_GRAPH),
     ...overrides,
   };
 }
 
-const config = resolveConfig();
+/** The paper's graph routing (bridges and N2 discounts), which these tests exercise; off by default. */
+const PAPER_GRAPH = { flags: { relationPaths: true, edgeDiscounts: true } };
+const config = resolveConfig(PAPER_GRAPH);
 
 /**
  * The paper's Melanie example. FacetPoint a ("Melanie painted a sunrise", cos .8) in Episode 1
@@ -208,7 +210,7 @@ describe('N2 edge cost', () => {
     expect(edgeCost(causal, { ...onCausal, intent: 'TEMPORAL' })).toBeCloseTo(0.8, 6);
     const evolution = { ...temporal, id: 'evo', type: 'evolution' as const };
     expect(edgeCost(evolution, ctx({ intent: 'TEMPORAL' }))).toBeCloseTo(0.9 * 0.7, 6);
-    const off = resolveConfig({ flags: { edgeDiscounts: false } });
+    const off = resolveConfig({ flags: { edgeDiscounts: false } }, config);
     expect(edgeCost(temporal, ctx({ intent: 'TEMPORAL', config: off }))).toBeCloseTo(0.8, 6);
   });
 });
@@ -254,7 +256,7 @@ describe('N1 bundle search', () => {
     expect([...templates(config)].sort()).toEqual(
       ['Ep', 'Fc→Ep', 'FP→Fc→Ep', 'En→FP→Fc→Ep', 'En→Fc→Ep', 'temporal bridge', 'causal bridge', 'evolution bridge'].sort(),
     );
-    expect([...templates(resolveConfig({ flags: { relationPaths: false } }))].sort()).toEqual(
+    expect([...templates(resolveConfig())].sort()).toEqual(
       ['Ep', 'Fc→Ep', 'FP→Fc→Ep', 'En→FP→Fc→Ep', 'En→Fc→Ep'].sort(),
     );
   });
@@ -310,9 +312,9 @@ describe('N1 bundle search', () => {
     expect(order('CAUSAL')).toEqual(['ep1', 'ep3', 'ep2']);
     // Without intent (or without discounts) the causal bridge is marginally cheaper.
     expect(order('GENERAL')).toEqual(['ep1', 'ep3', 'ep2']);
-    expect(order('TEMPORAL', resolveConfig({ flags: { edgeDiscounts: false } }))).toEqual(['ep1', 'ep3', 'ep2']);
-    // −N1: the bridges are gone, only Episode 1 is reachable.
-    expect(order('TEMPORAL', resolveConfig({ flags: { relationPaths: false } }))).toEqual(['ep1']);
+    expect(order('TEMPORAL', resolveConfig({ flags: { edgeDiscounts: false } }, config))).toEqual(['ep1', 'ep3', 'ep2']);
+    // Without N1 bridges (the default), only Episode 1 is reachable.
+    expect(order('TEMPORAL', resolveConfig())).toEqual(['ep1']);
   });
 
   it('formats a trace as a readable path', () => {

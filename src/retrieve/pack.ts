@@ -9,7 +9,8 @@ export { countTokens };
  */
 const unitTokens = new LruCache<string, number>(50_000);
 
-function countUnitTokens(text: string): number {
+/** `countTokens`, memoised for texts that recur across queries (turn lines, session headers). */
+export function countUnitTokens(text: string): number {
   let n = unitTokens.get(text);
   if (n === undefined) unitTokens.set(text, (n = countTokens(text)));
   return n;

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Runs the built CLI (`npm run build` writes dist/).
-import { main } from '../dist/cli.js';
+import { main } from '../dist/cli/main.node.js';
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => {
+    process.exitCode = code;
+  },
   (err) => {
-    console.error(err instanceof Error ? `${err.name}${'code' in err ? ` [${err.code}]` : ''}: ${err.message}` : err);
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
     process.exit(1);
   },
 );

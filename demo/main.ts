@@ -129,6 +129,8 @@ const graph = new GraphView(ui.graph, (detail) => {
 
 function setStatus(text: string, tone: 'ok' | 'busy' | 'error'): void {
   ui.status.textContent = text;
+  // The pill may be cut short on a narrow screen; the whole text stays on hover.
+  ui.status.title = text;
   ui.status.className = `pill ${tone}`;
 }
 
@@ -177,17 +179,19 @@ function renderMemory(view: MemoryView): void {
     ...(view.sessions.length === 0
       ? [h('li', { class: 'empty-line' }, 'Nothing stored yet — ingest a conversation.')]
       : view.sessions.map((session) => {
-          const [name, date] = splitHeader(session.header);
+          const name = sessionName(session.sessionId);
           const forget = h('button', { type: 'button', class: 'small', title: `Forget ${session.sessionId}` }, 'Forget');
-          forget.addEventListener('click', () => void forgetTarget({ sessionId: session.sessionId }, `Forgot ${name}`));
+          forget.addEventListener('click', () => void forgetTarget({ sessionId: session.sessionId }, name));
+          const counts = `${session.messages} turn${session.messages === 1 ? '' : 's'} · ${session.facts} fact${session.facts === 1 ? '' : 's'}`;
           return h(
             'li',
             { 'data-session': session.sessionId },
-            h('div', {}, h('div', { class: 'session-name' }, name), h('div', { class: 'session-date' }, `${date || 'no date'} · ${session.turns} turns`)),
+            h('div', {}, h('div', { class: 'session-name' }, name), h('div', { class: 'session-date' }, `${formatDate(session.date) ?? 'no date'} · ${counts}`)),
             forget,
           );
         })),
   );
+  renderSuggestions(view);
   ui.llmStatus.textContent = view.llm ? `LLM: ${settings.llm?.model ?? 'on'}` : 'LLM off';
   ui.llmStatus.className = view.llm ? 'pill ok' : 'pill';
   const llmOption = ui.mode.querySelector<HTMLOptionElement>('option[value="llm"]');
@@ -199,11 +203,26 @@ function renderMemory(view: MemoryView): void {
   setStatus(`Ready · ${view.embedderId.split('/').slice(1).join('/')}`, 'ok');
 }
 
-/** `[maya-and-jonas session_2 · 7:40 pm on 17 March, 2024]` → [`maya-and-jonas session_2`, `7:40 pm on 17 March, 2024`] */
-function splitHeader(header: string): [string, string] {
-  const inner = header.replace(/^\[|\]$/g, '');
-  const at = inner.indexOf(' · ');
-  return at < 0 ? [inner, ''] : [inner.slice(0, at), inner.slice(at + 3)];
+/** `maya-and-jonas/session_2` (a conversation's session) → `maya-and-jonas · session 2`. */
+function sessionName(sessionId: string): string {
+  return sessionId.replace('/', ' · ').replace(/_(\d+)$/, ' $1');
+}
+
+/** The conversation a session id belongs to (`maya-and-jonas/session_2` → `maya-and-jonas`); null for a lone session. */
+function conversationOf(sessionId: string): string | null {
+  const at = sessionId.indexOf('/');
+  return at < 0 ? null : sessionId.slice(0, at);
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** An ISO time as stored (the time as written, no zone) → `17 Mar 2024, 19:40`; null when absent. */
+function formatDate(iso: string | null): string | null {
+  const m = iso ? /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}))?/.exec(iso) : null;
+  if (!m) return iso;
+  const [, year, month, day, hour, minute] = m;
+  const date = `${Number(day)} ${MONTHS[Number(month) - 1] ?? month} ${year}`;
+  return hour && `${hour}:${minute}` !== '00:00' ? `${date}, ${hour}:${minute}` : date;
 }
 
 function swatch(layer: keyof typeof LAYER_STYLE): HTMLElement {
@@ -228,13 +247,14 @@ async function openMemory(): Promise<void> {
   }
 }
 
-async function forgetTarget(target: { sessionId: string } | 'all', done: string): Promise<void> {
-  if (target === 'all' && !confirm('Forget everything in this memory?')) return;
+/** Forgets after the user confirms; `what` names the target in the question and the outcome. */
+async function forgetTarget(target: { sessionId: string } | 'all', what: string): Promise<void> {
+  if (!confirm(`Forget ${what}? Its turns, facts and links are deleted from this browser.`)) return;
   setBusy(true);
   try {
     const result = await client.request({ type: 'forget', target });
     renderMemory(result.memory);
-    showMessage(ui.loadMessage, `${done}: ${result.chunksDeleted} chunk${result.chunksDeleted === 1 ? '' : 's'} deleted.`);
+    showMessage(ui.loadMessage, `Forgot ${what}: ${result.chunksDeleted} chunk${result.chunksDeleted === 1 ? '' : 's'} deleted.`);
     // The last result may cite what was just forgotten.
     clearResult();
   } catch (error) {
@@ -253,7 +273,6 @@ function chooseSource(source: 'sample' | 'paste'): void {
   if (source === 'sample') {
     ui.text.value = SAMPLE.text;
     ui.name.value = SAMPLE.name;
-    renderSuggestions(SAMPLE.questions);
   } else {
     ui.text.value = '';
     ui.name.value = 'my-conversation';
@@ -270,7 +289,12 @@ const STAGES: Record<IngestProgressView['stage'], string> = {
   done: 'Finishing',
 };
 
+function totalNodes(view: MemoryView | null): number {
+  return view ? Object.values(view.stats.nodes).reduce((a, b) => a + b, 0) : 0;
+}
+
 async function ingest(conversations: Conversation[]): Promise<void> {
+  const nodesBefore = totalNodes(memory);
   setBusy(true);
   ui.cancelIngest.hidden = false;
   ui.progress.hidden = false;
@@ -292,7 +316,8 @@ async function ingest(conversations: Conversation[]): Promise<void> {
     renderMemory(result.memory);
     const added = result.reports.reduce((n, r) => n + r.chunksAdded, 0);
     const skipped = result.reports.reduce((n, r) => n + r.chunksSkipped, 0);
-    const nodes = result.reports.reduce((n, r) => n + r.nodesAdded, 0);
+    // Counted from the tiles (nodes in memory before and after); the reports also count entities they only updated.
+    const nodes = totalNodes(result.memory) - nodesBefore;
     const warnings = result.reports.flatMap((r) => r.warnings);
     const seconds = formatSeconds((performance.now() - started) / 1000);
     ui.progressFill.style.width = result.cancelled ? ui.progressFill.style.width : '100%';
@@ -302,6 +327,8 @@ async function ingest(conversations: Conversation[]): Promise<void> {
       `${added} chunk${added === 1 ? '' : 's'} added (${nodes} nodes)${skipped > 0 ? `, ${skipped} already in memory` : ''}.${warnings.length > 0 ? ` ${warnings.length} warning(s): ${warnings[0]}` : ''}`,
     );
     document.body.dataset.ingested = String(result.memory.stats.chunks);
+    // "The memory is empty" no longer holds.
+    if (result.memory.stats.chunks > 0) showMessage(ui.askMessage, '');
   } catch (error) {
     ui.progressText.textContent = 'Failed.';
     showMessage(ui.loadMessage, describe(error), true);
@@ -324,6 +351,8 @@ async function ingestTextarea(): Promise<void> {
     showMessage(ui.loadMessage, describe(error), true);
     return;
   }
+  // The sample's questions follow it under whatever name it is loaded.
+  if (ui.text.value === SAMPLE.text) for (const c of conversations) questionsByConversation.set(c.id, SAMPLE.questions);
   await ingest(conversations);
 }
 
@@ -348,14 +377,23 @@ async function ingestLocomo(): Promise<void> {
   const sample = locomoSamples[Number(ui.locomoSample.value)];
   if (!sample) return;
   // Adversarial questions (category 5) have no answer in the conversation.
-  renderSuggestions(sample.questions.filter((q) => q.category !== 5).slice(0, 8).map((q) => q.question));
+  questionsByConversation.set(
+    sample.conversation.id,
+    sample.questions.filter((q) => q.category !== 5).slice(0, 8).map((q) => q.question),
+  );
   await ingest([sample.conversation]);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Asking
 
-function renderSuggestions(questions: readonly string[]): void {
+/** Suggested questions of each conversation the page knows questions for, by conversation id. */
+const questionsByConversation = new Map<string, readonly string[]>([[SAMPLE.name, SAMPLE.questions]]);
+
+/** Chips for the conversations in memory (newest first), so they always ask about what is loaded. */
+function renderSuggestions(view: MemoryView): void {
+  const loaded = [...new Set(view.sessions.map((s) => conversationOf(s.sessionId)))].reverse();
+  const questions = loaded.flatMap((id) => (id === null ? [] : (questionsByConversation.get(id) ?? [])));
   ui.suggestions.replaceChildren(
     ...questions.map((question) => {
       const chip = h('button', { type: 'button' }, question);
@@ -429,8 +467,6 @@ function renderResult(view: AskView): void {
   renderGraph(view.neighbourhood);
 }
 
-const TURN_LINE = /^\(([^)]+)\) ([^:]+): (.*)$/;
-
 /** Units of one Episode (a whole Episode, or several of its turns), in rank order of their best unit. */
 interface EpisodeGroup {
   episodeId: string;
@@ -449,17 +485,15 @@ function groupByEpisode(units: readonly UnitView[]): EpisodeGroup[] {
 
 function turnItems(unit: UnitView): HTMLElement[] {
   const showScore = unit.kind !== 'episode';
-  return unit.text.split('\n').map((line) => {
-    const m = TURN_LINE.exec(line);
-    if (!m) return h('li', {}, h('span'), h('span', { class: 'text' }, line), h('span'));
-    return h(
+  return unit.turns.map((turn) =>
+    h(
       'li',
-      { 'data-dialog-id': m[1] ?? '' },
-      h('span', { class: 'did' }, m[1] ?? ''),
-      h('span', { class: 'text' }, h('span', { class: 'speaker' }, `${m[2] ?? ''}: `), m[3] ?? ''),
+      { 'data-dialog-id': turn.id },
+      h('span', { class: 'did' }, turn.id),
+      h('span', { class: 'text' }, h('span', { class: 'speaker' }, `${turn.speaker}: `), turn.text),
       h('span', { class: 'turn-score', title: 'turn score' }, showScore ? unit.score.toFixed(3) : ''),
-    );
-  });
+    ),
+  );
 }
 
 /** A unit's winning path drawn in the graph: on hover, and kept after a click on the unit. */
@@ -478,7 +512,9 @@ function showPinned(): void {
 function episodeCard(group: EpisodeGroup, rank: number): HTMLElement {
   const [first] = group.units;
   if (!first) throw new Error('empty unit group');
-  const [name, date] = splitHeader(first.header);
+  const firstTurn = first.turns[0];
+  const name = firstTurn ? sessionName(firstTurn.sessionId) : first.episodeId;
+  const date = formatDate(firstTurn?.date ?? null);
   const dialogIds = group.units.flatMap((u) => u.dialogIds);
   const what = first.kind === 'episode' ? 'whole episode' : `${dialogIds.length} turn${dialogIds.length === 1 ? '' : 's'} of this episode`;
   const item = h(
@@ -561,7 +597,7 @@ ui.useSample.addEventListener('click', () => chooseSource('sample'));
 ui.usePaste.addEventListener('click', () => chooseSource('paste'));
 ui.ingest.addEventListener('click', () => void ingestTextarea());
 ui.cancelIngest.addEventListener('click', () => void client.request({ type: 'cancel-ingest' }));
-ui.forgetAll.addEventListener('click', () => void forgetTarget('all', 'Forgot everything'));
+ui.forgetAll.addEventListener('click', () => void forgetTarget('all', 'everything'));
 ui.askForm.addEventListener('submit', (event) => {
   event.preventDefault();
   if (!busy) void runAsk(ui.question.value);

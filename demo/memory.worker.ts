@@ -59,7 +59,7 @@ async function run(id: number, request: Exclude<WorkerRequest, { type: 'cancel-i
       return ask(request.query, request.budget, request.mode, request.answer);
     case 'forget': {
       const { chunksDeleted } = await opened().delete(request.target);
-      return { chunksDeleted, memory: memoryView(opened()) };
+      return { chunksDeleted, memory: await memoryView(opened()) };
     }
   }
 }
@@ -104,20 +104,30 @@ async function ingest(id: number, conversations: readonly Conversation[]): Promi
   const reports: IngestReport[] = [];
   ingestAbort = new AbortController();
   let before = 0;
+  // Progress posts wait for the memory view they carry; chained, so they arrive in order and all before the reply.
+  let progressPosts = Promise.resolve();
+  const reply = async (cancelled: boolean): Promise<IngestView> => {
+    await progressPosts;
+    return { reports, memory: await memoryView(target), cancelled };
+  };
   try {
     for (const [i, conversation] of conversations.entries()) {
+      const done = before;
       reports.push(
-        await target.add(conversation, {
+        await target.addConversation(conversation, {
           signal: ingestAbort.signal,
-          onProgress: (progress) =>
-            post({ kind: 'progress', id, progress: { ...progress, overallDone: before + progress.chunksDone, overallTotal, memory: memoryView(target) } }),
+          onProgress: (progress) => {
+            progressPosts = progressPosts.then(async () =>
+              post({ kind: 'progress', id, progress: { ...progress, overallDone: done + progress.chunksDone, overallTotal, memory: await memoryView(target) } }),
+            );
+          },
         }),
       );
       before += totals[i] ?? 0;
     }
-    return { reports, memory: memoryView(target), cancelled: false };
+    return await reply(false);
   } catch (err) {
-    if (err instanceof PrismError && err.code === 'ABORTED') return { reports, memory: memoryView(target), cancelled: true };
+    if (err instanceof PrismError && err.code === 'ABORTED') return reply(true);
     throw err;
   } finally {
     ingestAbort = null;
@@ -136,8 +146,7 @@ async function ask(query: string, budget: number, mode: RetrievalMode, withAnswe
     id: unit.id,
     episodeId: unit.episodeId,
     kind: unit.kind,
-    header: unit.header,
-    text: unit.text,
+    turns: unit.turns.map(({ id, speaker, text, date, sessionId }) => ({ id, speaker, text, date, sessionId })),
     dialogIds: unit.dialogIds,
     score: unit.score,
     template: unit.trace.template,
@@ -161,22 +170,19 @@ async function ask(query: string, budget: number, mode: RetrievalMode, withAnswe
     llmTokens: answered?.llmTokens ?? retrieval.llmTokens,
     warnings: retrieval.warnings,
     ms,
-    neighbourhood: neighbourhood(target.graph, retrieval.units, queryVector ?? new Float32Array(target.embedder.dim)),
+    neighbourhood: neighbourhood((await target.inspect()).graph, retrieval.units, queryVector ?? new Float32Array(target.embedder.dim)),
   };
 }
 
-function memoryView(target: Memory): MemoryView {
-  const sessions = new Map<string, SessionView>();
-  for (const chunk of target.graph.chunks.values()) {
-    const session = sessions.get(chunk.sessionId);
-    if (session) session.turns += chunk.turns.length;
-    else sessions.set(chunk.sessionId, { sessionId: chunk.sessionId, header: chunk.header, time: chunk.time, turns: chunk.turns.length });
-  }
+async function memoryView(target: Memory): Promise<MemoryView> {
+  const [stats, sessions] = await Promise.all([target.stats(), target.list()]);
   return {
     embedderId: target.embedder.id,
     llm: target.llm !== null,
-    stats: target.stats(),
-    sessions: [...sessions.values()].sort((a, b) => (a.time ?? '').localeCompare(b.time ?? '') || a.header.localeCompare(b.header)),
+    stats,
+    sessions: sessions
+      .map(({ sessionId, date, messages, facts }): SessionView => ({ sessionId, date, messages, facts }))
+      .sort((a, b) => (a.date ?? '').localeCompare(b.date ?? '') || a.sessionId.localeCompare(b.sessionId)),
   };
 }
 

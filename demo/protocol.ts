@@ -1,8 +1,9 @@
-import type { BrowserLlmSettings } from '../src/browser.ts';
+import type { LlmSettings } from '../src/open-options.ts';
 import type { EdgeType, Layer } from '../src/graph/types.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import type { IngestProgress, IngestReport } from '../src/ingest/pipeline.ts';
 import type { DeleteTarget, MemoryStats } from '../src/memory.ts';
+import type { MemoryTurn, SessionInfo } from '../src/memory/records.ts';
 import type { UnitKind } from '../src/retrieve/units.ts';
 import type { Intent, IntentTier, PathTemplate, RetrievalMode } from '../src/retrieve/types.ts';
 
@@ -15,7 +16,7 @@ export interface DemoSettings {
   /** Folder URL of the MiniLM files, relative to the page. */
   modelBaseUrl: string;
   /** Null: zero-LLM. The key inside lives only in page and worker memory. */
-  llm: BrowserLlmSettings | null;
+  llm: LlmSettings | null;
   /** Extract facts with the LLM at ingest (else the local extractor). */
   llmExtraction: boolean;
 }
@@ -27,13 +28,11 @@ export type WorkerRequest =
   | { type: 'ask'; query: string; budget: number; mode: RetrievalMode; answer: boolean }
   | { type: 'forget'; target: DeleteTarget };
 
-export interface SessionView {
-  sessionId: string;
-  /** e.g. `[maya-and-jonas session_2 · 7:40 pm on 17 March, 2024]` */
-  header: string;
-  time: string | null;
-  turns: number;
-}
+/** A session as `memory.list()` reports it. */
+export type SessionView = Pick<SessionInfo, 'sessionId' | 'date' | 'messages' | 'facts'>;
+
+/** A turn of a retrieved unit, from the unit's structured `turns`. */
+export type TurnView = Pick<MemoryTurn, 'id' | 'speaker' | 'text' | 'date' | 'sessionId'>;
 
 /** What the page shows about the memory as a whole. */
 export interface MemoryView {
@@ -55,8 +54,7 @@ export interface UnitView {
   id: string;
   episodeId: string;
   kind: UnitKind;
-  header: string;
-  text: string;
+  turns: TurnView[];
   dialogIds: string[];
   score: number;
   template: PathTemplate;

@@ -33,7 +33,6 @@ function cpuOnnxRuntime(): Plugin {
 
 export default defineConfig({
   root: here,
-  logLevel: 'warn',
   build: {
     outDir: resolve(here, 'dist'),
     emptyOutDir: true,

@@ -45,6 +45,19 @@ test('the demo ingests the sample, shows why units were retrieved, persists, for
   await expect(page.getByTestId('status')).toContainText('all-MiniLM-L6-v2');
   await expect(page.getByTestId('llm-status')).toHaveText('LLM off');
 
+  await test.step('an empty memory: no suggestion chips, asking says so, the status pill fits on one line at 420 px', async () => {
+    await expect(page.locator('#suggestions button')).toHaveCount(0);
+    await page.fill('#question', 'What is the name of the cat?');
+    await page.click('#ask');
+    await expect(page.locator('#ask-message')).toHaveText('The memory is empty: ingest a conversation first.');
+    await page.setViewportSize({ width: 420, height: 900 });
+    const pill = await page.getByTestId('status').boundingBox();
+    const lineHeight = await page.getByTestId('status').evaluate((el) => parseFloat(getComputedStyle(el).lineHeight) || 18);
+    expect(pill?.height ?? 0).toBeLessThan(lineHeight * 2);
+    await page.screenshot({ path: `${screenshots}narrow-420.png` });
+    await page.setViewportSize({ width: 1440, height: 1000 });
+  });
+
   await test.step('ingest the sample in the worker, with progress, while the page stays responsive', async () => {
     await page.getByTestId('ingest').click();
     await expect(page.getByTestId('progress-text')).toContainText(/chunk \d of 5/);
@@ -66,6 +79,11 @@ test('the demo ingests the sample, shows why units were retrieved, persists, for
     await expect(page.locator('#load-message')).toContainText('5 chunks added');
     await expect(layerCount(page, 'episode')).toHaveAttribute('data-count', '5');
     await expect(page.getByTestId('sessions').locator('li')).toHaveCount(5);
+    // The message counts the nodes the tiles show (the memory was empty before).
+    const tiles = await page.locator('#layer-counts [data-layer]').evaluateAll((els) => els.reduce((n, el) => n + Number(el.getAttribute('data-count')), 0));
+    await expect(page.locator('#load-message')).toContainText(`(${tiles} nodes)`);
+    await expect(page.locator('#ask-message')).toHaveText('');
+    await expect(page.locator('#suggestions button')).toHaveText(["What is the name of Jonas's cat?", 'Why did Jonas switch to the 10K race?', 'When did Jonas run the race in Lisbon?', "Where does Maya's sister live?", 'What did Maya sell at the craft fair?']);
   });
 
   await test.step('a factual question: the right Episode comes first, with its evidence turn and path', async () => {
@@ -172,7 +190,12 @@ test('the demo ingests the sample, shows why units were retrieved, persists, for
     }
   });
 
-  await test.step('forgetting a session removes it from memory and from answers', async () => {
+  await test.step('forgetting a session asks first, then removes it from memory and from answers', async () => {
+    const dismissed = page.waitForEvent('dialog').then((dialog) => dialog.dismiss());
+    await page.locator('[data-session="maya-and-jonas/session_2"] button').click();
+    await dismissed;
+    await expect(page.getByTestId('sessions').locator('li')).toHaveCount(6);
+    page.once('dialog', (dialog) => void dialog.accept());
     await page.locator('[data-session="maya-and-jonas/session_2"] button').click();
     await expect(page.locator('#load-message')).toContainText('1 chunk deleted');
     await ready(page);
@@ -195,6 +218,7 @@ test('the demo ingests the sample, shows why units were retrieved, persists, for
     await ready(page, 180_000);
     await expect(layerCount(page, 'episode')).toHaveAttribute('data-count', '0');
     await expect(page.getByTestId('sessions')).toContainText('Nothing stored yet');
+    await expect(page.locator('#suggestions button')).toHaveCount(0);
     await page.screenshot({ path: `${screenshots}forgotten.png` });
   });
 });

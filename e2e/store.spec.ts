@@ -17,6 +17,7 @@ test('a batch written to IndexedDB is read back after a reload', async ({ page }
   const read = await page.evaluate(() => window.storeHarness.read('e2e-reload'));
   expect(read.digest).toBe(await expectedDigest());
   expect(read.cached).toBe('hello ✓');
+  expect(read.revision).toBe(2);
   // The sample has 4 episodes, one deleted by the follow-up; 3 temporal edges.
   expect(read.episodesByIndex).toBe(3);
   expect(read.temporalByIndex).toBe(3);
@@ -28,6 +29,50 @@ test('checkpoint bytes exported from IndexedDB import into a MemoryStore unchang
   expect(moved.bytes).toBeGreaterThan(10_000);
   expect(moved.memoryDigest).toBe(moved.idbDigest);
   expect(moved.idbDigest).toBe(await expectedDigest());
+});
+
+test('partitions stay apart; revisions, clear(partition), clear() and the tagged cache behave as in the contract', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.partitions('e2e-partitions'));
+  expect(result.partitions).toEqual(['bob\u001fagent\u001f', 'default'].sort());
+  expect(result.otherRevision).toBe(2);
+  expect(result.defaultDigest).toBe(await sha256Hex(encodeCheckpoint(sampleMemory())));
+  expect(result.afterClear).toEqual({ partitions: ['default'], otherRevision: 3, otherLoaded: false, defaultDigest: result.defaultDigest });
+  expect(result.cache).toEqual([undefined, undefined, '3', '4']);
+  expect(result.afterClearAll).toEqual({ partitions: [], revision: 2, cached: undefined });
+});
+
+test('two tabs writing one database under the Web Lock lose nothing and see each other\'s revisions', async ({ page, context }) => {
+  const other = await context.newPage();
+  await other.goto('/store.html');
+  const name = 'e2e-two-tabs';
+  const batches = 40;
+  const [a, b] = await Promise.all([
+    page.evaluate(({ name, batches }) => window.storeHarness.writeConcurrently(name, 'tab-a', batches), { name, batches }),
+    other.evaluate(({ name, batches }) => window.storeHarness.writeConcurrently(name, 'tab-b', batches), { name, batches }),
+  ]);
+  expect([a.slipped, b.slipped]).toEqual([0, 0]);
+  const census = await other.evaluate((name) => window.storeHarness.census(name, ['tab-a', 'tab-b']), name);
+  expect(census).toEqual({ revision: 2 * batches, whole: [batches, batches], torn: [0, 0] });
+
+  // One tab holds the lock: the other waits, then gives up with STORE_BUSY.
+  await page.evaluate((name) => window.storeHarness.holdLock(name), name);
+  const busy = await other.evaluate((name) => window.storeHarness.tryLock(name, 300), name);
+  expect(busy?.code).toBe('STORE_BUSY');
+  await page.evaluate(() => window.releaseLock?.());
+  expect(await other.evaluate((name) => window.storeHarness.tryLock(name, 5_000), name)).toBeNull();
+
+  // A commit in one tab is visible to the other by revision.
+  const before = await other.evaluate((name) => window.storeHarness.revisionOf(name), name);
+  await page.evaluate(({ name }) => window.storeHarness.writeConcurrently(name, 'tab-a-more', 1), { name });
+  expect(await other.evaluate((name) => window.storeHarness.revisionOf(name), name)).toBe(before + 1);
+});
+
+test('a PRISM 0.2 database (schema 1) opens with its memory in the default partition', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.migrateV1('e2e-migrate'));
+  expect(result.digest).toBe(result.expected);
+  expect(result.revision).toBe(1);
+  expect(result.cached).toBe('cached reply');
+  expect(result.partitions).toEqual(['default']);
 });
 
 test('a full quota fails the batch with STORE_QUOTA_EXCEEDED and keeps what was committed', async ({ page }) => {

@@ -3,17 +3,17 @@
  * MiniLM on onnxruntime-web from model files the site serves, and the usearch WASM from a URL.
  * Universal code like the rest of `src/`: nothing here needs Node.
  */
-import type { ChunkingOptions } from './ingest/chunking.ts';
-import type { DeepPartial, PrismConfig } from './config.ts';
 import { createMiniLmEmbedder, type MiniLmEmbedder, type MiniLmOptions } from './embed/minilm.ts';
-import { urlModelSource } from './embed/model-source.ts';
+import { fetchBytes, urlModelSource, type DownloadProgress, type UrlFetchOptions } from './embed/model-source.ts';
 import { PrismError } from './errors.ts';
 import { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource } from './vector/usearch-wasm.ts';
-import { createLlmClient, type LlmConfig } from './llm/client.ts';
-import type { LlmClient, LlmRole } from './llm/types.ts';
+import type { LlmClient } from './llm/types.ts';
 import { Memory } from './memory.ts';
+import { llmConfigFromSettings, type LlmSettings, type MemorySettings } from './open-options.ts';
 import { IndexedDbStore } from './store/idb.ts';
+import type { TokenCounter } from './util/tokens.ts';
 
+/** Where a page gets the model and the vector index from (both served by the site itself). */
 export interface BrowserRuntimeOptions {
   /**
    * Folder URL of all-MiniLM-L6-v2 in the Hugging Face layout (`tokenizer.json`, `onnx/…`), served
@@ -22,8 +22,18 @@ export interface BrowserRuntimeOptions {
   modelBaseUrl: string | URL;
   /** The usearch WASM: a URL (e.g. a bundler's `?url` import of `prism-memory/wasm/usearch.wasm`) or its bytes. */
   usearchWasm: UsearchWasmSource;
-  /** Embedder settings other than the source, e.g. `wasmPaths` (where onnxruntime-web's `.wasm` is served) or `precision`. */
+  /** Embedder settings other than the source, e.g. `precision`, `numThreads` or `device: 'webgpu'`. */
   miniLm?: Omit<MiniLmOptions, 'source'>;
+  /**
+   * URL of onnxruntime-web's `ort-wasm-simd-threaded.wasm` as the site serves it (e.g. a bundler's
+   * `?url` import of `onnxruntime-web/ort-wasm-simd-threaded.wasm`). Given, it is fetched through
+   * the Cache API like the model files; otherwise onnxruntime fetches it itself on every visit.
+   */
+  ortWasmUrl?: string | URL;
+  /** Cache API cache for the model files and the ORT wasm; default `prism-models`, `false` turns it off. */
+  modelCache?: string | false;
+  /** Download progress of each file (`initiate`, `progress` with bytes loaded and total, `done`). */
+  onProgress?: (progress: DownloadProgress) => void;
 }
 
 /** The parts of a memory that are loaded once per page and can back several memories. */
@@ -32,36 +42,29 @@ export interface BrowserRuntime {
   usearch: UsearchWasm;
 }
 
-/**
- * An OpenAI-compatible endpoint as a settings form collects it, plus any adapter option
- * (`headers`, a proxying `fetch`, `timeoutMs`, `concurrency`, `retry`, …).
- */
-export interface BrowserLlmSettings extends Omit<LlmConfig, 'baseURL' | 'models' | 'cache'> {
-  /** Endpoint including `/v1`, or a proxy (e.g. same-origin `/llm/v1`) that adds the credentials itself. */
-  baseURL: string;
-  /** The model of every role not named in `models`. */
-  model: string;
-  /** Per-role models, e.g. a cheaper one for `extract` and a stronger one for `answer`. */
-  models?: Partial<Record<LlmRole, string>>;
-  /** Kept only inside the client object; never written to the store. Omit it behind a proxy. */
-  apiKey?: string;
-}
-
-export type BrowserMemoryOptions = ({ runtime: BrowserRuntime } | BrowserRuntimeOptions) & {
-  /** IndexedDB database name; one per memory. Default `prism-memory`. */
-  dbName?: string;
-  /** Absent or null: zero-LLM (local extraction, no LLM at query time, no `answer()`). */
-  llm?: BrowserLlmSettings | null;
-  /** Default: `llm` when an LLM is configured, else `local`. */
-  extraction?: 'local' | 'llm';
-  chunking?: ChunkingOptions;
-  config?: DeepPartial<PrismConfig>;
-};
+/** Options of `openBrowserMemory`: the runtime (or where to load it from), the database, and the LLM if any. */
+export type BrowserMemoryOptions = ({ runtime: BrowserRuntime } | BrowserRuntimeOptions) &
+  MemorySettings & {
+    /** IndexedDB database name; one per memory. Default `prism-memory`. */
+    dbName?: string;
+  };
 
 /** Loads the embedder and the usearch module; both may take a few seconds (model download, compilation). */
 export async function loadBrowserRuntime(options: BrowserRuntimeOptions): Promise<BrowserRuntime> {
+  const fetchOptions: UrlFetchOptions = {
+    ...(options.modelCache === undefined ? {} : { cache: options.modelCache }),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  };
+  const loadEmbedder = async () => {
+    const wasmBinary = options.ortWasmUrl === undefined ? undefined : await fetchBytes(resolveAgainstPage(options.ortWasmUrl), fetchOptions);
+    return createMiniLmEmbedder({
+      ...options.miniLm,
+      ...(wasmBinary ? { wasmBinary } : {}),
+      source: urlModelSource(resolveAgainstPage(options.modelBaseUrl), fetchOptions),
+    });
+  };
   const [embedder, usearch] = await Promise.all([
-    createMiniLmEmbedder({ ...options.miniLm, source: urlModelSource(resolveAgainstPage(options.modelBaseUrl)) }),
+    loadEmbedder(),
     loadUsearchWasm(typeof options.usearchWasm === 'string' ? resolveAgainstPage(options.usearchWasm) : options.usearchWasm),
   ]);
   return { embedder, usearch };
@@ -74,7 +77,7 @@ export async function loadBrowserRuntime(options: BrowserRuntimeOptions): Promis
 export async function openBrowserMemory(options: BrowserMemoryOptions): Promise<Memory> {
   const runtime = 'runtime' in options ? options.runtime : await loadBrowserRuntime(options);
   const store = await IndexedDbStore.open(options.dbName ? { name: options.dbName } : {});
-  const llm = options.llm ? browserLlmClient(options.llm, store) : null;
+  const llm = options.llm ? await browserLlmClient(options.llm, store) : null;
   try {
     return await Memory.open({
       store,
@@ -84,6 +87,7 @@ export async function openBrowserMemory(options: BrowserMemoryOptions): Promise<
       ...(options.extraction ? { extraction: options.extraction } : {}),
       ...(options.chunking ? { chunking: options.chunking } : {}),
       ...(options.config ? { config: options.config } : {}),
+      ...(options.countTokens ? { countTokens: options.countTokens } : {}),
     });
   } catch (err) {
     await store.close();
@@ -91,20 +95,14 @@ export async function openBrowserMemory(options: BrowserMemoryOptions): Promise<
   }
 }
 
-/** Replies are cached in the memory's own database (by request hash), so a repeated question costs nothing. */
-function browserLlmClient(settings: BrowserLlmSettings, cache: IndexedDbStore): LlmClient {
-  const baseURL = settings.baseURL.trim();
-  const model = settings.model.trim();
-  if (baseURL === '' || model === '') throw new PrismError('LLM_NOT_CONFIGURED', 'an LLM endpoint needs a base URL and a model');
-  const { model: _model, models, apiKey: rawKey, baseURL: _baseURL, ...adapter } = settings;
-  const apiKey = rawKey?.trim();
-  return createLlmClient({
-    ...adapter,
-    baseURL: resolveAgainstPage(baseURL).href.replace(/\/$/, ''),
-    models: { ...models, default: model },
-    ...(apiKey ? { apiKey } : {}),
-    cache,
-  });
+/**
+ * Replies are cached in the memory's own database (by request hash), so a repeated question costs
+ * nothing. The client module is imported only here, so a zero-LLM page never downloads it.
+ */
+async function browserLlmClient(settings: LlmSettings, cache: IndexedDbStore): Promise<LlmClient> {
+  const config = llmConfigFromSettings(settings, resolveAgainstPage);
+  const { createLlmClient } = await import('./llm/client.ts');
+  return createLlmClient({ ...config, cache });
 }
 
 /** `new URL(url)` fails on relative URLs; a page or worker has a location to resolve them against. */

@@ -27,6 +27,7 @@ export type PrismErrorCode =
   | 'LLM_NOT_CONFIGURED'
   | 'ABORTED';
 
+/** Every failure PRISM reports; branch on `code` (stable), show `message` (readable). */
 export class PrismError extends Error {
   readonly code: PrismErrorCode;
   constructor(code: PrismErrorCode, message: string, options?: { cause?: unknown }) {

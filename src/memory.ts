@@ -1,44 +1,58 @@
 import { resolveConfig, type DeepPartial, type PrismConfig } from './config.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
-import { MemoryGraph } from './graph/memory-graph.ts';
-import { EDGE_TYPES, LAYERS, type ChunkTurn, type EdgeType, type GraphEdge, type Layer, type MemoryMeta, type MemorySnapshot } from './graph/types.ts';
-import { edgeSpace, IndexSet } from './vector/index-set.ts';
-import type { VectorIndex } from './vector/types.ts';
-import { chunkConversation, type ChunkingOptions } from './ingest/chunking.ts';
-import { checkConversation, parseSessionDate, type Conversation, type ConversationTurn } from './ingest/conversation.ts';
+import type { MemoryGraph } from './graph/memory-graph.ts';
+import { EDGE_TYPES, LAYERS, type EdgeType, type Layer, type MemorySnapshot } from './graph/types.ts';
+import { chunkConversation, type ChunkDraft, type ChunkingOptions } from './ingest/chunking.ts';
+import { checkConversation, type Conversation } from './ingest/conversation.ts';
 import { chainGapEdges } from './ingest/build-graph.ts';
 import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
-import { applyBatch, edgeVectorsFor, ingestChunks, type IngestOptions, type IngestReport, type MemoryState } from './ingest/pipeline.ts';
+import { checkAddSize, dayOf, messagesToTurns, normaliseMessages, messageTime, type InputMessage } from './ingest/input.ts';
+import { edgeVectorsFor, ingestChunks, type IngestDeps, type IngestOptions, type IngestReport } from './ingest/pipeline.ts';
+import { deletionBatch } from './ingest/chunk-removal.ts';
+import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type ReextractReport } from './ingest/reextract.ts';
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
-import { createSerial, type Serial } from './util/serial.ts';
+import { catchUp, loadPartition, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
+import { findRecord, listSessions, storedDialogIds, turnsInSession, unitTurns, type MemoryRecord, type MemoryTurn, type SessionInfo } from './memory/records.ts';
 import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
 import { LexicalIndex } from './retrieve/lexical.ts';
+import { loadTokenCounter, type TokenCounter } from './util/tokens.ts';
 import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/retrieve.ts';
 import type { RetrieveDeps } from './retrieve/types.ts';
-import { decodeCheckpoint, encodeCheckpoint, importCheckpoint } from './store/checkpoint.ts';
+import type { RetrievedUnit } from './retrieve/units.ts';
+import { partitionOf, resolveScope, scopeOfPartition, type ResolvedScope, type Scope } from './scope.ts';
+import { decodeCheckpoint, encodeCheckpoint } from './store/checkpoint.ts';
+import { snapshotAsBatch } from './store/snapshot.ts';
 import type { GraphStore, WriteBatch } from './store/types.ts';
+import type { IndexSpace } from './vector/index-set.ts';
+import type { VectorIndex } from './vector/types.ts';
 
-export const SCHEMA_VERSION = 1;
+export { SCHEMA_VERSION } from './memory/partition.ts';
 
+/** The parts of a memory for `Memory.open` (the open functions fill them in for you). */
 export interface MemoryOptions {
+  /** Where the memory lives; one store holds the memories of many scopes. */
   store: GraphStore;
   embedder: Embedder;
   /** Creates an empty vector index of the given dimension (the usearch WASM index in practice). */
   createIndex: (dim: number) => VectorIndex;
-  /** An LLM makes extraction, causal consolidation, N3 rerank, N4's last tier and answers use it. */
+  /** An LLM makes extraction, causal consolidation, N3 rerank, N4's last tier and answers use it. Default: none (zero-LLM). */
   llm?: LlmClient | null;
-  /** `llm` extraction needs `llm`; the default follows whether one is given. */
+  /** `llm` extraction needs `llm`. Default: `llm` when an LLM client is given, else `local`. */
   extraction?: 'local' | 'llm';
+  /** How conversations are cut into Episodes. Default `{ by: 'session' }`. */
   chunking?: ChunkingOptions;
+  /** Overrides of the paper's constants and PRISM's limits (`DEFAULT_CONFIG`). */
   config?: DeepPartial<PrismConfig>;
+  /** Token counter for budgets and chunk windows; default o200k_base, loaded lazily (see `loadTokenCounter`). */
+  countTokens?: TokenCounter;
 }
 
-/** A message for incremental `add`: one conversational turn. */
+/** A message for the v0.2 `add({ sessionId, messages })` form: one conversational turn. */
 export interface Message {
   speaker: string;
   text: string;
@@ -46,76 +60,103 @@ export interface Message {
   dialogId?: string;
 }
 
-export interface MessagesInput {
-  /** Session the messages belong to; later `add`s with a new id append a new session. */
+/** Options of `add()`: whose memory, which session, and how to report progress. */
+export interface AddOptions extends Scope, IngestOptions {
+  /** The session the messages belong to. Default: the UTC day of `date` (or of now), `YYYY-MM-DD`. */
+  sessionId?: string;
+  /** When the session took place (ISO-8601 or as written). Default: the first message's `date`, else now. */
+  date?: string;
+  /** Idempotency key of the whole batch: adding a batch id the scope already holds is a no-op. */
+  batchId?: string;
+}
+
+/** The v0.2 form of an add: one session's messages, with the scope beside them. */
+export interface MessagesInput extends Scope {
   sessionId: string;
   /** Session date/time as written, e.g. `1:56 pm on 8 May, 2023`, or an ISO string. */
   date?: string;
-  messages: Message[];
-  conversationId?: string;
+  messages: ReadonlyArray<Message | InputMessage>;
 }
 
-export type DeleteTarget = { chunkId: string } | { sessionId: string } | 'all';
+/** What `delete` removes: a session or chunk of a scope, a whole scope, or (`'all'`) everything in the store. */
+export type DeleteTarget = (Scope & { sessionId?: string; chunkId?: string }) | 'all';
 
+/** Options of `search()`/`answer()`: whose memory to read, and the retrieval settings. */
+export interface SearchOptions extends Scope, RetrieveOptions {}
+
+/** A retrieved unit with the messages behind it as structured data. */
+export interface SearchUnit extends RetrievedUnit {
+  turns: MemoryTurn[];
+}
+
+/** What `search()` returns: the packed context plus structured units, intent and traces. */
+export interface SearchResult extends Omit<RetrieveResult, 'units'> {
+  units: SearchUnit[];
+}
+
+/** What `answer()` returns: the LLM's answer and the retrieval it was given. */
 export interface AnswerResult {
   answer: string;
   /** The retrieval behind the answer: packed context, units, intent, traces. */
-  retrieval: RetrieveResult;
+  retrieval: SearchResult;
   /** LLM use of the whole question (intent, rerank and answer roles), from the adapter's accounting. */
   llmCalls: number;
   llmTokens: number;
 }
 
+/** What `inspect()` shows of one scope: always the current graph, even after a reload. */
+export interface MemoryView {
+  /** The working graph: read it, never change it (writes go through `add`/`delete`). */
+  readonly graph: MemoryGraph;
+  /** How many vectors one index space holds. */
+  indexSize(space: IndexSpace): number;
+  /** A copy of everything the scope holds, as plain data. */
+  snapshot(): MemorySnapshot;
+}
+
+/** Counts of one scope's memory: chunks (Episodes' source text), nodes per layer, edges per type. */
 export interface MemoryStats {
   chunks: number;
+  /** Chunks whose LLM extraction fell back to summary + entities; `reextract()` extracts them again. */
+  fallbackChunks: string[];
   nodes: Record<Layer, number>;
   edges: Record<EdgeType, number>;
 }
 
+/** Context budget for `answer()` when the caller gives none: about the paper's 2,023 tokens. */
+const DEFAULT_ANSWER_BUDGET = 2048;
+
 /**
- * A PRISM memory: the typed graph, its vector indexes and its store. All graph and scoring
- * logic works on the in-memory working set; the store only persists committed batches.
+ * A PRISM memory over one store: many scopes (users, agents, runs), each its own typed graph
+ * with its vector indexes. Graph and scoring logic work on an in-memory working set per scope,
+ * loaded on first use; the store persists committed batches, and every write first catches up
+ * with what other writers (processes, tabs) committed.
  */
 export class Memory {
+  /** The resolved configuration (paper constants, limits, flags). */
   readonly config: PrismConfig;
   private readonly extractor: Extractor;
-  /** Bumped by every change of the graph, so derived indexes know when to catch up. */
-  private version = 0;
-  private lexical: LexicalIndex | null = null;
-  private lexicalVersion = -1;
+  private readonly host: PartitionHost;
+  private readonly partitions = new Map<string, Promise<Partition>>();
   private prototypes: PrototypeBank | null = null;
-  /** Writes (add, delete, import) run one at a time: each reads the graph and allocates keys the next one must see. */
-  private readonly exclusive: Serial = createSerial();
 
-  private constructor(
-    private readonly options: MemoryOptions,
-    private state: MemoryState,
-  ) {
+  private constructor(private readonly options: MemoryOptions) {
     this.config = resolveConfig(options.config);
     const mode = options.extraction ?? (options.llm ? 'llm' : 'local');
     if (mode === 'llm' && !options.llm) throw new PrismError('LLM_NOT_CONFIGURED', 'LLM extraction needs an `llm` client');
     this.extractor = mode === 'llm' && options.llm ? createLlmExtractor(options.llm) : createLocalExtractor();
+    this.host = { store: options.store, embedder: options.embedder, createIndex: options.createIndex };
   }
 
-  /** Opens the memory in `store` (creating it when empty) and builds its indexes from the stored vectors. */
+  /** Opens the memory in `store` (creating it when empty). The default scope is loaded at once, others on first use. */
   static async open(options: MemoryOptions): Promise<Memory> {
-    const snapshot = await options.store.load();
-    if (snapshot && snapshot.meta.embedderId !== options.embedder.id) {
-      throw new PrismError(
-        'STORE_VERSION',
-        `this memory was embedded with ${snapshot.meta.embedderId}; open it with the same embedder (got ${options.embedder.id})`,
-      );
+    if (typeof options !== 'object' || options === null || !options.store || !options.embedder || typeof options.createIndex !== 'function') {
+      throw new PrismError('INVALID_INPUT', 'Memory.open needs { store, embedder, createIndex }');
     }
-    return new Memory(options, stateFrom(snapshot ?? emptySnapshot(options.embedder), options));
-  }
-
-  /** The graph as plain data (read-only use: retrieval, inspection, demos). */
-  get graph(): MemoryGraph {
-    return this.state.graph;
-  }
-
-  get indexes(): IndexSet {
-    return this.state.indexes;
+    await loadTokenCounter(options.countTokens);
+    const memory = new Memory(options);
+    await memory.partition({});
+    return memory;
   }
 
   get llm(): LlmClient | null {
@@ -126,61 +167,136 @@ export class Memory {
     return this.options.embedder;
   }
 
-  /**
-   * Ingests a whole conversation or a batch of messages. Chunks already ingested (same SHA-256)
-   * are skipped, so re-adding is a no-op and an interrupted add resumes where it stopped.
-   */
-  add(input: Conversation | MessagesInput, options: IngestOptions = {}): Promise<IngestReport> {
-    return this.exclusive(() => this.ingest(input, options));
-  }
-
-  private async ingest(input: Conversation | MessagesInput, options: IngestOptions): Promise<IngestReport> {
-    const sessionTurns = 'sessions' in input ? [] : this.turnsOfSession(input);
-    if (!('sessions' in input) && isResentBatch(input.messages, sessionTurns)) {
-      // Generated dialog ids would make a re-sent batch look new to the SHA-256 dedup.
-      return { chunksAdded: 0, chunksSkipped: 1, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings: [], ms: 0 };
+  private partition(scope: Scope | ResolvedScope | undefined): Promise<Partition> {
+    const name = partitionOf(resolveScope(scope));
+    let partition = this.partitions.get(name);
+    if (!partition) {
+      partition = loadPartition(this.host, name);
+      partition.catch(() => this.partitions.delete(name));
+      this.partitions.set(name, partition);
     }
-    const { conversation, emptyTurns } = checkConversation('sessions' in input ? input : messagesToConversation(input, sessionTurns.length));
-    const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' });
-    this.version++;
-    const report = await ingestChunks(
-      drafts,
-      {
-        state: this.state,
-        store: this.options.store,
-        embedder: this.options.embedder,
-        extractor: this.extractor,
-        llm: this.options.llm ?? null,
-        config: this.config,
-        extractAhead: this.extractor.mode === 'llm' ? 4 : 0,
-      },
-      options,
-    );
-    if (emptyTurns > 0) report.warnings.unshift(`${emptyTurns} empty message${emptyTurns === 1 ? '' : 's'} skipped`);
-    return report;
+    return partition;
   }
 
-  /** The turns already stored for the session of `input`, in ingestion order. */
-  private turnsOfSession(input: MessagesInput): ChunkTurn[] {
-    const sessionId = `${input.conversationId ?? DEFAULT_CONVERSATION}/${input.sessionId}`;
-    return [...this.state.graph.chunks.values()]
-      .filter((chunk) => chunk.sessionId === sessionId)
-      .sort((a, b) => a.order - b.order)
-      .flatMap((chunk) => chunk.turns);
+  /** Runs a write of this process on the partition, one at a time. */
+  private async write<T>(scope: Scope | ResolvedScope | undefined, task: (partition: Partition) => Promise<T>): Promise<T> {
+    const partition = await this.partition(scope);
+    return partition.serial(async () => {
+      partition.writing++;
+      try {
+        return await task(partition);
+      } finally {
+        partition.writing--;
+      }
+    });
   }
 
+  /** The partition for a read, reloaded when another process or tab committed since. */
+  private async read(scope: Scope | undefined): Promise<Partition> {
+    const partition = await this.partition(scope);
+    if (partition.writing === 0) await catchUp(this.host, partition);
+    return partition;
+  }
 
   /**
-   * Retrieves a small, precise context for `query` (design §3): N4 intent, N1 bundle search
-   * under N2 edge costs, N3 compression (an LLM rerank, or the local precision step), then
-   * packing into `budget` tokens. Zero-LLM unless an LLM client is configured (or `mode` says).
+   * Remembers messages: `{ speaker, text }` or OpenAI chat messages (`{ role, content, name? }`;
+   * system, developer and tool messages are skipped and counted in the report's warnings).
+   * Messages whose `id` the scope already holds, and a `batchId` already added, are skipped;
+   * without ids, repeated messages are kept. A message over `limits.passageChars` is stored as
+   * passages; an add over `limits.maxAddChars` is refused with `INPUT_TOO_LARGE`.
+   *
+   * The v0.2 form `add({ sessionId, date, messages, ...scope })` and a whole multi-session
+   * `Conversation` (see `addConversation`) are accepted too.
    */
-  async search(query: string, options: RetrieveOptions = {}): Promise<RetrieveResult> {
-    return retrieve(query, this.retrieveDeps(), options);
+  async add(input: ReadonlyArray<InputMessage> | MessagesInput | Conversation, options: AddOptions = {}): Promise<IngestReport> {
+    if (typeof input === 'object' && input !== null && !Array.isArray(input) && 'sessions' in input) return this.addConversation(input, options);
+    const { messages, ...rest } = Array.isArray(input) ? { messages: input } : checkMessagesInput(input);
+    const merged: AddOptions = { ...options, ...rest };
+    const scope = resolveScope(merged);
+    const normalised = normaliseMessages(messages);
+    checkAddSize(normalised.messages, this.config.limits);
+    return this.write(scope, async (partition) => {
+      const ids = storedDialogIds(partition.state.graph);
+      const fresh = normalised.messages.filter((m) => m.id === null || !(ids.has(m.id) || ids.has(`${m.id}#1`)));
+      const warnings = skipWarnings(normalised.skippedRoles, normalised.emptyMessages, normalised.messages.length - fresh.length);
+      if (fresh.length === 0) {
+        if (normalised.messages.length === 0 && normalised.skippedRoles === 0) throw new PrismError('INVALID_INPUT', 'messages: nothing to add (no message has text)');
+        return emptyReport(warnings);
+      }
+      const time = merged.date !== undefined ? messageTime('date', merged.date) : (fresh[0]?.time ?? new Date().toISOString().slice(0, 19));
+      const sessionId = merged.sessionId ?? dayOf(time ?? new Date().toISOString());
+      const turns = messagesToTurns(fresh, sessionId, turnsInSession(partition.state.graph, sessionId), this.config.limits);
+      const conversation: Conversation = { id: '', sessions: [{ id: sessionId, dateText: merged.date ?? time, time, turns }] };
+      const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' }).map(
+        (draft, i): ChunkDraft => (merged.batchId === undefined ? draft : { ...draft, dedupKey: `batch\u001f${merged.batchId}\u001f${i}` }),
+      );
+      const report = await this.ingestDrafts(partition, drafts, merged);
+      report.warnings.unshift(...warnings);
+      return report;
+    });
+  }
+
+  /**
+   * Remembers a whole multi-session conversation (e.g. an imported chat history or a LoCoMo
+   * sample). Its sessions are named `<conversation id>/<session id>`. Chunks already ingested
+   * (same SHA-256) are skipped, so re-adding is a no-op and an interrupted add resumes.
+   */
+  async addConversation(conversation: Conversation, options: Scope & IngestOptions = {}): Promise<IngestReport> {
+    const checked = checkConversation(conversation);
+    return this.write(options, async (partition) => {
+      const drafts = chunkConversation(checked.conversation, this.options.chunking ?? { by: 'session' });
+      const report = await this.ingestDrafts(partition, drafts, options);
+      if (checked.emptyTurns > 0) report.warnings.unshift(`${checked.emptyTurns} empty message${checked.emptyTurns === 1 ? '' : 's'} skipped`);
+      return report;
+    });
+  }
+
+  private ingestDrafts(partition: Partition, drafts: readonly ChunkDraft[], options: IngestOptions): Promise<IngestReport> {
+    return ingestChunks(drafts, this.ingestDeps(partition), {
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+  }
+
+  private ingestDeps(partition: Partition): IngestDeps {
+    return {
+      state: partition.state,
+      writer: writerFor(this.host, partition),
+      embedder: this.options.embedder,
+      extractor: this.extractor,
+      llm: this.options.llm ?? null,
+      config: this.config,
+      extractAhead: this.extractor.mode === 'llm' ? 4 : 0,
+    };
+  }
+
+  /**
+   * Extracts the chunks of one scope listed in `stats().fallbackChunks` again with the LLM (their
+   * answer stayed invalid at ingest), replacing each one's nodes and edges in one atomic batch
+   * once the answer is valid. Endpoint failures throw as in `add()`; chunks replaced before stay.
+   */
+  async reextract(options: Scope & ReextractOptions = {}): Promise<ReextractReport> {
+    checkOptions('reextract', options);
+    return this.write(options, (partition) => reextractFallbackChunks(this.ingestDeps(partition), options.signal ? { signal: options.signal } : {}));
+  }
+
+  /**
+   * Retrieves a small, precise context for `query` from one scope's memory (design §3): N4
+   * intent, N1 bundle search under N2 edge costs, N3 compression (an LLM rerank, or the local
+   * precision step), then packing into `budget` tokens. Each unit carries its messages as
+   * structured turns. Zero-LLM unless an LLM client is configured (or `mode` says).
+   */
+  async search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
+    if (typeof query !== 'string' || query.trim() === '') throw new PrismError('INVALID_INPUT', `search: expected a non-empty query string, got ${typeof query === 'string' ? 'an empty string' : typeof query}`);
+    checkOptions('search', options);
+    const partition = await this.read(options);
+    const result = await retrieve(query, this.retrieveDeps(partition), options);
+    const graph = partition.state.graph;
+    return { ...result, units: result.units.map((unit) => ({ ...unit, turns: unitTurns(graph, unit.episodeId, unit.dialogIds, partition.scope) })) };
   }
 
   /** Answers from the packed context with the `answer` role; needs an LLM client. */
-  async answer(query: string, options: RetrieveOptions = {}): Promise<AnswerResult> {
+  async answer(query: string, options: SearchOptions = {}): Promise<AnswerResult> {
     const llm = this.options.llm;
     if (!llm) throw new PrismError('LLM_NOT_CONFIGURED', 'answer() needs an LLM client; search() works without one');
     const before = usageTotals(llm.usage());
@@ -190,13 +306,13 @@ export class Memory {
     return { answer, retrieval, llmCalls: after.calls - before.calls, llmTokens: after.tokens - before.tokens };
   }
 
-  private retrieveDeps(): RetrieveDeps {
-    const { graph, indexes } = this.state;
+  private retrieveDeps(partition: Partition): RetrieveDeps {
+    const { graph, indexes } = partition.state;
     const embedder = this.options.embedder;
-    const lexical = (this.lexical ??= LexicalIndex.fromGraph(graph));
-    if (this.lexicalVersion !== this.version) {
+    const lexical = (partition.lexical ??= LexicalIndex.fromGraph(graph));
+    if (partition.lexicalVersion !== partition.state.version) {
       lexical.update(graph);
-      this.lexicalVersion = this.version;
+      partition.lexicalVersion = partition.state.version;
     }
     this.prototypes ??= new PrototypeBank((texts) => embedder.embed(texts));
     const llm = this.options.llm;
@@ -219,165 +335,205 @@ export class Memory {
     };
   }
 
-  /** Removes a chunk, a session or everything: nodes, edges, vectors, chunk text and hash, everywhere. */
-  delete(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
-    return this.exclusive(() => this.deleteNow(target));
+  /** The sessions of one scope's memory, in the order they were added, with message and fact counts. */
+  async list(options: Scope = {}): Promise<SessionInfo[]> {
+    checkOptions('list', options);
+    const partition = await this.read(options);
+    return listSessions(partition.state.graph, partition.scope);
   }
 
-  private async deleteNow(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
-    this.version++;
-    if (target === 'all') {
-      const chunks = this.state.graph.chunks.size;
-      await this.options.store.clear();
-      this.state.indexes.dispose();
-      this.state = stateFrom(emptySnapshot(this.options.embedder), this.options);
-      return { chunksDeleted: chunks };
+  /** A session (with its messages and facts), a message or a fact of one scope, by id; null when the scope holds none. */
+  async get(id: string, options: Scope = {}): Promise<MemoryRecord | null> {
+    if (typeof id !== 'string' || id === '') throw new PrismError('INVALID_INPUT', 'get: expected a session, message or fact id');
+    checkOptions('get', options);
+    const partition = await this.read(options);
+    return findRecord(partition.state.graph, partition.scope, id);
+  }
+
+  /** The scopes this store holds a memory for. */
+  async scopes(): Promise<ResolvedScope[]> {
+    return (await this.options.store.partitions()).map(scopeOfPartition);
+  }
+
+  /**
+   * Removes a session (`{ sessionId, ...scope }`, the id given to `add()`), one chunk, a whole
+   * scope (`{ userId }` and no session), or everything (`'all'`): nodes, edges, vectors, text,
+   * hashes and the cached LLM replies made for them. An unknown session or chunk id is a
+   * `NOT_FOUND` error and deletes nothing.
+   */
+  async delete(target: DeleteTarget): Promise<{ chunksDeleted: number }> {
+    if (target === 'all') return this.deleteEverything();
+    if (typeof target !== 'object' || target === null) throw new PrismError('INVALID_INPUT', "delete: expected { sessionId?, chunkId?, userId?, agentId?, runId? } or 'all'");
+    const { sessionId, chunkId, ...scope } = target;
+    const named = sessionId !== undefined || chunkId !== undefined;
+    if (!named && scope.userId === undefined && scope.agentId === undefined && scope.runId === undefined) {
+      throw new PrismError('INVALID_INPUT', "delete: name a sessionId or chunkId, a scope to delete whole, or 'all'");
     }
-    const chunkIds = new Set(
-      'chunkId' in target
-        ? [target.chunkId].filter((id) => this.state.graph.chunks.has(id))
-        : [...this.state.graph.chunks.values()].filter((c) => c.sessionId === target.sessionId).map((c) => c.id),
-    );
-    if (chunkIds.size === 0) return { chunksDeleted: 0 };
-    const batch = deletionBatch(this.state, chunkIds);
-    // Deleting a middle session must not cut the chronological Episode chain in two.
-    let nextKey = this.state.meta.nextKey;
-    const removed = new Set(batch.deleteNodes);
-    const bridges = chainGapEdges(this.state.graph, removed, () => nextKey++);
-    if (bridges.length > 0) {
-      batch.putEdges = bridges;
-      batch.putVectors = await edgeVectorsFor(bridges, this.options.embedder, 'embedded', () => undefined);
-      batch.meta = { ...this.state.meta, nextKey };
+    for (const [name, value] of [['sessionId', sessionId], ['chunkId', chunkId]] as const) {
+      if (value !== undefined && (typeof value !== 'string' || value === '')) throw new PrismError('INVALID_INPUT', `delete: ${name} must be a non-empty string`);
     }
-    await this.options.store.commit(batch);
-    applyBatch(this.state, batch);
-    return { chunksDeleted: chunkIds.size };
+    return this.write(scope, async (partition) => {
+      const writer = writerFor(this.host, partition);
+      return writer.locked(async () => {
+        const { graph } = partition.state;
+        const chunks = [...graph.chunks.values()];
+        const chunkIds = new Set(
+          !named ? chunks.map((c) => c.id) : chunks.filter((c) => c.id === chunkId || c.sessionId === sessionId).map((c) => c.id),
+        );
+        if (chunkIds.size === 0) {
+          if (!named) return { chunksDeleted: 0 };
+          throw new PrismError('NOT_FOUND', `delete: no ${sessionId !== undefined ? `session ${JSON.stringify(sessionId)}` : `chunk ${JSON.stringify(chunkId)}`} in this scope`);
+        }
+        await this.options.store.deleteCached([...chunkIds]);
+        if (!named) {
+          await this.options.store.clear(partition.name);
+          replaceState(this.host, partition, null, await this.options.store.revision(partition.name));
+          return { chunksDeleted: chunkIds.size };
+        }
+        const batch = deletionBatch(graph, partition.state.meta, chunkIds);
+        // Deleting a middle session must not cut the chronological Episode chain in two.
+        let nextKey = partition.state.meta.nextKey;
+        const bridges = chainGapEdges(graph, new Set(batch.deleteNodes), () => nextKey++);
+        if (bridges.length > 0) {
+          batch.putEdges = bridges;
+          batch.putVectors = await edgeVectorsFor(bridges, this.options.embedder, 'embedded', () => undefined);
+          batch.meta = { ...partition.state.meta, nextKey };
+        }
+        await writer.commit(batch);
+        return { chunksDeleted: chunkIds.size };
+      });
+    });
   }
 
-  /** One portable checkpoint (bytes) that opens in any store backend. */
-  export(): Uint8Array {
-    return encodeCheckpoint(this.snapshot());
+  private async deleteEverything(): Promise<{ chunksDeleted: number }> {
+    let chunks = 0;
+    for (const name of await this.options.store.partitions()) chunks += (await this.partition(scopeOfPartition(name))).state.graph.chunks.size;
+    await this.options.store.clear();
+    for (const [name, pending] of this.partitions) {
+      const partition = await pending;
+      await partition.serial(async () => replaceState(this.host, partition, null, await this.options.store.revision(name)));
+    }
+    return { chunksDeleted: chunks };
   }
 
-  /** Replaces this memory with a checkpoint's, atomically; bad bytes throw `CORRUPT_CHECKPOINT` and change nothing. */
-  import(bytes: Uint8Array): Promise<void> {
-    return this.exclusive(() => this.importNow(bytes));
+  /** One scope's memory as a portable checkpoint (bytes) that opens in any store backend. */
+  async export(options: Scope = {}): Promise<Uint8Array> {
+    checkOptions('export', options);
+    const partition = await this.read(options);
+    return encodeCheckpoint(snapshotOf(partition));
   }
 
-  private async importNow(bytes: Uint8Array): Promise<void> {
+  /** Replaces one scope's memory with a checkpoint's, atomically; bad bytes throw `CORRUPT_CHECKPOINT` and change nothing. */
+  async import(bytes: Uint8Array, options: Scope = {}): Promise<void> {
+    if (!(bytes instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'import: expected checkpoint bytes (a Uint8Array)');
+    checkOptions('import', options);
     const incoming = decodeCheckpoint(bytes);
     if (incoming.meta.embedderId !== this.options.embedder.id) {
       throw new PrismError('STORE_VERSION', `checkpoint was embedded with ${incoming.meta.embedderId}, this memory uses ${this.options.embedder.id}`);
     }
-    await importCheckpoint(this.options.store, bytes);
-    this.version++;
-    this.state.indexes.dispose();
-    this.state = stateFrom(incoming, this.options);
+    return this.write(options, async (partition) => {
+      const writer = writerFor(this.host, partition);
+      await writer.locked(async () => {
+        const { graph } = partition.state;
+        // One batch: the old records go and the new ones come in the same atomic commit.
+        const batch: WriteBatch = {
+          deleteNodes: [...graph.nodes.keys()],
+          deleteEdges: [...graph.edges.keys()],
+          deleteChunks: [...graph.chunks.keys()],
+          deleteVectors: [...graph.vectors.keys()],
+          deleteHashes: [...partition.state.hashes],
+          ...snapshotAsBatch(incoming),
+        };
+        partition.revision = await this.options.store.commit(partition.name, batch);
+        replaceState(this.host, partition, incoming, partition.revision);
+      });
+    });
   }
 
-  stats(): MemoryStats {
+  /** Node, edge and chunk counts of one scope's memory. */
+  async stats(options: Scope = {}): Promise<MemoryStats> {
+    checkOptions('stats', options);
+    const { state } = await this.read(options);
     const nodes = Object.fromEntries(LAYERS.map((l) => [l, 0])) as Record<Layer, number>;
     const edges = Object.fromEntries(EDGE_TYPES.map((t) => [t, 0])) as Record<EdgeType, number>;
-    for (const node of this.state.graph.nodes.values()) nodes[node.layer]++;
-    for (const edge of this.state.graph.edges.values()) edges[edge.type]++;
-    return { chunks: this.state.graph.chunks.size, nodes, edges };
+    for (const node of state.graph.nodes.values()) nodes[node.layer]++;
+    for (const edge of state.graph.edges.values()) edges[edge.type]++;
+    return { chunks: state.graph.chunks.size, fallbackChunks: fallbackChunkIds(state.graph), nodes, edges };
   }
 
-  snapshot(): MemorySnapshot {
-    const { graph, meta, hashes } = this.state;
+  /** A live, read-only view of one scope's graph and indexes, for inspection tools and the eval harness. */
+  async inspect(options: Scope = {}): Promise<MemoryView> {
+    checkOptions('inspect', options);
+    const partition = await this.read(options);
     return {
-      meta,
-      nodes: [...graph.nodes.values()],
-      edges: [...graph.edges.values()],
-      chunks: [...graph.chunks.values()],
-      vectors: new Map(graph.vectors),
-      hashes: new Set(hashes),
+      get graph() {
+        return partition.state.graph;
+      },
+      indexSize: (space) => partition.state.indexes.size(space),
+      snapshot: () => snapshotOf(partition),
     };
   }
 
   async close(): Promise<void> {
-    this.state.indexes.dispose();
+    for (const pending of this.partitions.values()) {
+      const partition = await pending.catch(() => null);
+      await partition?.serial(async () => partition.state.indexes.dispose());
+    }
+    this.partitions.clear();
     await this.options.store.close();
   }
 }
 
-/** Context budget for `answer()` when the caller gives none: about the paper's 2,023 tokens. */
-const DEFAULT_ANSWER_BUDGET = 2048;
-
-function emptySnapshot(embedder: Embedder): MemorySnapshot {
-  const meta: MemoryMeta = { schemaVersion: SCHEMA_VERSION, embedderId: embedder.id, dim: embedder.dim, nextKey: 1, chunkCount: 0, settings: {} };
-  return { meta, nodes: [], edges: [], chunks: [], vectors: new Map(), hashes: new Set() };
-}
-
-function stateFrom(snapshot: MemorySnapshot, options: MemoryOptions): MemoryState {
-  const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new Map() });
-  const state: MemoryState = { graph, indexes: new IndexSet(snapshot.meta.dim, options.createIndex), meta: snapshot.meta, hashes: new Set() };
-  applyBatch(state, {
-    putChunks: snapshot.chunks,
-    putNodes: snapshot.nodes,
-    putEdges: snapshot.edges,
-    putVectors: [...snapshot.vectors],
-    putHashes: [...snapshot.hashes],
-    meta: snapshot.meta,
-  });
-  return state;
-}
-
-/**
- * Everything owned by the given chunks: their nodes and edges, edges touching those nodes,
- * and Entities no remaining chunk mentions. Entities still mentioned lose the chunk ids.
- */
-function deletionBatch(state: MemoryState, chunkIds: Set<string>): WriteBatch {
-  const { graph } = state;
-  const deleteNodes = new Set<string>();
-  const putNodes = [];
-  for (const node of graph.nodes.values()) {
-    if (node.layer === 'entity') {
-      const remaining = node.chunkIds.filter((id) => !chunkIds.has(id));
-      if (remaining.length === 0) deleteNodes.add(node.id);
-      else if (remaining.length !== node.chunkIds.length) putNodes.push({ ...node, chunkIds: remaining });
-    } else if (chunkIds.has(node.chunkId)) deleteNodes.add(node.id);
-  }
-  const deleteEdges: GraphEdge[] = [...graph.edges.values()].filter((e) => chunkIds.has(e.chunkId) || deleteNodes.has(e.from) || deleteNodes.has(e.to));
-  const deleteEdgeIds = deleteEdges.map((e) => e.id);
+function snapshotOf(partition: Partition): MemorySnapshot {
+  const { graph, meta, hashes } = partition.state;
   return {
-    deleteNodes: [...deleteNodes],
-    putNodes,
-    deleteEdges: deleteEdgeIds,
-    deleteChunks: [...chunkIds],
-    deleteHashes: [...chunkIds],
-    deleteVectors: [...deleteNodes, ...deleteEdges.filter((e) => edgeSpace(e.type) !== null).map((e) => e.id)].filter((id) => graph.vectors.has(id)),
-    meta: state.meta,
+    meta,
+    nodes: [...graph.nodes.values()],
+    edges: [...graph.edges.values()],
+    chunks: [...graph.chunks.values()],
+    vectors: new Map(graph.vectors),
+    hashes: new Set(hashes),
   };
 }
 
-const DEFAULT_CONVERSATION = 'conversation';
+function emptyReport(warnings: string[]): IngestReport {
+  return { chunksAdded: 0, chunksSkipped: 0, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings, ms: 0 };
+}
 
-/** True when `messages` (none carrying its own dialog id) already appear, in order and back to back, among the session's turns. */
-function isResentBatch(messages: readonly Message[], turns: readonly ChunkTurn[]): boolean {
-  if (!Array.isArray(messages) || messages.length === 0 || messages.length > turns.length) return false;
-  if (messages.some((m) => typeof m?.text !== 'string' || typeof m.speaker !== 'string' || m.dialogId !== undefined)) return false;
-  const same = (m: Message, t: ChunkTurn) => m.speaker.trim() === t.speaker.trim() && m.text.normalize('NFC').trim() === t.text.normalize('NFC').trim();
-  const matchesAt = (start: number) => messages.every((m, i) => {
-    const t = turns[start + i];
-    return t !== undefined && same(m, t);
+function skipWarnings(skippedRoles: number, emptyMessages: number, alreadyHeld: number): string[] {
+  const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  return [
+    ...(skippedRoles > 0 ? [`${plural(skippedRoles, 'system/developer/tool message')} not remembered`] : []),
+    ...(emptyMessages > 0 ? [`${plural(emptyMessages, 'empty message')} skipped`] : []),
+    ...(alreadyHeld > 0 ? [`${plural(alreadyHeld, 'message')} skipped: their ids are already remembered`] : []),
+  ];
+}
+
+/** The v0.2 `{ sessionId, messages }` form: `dialogId` is the message id. */
+function checkMessagesInput(input: unknown): { messages: unknown[] } & Omit<AddOptions, 'signal' | 'onProgress'> {
+  if (typeof input !== 'object' || input === null) {
+    throw new PrismError('INVALID_INPUT', `add: expected an array of messages, { sessionId, messages } or a conversation, got ${input === null ? 'null' : typeof input}`);
+  }
+  const { messages, sessionId, date, userId, agentId, runId } = input as Partial<MessagesInput>;
+  if (!Array.isArray(messages)) throw new PrismError('INVALID_INPUT', 'messages: expected an array of { speaker, text } or { role, content } messages');
+  const withIds = messages.map((m: unknown) => {
+    if (typeof m !== 'object' || m === null || !('dialogId' in m)) return m;
+    const { dialogId, ...rest } = m as Message;
+    return { ...rest, id: dialogId };
   });
-  for (let start = 0; start + messages.length <= turns.length; start++) if (matchesAt(start)) return true;
-  return false;
+  return {
+    messages: withIds,
+    ...(sessionId !== undefined ? { sessionId } : {}),
+    ...(date !== undefined ? { date } : {}),
+    ...(userId !== undefined ? { userId } : {}),
+    ...(agentId !== undefined ? { agentId } : {}),
+    ...(runId !== undefined ? { runId } : {}),
+  };
 }
 
-/**
- * Messages become one session; generated dialog ids continue the session's numbering. Shapes
- * are checked afterwards by `checkConversation` (message i becomes `sessions.0.turns.i`).
- */
-function messagesToConversation(input: MessagesInput, turnsBefore: number): Conversation {
-  if (!Array.isArray(input.messages)) throw new PrismError('INVALID_INPUT', 'messages: expected an array of { speaker, text }');
-  const turns: ConversationTurn[] = input.messages.map((m, i) => ({
-    dialogId: m?.dialogId ?? `${input.sessionId}:${turnsBefore + i + 1}`,
-    speaker: m?.speaker,
-    text: m?.text,
-  }));
-  const date = input.date ?? null;
-  const time = date ? parseSessionDate(date) : null;
-  return { id: input.conversationId ?? DEFAULT_CONVERSATION, sessions: [{ id: input.sessionId, dateText: date, time, turns }] };
+function checkOptions(method: string, options: unknown): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new PrismError('INVALID_INPUT', `${method}: options must be an object, got ${options === null ? 'null' : typeof options}`);
+  }
 }
+

@@ -2,7 +2,7 @@
  * Node-only entry (`prism-memory/node`): file storage, model and WASM loading from disk,
  * and a one-call `openNodeMemory`. Nothing here may be imported by the universal entry.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { MiniLmPrecision } from './embed/minilm.ts';
 import { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
 import { defaultModelSource } from './embed/model-source.node.ts';
@@ -11,18 +11,20 @@ import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import { loadUsearchWasm, type UsearchWasm } from './vector/usearch-wasm.ts';
 import { readUsearchWasm } from './vector/wasm-bytes.node.ts';
-import type { ChunkingOptions } from './ingest/chunking.ts';
 import { createLlmClient } from './llm/client.ts';
 import { llmConfigFromEnv } from './llm/env.ts';
 import { Memory } from './memory.ts';
-import type { DeepPartial, PrismConfig } from './config.ts';
-import { FileStore } from './store/file.node.ts';
+import { llmConfigFromSettings, type MemorySettings } from './open-options.ts';
+import { migrateFileStore } from './store/file.node.ts';
+import { openSqliteStore } from './store/sqlite.node.ts';
 import { packageRoot } from './util/package-root.node.ts';
 
 export * from './index.ts';
-export { FileStore } from './store/file.node.ts';
+export { migrateFileStore } from './store/file.node.ts';
+export { openSqliteStore, type SqliteStoreOptions } from './store/sqlite.node.ts';
 export { defaultModelDir, defaultModelSource, fileModelSource } from './embed/model-source.node.ts';
 export { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
+export { onnxNodeEngine, type NodeEngineOptions } from './embed/ort.node.ts';
 export { readUsearchWasm } from './vector/wasm-bytes.node.ts';
 
 /** `../shared/data/locomo/locomo10-dev.json` beside the package, or env `PRISM_LOCOMO`. */
@@ -46,23 +48,31 @@ export function nodeEmbedder(precision: MiniLmPrecision = 'int8', source: ModelS
   return embedder;
 }
 
-export interface NodeMemoryOptions {
+/** Options of `openNodeMemory`: where the store is, the model precision, and the settings every open function takes. */
+export interface NodeMemoryOptions extends MemorySettings {
   /** Store directory; default `.prism/<name>` under the working directory. */
   dir?: string | undefined;
+  /** Default `default`. */
   name?: string;
+  /** MiniLM weights. Default `int8`. */
   precision?: MiniLmPrecision;
-  /** `llm` needs PRISM_LLM_BASE_URL / PRISM_LLM_MODEL (and usually PRISM_LLM_API_KEY) in the environment. */
+  /**
+   * Node convenience: `llm` without `llm` settings reads them from PRISM_LLM_BASE_URL /
+   * PRISM_LLM_MODEL / PRISM_LLM_API_KEY (`PRISM_LLM_MODEL_<ROLE>` per role). Default `zero-llm`.
+   */
   mode?: 'zero-llm' | 'llm';
-  chunking?: ChunkingOptions;
-  config?: DeepPartial<PrismConfig>;
 }
 
 /** Opens (or creates) a file-backed memory with the local MiniLM and the usearch WASM index. */
 export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<Memory> {
   const [embedder, usearch] = await Promise.all([nodeEmbedder(options.precision), nodeUsearch()]);
-  const store = await FileStore.open(options.dir ?? resolve('.prism', options.name ?? 'default'));
+  const dir = options.dir ?? resolve('.prism', options.name ?? 'default');
+  const store = await openSqliteStore(join(dir, 'memory.sqlite'));
+  // A v0.2 directory (memory.prism) moves into the SQLite store once, on first open.
+  await migrateFileStore(dir, store);
   let llm = null;
-  if (options.mode === 'llm') {
+  if (options.llm) llm = createLlmClient({ ...llmConfigFromSettings(options.llm), cache: store });
+  else if (options.mode === 'llm') {
     const config = llmConfigFromEnv(process.env);
     if (!config) throw new PrismError('LLM_NOT_CONFIGURED', 'LLM mode needs PRISM_LLM_BASE_URL and PRISM_LLM_MODEL in the environment');
     llm = createLlmClient({ ...config, cache: store });
@@ -72,6 +82,7 @@ export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<M
     embedder,
     createIndex: (dim) => usearch.createIndex({ dim }),
     llm,
+    ...(options.extraction ? { extraction: options.extraction } : {}),
     ...(options.chunking ? { chunking: options.chunking } : {}),
     ...(options.config ? { config: options.config } : {}),
   });

@@ -31,11 +31,12 @@ export const DEFAULT_PARTITION = DEFAULT_USER_ID;
 const SEPARATOR = '\u001f';
 
 /** Checks a caller's scope and fills in the defaults; a wrong type is an `INVALID_INPUT`. */
-export function resolveScope(scope: Scope | undefined): ResolvedScope {
+export function resolveScope(scope: Scope | ResolvedScope | undefined): ResolvedScope {
   if (scope !== undefined && (typeof scope !== 'object' || scope === null)) {
     throw new PrismError('INVALID_INPUT', 'scope: expected an object with userId / agentId / runId');
   }
   const field = (name: keyof Scope): string | null => {
+    // A resolved scope's null means unset, as an omitted field does.
     const value = scope?.[name];
     if (value === undefined || value === null) return null;
     if (typeof value !== 'string' || value.trim() === '' || value.includes(SEPARATOR)) {

@@ -128,4 +128,19 @@ describe('buildChunkGraph (design §2.4)', () => {
     const far = build(graph, chunk(3, '2023-05-04'), extraction({ facetPoints: [fact('Caroline hikes', null)] }), { facetPoints: [axis(2)] }, { semanticEdges: true });
     expect(far.edges.filter((e) => e.type === 'semantic')).toHaveLength(0);
   });
+
+  it('keeps its entity-name index in step with the graph: a deleted Entity is no longer matched by name', () => {
+    const graph = empty();
+    build(graph, chunk(0, '2023-05-01'), extraction({ entities: [{ name: 'Luna', type: 'other' }] }), { entities: [axis(0)] });
+    const [luna] = entities(graph);
+    expect(graph.entityNamed('LUNA')?.id).toBe(luna?.id);
+    graph.deleteNode(luna?.id ?? '');
+    expect(graph.entityNamed('luna')).toBeUndefined();
+    expect(graph.nodesOfLayer('entity')).toHaveLength(0);
+    // No name match and an orthogonal vector: a new Entity, findable by name again.
+    build(graph, chunk(1, '2023-05-02'), extraction({ entities: [{ name: 'Luna', type: 'other' }] }), { entities: [axis(1)] });
+    expect(entities(graph)).toHaveLength(1);
+    expect(graph.entityNamed('luna')?.id).not.toBe(luna?.id);
+    expect(graph.nodesOfLayer('episode')).toHaveLength(2);
+  });
 });

@@ -10,6 +10,8 @@ import { MINILM_DIM, MINILM_MAX_TOKENS, type MiniLmEmbedder, type MiniLmPrecisio
 import { createNodeMiniLmEmbedder } from '../src/embed/minilm.node.ts';
 import { MINILM_HUB_ID } from '../src/embed/model-source.ts';
 import { defaultModelDir, defaultModelSource, fileModelSource } from '../src/embed/model-source.node.ts';
+import { BUCKET_MIN_FILL, lengthBuckets } from '../src/embed/batching.ts';
+import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
 
 const FOOD = 'A man is eating food.';
 const BREAD = 'A man is eating a piece of bread.';
@@ -168,6 +170,45 @@ describe('MiniLM embedder', () => {
       vi.unstubAllEnvs();
     }
   });
+});
+
+describe('length buckets', () => {
+  it('sorts longest first, caps batch size and closes a batch where lengths drop under the fill ratio', () => {
+    const lengths = [10, 150, 12, 140, 11, 9, 120, 30];
+    const batches = lengthBuckets(lengths, 3);
+    expect(batches.flat().sort((a, b) => a - b)).toEqual(lengths.map((_, i) => i));
+    for (const batch of batches) {
+      const widths = batch.map((i) => lengths[i] ?? 0);
+      expect(batch.length).toBeLessThanOrEqual(3);
+      expect(widths).toEqual([...widths].sort((a, b) => b - a));
+      expect(Math.min(...widths)).toBeGreaterThanOrEqual(BUCKET_MIN_FILL * Math.max(...widths));
+    }
+    // 150, 140, 120 fill one batch; 30 cannot share it and is alone above the short ones.
+    expect(batches[0]).toEqual([1, 3, 6]);
+    expect(batches[1]).toEqual([7]);
+  });
+});
+
+/**
+ * Node embeds with onnxruntime-node, browsers with onnxruntime-web: the same model file must give
+ * the same vectors on both engines (run here with onnxruntime-web's Node build), in the same batches.
+ * fp32 agrees to float rounding; int8's integer kernels differ between onnxruntime 1.14 and 1.30.
+ */
+describe('Node engine against the browser engine', () => {
+  const TEXTS = [FOOD, BREAD, BABY, 'Caroline went to the LGBTQ support group yesterday and it was powerful.', 'Why?', 'I painted a sunrise over the lake last weekend, my favourite piece so far!'];
+  for (const [precision, minCosine] of [['fp32', 0.9999], ['int8', 0.98]] as const) {
+    it(`${precision}: cosine ≥ ${minCosine} per text`, async () => {
+      const web = await createNodeMiniLmEmbedder({ precision, cacheSize: 0, engine: onnxWebEngine({ load: () => import('onnxruntime-web') as Promise<OrtWeb> }) });
+      try {
+        const [browserSide, nodeSide] = [await web.embed(TEXTS), await embedder(precision).embed(TEXTS)];
+        const worst = Math.min(...TEXTS.map((_, i) => cosine(browserSide[i]!, nodeSide[i]!)));
+        console.log(`${precision}: min cos(onnxruntime-web, onnxruntime-node) = ${worst.toFixed(6)}`);
+        expect(worst).toBeGreaterThanOrEqual(minCosine);
+      } finally {
+        await web.dispose();
+      }
+    });
+  }
 });
 
 describe('LruCache', () => {

@@ -5,6 +5,7 @@ import type { LlmResponseCache } from '../src/llm/cache.ts';
 import { createLlmClient, type LlmConfig, type LlmRetryEvent } from '../src/llm/client.ts';
 import { llmConfigFromEnv } from '../src/llm/env.ts';
 import { LlmError } from '../src/llm/errors.ts';
+import { ENDPOINT_COOLDOWN_MS, withZeroLlmFallback } from '../src/llm/fallback.ts';
 import { extractJson } from '../src/llm/json.ts';
 import { backoffDelay, retryAfterMs } from '../src/llm/retry.ts';
 import type { ChatMessage } from '../src/llm/types.ts';
@@ -182,6 +183,28 @@ describe('retries and failures', () => {
     expect(requestsSince(start)).toHaveLength(1);
   });
 
+  const callerFaults: Array<[string, ReturnType<typeof reply.status>, 'LLM_AUTH' | 'LLM_CONFIG', number]> = [
+    ['401', reply.status(401), 'LLM_AUTH', 401],
+    ['403', reply.status(403), 'LLM_AUTH', 403],
+    ['404 (wrong URL or model)', reply.status(404), 'LLM_CONFIG', 404],
+    ['400 "model_not_found" (code)', reply.status(400, { body: JSON.stringify({ error: { message: 'nope', code: 'model_not_found' } }) }), 'LLM_CONFIG', 400],
+    ['400 "is not a valid model ID"', reply.status(400, { body: JSON.stringify({ error: { message: 'gpt-9 is not a valid model ID' } }) }), 'LLM_CONFIG', 400],
+  ];
+  it.each(callerFaults)('%s is the caller\'s fault: typed, not retried', async (_name, fault, code, status) => {
+    const start = server.requests.length;
+    const retries: LlmRetryEvent[] = [];
+    server.enqueue(fault);
+    const error = await rejection(client({ onRetry: (event) => retries.push(event) }).chatText('answer', question));
+    expect(error).toMatchObject({ code, status, attempts: 1 });
+    expect(requestsSince(start)).toHaveLength(1);
+    expect(retries).toEqual([]);
+  });
+
+  it('a 400 about something else than the model stays LLM_HTTP', async () => {
+    server.enqueue(reply.status(400, { body: JSON.stringify({ error: { message: "This model's maximum context length is 8192 tokens" } }) }));
+    expect(await rejection(client().chatText('answer', question))).toMatchObject({ code: 'LLM_HTTP', status: 400 });
+  });
+
   it('retries a dropped connection as a network error', async () => {
     server.enqueue(reply.drop(), reply.content('fine'));
     const retries: LlmRetryEvent[] = [];
@@ -323,6 +346,30 @@ describe('transport configuration', () => {
     const start = server.requests.length;
     await client({ apiKey: 'sk-test-123' }).chatText('answer', question);
     expect(requestsSince(start)[0]?.headers.authorization).toBe('Bearer sk-test-123');
+  });
+});
+
+describe('withZeroLlmFallback', () => {
+  it('falls back on an endpoint failure, skips the endpoint for the cooldown, then asks again', async () => {
+    let clock = 0;
+    const llm = client();
+    const modes: string[] = [];
+    let down = true;
+    const search = async (mode: 'llm' | 'zero-llm') => {
+      modes.push(mode);
+      if (mode === 'llm' && down) throw new LlmError('LLM_HTTP', 'LLM endpoint answered HTTP 503', { status: 503 });
+      return { mode, warnings: [] as string[] };
+    };
+    const now = () => clock;
+    await expect(withZeroLlmFallback(llm, search, now)).resolves.toMatchObject({ mode: 'zero-llm', warnings: [expect.stringMatching(/^LLM unavailable, ranked without it: LLM_HTTP: /)] });
+    clock = ENDPOINT_COOLDOWN_MS - 1;
+    await expect(withZeroLlmFallback(llm, search, now)).resolves.toMatchObject({ mode: 'zero-llm', warnings: [expect.stringMatching(/not asked/)] });
+    expect(modes).toEqual(['llm', 'zero-llm', 'zero-llm']);
+    down = false;
+    clock = ENDPOINT_COOLDOWN_MS;
+    await expect(withZeroLlmFallback(llm, search, now)).resolves.toEqual({ mode: 'llm', warnings: [] });
+    // Another client is not affected by this one's failures; other errors are not fallen back on.
+    await expect(withZeroLlmFallback(client(), () => Promise.reject(new LlmError('LLM_BAD_JSON', 'bad')), now)).rejects.toMatchObject({ code: 'LLM_BAD_JSON' });
   });
 });
 

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, rmdir, writeFile, appendFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,7 +6,11 @@ import { PrismError } from '../src/errors.ts';
 import type { PrismErrorCode } from '../src/errors.ts';
 import type { MemorySnapshot } from '../src/graph/types.ts';
 import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../src/store/checkpoint.ts';
-import { FILE_STORE_FILES, FileStore } from '../src/store/file.node.ts';
+import Database from 'better-sqlite3';
+import { DEFAULT_PARTITION } from '../src/scope.ts';
+import { LEGACY_FILES, MIGRATED_SUFFIX, migrateFileStore } from '../src/store/file.node.ts';
+import { SQL_SCHEMA_VERSION } from '../src/store/sql.ts';
+import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
@@ -137,63 +141,93 @@ interface Backend {
 }
 
 let dir = '';
+const opened: GraphStore[] = [];
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'prism-store-'));
 });
 afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
   await rm(dir, { recursive: true, force: true });
 });
 
+const sqlitePath = (): string => join(dir, 'memory.sqlite');
+async function openSqlite(options?: Parameters<typeof openSqliteStore>[1]): Promise<GraphStore> {
+  const store = await openSqliteStore(sqlitePath(), options);
+  opened.push(store);
+  return store;
+}
+
 const backends: Backend[] = [
   { name: 'MemoryStore', open: async () => new MemoryStore() },
-  { name: 'FileStore', open: () => FileStore.open(dir) },
+  { name: 'SqlStore (SQLite)', open: () => openSqlite() },
 ];
+
+const P = DEFAULT_PARTITION;
+const OTHER = 'bob\u001fagent-1\u001f';
 
 describe.each(backends)('$name', (backend) => {
   const sample = sampleMemory();
 
   it('loads null when empty, then exactly what was committed', async () => {
     const store = await backend.open();
-    expect(await store.load()).toBeNull();
-    await store.commit(snapshotAsBatch(sample));
-    expect(await store.load()).toEqual(canonical(sample));
-    expect(encodeCheckpoint((await store.load())!)).toEqual(encodeCheckpoint(sample));
+    expect(await store.load(P)).toBeNull();
+    expect(await store.revision(P)).toBe(0);
+    expect(await store.partitions()).toEqual([]);
+    expect(await store.commit(P, snapshotAsBatch(sample))).toBe(1);
+    expect(await store.load(P)).toEqual(canonical(sample));
+    expect(encodeCheckpoint((await store.load(P))!)).toEqual(encodeCheckpoint(sample));
   });
 
   it('hands out copies: changing a loaded snapshot does not change the store', async () => {
     const store = await backend.open();
-    await store.commit(snapshotAsBatch(sample));
-    const loaded = (await store.load())!;
+    await store.commit(P, snapshotAsBatch(sample));
+    const loaded = (await store.load(P))!;
     loaded.nodes.pop();
     loaded.vectors.get('ep:0')!.fill(0);
     loaded.hashes.clear();
-    expect(await store.load()).toEqual(canonical(sample));
+    expect(await store.load(P)).toEqual(canonical(sample));
   });
 
-  it('rejects an invalid batch whole and keeps the state', async () => {
+  it('keeps partitions apart and bumps only the written one', async () => {
     const store = await backend.open();
-    await expectCode(store.commit({ putNodes: sample.nodes }), 'INVALID_INPUT');
-    expect(await store.load()).toBeNull();
-    await store.commit(snapshotAsBatch(sample));
-    const before = await exportCheckpoint(store);
+    const other = sampleMemory({ episodes: 2, seed: 3 });
+    await store.commit(P, snapshotAsBatch(sample));
+    expect(await store.commit(OTHER, snapshotAsBatch(other))).toBe(1);
+    expect(await store.commit(P, { deleteNodes: ['ep:0'] })).toBe(2);
+    expect((await store.partitions()).sort()).toEqual([OTHER, P].sort());
+    expect(await store.load(OTHER)).toEqual(canonical(other));
+    expect((await store.load(P))!.nodes.some((n) => n.id === 'ep:0')).toBe(false);
+    expect(await store.revision(OTHER)).toBe(1);
+    expect(await store.revision(P)).toBe(2);
+    expect(await store.load('nobody')).toBeNull();
+  });
+
+  it('rejects an invalid batch whole and keeps the state and revision', async () => {
+    const store = await backend.open();
+    await expectCode(store.commit(P, { putNodes: sample.nodes }), 'INVALID_INPUT');
+    expect(await store.load(P)).toBeNull();
+    expect(await store.revision(P)).toBe(0);
+    await store.commit(P, snapshotAsBatch(sample));
+    const before = await exportCheckpoint(store, P);
     const valid: WriteBatch = { deleteNodes: ['ep:0'], putHashes: ['new-hash'], deleteHashes: [...sample.hashes] };
     const random = () => 0.5;
-    await expectCode(store.commit({ ...valid, putVectors: [['ep:1', new Float32Array(sample.meta.dim - 1)]] }), 'DIMENSION_MISMATCH');
+    await expectCode(store.commit(P, { ...valid, putVectors: [['ep:1', new Float32Array(sample.meta.dim - 1)]] }), 'DIMENSION_MISMATCH');
     const nan = sampleVector(random, sample.meta.dim);
     nan[5] = Number.NaN;
-    await expectCode(store.commit({ ...valid, putVectors: [['ep:1', nan]] }), 'NON_FINITE_VECTOR');
+    await expectCode(store.commit(P, { ...valid, putVectors: [['ep:1', nan]] }), 'NON_FINITE_VECTOR');
     const badLayer = { ...sample.nodes[1]!, layer: 'paragraph' } as unknown as MemorySnapshot['nodes'][number];
-    expect((await expectCode(store.commit({ ...valid, putNodes: [badLayer] }), 'INVALID_INPUT')).message).toMatch(/unknown layer paragraph/);
-    await expectCode(store.commit({ ...valid, meta: { ...sample.meta, dim: 8 } }), 'DIMENSION_MISMATCH');
-    expect(await exportCheckpoint(store)).toEqual(before);
+    expect((await expectCode(store.commit(P, { ...valid, putNodes: [badLayer] }), 'INVALID_INPUT')).message).toMatch(/unknown layer paragraph/);
+    await expectCode(store.commit(P, { ...valid, meta: { ...sample.meta, dim: 8 } }), 'DIMENSION_MISMATCH');
+    expect(await exportCheckpoint(store, P)).toEqual(before);
+    expect(await store.revision(P)).toBe(1);
   });
 
   it('applies deletions of every kind', async () => {
     const store = await backend.open();
-    await store.commit(snapshotAsBatch(sample));
+    await store.commit(P, snapshotAsBatch(sample));
     const edge = sample.edges.find((e) => e.type === 'temporal')!;
     const chunk = sample.chunks[1]!;
-    await store.commit({
+    await store.commit(P, {
       deleteNodes: ['ep:1', 'missing-node'],
       deleteEdges: [edge.id],
       deleteChunks: [chunk.id],
@@ -201,7 +235,7 @@ describe.each(backends)('$name', (backend) => {
       deleteHashes: [chunk.id],
       meta: { ...sample.meta, chunkCount: sample.meta.chunkCount - 1 },
     });
-    const loaded = (await store.load())!;
+    const loaded = (await store.load(P))!;
     expect(loaded.nodes.map((n) => n.id)).not.toContain('ep:1');
     expect(loaded.nodes).toHaveLength(sample.nodes.length - 1);
     expect(loaded.edges.map((e) => e.id)).not.toContain(edge.id);
@@ -215,122 +249,237 @@ describe.each(backends)('$name', (backend) => {
 
   it('allows a new dimension only when every old vector goes in the same batch', async () => {
     const store = await backend.open();
-    await store.commit(snapshotAsBatch(sample));
+    await store.commit(P, snapshotAsBatch(sample));
     const small = sampleVector(() => 0.25, 8);
-    await store.commit({ meta: { ...sample.meta, dim: 8 }, deleteVectors: [...sample.vectors.keys()], putVectors: [['ep:0', small]] });
-    const loaded = (await store.load())!;
+    await store.commit(P, { meta: { ...sample.meta, dim: 8 }, deleteVectors: [...sample.vectors.keys()], putVectors: [['ep:0', small]] });
+    const loaded = (await store.load(P))!;
     expect(loaded.meta.dim).toBe(8);
     expect([...loaded.vectors.keys()]).toEqual(['ep:0']);
   });
 
-  it('keeps a cache and clears everything', async () => {
+  it('clear(partition) empties one partition and bumps its revision; clear() empties everything', async () => {
     const store = await backend.open();
-    await store.commit(snapshotAsBatch(sample));
+    await store.commit(P, snapshotAsBatch(sample));
+    await store.commit(OTHER, snapshotAsBatch(sample));
+    await store.putCached('k', 'v');
+    await store.clear(OTHER);
+    expect(await store.load(OTHER)).toBeNull();
+    expect(await store.revision(OTHER)).toBe(2);
+    expect(await store.partitions()).toEqual([P]);
+    expect(await store.load(P)).toEqual(canonical(sample));
+    expect(await store.getCached('k')).toBe('v');
+    // The cleared partition starts over like a new one: the first batch must carry meta.
+    await expectCode(store.commit(OTHER, { putHashes: ['h'] }), 'INVALID_INPUT');
+    await store.clear();
+    expect(await store.partitions()).toEqual([]);
+    expect(await store.load(P)).toBeNull();
+    expect(await store.revision(P)).toBe(2);
+    expect(await store.revision(OTHER)).toBe(3);
+    expect(await store.getCached('k')).toBeUndefined();
+  });
+
+  it('keeps a cache whose tagged entries can be deleted by tag', async () => {
+    const store = await backend.open();
     expect(await store.getCached('prompt#1')).toBeUndefined();
-    await store.putCached('prompt#1', '{"answer":"Rex"}');
-    await store.putCached('prompt#1', '{"answer":"Rex!"}');
-    await store.putCached('multi\nline', 'ü\n✓');
+    await store.putCached('prompt#1', '{"answer":"Rex"}', ['chunk-a']);
+    await store.putCached('prompt#1', '{"answer":"Rex!"}', ['chunk-a', 'chunk-b']);
+    await store.putCached('multi\nline', 'ü\n✓', ['chunk-c']);
+    await store.putCached('untagged', 'u');
+    await store.putCached('retagged', 'r', ['chunk-b']);
+    await store.putCached('retagged', 'r2', ['chunk-d']);
     expect(await store.getCached('prompt#1')).toBe('{"answer":"Rex!"}');
     expect(await store.getCached('multi\nline')).toBe('ü\n✓');
-    await store.clear();
-    expect(await store.load()).toBeNull();
+    await store.deleteCached(['chunk-b', 'no-such-tag']);
     expect(await store.getCached('prompt#1')).toBeUndefined();
+    expect(await store.getCached('retagged')).toBe('r2');
+    expect(await store.getCached('multi\nline')).toBe('ü\n✓');
+    expect(await store.getCached('untagged')).toBe('u');
+    await store.deleteCached(['chunk-d', 'chunk-c']);
+    expect(await store.getCached('retagged')).toBeUndefined();
+    expect(await store.getCached('multi\nline')).toBeUndefined();
+    expect(await store.getCached('untagged')).toBe('u');
   });
 
-  it('imports a checkpoint in place of what it holds', async () => {
+  it('runs writer-lock sections of one partition one at a time, other partitions alongside', async () => {
     const store = await backend.open();
-    await store.commit(snapshotAsBatch(sampleMemory({ episodes: 5, seed: 1 })));
-    const other = sampleMemory({ episodes: 2, seed: 2 });
-    await importCheckpoint(store, encodeCheckpoint(other));
-    expect(await store.load()).toEqual(canonical(other));
-    expect(await exportCheckpoint(store)).toEqual(encodeCheckpoint(other));
+    const events: string[] = [];
+    const section = (partition: string, name: string, ms: number) =>
+      store.withWriteLock(partition, async () => {
+        events.push(`${name}+`);
+        await new Promise((r) => setTimeout(r, ms));
+        events.push(`${name}-`);
+        return name;
+      });
+    const results = await Promise.all([section(P, 'a', 40), section(P, 'b', 1), section(OTHER, 'c', 1)]);
+    expect(results).toEqual(['a', 'b', 'c']);
+    expect(events.indexOf('b+')).toBeGreaterThan(events.indexOf('a-'));
+    expect(events.indexOf('c-')).toBeLessThan(events.indexOf('a-'));
+    // A failing section releases the lock.
+    await expect(store.withWriteLock(P, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await store.withWriteLock(P, async () => 'after')).toBe('after');
   });
 
-  it('refuses to export an empty store', async () => {
-    await expectCode(exportCheckpoint(await backend.open()), 'INVALID_INPUT');
+  it('imports a checkpoint in place of what one partition holds', async () => {
+    const store = await backend.open();
+    await store.commit(P, snapshotAsBatch(sampleMemory({ episodes: 5, seed: 1 })));
+    await store.commit(OTHER, snapshotAsBatch(sample));
+    const other = sampleMemory({ episodes: 2, seed: 2 });
+    expect(await importCheckpoint(store, P, encodeCheckpoint(other))).toBe(2);
+    expect(await store.load(P)).toEqual(canonical(other));
+    expect(await exportCheckpoint(store, P)).toEqual(encodeCheckpoint(other));
+    expect(await store.load(OTHER)).toEqual(canonical(sample));
+  });
+
+  it('refuses to export an empty partition', async () => {
+    await expectCode(exportCheckpoint(await backend.open(), P), 'INVALID_INPUT');
   });
 });
 
-describe('FileStore on disk', () => {
+describe('SqlStore on SQLite', () => {
   const sample = sampleMemory();
-  const checkpointPath = () => join(dir, FILE_STORE_FILES.checkpoint);
-  const tempPath = () => join(dir, FILE_STORE_FILES.checkpointTemp);
 
-  it('persists commits and the cache across reopen', async () => {
-    const store = await FileStore.open(dir);
-    await store.commit(snapshotAsBatch(sample));
-    await store.commit({ deleteNodes: ['ep:3'] });
-    await store.putCached('k', 'v');
+  it('persists commits, revisions and the cache across reopen; exports the same bytes', async () => {
+    const store = await openSqlite();
+    await store.commit(P, snapshotAsBatch(sample));
+    await store.commit(P, { deleteNodes: ['ep:3'] });
+    await store.putCached('k', 'v', ['t']);
     await store.close();
-    const reopened = await FileStore.open(dir);
-    expect(await reopened.load()).toEqual(applyBatch(sample, { deleteNodes: ['ep:3'] }));
+    opened.length = 0;
+    const reopened = await openSqlite();
+    expect(await reopened.load(P)).toEqual(applyBatch(sample, { deleteNodes: ['ep:3'] }));
+    expect(await reopened.revision(P)).toBe(2);
     expect(await reopened.getCached('k')).toBe('v');
-    expect(await readFile(checkpointPath())).toEqual(Buffer.from(encodeCheckpoint(applyBatch(sample, { deleteNodes: ['ep:3'] }))));
-  });
-
-  it('ignores a temp file left by a crash mid-write and keeps the last checkpoint', async () => {
-    const store = await FileStore.open(dir);
-    await store.commit(snapshotAsBatch(sample));
-    const committed = encodeCheckpoint(sample);
-    // A crash after writing half of the next checkpoint's temp file, before the rename.
-    await writeFile(tempPath(), encodeCheckpoint(sampleMemory({ seed: 9 })).subarray(0, 500));
-    const reopened = await FileStore.open(dir);
-    expect(await exportCheckpoint(reopened)).toEqual(committed);
-    await reopened.commit({ deleteHashes: [...sample.hashes] });
-    expect((await FileStore.open(dir).then((s) => s.load()))!.hashes.size).toBe(0);
-  });
-
-  it('rolls back a commit whose write fails and stays usable', async () => {
-    const store = await FileStore.open(dir);
-    await store.commit(snapshotAsBatch(sample));
-    // A directory where the temp file must go makes the write fail for real.
-    await mkdir(tempPath());
-    await expectCode(store.commit({ deleteNodes: ['ep:0'] }), 'STORE_IO');
-    expect(await store.load()).toEqual(canonical(sample));
-    await rmdir(tempPath());
-    await store.commit({ deleteNodes: ['ep:0'] });
-    expect((await (await FileStore.open(dir)).load())!.nodes.some((n) => n.id === 'ep:0')).toBe(false);
-  });
-
-  it('reports a corrupt checkpoint by path and cause, leaving the file as it was', async () => {
-    const store = await FileStore.open(dir);
-    await store.commit(snapshotAsBatch(sample));
-    const bytes = await readFile(checkpointPath());
-    bytes[100] = (bytes[100] as number) ^ 0x10;
-    await writeFile(checkpointPath(), bytes);
-    const err = await expectCode(FileStore.open(dir), 'CORRUPT_CHECKPOINT');
-    expect(err.message).toContain(checkpointPath());
-    expect(err.message).toMatch(/checksum mismatch/);
-    expect(await readFile(checkpointPath())).toEqual(bytes);
-
-    await writeFile(checkpointPath(), bytes.subarray(0, 1000));
-    expect((await expectCode(FileStore.open(dir), 'CORRUPT_CHECKPOINT')).message).toMatch(/truncated/);
-    expect((await readFile(checkpointPath())).length).toBe(1000);
-  });
-
-  it('drops a cache line torn by a crash, and reports a damaged one', async () => {
-    const store = await FileStore.open(dir);
-    await store.putCached('a', '1');
-    const cachePath = join(dir, FILE_STORE_FILES.cache);
-    await appendFile(cachePath, '["b","tor');
-    const reopened = await FileStore.open(dir);
-    expect(await reopened.getCached('a')).toBe('1');
-    expect(await reopened.getCached('b')).toBeUndefined();
-    await reopened.putCached('c', '3');
-    expect(await (await FileStore.open(dir)).getCached('c')).toBe('3');
-    await writeFile(cachePath, 'garbage\n["a","1"]\n');
-    expect((await expectCode(FileStore.open(dir), 'CORRUPT_CHECKPOINT')).message).toMatch(/line 1 does not parse/);
-  });
-
-  it('exports bytes that a MemoryStore imports to an equal memory', async () => {
-    const file = await FileStore.open(dir);
-    await file.commit(snapshotAsBatch(sample));
-    await file.commit({ deleteEdges: [sample.edges[0]!.id] });
-    const bytes = await exportCheckpoint(file);
-    expect(await readFile(checkpointPath())).toEqual(Buffer.from(bytes));
     const memory = new MemoryStore();
-    await importCheckpoint(memory, bytes);
-    expect(await memory.load()).toEqual(await file.load());
-    expect(await exportCheckpoint(memory)).toEqual(bytes);
+    await importCheckpoint(memory, P, await exportCheckpoint(reopened, P));
+    expect(await exportCheckpoint(memory, P)).toEqual(await exportCheckpoint(reopened, P));
+  });
+
+  it('sees commits of another connection by revision', async () => {
+    const writer = await openSqlite();
+    const reader = await openSqlite();
+    expect(await reader.revision(P)).toBe(0);
+    await writer.commit(P, snapshotAsBatch(sample));
+    expect(await reader.revision(P)).toBe(1);
+    expect(await reader.load(P)).toEqual(canonical(sample));
+  });
+
+  it('writes in proportion to the batch: a one-node commit touches a few pages', async () => {
+    const store = await openSqlite();
+    await store.commit(P, snapshotAsBatch(sampleMemory({ episodes: 60 })));
+    const walBytes = async () => (await readFile(`${sqlitePath()}-wal`)).length;
+    const raw = new Database(sqlitePath());
+    raw.pragma('wal_checkpoint(TRUNCATE)');
+    raw.close();
+    expect(await walBytes()).toBe(0);
+    await store.commit(P, { putNodes: [{ ...sample.nodes[1]!, id: 'ep:new' } as MemorySnapshot['nodes'][number]] });
+    const pageSize = 4096;
+    // Node row, revision, and the b-tree pages above them: far below the ~1 MB the store holds.
+    expect(await walBytes()).toBeLessThan(12 * (pageSize + 24));
+  });
+
+  it('fails a commit on a full disk with STORE_QUOTA_EXCEEDED and keeps every earlier batch', async () => {
+    const store = await openSqlite({ maxBytes: 300_000 });
+    await store.commit(P, snapshotAsBatch(sampleMemory({ episodes: 2 })));
+    const before = await exportCheckpoint(store, P);
+    const big = sampleMemory({ episodes: 60, seed: 5 });
+    const err = await expectCode(store.commit(P, snapshotAsBatch(big)), 'STORE_QUOTA_EXCEEDED');
+    expect(err.message).toContain(sqlitePath());
+    expect(await exportCheckpoint(store, P)).toEqual(before);
+    expect(await store.revision(P)).toBe(1);
+    // Still writable with small batches afterwards.
+    expect(await store.commit(P, { putHashes: ['after-full'] })).toBe(2);
+  });
+
+  it('reports a damaged file by path, as CORRUPT_CHECKPOINT', async () => {
+    await writeFile(sqlitePath(), Buffer.alloc(8192, 0x5a));
+    const err = await expectCode(openSqliteStore(sqlitePath()), 'CORRUPT_CHECKPOINT');
+    expect(err.message).toContain(sqlitePath());
+  });
+
+  it('reports a page damaged after opening when it is read', async () => {
+    const store = await openSqlite();
+    await store.commit(P, snapshotAsBatch(sampleMemory({ episodes: 30 })));
+    await store.close();
+    opened.length = 0;
+    const raw = new Database(sqlitePath());
+    raw.pragma('wal_checkpoint(TRUNCATE)');
+    raw.pragma('journal_mode = DELETE');
+    raw.close();
+    const bytes = await readFile(sqlitePath());
+    // Scribble over every page but the first (the schema): the b-trees no longer parse.
+    for (let i = 4096; i < bytes.length; i += 97) bytes[i] = 0xff;
+    await writeFile(sqlitePath(), bytes);
+    const err = await rejection(openSqliteStore(sqlitePath()).then((s) => (opened.push(s), s.load(P))));
+    expect(err.code).toBe('CORRUPT_CHECKPOINT');
+    expect(err.message).toContain(sqlitePath());
+  });
+
+  it('refuses a database written by a newer schema with STORE_VERSION', async () => {
+    (await openSqlite()).close();
+    opened.length = 0;
+    const raw = new Database(sqlitePath());
+    raw.prepare('UPDATE prism_schema SET version = ?').run(SQL_SCHEMA_VERSION + 1);
+    raw.close();
+    const err = await expectCode(openSqliteStore(sqlitePath()), 'STORE_VERSION');
+    expect(err.message).toMatch(new RegExp(`schema ${SQL_SCHEMA_VERSION + 1}`));
+    expect(err.message).toContain(sqlitePath());
+  });
+
+  it('fails a writer with STORE_BUSY after lockTimeoutMs while another connection holds the lock', async () => {
+    const holder = await openSqlite();
+    const waiter = await openSqlite({ lockTimeoutMs: 200 });
+    let ran = false;
+    await holder.withWriteLock(P, async () => {
+      const started = Date.now();
+      await expectCode(waiter.withWriteLock(P, async () => (ran = true)), 'STORE_BUSY');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+      // Another partition is not held.
+      expect(await waiter.withWriteLock(OTHER, async () => 'free')).toBe('free');
+    });
+    expect(ran).toBe(false);
+    expect(await waiter.withWriteLock(P, async () => 'now')).toBe('now');
+  });
+});
+
+describe('migrating a v0.2 file store', () => {
+  const sample = sampleMemory();
+
+  it('moves memory.prism and the cache into the default partition once, then renames them', async () => {
+    expect(await migrateFileStore(dir, await openSqlite())).toBe(false);
+    await writeFile(join(dir, LEGACY_FILES.checkpoint), encodeCheckpoint(sample));
+    await writeFile(join(dir, LEGACY_FILES.cache), '["a","1"]\n["b","2"]\n["a","3"]\n["torn');
+    const store = await openSqlite();
+    expect(await migrateFileStore(dir, store)).toBe(true);
+    expect(await store.load(P)).toEqual(canonical(sample));
+    expect(await store.getCached('a')).toBe('3');
+    expect(await store.getCached('b')).toBe('2');
+    expect((await readdir(dir)).sort()).toEqual(
+      expect.arrayContaining([`${LEGACY_FILES.checkpoint}${MIGRATED_SUFFIX}`, `${LEGACY_FILES.cache}${MIGRATED_SUFFIX}`]),
+    );
+    expect(await readdir(dir)).not.toContain(LEGACY_FILES.checkpoint);
+    expect(await migrateFileStore(dir, store)).toBe(false);
+    expect(await store.revision(P)).toBe(1);
+  });
+
+  it('after a crash between import and rename, only renames', async () => {
+    await writeFile(join(dir, LEGACY_FILES.checkpoint), encodeCheckpoint(sample));
+    const store = await openSqlite();
+    await store.commit(P, snapshotAsBatch(sample));
+    await store.commit(P, { deleteNodes: ['ep:0'] });
+    expect(await migrateFileStore(dir, store)).toBe(false);
+    expect(await store.revision(P)).toBe(2);
+    expect(await readdir(dir)).toContain(`${LEGACY_FILES.checkpoint}${MIGRATED_SUFFIX}`);
+  });
+
+  it('leaves a damaged checkpoint in place and names it', async () => {
+    const bytes = encodeCheckpoint(sample);
+    bytes[100] = (bytes[100] as number) ^ 0x10;
+    await writeFile(join(dir, LEGACY_FILES.checkpoint), bytes);
+    const store = await openSqlite();
+    const err = await expectCode(migrateFileStore(dir, store), 'CORRUPT_CHECKPOINT');
+    expect(err.message).toContain(join(dir, LEGACY_FILES.checkpoint));
+    expect(err.message).toMatch(/checksum mismatch/);
+    expect(await readdir(dir)).toContain(LEGACY_FILES.checkpoint);
+    expect(await store.revision(P)).toBe(0);
   });
 });

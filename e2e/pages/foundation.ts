@@ -5,6 +5,7 @@ import type { EpisodeNode, MemorySnapshot } from '../../src/graph/types.ts';
 import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../../src/vector/usearch-wasm.ts';
 import { SCHEMA_VERSION } from '../../src/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
+import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import usearchWasmUrl from '../../wasm/usearch.wasm?url';
 import { MODELS_URL_PATH, sha256Hex } from '../support/site.ts';
 import { withStore } from './with-store.ts';
@@ -76,7 +77,7 @@ const foundationHarness = {
     const snapshot = await memoryOf(texts, await embedder(precision));
     await withStore(name, async (store) => {
       await store.clear();
-      await store.commit(snapshotAsBatch(snapshot));
+      await store.commit(DEFAULT_PARTITION, snapshotAsBatch(snapshot));
     });
     const index = await indexOf(snapshot);
     try {
@@ -92,7 +93,7 @@ const foundationHarness = {
     query: string,
     precision: MiniLmPrecision,
   ): Promise<{ stored: number; embedderId: string; nearest: string | null; score: number | null }> {
-    const snapshot = await withStore(name, (store) => store.load());
+    const snapshot = await withStore(name, (store) => store.load(DEFAULT_PARTITION));
     if (!snapshot) return { stored: 0, embedderId: '', nearest: null, score: null };
     const index = await indexOf(snapshot);
     try {

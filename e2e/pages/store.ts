@@ -1,9 +1,12 @@
 import { openDB } from 'idb';
 import { PrismError } from '../../src/errors.ts';
-import { exportCheckpoint, importCheckpoint } from '../../src/store/checkpoint.ts';
+import { DEFAULT_PARTITION } from '../../src/scope.ts';
+import { encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../../src/store/checkpoint.ts';
 import { IDB_SCHEMA_VERSION, IndexedDbStore } from '../../src/store/idb.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
+import type { GraphStore } from '../../src/store/types.ts';
+import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
 import { sha256Hex } from '../support/site.ts';
 import { withStore } from './with-store.ts';
@@ -24,30 +27,33 @@ async function failureOf(run: () => Promise<unknown>): Promise<Failure | null> {
   }
 }
 
-const digestOf = async (store: IndexedDbStore | MemoryStore): Promise<string> => sha256Hex(await exportCheckpoint(store));
+const P = DEFAULT_PARTITION;
+const digestOf = async (store: GraphStore, partition = P): Promise<string> => sha256Hex(await exportCheckpoint(store, partition));
 
 const storeHarness = {
   /** Writes the sample memory, its follow-up batch and a cache entry. */
   async write(name: string): Promise<void> {
     await withStore(name, async (store) => {
       await store.clear();
-      await store.commit(snapshotAsBatch(sampleMemory()));
-      await store.commit(sampleFollowUp());
+      await store.commit(P, snapshotAsBatch(sampleMemory()));
+      await store.commit(P, sampleFollowUp());
       await store.putCached('greeting', 'hello ✓');
     });
   },
 
   /** What the database holds, read through the store and through the raw indexes. */
-  async read(name: string): Promise<{ digest: string; cached: string | undefined; episodesByIndex: number; temporalByIndex: number }> {
-    const { digest, cached } = await withStore(name, async (store) => ({
+  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; episodesByIndex: number; temporalByIndex: number }> {
+    const { digest, cached, revision } = await withStore(name, async (store) => ({
       digest: await digestOf(store),
       cached: await store.getCached('greeting'),
+      revision: await store.revision(P),
     }));
     const raw = await openDB(name);
     try {
       return {
         digest,
         cached,
+        revision,
         episodesByIndex: await raw.countFromIndex('nodes', 'layer', 'episode'),
         temporalByIndex: await raw.countFromIndex('edges', 'type', 'temporal'),
       };
@@ -59,11 +65,133 @@ const storeHarness = {
   /** Exports the IndexedDB memory and imports the bytes into a MemoryStore. */
   async exportToMemory(name: string): Promise<{ idbDigest: string; memoryDigest: string; bytes: number }> {
     return withStore(name, async (store) => {
-      const bytes = await exportCheckpoint(store);
+      const bytes = await exportCheckpoint(store, P);
       const memory = new MemoryStore();
-      await importCheckpoint(memory, bytes);
+      await importCheckpoint(memory, P, bytes);
       return { idbDigest: await sha256Hex(bytes), memoryDigest: await digestOf(memory), bytes: bytes.length };
     });
+  },
+
+  /** Partitions, revisions, clear(partition) and the tagged cache, in IndexedDB. */
+  async partitions(name: string): Promise<{
+    partitions: string[];
+    otherRevision: number;
+    defaultDigest: string;
+    afterClear: { partitions: string[]; otherRevision: number; otherLoaded: boolean; defaultDigest: string };
+    cache: Array<string | undefined>;
+    afterClearAll: { partitions: string[]; revision: number; cached: string | undefined };
+  }> {
+    return withStore(name, async (store) => {
+      await store.clear();
+      const other = 'bob\u001fagent\u001f';
+      await store.commit(P, snapshotAsBatch(sampleMemory()));
+      await store.commit(other, snapshotAsBatch(sampleMemory({ episodes: 2, seed: 3 })));
+      await store.commit(other, { deleteNodes: ['ep:0'] });
+      const partitions = (await store.partitions()).sort();
+      const otherRevision = await store.revision(other);
+      const defaultDigest = await digestOf(store);
+      await store.clear(other);
+      const afterClear = {
+        partitions: await store.partitions(),
+        otherRevision: await store.revision(other),
+        otherLoaded: (await store.load(other)) !== null,
+        defaultDigest: await digestOf(store),
+      };
+      await store.putCached('a', '1', ['chunk-1']);
+      await store.putCached('b', '2', ['chunk-1', 'chunk-2']);
+      await store.putCached('c', '3', ['chunk-3']);
+      await store.putCached('d', '4');
+      await store.deleteCached(['chunk-1']);
+      const cache = await Promise.all(['a', 'b', 'c', 'd'].map((key) => store.getCached(key)));
+      await store.clear();
+      const afterClearAll = { partitions: await store.partitions(), revision: await store.revision(P), cached: await store.getCached('c') };
+      return { partitions, otherRevision, defaultDigest, afterClear, cache, afterClearAll };
+    });
+  },
+
+  /**
+   * One tab's writer: `batches` commits to the default partition, each under the Web Lock after
+   * a revision check, yielding to the event loop inside the lock so the other tab's writer
+   * runs meanwhile. Returns how many times a commit slipped in under the lock (must be 0).
+   */
+  async writeConcurrently(name: string, writer: string, batches: number): Promise<{ slipped: number }> {
+    return withStore(name, async (store) => {
+      let slipped = 0;
+      for (let i = 0; i < batches; i++) {
+        await store.withWriteLock(P, async () => {
+          const seen = await store.revision(P);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+          const revision = await store.commit(P, writerBatch(writer, i, seen === 0));
+          if (revision !== seen + 1) slipped++;
+        });
+      }
+      return { slipped };
+    });
+  },
+
+  /** What the database holds of each writer's batches. */
+  async census(name: string, writers: string[]): Promise<{ revision: number; whole: number[]; torn: number[] }> {
+    return withStore(name, async (store) => {
+      const snapshot = await store.load(P);
+      const censuses = writers.map((writer) => censusOf(snapshot, writer));
+      return { revision: await store.revision(P), whole: censuses.map((c) => c.whole.size), torn: censuses.map((c) => c.torn) };
+    });
+  },
+
+  /** Holds the writer lock of database `name` until `release()`; a second tab then times out. */
+  async holdLock(name: string): Promise<void> {
+    const store = await IndexedDbStore.open({ name });
+    await new Promise<void>((held) => {
+      void store.withWriteLock(P, () => {
+        held();
+        return new Promise<void>((release) => (window.releaseLock = release));
+      });
+    });
+  },
+
+  async tryLock(name: string, lockTimeoutMs: number): Promise<Failure | null> {
+    const store = await IndexedDbStore.open({ name, lockTimeoutMs });
+    try {
+      return await failureOf(() => store.withWriteLock(P, async () => undefined));
+    } finally {
+      await store.close();
+    }
+  },
+
+  async revisionOf(name: string): Promise<number> {
+    return withStore(name, (store) => store.revision(P));
+  },
+
+  /** A database as PRISM 0.2 wrote it (schema 1), then opened by this build. */
+  async migrateV1(name: string): Promise<{ digest: string; expected: string; revision: number; cached: string | undefined; partitions: string[] }> {
+    const sample = sampleMemory();
+    const v1 = await openDB(name, 1, {
+      upgrade(db) {
+        db.createObjectStore('nodes', { keyPath: 'id' }).createIndex('layer', 'layer');
+        db.createObjectStore('edges', { keyPath: 'id' }).createIndex('type', 'type');
+        db.createObjectStore('chunks', { keyPath: 'id' });
+        for (const store of ['vectors', 'hashes', 'meta', 'cache']) db.createObjectStore(store);
+      },
+    });
+    const tx = v1.transaction(['nodes', 'edges', 'chunks', 'vectors', 'hashes', 'meta', 'cache'], 'readwrite');
+    await Promise.all([
+      ...sample.nodes.map((n) => tx.objectStore('nodes').put(n)),
+      ...sample.edges.map((e) => tx.objectStore('edges').put(e)),
+      ...sample.chunks.map((c) => tx.objectStore('chunks').put(c)),
+      ...[...sample.vectors].map(([id, v]) => tx.objectStore('vectors').put(v, id)),
+      ...[...sample.hashes].map((h) => tx.objectStore('hashes').put(true, h)),
+      tx.objectStore('meta').put(sample.meta, 'meta'),
+      tx.objectStore('cache').put('cached reply', 'prompt#1'),
+      tx.done,
+    ]);
+    v1.close();
+    return withStore(name, async (store) => ({
+      digest: await digestOf(store),
+      expected: await sha256Hex(encodeCheckpoint(sample)),
+      revision: await store.revision(P),
+      cached: await store.getCached('prompt#1'),
+      partitions: await store.partitions(),
+    }));
   },
 
   /** Commits the sample, then a batch of `megabytes` of vectors; reports what happened. */
@@ -71,11 +199,11 @@ const storeHarness = {
     return withStore(name, async (store) => {
       await store.clear();
       const sample = sampleMemory();
-      await store.commit(snapshotAsBatch(sample));
+      await store.commit(P, snapshotAsBatch(sample));
       const before = await digestOf(store);
       const count = Math.ceil((megabytes * 1024 * 1024) / (sample.meta.dim * 4));
       const failure = await failureOf(() =>
-        store.commit({
+        store.commit(P, {
           putVectors: Array.from({ length: count }, (_, i) => [`bulk:${i}`, sampleVector(Math.random, sample.meta.dim)]),
           deleteNodes: ['ep:0'],
         }),
@@ -90,10 +218,10 @@ const storeHarness = {
    */
   async displace(name: string): Promise<{ displaced: Failure | null; reopened: Failure | null }> {
     const store = await IndexedDbStore.open({ name });
-    await store.commit(snapshotAsBatch(sampleMemory({ episodes: 1 })));
+    await store.commit(P, snapshotAsBatch(sampleMemory({ episodes: 1 })));
     const newer = await openDB(name, IDB_SCHEMA_VERSION + 1);
     newer.close();
-    const displaced = await failureOf(() => store.load());
+    const displaced = await failureOf(() => store.load(P));
     const reopened = await failureOf(() => IndexedDbStore.open({ name }));
     return { displaced, reopened };
   },
@@ -102,6 +230,7 @@ const storeHarness = {
 declare global {
   interface Window {
     storeHarness: typeof storeHarness;
+    releaseLock?: () => void;
   }
 }
 

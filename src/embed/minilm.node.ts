@@ -1,18 +1,18 @@
-import { availableParallelism } from 'node:os';
 import { createMiniLmEmbedder, type MiniLmEmbedder, type MiniLmOptions } from './minilm.ts';
 import { defaultModelSource } from './model-source.node.ts';
-
-/** The same cap onnxruntime-web applies to its own default. */
-const MAX_NODE_THREADS = 4;
+import { onnxNodeEngine } from './ort.node.ts';
 
 /**
  * MiniLM for Node: model files from `defaultModelSource()` (env PRISM_MODEL_DIR, the local model
- * directory, else the Hugging Face hub) unless `options.source` says otherwise, and one WASM thread per core up to 4 (onnxruntime-web's own default uses half the cores).
+ * directory, else the Hugging Face hub) unless `options.source` says otherwise, inference on
+ * onnxruntime-node (native kernels, one intra-op thread per core unless `numThreads` says
+ * otherwise) unless `options.engine` says otherwise.
  */
 export function createNodeMiniLmEmbedder(options: MiniLmOptions = {}): Promise<MiniLmEmbedder> {
+  const threads = options.numThreads === undefined ? {} : { numThreads: options.numThreads };
   return createMiniLmEmbedder({
     ...options,
     source: options.source ?? defaultModelSource(),
-    numThreads: options.numThreads ?? Math.min(MAX_NODE_THREADS, availableParallelism()),
+    engine: options.engine ?? onnxNodeEngine(threads),
   });
 }

@@ -1,8 +1,10 @@
 import type { PreTrainedTokenizer } from '@xenova/transformers';
-import type { Env, InferenceSession, Tensor } from 'onnxruntime-web';
 import { PrismError, throwIfAborted } from '../errors.ts';
+import { lengthBuckets } from './batching.ts';
+import type { EngineSession, InferenceEngine } from './engine.ts';
 import { LruCache } from './lru-cache.ts';
 import { MINILM_HUB_ID, huggingFaceModelSource, type ModelSource } from './model-source.ts';
+import { onnxWebEngine, type WebEngineOptions } from './ort-web.ts';
 import type { EmbedOptions, Embedder } from './types.ts';
 
 export type MiniLmPrecision = 'int8' | 'fp32';
@@ -22,25 +24,22 @@ const MODEL_FILES: Record<MiniLmPrecision, string> = {
   fp32: 'onnx/model.onnx',
 };
 
-export interface MiniLmOptions {
+export interface MiniLmOptions extends Omit<WebEngineOptions, 'load'> {
   /** Where the tokenizer and ONNX files come from. Default: the Hugging Face hub (needs network). */
   source?: ModelSource;
   /** Default `int8`: a quarter of the download and faster; cosine ≈ 0.99 to fp32 (see createMiniLmEmbedder on batching). */
   precision?: MiniLmPrecision;
   /** Word pieces per text including [CLS]/[SEP]; longer texts are cut. Default 256, at most 512. */
   maxTokens?: number;
-  /** Texts per inference call. Default 32. */
+  /** Most texts per inference call (batches also close where lengths drop, see `lengthBuckets`). Default 32. */
   batchSize?: number;
   /** Vectors kept in the per-embedder LRU cache, keyed by text. Default 4096; 0 disables it. */
   cacheSize?: number;
   /**
-   * onnxruntime-web WASM threads. onnxruntime-web configures its WASM runtime once per JS realm,
-   * so this and `wasmPaths` only take effect for the first embedder created. Default: onnxruntime's
-   * own choice (1 in pages that are not cross-origin isolated, where threads cannot work).
+   * The ONNX runtime. Default: onnxruntime-web's WASM build configured by `numThreads`,
+   * `wasmPaths`, `wasmBinary` and `device`; the Node entry passes onnxruntime-node.
    */
-  numThreads?: number;
-  /** Where onnxruntime-web loads its `.wasm`/`.mjs` files from (`ort.env.wasm.wasmPaths`), e.g. a CDN or static folder. */
-  wasmPaths?: Env.WasmPrefixOrFilePaths;
+  engine?: InferenceEngine;
   /** Aborts model loading. */
   signal?: AbortSignal;
 }
@@ -60,8 +59,8 @@ export interface MiniLmEmbedder extends Embedder {
 }
 
 /**
- * Loads all-MiniLM-L6-v2 (tokenizer via @xenova/transformers, inference via onnxruntime-web's WASM
- * backend) and returns an embedder producing mean-pooled, L2-normalised 384-d vectors, i.e. what
+ * Loads all-MiniLM-L6-v2 (tokenizer via @xenova/transformers, inference via `options.engine`,
+ * by default onnxruntime-web's WASM backend) and returns an embedder producing mean-pooled, L2-normalised 384-d vectors, i.e. what
  * sentence-transformers produces for this model.
  *
  * Any JS string is valid input: the empty string embeds as [CLS][SEP], characters the vocabulary
@@ -88,36 +87,25 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
     throw new PrismError('INVALID_INPUT', `cacheSize must be a non-negative integer, got ${cacheSize}`);
   }
 
-  // Both libraries are loaded lazily so that importing PRISM costs nothing until an embedder is made.
-  const [{ AutoTokenizer }, ort, tokenizerJson, tokenizerConfig, modelBytes] = await Promise.all([
+  const engine = options.engine ?? onnxWebEngine(options);
+  // The tokenizer library is loaded lazily (as the engine is) so that importing PRISM costs nothing until an embedder is made.
+  const [{ AutoTokenizer }, tokenizerJson, tokenizerConfig, modelBytes] = await Promise.all([
     import('@xenova/transformers'),
-    import('onnxruntime-web'),
     readJson(source, 'tokenizer.json', options.signal),
     readJson(source, 'tokenizer_config.json', options.signal),
     source.read(MODEL_FILES[precision], options.signal),
   ]);
 
   const tokenizer = buildTokenizer(AutoTokenizer.TOKENIZER_CLASS_MAPPING, tokenizerJson, tokenizerConfig, source);
-  if (options.numThreads !== undefined) ort.env.wasm.numThreads = options.numThreads;
-  if (options.wasmPaths !== undefined) ort.env.wasm.wasmPaths = options.wasmPaths;
   throwIfAborted(options.signal);
-  let session: InferenceSession;
+  let session: EngineSession;
   try {
-    session = await ort.InferenceSession.create(modelBytes, {
-      executionProviders: ['wasm'],
-      graphOptimizationLevel: 'all',
-    });
+    session = await engine.createSession(modelBytes);
   } catch (cause) {
-    throw new PrismError('MODEL_LOAD_FAILED', `onnxruntime-web cannot load ${MODEL_FILES[precision]} from ${source.location}`, {
-      cause,
-    });
+    throw new PrismError('MODEL_LOAD_FAILED', `${engine.label} cannot load ${MODEL_FILES[precision]} from ${source.location}`, { cause });
   }
 
-  const model: Model = {
-    tokenizer,
-    session,
-    makeInt64: (data, dims) => new ort.Tensor('int64', data, dims),
-  };
+  const model: Model = { tokenizer, session };
   return new MiniLm(model, {
     id: maxTokens === MINILM_MAX_TOKENS ? `${MINILM_HUB_ID}/${precision}` : `${MINILM_HUB_ID}/${precision}/max${maxTokens}`,
     precision,
@@ -129,8 +117,7 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
 
 interface Model {
   tokenizer: PreTrainedTokenizer;
-  session: InferenceSession;
-  makeInt64(data: BigInt64Array, dims: readonly number[]): Tensor;
+  session: EngineSession;
 }
 
 interface Settings {
@@ -152,7 +139,7 @@ class MiniLm implements MiniLmEmbedder {
   readonly #cls: number;
   readonly #sep: number;
   readonly #pad: number;
-  /** onnxruntime-web sessions must not run concurrently; each run waits for the previous one. */
+  /** onnxruntime sessions must not run concurrently; each run waits for the previous one. */
   #lastRun: Promise<unknown> = Promise.resolve();
 
   constructor(model: Model, settings: Settings) {
@@ -233,19 +220,15 @@ class MiniLm implements MiniLmEmbedder {
     return out;
   }
 
-  /** Embeds `sequences` in length-sorted batches, reporting each vector by its index in `sequences`. */
+  /** Embeds `sequences` in length-bucketed batches, reporting each vector by its index in `sequences`. */
   async #run(
     sequences: readonly (readonly number[])[],
     signal: AbortSignal | undefined,
     onVector: (index: number, vector: Float32Array) => void,
     onBatch: () => void,
   ): Promise<void> {
-    // Longest first, as sentence-transformers does: similar lengths share a batch, so padding
-    // (wasted compute) stays small, and the largest allocation happens up front.
-    const order = sequences.map((_, i) => i).sort((a, b) => (sequences[b]?.length ?? 0) - (sequences[a]?.length ?? 0));
-    for (let start = 0; start < order.length; start += this.#batchSize) {
+    for (const indices of lengthBuckets(sequences.map((ids) => ids.length), this.#batchSize)) {
       throwIfAborted(signal);
-      const indices = order.slice(start, start + this.#batchSize);
       const vectors = await this.#infer(indices.map((i) => sequences[i] ?? []));
       indices.forEach((index, row) => {
         const vector = vectors[row];
@@ -273,28 +256,26 @@ class MiniLm implements MiniLmEmbedder {
         attentionMask[r * width + t] = 1n;
       });
     });
-    const dims = [rows, width];
-    const available: Record<string, Tensor> = {
-      input_ids: this.#model.makeInt64(inputIds, dims),
-      attention_mask: this.#model.makeInt64(attentionMask, dims),
-      token_type_ids: this.#model.makeInt64(new BigInt64Array(rows * width), dims),
+    const available: Record<string, BigInt64Array> = {
+      input_ids: inputIds,
+      attention_mask: attentionMask,
+      token_type_ids: new BigInt64Array(rows * width),
     };
     // Some exports drop token_type_ids; feed exactly what the graph declares.
-    const feeds: Record<string, Tensor> = {};
+    const feeds: Record<string, BigInt64Array> = {};
     for (const name of this.#model.session.inputNames) {
       const tensor = available[name];
       if (!tensor) throw new PrismError('MODEL_LOAD_FAILED', `model expects an unknown input "${name}"`);
       feeds[name] = tensor;
     }
 
-    const run = this.#lastRun.then(() => this.#model.session.run(feeds));
+    const run = this.#lastRun.then(() => this.#model.session.run(feeds, rows, width));
     this.#lastRun = run.catch(() => undefined);
-    const result = await run;
-    const hidden = result['last_hidden_state'];
-    if (!hidden || hidden.dims[2] !== MINILM_DIM) {
+    const hidden = await run;
+    if (hidden.dims[2] !== MINILM_DIM) {
       throw new PrismError('DIMENSION_MISMATCH', `model output last_hidden_state must be [batch, seq, ${MINILM_DIM}]`);
     }
-    return batch.map((ids, r) => meanPoolNormalised(hidden.data as Float32Array, r, width, ids.length));
+    return batch.map((ids, r) => meanPoolNormalised(hidden.data, r, width, ids.length));
   }
 }
 

@@ -14,29 +14,95 @@ export interface ModelSource {
 /** The Hugging Face repository whose file layout (and, by default, files) the MiniLM embedder uses. */
 export const MINILM_HUB_ID = 'Xenova/all-MiniLM-L6-v2';
 
-/** Reads model files over HTTP(S) from `baseUrl` (a folder URL; a trailing slash is added if missing). */
-export function urlModelSource(baseUrl: string | URL, fetchImpl: typeof fetch = globalThis.fetch): ModelSource {
+/**
+ * Download progress of one file, in transformers.js's vocabulary: `initiate` when a download
+ * starts, `progress` per received piece (`total` is null when the server sends no length), `done`
+ * when the bytes are there — `fromCache` when they came from the Cache API and nothing was fetched.
+ */
+export type DownloadProgress =
+  | { status: 'initiate'; file: string }
+  | { status: 'progress'; file: string; loaded: number; total: number | null }
+  | { status: 'done'; file: string; loaded: number; total: number | null; fromCache: boolean };
+
+export interface UrlFetchOptions {
+  fetch?: typeof fetch;
+  /**
+   * Cache API cache the files are kept in, so a returning page opens without downloading them
+   * again (transformers.js's `useBrowserCache` habit). Default `prism-models` where the Cache API
+   * exists; `false` turns it off. Caching failures (quota, private mode) only cost the download.
+   */
+  cache?: string | false;
+  onProgress?: (progress: DownloadProgress) => void;
+}
+
+export const DEFAULT_MODEL_CACHE = 'prism-models';
+
+/** Reads model files over HTTP(S) from `baseUrl` (a folder URL; a trailing slash is added if missing), through the Cache API where there is one. */
+export function urlModelSource(baseUrl: string | URL, options: UrlFetchOptions = {}): ModelSource {
   const root = new URL(String(baseUrl).endsWith('/') ? String(baseUrl) : `${String(baseUrl)}/`);
   return {
     location: root.href,
-    async read(relPath, signal) {
-      const url = new URL(relPath, root);
-      let response: Response;
-      try {
-        response = await fetchImpl(url, signal ? { signal } : {});
-      } catch (cause) {
-        throwIfAborted(signal);
-        throw new PrismError('MODEL_LOAD_FAILED', `cannot fetch ${url.href}`, { cause });
-      }
-      if (!response.ok) {
-        throw new PrismError('MODEL_LOAD_FAILED', `fetching ${url.href} failed: HTTP ${response.status}`);
-      }
-      return new Uint8Array(await response.arrayBuffer());
-    },
+    read: (relPath, signal) => fetchBytes(new URL(relPath, root), options, signal),
   };
 }
 
 /** Files of a Hugging Face hub repository, for users with network access. */
-export function huggingFaceModelSource(repoId: string = MINILM_HUB_ID, revision = 'main'): ModelSource {
-  return urlModelSource(`https://huggingface.co/${repoId}/resolve/${revision}/`);
+export function huggingFaceModelSource(repoId: string = MINILM_HUB_ID, revision = 'main', options: UrlFetchOptions = {}): ModelSource {
+  return urlModelSource(`https://huggingface.co/${repoId}/resolve/${revision}/`, options);
+}
+
+/** The bytes at `url`: from the Cache API when it holds them, else fetched (with progress) and then cached. */
+export async function fetchBytes(url: URL, options: UrlFetchOptions = {}, signal?: AbortSignal): Promise<Uint8Array> {
+  const file = url.href;
+  const cache = await openCache(url, options.cache);
+  const cached = await cache?.match(url).catch(() => undefined);
+  if (cached?.ok) {
+    const bytes = new Uint8Array(await cached.arrayBuffer());
+    options.onProgress?.({ status: 'done', file, loaded: bytes.length, total: bytes.length, fromCache: true });
+    return bytes;
+  }
+  options.onProgress?.({ status: 'initiate', file });
+  let response: Response;
+  try {
+    response = await (options.fetch ?? globalThis.fetch)(url, signal ? { signal } : {});
+  } catch (cause) {
+    throwIfAborted(signal);
+    throw new PrismError('MODEL_LOAD_FAILED', `cannot fetch ${file}`, { cause });
+  }
+  if (!response.ok) throw new PrismError('MODEL_LOAD_FAILED', `fetching ${file} failed: HTTP ${response.status}`);
+  const bytes = await readWithProgress(response, file, options.onProgress, signal);
+  options.onProgress?.({ status: 'done', file, loaded: bytes.length, total: bytes.length, fromCache: false });
+  // A copy: Response takes ArrayBuffer-backed views only, and the caller owns `bytes`.
+  await cache?.put(url, new Response(bytes.slice(), { headers: { 'content-type': response.headers.get('content-type') ?? 'application/octet-stream' } })).catch(() => undefined);
+  return bytes;
+}
+
+/** The named cache for http(s) URLs where the Cache API exists (pages, workers, Deno), else null. */
+async function openCache(url: URL, name: string | false | undefined): Promise<Cache | null> {
+  if (name === false || typeof caches === 'undefined' || (url.protocol !== 'https:' && url.protocol !== 'http:')) return null;
+  return caches.open(name ?? DEFAULT_MODEL_CACHE).catch(() => null);
+}
+
+async function readWithProgress(response: Response, file: string, onProgress: UrlFetchOptions['onProgress'], signal: AbortSignal | undefined): Promise<Uint8Array> {
+  const length = Number(response.headers.get('content-length'));
+  const total = Number.isFinite(length) && length > 0 ? length : null;
+  if (!onProgress || !response.body) return new Uint8Array(await response.arrayBuffer());
+  const reader = response.body.getReader();
+  const pieces: Uint8Array[] = [];
+  let loaded = 0;
+  for (;;) {
+    throwIfAborted(signal);
+    const { done, value } = await reader.read();
+    if (done) break;
+    pieces.push(value);
+    loaded += value.length;
+    onProgress({ status: 'progress', file, loaded, total });
+  }
+  const bytes = new Uint8Array(new ArrayBuffer(loaded));
+  let offset = 0;
+  for (const piece of pieces) {
+    bytes.set(piece, offset);
+    offset += piece.length;
+  }
+  return bytes;
 }

@@ -1,18 +1,20 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { loadSamples, parseChunking } from '../cli.ts';
 import { resolveConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
-import type { LocomoSample } from '../ingest/locomo.ts';
+import type { ChunkingOptions } from '../ingest/chunking.ts';
+import { parseLocomo, type LocomoSample } from '../ingest/locomo.ts';
 import { createLlmClient, type LlmConfig } from '../llm/client.ts';
 import { llmConfigFromEnv } from '../llm/env.ts';
 import type { LlmRole } from '../llm/types.ts';
 import type { Memory } from '../memory.ts';
 import { defaultLocomoPath, nodeEmbedder, openNodeMemory } from '../node.ts';
 import type { RetrievalMode } from '../retrieve/types.ts';
-import { packageRoot } from '../util/package-root.node.ts';
+import { packageVersion } from '../util/package-root.node.ts';
+import { ProgressLine } from '../util/progress-line.node.ts';
 import { createDirectoryCache } from './cache.node.ts';
 import { writeEvalOutputs } from './output.node.ts';
+import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
 import { pooledSample } from './pooled.ts';
@@ -70,6 +72,30 @@ export function evalSystemNames(list: string | undefined, mode: RetrievalMode): 
   return names;
 }
 
+async function loadSamples(path: string): Promise<LocomoSample[]> {
+  return parseLocomo(JSON.parse(await readFile(path, 'utf8')));
+}
+
+/** `--chunking session|turns:N|tokens:N`. */
+function parseChunking(text: string | undefined): ChunkingOptions | undefined {
+  if (!text) return undefined;
+  if (text === 'session') return { by: 'session' };
+  const turns = /^turns:(\d+)$/.exec(text);
+  if (turns) return { by: 'turns', size: Number(turns[1]) };
+  const tokens = /^tokens:(\d+)$/.exec(text);
+  if (tokens) return { by: 'tokens', maxTokens: Number(tokens[1]) };
+  throw new PrismError('INVALID_INPUT', `--chunking must be "session", "turns:N" or "tokens:N", got "${text}"`);
+}
+
+/** `--budgets 256,512`: whole token counts ≥ 1. */
+function parseBudgets(text: string): number[] {
+  return splitList(text).map((item) => {
+    const budget = Number(item);
+    if (!/^\d+$/.test(item) || budget < 1) throw new PrismError('INVALID_INPUT', `--budgets: expected whole numbers ≥ 1 separated by commas, got "${item}"`);
+    return budget;
+  });
+}
+
 /** `--compare a:b,c:d`: each pair is reported as the paired difference a − b. */
 export function parseComparePairs(text: string | undefined): SystemPair[] {
   return splitList(text ?? '').map((item) => {
@@ -79,14 +105,6 @@ export function parseComparePairs(text: string | undefined): SystemPair[] {
     }
     return { system, reference };
   });
-}
-
-/** The package version: it stands for the code in every fingerprint, cache key and memory directory. */
-async function packageVersion(): Promise<string> {
-  const manifest: unknown = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8'));
-  const version = typeof manifest === 'object' && manifest !== null && 'version' in manifest ? manifest.version : undefined;
-  if (typeof version !== 'string') throw new PrismError('INVALID_INPUT', `no version in ${join(packageRoot(), 'package.json')}`);
-  return version;
 }
 
 /** The model each role calls: its own, else the default. */
@@ -118,9 +136,10 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const precision = flags.precision === 'fp32' ? 'fp32' : 'int8';
   const chunking = parseChunking(flags.chunking);
   const chunkingLabel = flags.chunking ?? 'session';
-  const budgets = flags.budgets ? flags.budgets.split(',').map((b) => Number(b.trim())) : [...DEFAULT_BUDGETS];
+  const budgets = flags.budgets ? parseBudgets(flags.budgets) : [...DEFAULT_BUDGETS];
   const names = evalSystemNames(flags.systems, mode);
   const compare = parseComparePairs(flags.compare);
+  await loadVega();
 
   const llmConfig = mode === 'llm' ? llmConfigFromEnv(process.env) : null;
   if (mode === 'llm' && !llmConfig) {
@@ -156,7 +175,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     const shelf = new MemoryShelf(key, resolve(out, 'memories', key), (sample, dir, prepare) =>
       openNodeMemory({ dir, name: sample.conversation.id, precision, mode: shelfMode, config: baseConfig, ...(chunking ? { chunking } : {}) }).then(
         async (memory) => {
-          await memory.add(sample.conversation, {
+          await memory.addConversation(sample.conversation, {
             ...(prepare.signal ? { signal: prepare.signal } : {}),
             // chunksDone already counts the chunks skipped as ingested before.
             onProgress: (p) => prepare.onProgress?.(p.chunksDone, p.chunksTotal),
@@ -203,7 +222,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
           }
         : {}),
       cache: createDirectoryCache(resolve(out, 'cache')),
-      onProgress: (event) => progress.update(event),
+      onProgress: (event) => progress.update(progressText(event), event.done, event.total),
       signal: controller.signal,
       version,
       compare,
@@ -284,31 +303,9 @@ class MemoryShelf implements MemorySource {
   }
 }
 
-/** One self-rewriting progress line on stderr (plain lines when stderr is not a terminal). */
-class ProgressLine {
-  private lastWrite = 0;
-  private written = false;
-
-  update(event: EvalProgress): void {
-    const now = performance.now();
-    const final = event.done === event.total;
-    if (!final && now - this.lastWrite < (process.stderr.isTTY ? 100 : 10_000)) return;
-    this.lastWrite = now;
-    const share = event.total > 0 ? event.done / event.total : 0;
-    const width = 30;
-    const bar = '#'.repeat(Math.round(share * width)).padEnd(width, '.');
-    const what =
-      event.phase === 'prepare'
-        ? `ingest ${event.conversationId} (${event.system}) ${event.done}/${event.total} chunks`
-        : `questions ${event.done}/${event.total} · ${event.system} ${event.conversationId}${event.cached ? ' (cached)' : ''}`;
-    const line = `[${bar}] ${(share * 100).toFixed(0).padStart(3)}% ${what}`;
-    if (process.stderr.isTTY) process.stderr.write(`\r${line.padEnd(process.stderr.columns ? process.stderr.columns - 1 : 100)}`);
-    else process.stderr.write(`${line}\n`);
-    this.written = true;
-  }
-
-  finish(): void {
-    if (this.written && process.stderr.isTTY) process.stderr.write('\n');
-    this.written = false;
-  }
+/** The harness's progress event as one line: which phase, conversation and system. */
+function progressText(event: EvalProgress): string {
+  return event.phase === 'prepare'
+    ? `ingest ${event.conversationId} (${event.system}) ${event.done}/${event.total} chunks`
+    : `questions ${event.done}/${event.total} · ${event.system} ${event.conversationId}${event.cached ? ' (cached)' : ''}`;
 }

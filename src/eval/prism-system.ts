@@ -114,7 +114,7 @@ export async function prismSystem(options: PrismSystemOptions): Promise<EvalSyst
     async retrieve(question, { budget, signal }) {
       if (memory === null) throw new PrismError('INVALID_INPUT', `${variant}: retrieve called before prepare`);
       const result = await memory.search(question, { budget, mode, config, ...(signal ? { signal } : {}) });
-      const graph = memory.graph;
+      const { graph } = await memory.inspect();
       return {
         units: result.units,
         episodes: result.ranked.map((e) => ({ dialogIds: episodeDialogIds(graph, e.episodeId) })),

@@ -1,3 +1,4 @@
+import { PrismError } from '../errors.ts';
 import { EVAL_CATEGORIES, RECALL_KS, categoryName, type CategoryName } from './metrics.ts';
 import type { ComparisonKind, JudgeComparison, LocomoEvalResults, PairedComparison } from './runner.ts';
 
@@ -199,12 +200,24 @@ interface FrontierPoint {
 }
 
 /**
+ * vega and vega-lite are optional peer dependencies (`npm i prism-memory` installs no plotting);
+ * the eval CLI calls this before a run so a missing one is reported at once, not after it.
+ */
+export async function loadVega(): Promise<[typeof import('vega-lite'), typeof import('vega')]> {
+  try {
+    return await Promise.all([import('vega-lite'), import('vega')]);
+  } catch (cause) {
+    throw new PrismError('INVALID_INPUT', 'prism eval draws frontier.svg with vega and vega-lite: npm i -D vega vega-lite', { cause });
+  }
+}
+
+/**
  * frontier.svg: ER (y) against mean packed-context tokens (x), one line per system through its
  * budgets. vega-lite compiles the chart and vega renders it headless (no canvas needed); both
  * load on demand so the rest of the harness does not pull them in.
  */
 export async function renderFrontier(results: LocomoEvalResults): Promise<string> {
-  const [vegaLite, vega] = await Promise.all([import('vega-lite'), import('vega')]);
+  const [vegaLite, vega] = await loadVega();
   const points: FrontierPoint[] = Object.entries(results.systems).flatMap(([system, s]) =>
     results.budgets.flatMap((budget) => {
       const tokens = s.meanContextTokensAtBudget[String(budget)];

@@ -2,6 +2,7 @@ import { DEFAULT_CONFIG } from '../config.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { LocomoSample } from '../ingest/locomo.ts';
 import { packContext, type PackedContext } from '../retrieve/pack.ts';
+import { loadTokenCounter } from '../util/tokens.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createEvidenceResolver } from './evidence.ts';
 import { shortHash } from './fingerprint.ts';
@@ -219,6 +220,8 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
   const names = options.systems.map((s) => s.name);
   if (new Set(names).size !== names.length) throw new PrismError('INVALID_INPUT', `duplicate system names: ${names.join(', ')}`);
   const samples = selectSamples(options.samples, options.conversations);
+  // Every system's context is packed by o200k counts, baselines included.
+  await loadTokenCounter();
   const judgeBudget = options.judge ? (options.judge.budget ?? (budgets.includes(2048) ? 2048 : (budgets.at(-1) as number))) : null;
   if (judgeBudget !== null && !budgets.includes(judgeBudget)) {
     throw new PrismError('INVALID_INPUT', `judge budget ${judgeBudget} is not among the budgets ${budgets.join(',')}`);

@@ -1,4 +1,4 @@
-import type { Chunk, EdgeType, GraphEdge, GraphNode, Layer, MemorySnapshot } from './types.ts';
+import type { Chunk, EdgeType, EntityNode, GraphEdge, GraphNode, Layer, MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -11,6 +11,10 @@ export class MemoryGraph {
   readonly chunks = new Map<string, Chunk>();
   readonly vectors: Map<string, Float32Array>;
   private readonly byKey = new Map<number, string>();
+  /** Node ids per layer, so a layer is listed without scanning every node. */
+  private readonly byLayer = new Map<Layer, Set<string>>();
+  /** Entities by lower-cased name (the §2.4 exact-name merge), kept as nodes come and go. */
+  private readonly entitiesByName = new Map<string, string>();
   private readonly outgoing = new Map<string, Set<string>>();
   private readonly incoming = new Map<string, Set<string>>();
 
@@ -24,6 +28,8 @@ export class MemoryGraph {
   putNode(node: GraphNode): void {
     this.nodes.set(node.id, node);
     this.byKey.set(node.key, node.id);
+    link(this.byLayer, node.layer, node.id);
+    if (node.layer === 'entity') this.entitiesByName.set(node.name.toLowerCase(), node.id);
   }
 
   deleteNode(id: string): void {
@@ -32,6 +38,15 @@ export class MemoryGraph {
     this.nodes.delete(id);
     this.byKey.delete(node.key);
     this.vectors.delete(id);
+    this.byLayer.get(node.layer)?.delete(id);
+    if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
+  }
+
+  /** The Entity named `name` (case-insensitive), if any. */
+  entityNamed(name: string): EntityNode | undefined {
+    const id = this.entitiesByName.get(name.toLowerCase());
+    const node = id === undefined ? undefined : this.nodes.get(id);
+    return node?.layer === 'entity' ? node : undefined;
   }
 
   putEdge(edge: GraphEdge): void {
@@ -71,8 +86,9 @@ export class MemoryGraph {
 
   nodesOfLayer<L extends Layer>(layer: L): Array<Extract<GraphNode, { layer: L }>> {
     const out: Array<Extract<GraphNode, { layer: L }>> = [];
-    for (const node of this.nodes.values()) {
-      if (node.layer === layer) out.push(node as Extract<GraphNode, { layer: L }>);
+    for (const id of this.byLayer.get(layer) ?? []) {
+      const node = this.nodes.get(id);
+      if (node?.layer === layer) out.push(node as Extract<GraphNode, { layer: L }>);
     }
     return out;
   }
@@ -88,8 +104,8 @@ export class MemoryGraph {
   }
 }
 
-function link(map: Map<string, Set<string>>, from: string, edgeId: string): void {
+function link<K>(map: Map<K, Set<string>>, from: K, id: string): void {
   let set = map.get(from);
   if (!set) map.set(from, (set = new Set()));
-  set.add(edgeId);
+  set.add(id);
 }

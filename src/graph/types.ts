@@ -79,10 +79,20 @@ export interface GraphEdge {
   confidence: number | null;
 }
 
+/** JSON-compatible metadata a caller attaches to messages. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * How a chunk's nodes were extracted: by the LLM, by the local extractor, or by the local
+ * fallback after the LLM's answer stayed invalid (summary + entities only, re-extractable).
+ */
+export type ChunkExtraction = 'llm' | 'local' | 'fallback';
+
 /** One ingested conversation chunk: the raw text behind an Episode. */
 export interface Chunk {
-  /** SHA-256 (hex) of the chunk's canonical text; doubles as the dedup hash. */
+  /** SHA-256 (hex) of the chunk's canonical text (or of its batch id); doubles as the dedup hash. */
   id: string;
+  /** The session as callers name it: `add()`'s `sessionId`, or `<conversation>/<session>` for `addConversation`. */
   sessionId: string;
   /** e.g. `[Session 3 — 1:56 pm on 8 May, 2023]` */
   header: string;
@@ -90,12 +100,18 @@ export interface Chunk {
   time: string | null;
   order: number;
   turns: ChunkTurn[];
+  /** Absent in memories written before v0.3 (read as `local` or `llm` by the memory's mode). */
+  extraction?: ChunkExtraction;
 }
 
 export interface ChunkTurn {
+  /** The caller's message id, or a generated `<session>:<n>`; passages of a long message are `<id>#<k>`. */
   dialogId: string;
   speaker: string;
   text: string;
+  /** ISO time of the message when the caller gave one (else the session's time applies). */
+  time?: string | null;
+  metadata?: Record<string, JsonValue>;
 }
 
 export interface MemoryMeta {

@@ -1,4 +1,5 @@
 import type { IngestConfig } from '../config.ts';
+import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, EdgeType, EntityNode, EpisodeNode, FacetNode, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
 import { dot } from '../util/vectors.ts';
@@ -34,29 +35,19 @@ export interface BuildOutput {
   nodeVectors: Array<[string, Float32Array]>;
 }
 
-/** Texts to embed for one extraction, in the order `ExtractionVectors` expects them. */
-export function textsToEmbed(extraction: Extraction): string[] {
-  return [
-    extraction.summary,
-    ...extraction.entities.map((e) => e.name),
-    ...extraction.facetPoints.map((p) => p.content),
-    ...extraction.facets.map((f) => f.theme),
-  ];
-}
-
-export function splitVectors(extraction: Extraction, vectors: Float32Array[]): ExtractionVectors {
+/**
+ * The vectors of one extraction's texts — summary, entity names, facts, facet themes — from one
+ * embed call, so identical texts (a one-sentence turn's fact and theme) are embedded once and
+ * every text shares length-bucketed batches with the others.
+ */
+export async function embedExtraction(extraction: Extraction, embedder: Embedder, signal?: AbortSignal): Promise<ExtractionVectors> {
+  const texts = [extraction.summary, ...extraction.entities.map((e) => e.name), ...extraction.facetPoints.map((p) => p.content), ...extraction.facets.map((f) => f.theme)];
+  const vectors = await embedder.embed(texts, signal ? { signal } : {});
   const e = extraction.entities.length;
   const p = extraction.facetPoints.length;
   const summary = vectors[0];
-  if (!summary || vectors.length !== 1 + e + p + extraction.facets.length) {
-    throw new Error(`expected ${1 + e + p + extraction.facets.length} vectors, got ${vectors.length}`);
-  }
-  return {
-    summary,
-    entities: vectors.slice(1, 1 + e),
-    facetPoints: vectors.slice(1 + e, 1 + e + p),
-    facets: vectors.slice(1 + e + p),
-  };
+  if (!summary || vectors.length !== texts.length) throw new Error(`expected ${texts.length} vectors, got ${vectors.length}`);
+  return { summary, entities: vectors.slice(1, 1 + e), facetPoints: vectors.slice(1 + e, 1 + e + p), facets: vectors.slice(1 + e + p) };
 }
 
 /**
@@ -92,14 +83,14 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   if (after) edge('temporal', episode.id, after.id, chainDescription(episode, after));
 
   // Entities: exact name (case-insensitive), else name cosine ≥ threshold, else new.
-  const byName = new Map<string, EntityNode>();
-  for (const node of graph.nodes.values()) if (node.layer === 'entity') byName.set(node.name.toLowerCase(), node);
+  // Names met in this chunk shadow the graph's index until the chunk is committed.
+  const chunkEntities = new Map<string, EntityNode>();
   const entityIdByName = new Map<string, string>();
   extraction.entities.forEach((entity, i) => {
     const vector = vectors.entities[i];
     if (!vector) return;
     const key = entity.name.toLowerCase();
-    let target = byName.get(key);
+    let target = chunkEntities.get(key) ?? graph.entityNamed(key);
     if (!target) {
       const nearest = input.nearestEntity(vector);
       const candidate = nearest && nearest.score >= config.entityMergeThreshold ? graph.nodes.get(nearest.id) : undefined;
@@ -115,7 +106,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
       nodes.push(target);
       nodeVectors.push([target.id, vector]);
     }
-    byName.set(key, target);
+    chunkEntities.set(key, target);
     entityIdByName.set(key, target.id);
   });
 
@@ -249,8 +240,8 @@ function label(ep: EpisodeNode): string {
 function chainNeighbours(graph: MemoryGraph, ep: EpisodeNode): { before: EpisodeNode | null; after: EpisodeNode | null } {
   let before: EpisodeNode | null = null;
   let after: EpisodeNode | null = null;
-  for (const node of graph.nodes.values()) {
-    if (node.layer !== 'episode' || node.id === ep.id) continue;
+  for (const node of graph.nodesOfLayer('episode')) {
+    if (node.id === ep.id) continue;
     if (episodeCompare(node, ep) < 0) {
       if (!before || episodeCompare(node, before) > 0) before = node;
     } else if (!after || episodeCompare(node, after) < 0) after = node;

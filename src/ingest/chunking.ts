@@ -16,8 +16,10 @@ export interface ChunkDraft {
   header: string;
   time: string | null;
   turns: ChunkTurn[];
-  /** Canonical text (header + one line per turn); its SHA-256 is the chunk id. */
+  /** Canonical text (header + one line per turn); its SHA-256 is the chunk id unless `dedupKey` is set. */
   text: string;
+  /** Hashed instead of `text` when the caller names the batch (`batchId`): re-sending it is a no-op. */
+  dedupKey?: string;
 }
 
 export function chunkConversation(conversation: Conversation, options: ChunkingOptions): ChunkDraft[] {
@@ -62,9 +64,18 @@ function splitSession(session: ConversationSession, options: ChunkingOptions): C
   }
 }
 
-/** `[conv-26 session_3 · 1:56 pm on 8 May, 2023]` — the date header every context unit carries. */
+/**
+ * `[conv-26 session_3 · 1:56 pm on 8 May, 2023]` — the date header every context unit carries.
+ * Messages added without a conversation (`conversationId` '') name the session alone.
+ */
 export function sessionHeader(conversationId: string, session: Pick<ConversationSession, 'id' | 'dateText'>): string {
-  return `[${conversationId} ${session.id}${session.dateText ? ` · ${session.dateText}` : ''}]`;
+  const name = conversationId === '' ? session.id : `${conversationId} ${session.id}`;
+  return `[${name}${session.dateText ? ` · ${session.dateText}` : ''}]`;
+}
+
+/** The session id chunks carry (what `delete({ sessionId })` takes): `<conversation>/<session>`, or the session alone. */
+export function sessionKey(conversationId: string, sessionId: string): string {
+  return conversationId === '' ? sessionId : `${conversationId}/${sessionId}`;
 }
 
 /** One line per turn, with its dialog id so packed context can be scored against gold evidence. */
@@ -75,7 +86,7 @@ export function turnLine(turn: ChunkTurn): string {
 function makeDraft(conversationId: string, session: ConversationSession, turns: ChunkTurn[]): ChunkDraft {
   const header = sessionHeader(conversationId, session);
   return {
-    sessionId: `${conversationId}/${session.id}`,
+    sessionId: sessionKey(conversationId, session.id),
     header,
     time: session.time,
     turns,

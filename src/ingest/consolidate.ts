@@ -1,19 +1,7 @@
-import { z } from 'zod';
 import type { IngestConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { EpisodeNode } from '../graph/types.ts';
 import type { LlmClient } from '../llm/types.ts';
-
-const causalSchema = z.object({
-  causal_pairs: z.array(
-    z.object({
-      cause_id: z.string(),
-      effect_id: z.string(),
-      description: z.string(),
-      confidence: z.number().min(0).max(1),
-    }),
-  ),
-});
 
 const SYSTEM_PROMPT = `You read short summaries of consecutive conversation episodes, each with an id, and find cause-and-effect links between them: an event or decision in one episode that led to something in another. Reply with one JSON object {"causal_pairs": [{"cause_id", "effect_id", "description", "confidence"}]} where description is one short sentence naming the cause and the effect, and confidence is between 0 and 1. Use only the ids given. Return an empty list when there is no clear causal link.`;
 
@@ -39,6 +27,7 @@ export async function consolidateCausal(
   // Short ids keep the prompt small and make invented ids easy to reject.
   const byShortId = new Map(episodes.map((ep, i) => [`E${i + 1}`, ep]));
   const listing = [...byShortId].map(([sid, ep]) => `${sid} (${ep.time?.slice(0, 10) ?? 'undated'}): ${ep.summary}`).join('\n\n');
+  const { causalSchema } = await import('./llm-schemas.ts');
   const json = await llm.chatJson(
     'consolidate',
     [
@@ -46,7 +35,8 @@ export async function consolidateCausal(
       { role: 'user', content: listing },
     ],
     causalSchema,
-    signal ? { signal } : {},
+    // Tagged with every chunk of the window: deleting any of them forgets the reply.
+    { cacheTags: episodes.map((ep) => ep.chunkId), ...(signal ? { signal } : {}) },
   );
   const seen = new Set<string>();
   const out: CausalPair[] = [];

@@ -1,38 +1,11 @@
-import { z } from 'zod';
 import { PrismError } from '../errors.ts';
 import { LlmError } from '../llm/errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { extractLocally } from './extract-local.ts';
 import type { Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
 import { turnLine } from './chunking.ts';
+import type { ExtractionJson } from './llm-schemas.ts';
 import { resolveTimeExpression } from './time.ts';
-
-const entityTypes = ['person', 'organization', 'place', 'concept', 'event', 'other'] as const;
-
-/** The §2.3 extraction object, validated like the paper's Pydantic model. */
-const extractionSchema = z.object({
-  episode_summary: z.string(),
-  entities: z.array(z.object({ name: z.string().min(1), entity_type: z.enum(entityTypes).catch('other') })),
-  facet_points: z.array(
-    z.object({
-      content: z.string().min(1),
-      related_entity_name: z.string().nullable().optional(),
-      timestamp_text: z.string().nullable().optional(),
-      dialog_ids: z.array(z.string()).optional(),
-    }),
-  ),
-  facets: z.array(z.object({ theme: z.string(), facet_point_indices: z.array(z.number().int().nonnegative()) })),
-  temporal_info: z.array(
-    z.object({
-      subject: z.string(),
-      time_expression: z.string(),
-      normalized_time: z.string().nullable().optional(),
-      relation: z.enum(['before', 'after', 'during', 'at']).catch('at'),
-    }),
-  ),
-});
-
-type ExtractionJson = z.infer<typeof extractionSchema>;
 
 const SYSTEM_PROMPT = `You turn one chunk of a conversation into structured memory. Reply with one JSON object and nothing else, with these keys:
 - "episode_summary": a string that covers every event and fact in the chunk, keeping names, dates, places, objects and quantities.
@@ -41,7 +14,10 @@ const SYSTEM_PROMPT = `You turn one chunk of a conversation into structured memo
 - "facets": a list of {"theme", "facet_point_indices"} grouping facet_points (by zero-based index) under short themes.
 - "temporal_info": a list of {"subject", "time_expression", "normalized_time", "relation"} where relation is before, after, during or at. Resolve relative expressions such as "yesterday" or "last week" against the chunk's date in its header and give normalized_time as an ISO-8601 date, or null when it cannot be resolved.`;
 
-/** The paper's extractor: one LLM call per chunk (role `extract`), with the local fallback of §2.3. */
+/**
+ * The paper's extractor: one LLM call per chunk (role `extract`), with the local fallback of
+ * §2.3 for a bad answer. The reply is cached under the chunk's id, so deleting the chunk forgets it.
+ */
 export function createLlmExtractor(llm: LlmClient): Extractor {
   return {
     mode: 'llm',
@@ -51,34 +27,35 @@ export function createLlmExtractor(llm: LlmClient): Extractor {
         { role: 'user' as const, content: [input.header, ...input.turns.map(turnLine)].join('\n') },
       ];
       try {
-        const json = await llm.chatJson('extract', messages, extractionSchema, signal ? { signal } : {});
-        const extraction = fromJson(json, input);
-        if (extraction.facetPoints.length === 0 && extraction.summary.trim() === '') {
-          return fallback(input, 'extraction was empty');
-        }
-        return { extraction, warning: null };
+        const { extractionSchema } = await import('./llm-schemas.ts');
+        const json = await llm.chatJson('extract', messages, extractionSchema, { cacheTags: [input.chunkId], ...(signal ? { signal } : {}) });
+        return { extraction: fromJson(json, input), warning: null };
       } catch (err) {
-        // A bad answer for one chunk falls back; an abort or an endpoint that stays unreachable
-        // stops the ingest at its last committed chunk, so a re-run extracts this chunk properly.
-        if (isTransient(err)) throw err;
-        return fallback(input, err instanceof Error ? err.message : String(err));
+        // Only a bad answer for this chunk falls back (the chunk is marked and can be re-extracted).
+        // Anything else stops the ingest at its last committed chunk: the caller's key, model or URL
+        // (LLM_AUTH / LLM_CONFIG), an abort, or an endpoint that stays down after its retries.
+        if (!isBadAnswer(err)) throw err;
+        return fallback(input, err.message);
       }
     },
   };
 }
 
-/** Failures that say nothing about the chunk: abort, timeouts, rate limits, 5xx and network errors (retries already spent). */
-function isTransient(err: unknown): boolean {
+/**
+ * Failures that concern this chunk's request rather than the endpoint: a reply that stayed
+ * invalid after the re-ask, or a 4xx the endpoint gives this request alone (too long, filtered).
+ * 408 is a timeout and 401/403/404 never reach here as `LLM_HTTP` (they are `LLM_AUTH` / `LLM_CONFIG`).
+ */
+function isBadAnswer(err: unknown): err is PrismError {
   if (!(err instanceof PrismError)) return false;
-  if (err.code === 'ABORTED' || err.code === 'LLM_TIMEOUT' || err.code === 'LLM_RATE_LIMITED') return true;
-  if (err.code !== 'LLM_HTTP') return false;
+  if (err.code === 'LLM_BAD_JSON' || err.code === 'LLM_SCHEMA') return true;
   const status = err instanceof LlmError ? err.status : undefined;
-  return status === undefined || status === 408 || status >= 500;
+  return err.code === 'LLM_HTTP' && status !== undefined && status >= 400 && status < 500 && status !== 408;
 }
 
 /** §2.3 fallback: only the summary and the entity list, so one bad chunk never aborts ingestion. */
-function fallback(input: ExtractionInput, reason: string): ExtractionOutcome {
-  const local = extractLocally(input);
+async function fallback(input: ExtractionInput, reason: string): Promise<ExtractionOutcome> {
+  const local = await extractLocally(input);
   return {
     extraction: { summary: local.summary, entities: local.entities, facetPoints: [], facets: [], temporal: [] },
     warning: `extraction fell back to summary + entities: ${reason}`,

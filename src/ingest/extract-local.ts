@@ -1,4 +1,4 @@
-import nlp from 'compromise';
+import type nlpDefault from 'compromise';
 import type { EntityType } from '../graph/types.ts';
 import type { ExtractedEntity, ExtractedFacetPoint, Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
 import { resolveTimeExpression } from './time.ts';
@@ -28,11 +28,21 @@ export function createLocalExtractor(options: Partial<LocalExtractorOptions> = {
   const opts = { ...DEFAULT_LOCAL_EXTRACTOR, ...options };
   return {
     mode: 'local',
-    extract: async (input) => ({ extraction: extractLocally(input, opts), warning: null }) satisfies ExtractionOutcome,
+    extract: async (input) => ({ extraction: await extractLocally(input, opts), warning: null }) satisfies ExtractionOutcome,
   };
 }
 
-export function extractLocally(input: ExtractionInput, opts: LocalExtractorOptions = DEFAULT_LOCAL_EXTRACTOR): Extraction {
+type Nlp = typeof nlpDefault;
+type NlpDoc = ReturnType<Nlp>;
+let compromise: Promise<Nlp> | null = null;
+/** compromise (~140 KB gzip) is imported on the first extraction, so a page that only searches never loads it. */
+function loadCompromise(): Promise<Nlp> {
+  compromise ??= import('compromise').then((module) => module.default);
+  return compromise;
+}
+
+export async function extractLocally(input: ExtractionInput, opts: LocalExtractorOptions = DEFAULT_LOCAL_EXTRACTOR): Promise<Extraction> {
+  const nlp = await loadCompromise();
   const entities = new Map<string, ExtractedEntity>();
   const addEntity = (name: string, type: EntityType) => {
     const clean = cleanName(name);
@@ -50,11 +60,18 @@ export function extractLocally(input: ExtractionInput, opts: LocalExtractorOptio
   for (const turn of input.turns) {
     const speaker = addEntity(turn.speaker, 'person');
     const indices: number[] = [];
-    for (const sentence of splitSentences(turn.text)) {
-      if (sentence.split(/\s+/).length < opts.minWords) continue;
-      const found = namedEntities(sentence);
-      const named = found.map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
-      const concepts = conceptNouns(sentence).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
+    // One parse per turn: its sentence views carry the same tags a parse of each sentence alone
+    // gives (checked on LoCoMo: identical entities and concepts) at half the cost.
+    const views: NlpDoc[] = [];
+    // compromise types forEach's views as its base View; at run time they carry every plugin.
+    nlp(turn.text)
+      .sentences()
+      .forEach((view) => views.push(view as NlpDoc));
+    for (const view of views) {
+      const sentence = view.text().trim();
+      if (sentence.length === 0 || sentence.split(/\s+/).length < opts.minWords) continue;
+      const named = namedEntities(view).map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
+      const concepts = conceptNouns(view).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
       const resolved = resolveTimeExpression(sentence, input.time);
       const content = `${turn.speaker}: ${sentence}`;
       indices.push(facetPoints.length);
@@ -81,13 +98,7 @@ export function extractLocally(input: ExtractionInput, opts: LocalExtractorOptio
   };
 }
 
-function splitSentences(text: string): string[] {
-  const sentences = nlp(text).sentences().out('array') as string[];
-  return sentences.map((s) => s.trim()).filter((s) => s.length > 0);
-}
-
-function namedEntities(sentence: string): ExtractedEntity[] {
-  const doc = nlp(sentence);
+function namedEntities(doc: NlpDoc): ExtractedEntity[] {
   const out: ExtractedEntity[] = [];
   for (const name of doc.people().out('array') as string[]) out.push({ name, type: 'person' });
   for (const name of doc.places().out('array') as string[]) out.push({ name, type: 'place' });
@@ -98,8 +109,7 @@ function namedEntities(sentence: string): ExtractedEntity[] {
 }
 
 /** Head nouns of noun phrases, minus pronouns, dates and numbers: the concrete items of a fact. */
-function conceptNouns(sentence: string): string[] {
-  const doc = nlp(sentence);
+function conceptNouns(doc: NlpDoc): string[] {
   const nouns = doc.match('#Noun+').not('(#Pronoun|#Date|#Value|#Person|#Place|#Organization|#ProperNoun|#Verb|#Gerund|#Copula)');
   return (nouns.out('array') as string[])
     .map((n) => n.toLowerCase().replace(/^(?:my|your|his|her|our|their|its|the|a|an|this|that|these|those)\s+/, ''))

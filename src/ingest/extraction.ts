@@ -1,4 +1,4 @@
-import type { EntityType } from '../graph/types.ts';
+import type { ChunkExtraction, EntityType } from '../graph/types.ts';
 
 /**
  * What extraction yields for one chunk: the five fields of design §2.3, in camelCase.
@@ -41,6 +41,8 @@ export interface ExtractedTemporal {
 
 /** The chunk as an extractor sees it. */
 export interface ExtractionInput {
+  /** `Chunk.id`: tags the LLM reply in the response cache, so deleting the chunk forgets it. */
+  chunkId: string;
   header: string;
   /** ISO date-time of the session, the reference for relative time expressions. */
   time: string | null;
@@ -56,4 +58,9 @@ export interface ExtractionOutcome {
   extraction: Extraction;
   /** Set when the extractor fell back (invalid or empty output); counted by the pipeline. */
   warning: string | null;
+}
+
+/** What a chunk records about its extraction: the extractor's mode, or `fallback` when it fell back. */
+export function chunkExtraction(extractor: Extractor, outcome: ExtractionOutcome): ChunkExtraction {
+  return outcome.warning === null ? extractor.mode : 'fallback';
 }

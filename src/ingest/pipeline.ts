@@ -1,4 +1,4 @@
-import type { PrismConfig } from '../config.ts';
+import type { EdgeVectorMode, PrismConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
@@ -6,14 +6,14 @@ import type { Chunk, EpisodeNode, GraphEdge, MemoryMeta } from '../graph/types.t
 import { edgeSpace, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
-import type { GraphStore, WriteBatch } from '../store/types.ts';
+import type { WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { normalisedSum } from '../util/vectors.ts';
-import { buildChunkGraph, splitVectors, textsToEmbed, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
+import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
-import type { Extraction, ExtractionOutcome, Extractor } from './extraction.ts';
+import { chunkExtraction, type Extraction, type ExtractionOutcome, type Extractor } from './extraction.ts';
 
 /** The mutable state of an open memory that ingestion advances batch by batch. */
 export interface MemoryState {
@@ -21,10 +21,23 @@ export interface MemoryState {
   indexes: IndexSet;
   meta: MemoryMeta;
   hashes: Set<string>;
+  /** Bumped by every applied batch: derived indexes (BM25) catch up when it moved. */
+  version: number;
+}
+
+/**
+ * Where ingestion commits: one partition of a store, shared with other writers (processes,
+ * tabs). `locked` holds the partition's writer lock and first brings the state up to every
+ * batch another writer committed; `commit` makes a batch durable and then applies it.
+ */
+export interface BatchWriter {
+  locked<T>(task: () => Promise<T>): Promise<T>;
+  commit(batch: WriteBatch): Promise<void>;
 }
 
 export type IngestStage = 'extract' | 'embed' | 'commit' | 'consolidate' | 'done';
 
+/** Reported after each stage of each chunk while adding. */
 export interface IngestProgress {
   stage: IngestStage;
   chunksDone: number;
@@ -34,11 +47,15 @@ export interface IngestProgress {
   llmCalls: number;
 }
 
+/** Control of a long add: cancel it, or follow it. */
 export interface IngestOptions {
+  /** Aborting stops between chunks with `ABORTED`; what was committed stays, and the same add resumes. Default: none. */
   signal?: AbortSignal;
+  /** Called after each stage of each chunk. Default: none. */
   onProgress?: (progress: IngestProgress) => void;
 }
 
+/** What an add did: chunks added or already present (skipped), graph growth, warnings, time. */
 export interface IngestReport {
   chunksAdded: number;
   chunksSkipped: number;
@@ -52,7 +69,7 @@ export interface IngestReport {
 
 export interface IngestDeps {
   state: MemoryState;
-  store: GraphStore;
+  writer: BatchWriter;
   embedder: Embedder;
   extractor: Extractor;
   llm: LlmClient | null;
@@ -79,7 +96,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   const progress = (stage: IngestStage) =>
     options.onProgress?.({ stage, chunksDone: report.chunksAdded + report.chunksSkipped, chunksTotal: drafts.length, chunksSkipped: report.chunksSkipped, llmCalls: llmCalls() });
 
-  const hashes = await Promise.all(drafts.map((d) => sha256Hex(d.text)));
+  const hashes = await Promise.all(drafts.map((d) => sha256Hex(d.dedupKey ?? d.text)));
   const todo = drafts.map((draft, i) => ({ draft, hash: hashes[i] ?? '' })).filter(({ hash }, i) => {
     const seenEarlier = hashes.indexOf(hash) < i;
     if (state.hashes.has(hash) || seenEarlier) report.chunksSkipped++;
@@ -88,10 +105,13 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   progress('extract');
 
   const extractions = new Map<number, Promise<ExtractionOutcome>>();
+  // Extractions started ahead are cancelled when the ingest stops, so none keeps retrying after it.
+  const ahead = new AbortController();
+  const extractSignal = signal ? AbortSignal.any([signal, ahead.signal]) : ahead.signal;
   const startExtraction = (i: number) => {
     const item = todo[i];
     if (!item || extractions.has(i)) return;
-    const promise = deps.extractor.extract({ header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, signal);
+    const promise = deps.extractor.extract({ chunkId: item.hash, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, extractSignal);
     promise.catch(() => undefined); // observed when awaited below
     extractions.set(i, promise);
   };
@@ -114,9 +134,22 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
 
       progress('embed');
       const extraction = outcome.extraction;
-      const vectors = splitVectors(extraction, await deps.embedder.embed(textsToEmbed(extraction), signal ? { signal } : {}));
-      const chunk = { id: item.hash, sessionId: item.draft.sessionId, header: item.draft.header, text: item.draft.text, time: item.draft.time, turns: item.draft.turns };
-      const built = await exclusive(() => commitChunk(deps, chunk, extraction, vectors, () => progress('commit'), signal));
+      const vectors = await embedExtraction(extraction, deps.embedder, signal);
+      const chunk = {
+        id: item.hash,
+        sessionId: item.draft.sessionId,
+        header: item.draft.header,
+        text: item.draft.text,
+        time: item.draft.time,
+        turns: item.draft.turns,
+        extraction: chunkExtraction(deps.extractor, outcome),
+      };
+      const built = await exclusive(() => deps.writer.locked(() => commitChunk(deps, chunk, extraction, vectors, () => progress('commit'), signal)));
+      if (!built) {
+        // Another writer committed the same chunk while this one was extracting it.
+        report.chunksSkipped++;
+        continue;
+      }
       report.chunksAdded++;
       report.nodesAdded += built.nodes.length;
       report.edgesAdded += built.edges.length;
@@ -129,6 +162,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       }
     }
   } finally {
+    ahead.abort();
     // Background consolidation is part of this ingest: wait for it even when a chunk failed.
     await consolidation;
   }
@@ -145,9 +179,35 @@ async function commitChunk(
   vectors: ExtractionVectors,
   onCommit: () => void,
   signal?: AbortSignal,
-): Promise<BuildOutput> {
-  const { state, config } = deps;
+): Promise<BuildOutput | null> {
+  const { state } = deps;
+  if (state.hashes.has(draft.id)) return null;
   const chunk: Chunk = { ...draft, order: state.meta.chunkCount };
+  const { built, edgeVectors, nextKey } = await buildChunk(deps, chunk, extraction, vectors, signal);
+  throwIfAborted(signal);
+
+  onCommit();
+  const batch: WriteBatch = {
+    putNodes: built.nodes,
+    putEdges: built.edges,
+    putChunks: [chunk],
+    putVectors: [...built.nodeVectors, ...edgeVectors],
+    putHashes: [chunk.id],
+    meta: { ...state.meta, nextKey, chunkCount: state.meta.chunkCount + 1 },
+  };
+  await deps.writer.commit(batch);
+  return built;
+}
+
+/** One chunk's graph against the current state, with its edge vectors; keys are allocated from `meta.nextKey` (returned advanced). */
+export async function buildChunk(
+  deps: Pick<IngestDeps, 'state' | 'config' | 'embedder'>,
+  chunk: Chunk,
+  extraction: Extraction,
+  vectors: ExtractionVectors,
+  signal?: AbortSignal,
+): Promise<{ built: BuildOutput; edgeVectors: Array<[string, Float32Array]>; nextKey: number }> {
+  const { state, config } = deps;
   let nextKey = state.meta.nextKey;
   const built = buildChunkGraph({
     chunk,
@@ -161,20 +221,7 @@ async function commitChunk(
   });
   const nodeVector = new Map(built.nodeVectors);
   const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, (id) => nodeVector.get(id) ?? state.graph.vectors.get(id), signal);
-  throwIfAborted(signal);
-
-  onCommit();
-  const batch: WriteBatch = {
-    putNodes: built.nodes,
-    putEdges: built.edges,
-    putChunks: [chunk],
-    putVectors: [...built.nodeVectors, ...edgeVectors],
-    putHashes: [chunk.id],
-    meta: { ...state.meta, nextKey, chunkCount: state.meta.chunkCount + 1 },
-  };
-  await deps.store.commit(batch);
-  applyBatch(state, batch);
-  return built;
+  return { built, edgeVectors, nextKey };
 }
 
 /** True when at least `every` chunks have been committed since the last consolidation. */
@@ -203,7 +250,7 @@ async function runConsolidation(
     .reverse();
   try {
     const pairs = await consolidateCausal(episodes, state.graph, llm, config.ingest, signal);
-    const added = await exclusive(async () => {
+    const added = await exclusive(() => deps.writer.locked(async () => {
       let nextKey = state.meta.nextKey;
       const edges: GraphEdge[] = pairs.map((p) => ({
         id: `causal:${p.causeId}>${p.effectId}`,
@@ -218,10 +265,9 @@ async function runConsolidation(
       const vectors = await edgeVectorsFor(edges, deps.embedder, 'embedded', () => undefined, signal);
       const meta: MemoryMeta = { ...state.meta, nextKey, settings: { ...state.meta.settings, [CONSOLIDATED_THROUGH]: Math.max(through, Number(state.meta.settings[CONSOLIDATED_THROUGH] ?? 0)) } };
       const batch: WriteBatch = { putEdges: edges, putVectors: vectors, meta };
-      await deps.store.commit(batch);
-      applyBatch(state, batch);
+      await deps.writer.commit(batch);
       return edges.length;
-    });
+    }));
     report.causalEdgesAdded += added;
   } catch (err) {
     if (err instanceof PrismError && err.code === 'ABORTED') return;
@@ -229,14 +275,14 @@ async function runConsolidation(
   }
 }
 
-/** Edge types whose vector may be composed from their endpoints (see `IngestConfig.edgeVectors`). */
-const COMPOSABLE: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
+/** Edge types whose vector follows `IngestConfig.edgeVectors`; the others are always embedded. */
+const OPTIONAL_VECTOR: ReadonlySet<string> = new Set(['involves_entity', 'evolution']);
 
-/** Vectors of relation edges: embedded from their descriptions, or composed from their endpoints where `mode` allows. */
+/** Vectors of relation edges: embedded from their descriptions, composed from their endpoints or left out, as `mode` says for the types it governs. */
 export async function edgeVectorsFor(
   edges: readonly GraphEdge[],
   embedder: Embedder,
-  mode: 'embedded' | 'composed',
+  mode: EdgeVectorMode,
   vectorOf: (nodeId: string) => Float32Array | undefined,
   signal?: AbortSignal,
 ): Promise<Array<[string, Float32Array]>> {
@@ -244,7 +290,9 @@ export async function edgeVectorsFor(
   const toEmbed: GraphEdge[] = [];
   for (const edge of edges) {
     if (edge.description === null || edgeSpace(edge.type) === null) continue;
-    const from = mode === 'composed' && COMPOSABLE.has(edge.type) ? vectorOf(edge.from) : undefined;
+    const governed = OPTIONAL_VECTOR.has(edge.type);
+    if (governed && mode === 'none') continue;
+    const from = governed && mode === 'composed' ? vectorOf(edge.from) : undefined;
     const to = from ? vectorOf(edge.to) : undefined;
     if (from && to) out.push([edge.id, normalisedSum(from, to)]);
     else toEmbed.push(edge);
@@ -307,4 +355,5 @@ export function applyBatch(state: MemoryState, batch: WriteBatch): void {
   for (const [space, entries] of additions) indexes.add(space, entries);
   for (const hash of batch.putHashes ?? []) state.hashes.add(hash);
   if (batch.meta) state.meta = batch.meta;
+  state.version++;
 }

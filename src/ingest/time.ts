@@ -13,8 +13,10 @@ export interface ResolvedTime {
  * so "last year" does not pretend to name a day.
  */
 export function resolveTimeExpression(text: string, reference: string | null): ResolvedTime | null {
-  const refDate = reference ? new Date(reference) : undefined;
-  const [first] = chrono.parse(text, refDate ?? new Date(0), { forwardDate: false });
+  // Session times are zone-less wall-clock times: read them, and resolve against them, in UTC
+  // so the machine's TZ never moves a date.
+  const refDate = reference ? new Date(/Z|[+-]\d\d:\d\d$/.test(reference) ? reference : `${reference}Z`) : undefined;
+  const [first] = chrono.parse(text, { instant: refDate ?? new Date(0), timezone: 0 }, { forwardDate: false });
   if (!first) return null;
   const start = first.start;
   const year = start.get('year');

@@ -6,7 +6,8 @@ import { sha256Hex } from '../util/hash.ts';
  */
 export interface LlmResponseCache {
   getCached(key: string): Promise<string | undefined>;
-  putCached(key: string, value: string): Promise<void>;
+  /** `tags` are the chunk ids the reply was made from (see `LlmCallOptions.cacheTags`). */
+  putCached(key: string, value: string, tags: readonly string[]): Promise<void>;
 }
 
 /** Namespaces the adapter's entries within a store's shared key-value area. */

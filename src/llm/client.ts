@@ -1,9 +1,9 @@
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { responseCacheKey, type LlmResponseCache } from './cache.ts';
 import { Semaphore, sleep } from './concurrency.ts';
-import { LlmError } from './errors.ts';
+import { callerFaultCode, LlmError } from './errors.ts';
 import { extractJson } from './json.ts';
 import { backoffDelay, DEFAULT_RETRY_POLICY, isRetryableStatus, retryAfterMs, type RetryPolicy } from './retry.ts';
 import {
@@ -48,6 +48,7 @@ export interface LlmConfig {
   models: LlmModels;
   /** Added to every request (e.g. a proxy's own auth header); can override `Authorization`. */
   headers?: Record<string, string>;
+  /** The fetch to call (e.g. one that adds credentials or goes through a proxy). Default: the global `fetch`. */
   fetch?: FetchLike;
   /**
    * Ask for `response_format: json_object` on JSON calls (default true). With it, OpenAI needs
@@ -58,6 +59,7 @@ export interface LlmConfig {
   timeoutMs?: number;
   /** Requests in flight at once across all roles (default 4). */
   concurrency?: number;
+  /** Retries of rate-limited, failed and timed-out calls. Default: 4 retries, 0.5 s backoff doubling up to 30 s. */
   retry?: Partial<RetryPolicy>;
   /**
    * Re-asks after a reply that is not valid JSON or fails the schema (default 1). Servers are
@@ -86,7 +88,7 @@ type Acceptance<T> = { accepted: true; value: T } | { accepted: false; code: 'LL
 
 /** A failed attempt, classified for the retry loop; `reason` is set when it is worth retrying. */
 interface AttemptFailure {
-  code: 'LLM_TIMEOUT' | 'LLM_RATE_LIMITED' | 'LLM_HTTP';
+  code: 'LLM_TIMEOUT' | 'LLM_RATE_LIMITED' | 'LLM_HTTP' | 'LLM_AUTH' | 'LLM_CONFIG';
   message: string;
   status: number | undefined;
   cause: unknown;
@@ -106,21 +108,15 @@ export function createLlmClient(config: LlmConfig): LlmClient {
   const slots = new Semaphore(config.concurrency ?? DEFAULT_CONCURRENCY);
   const usage = emptyUsage();
 
-  const openai = new OpenAI({
-    baseURL: config.baseURL ?? DEFAULT_BASE_URL,
-    apiKey: config.apiKey ?? NO_API_KEY,
-    // Explicit nulls keep OPENAI_* environment variables from leaking into requests.
-    adminAPIKey: null,
-    organization: null,
-    project: null,
-    defaultHeaders: { ...(config.apiKey === undefined ? { Authorization: null } : {}), ...config.headers },
-    ...(config.fetch ? { fetch: config.fetch } : {}),
-    // Retries are this adapter's, so they are counted, observable and bounded in one place.
-    maxRetries: 0,
-    timeout: timeoutMs + PACKAGE_TIMEOUT_MARGIN_MS,
-    // Safe here: without `apiKey` the browser holds no credential, and with one the caller chose to.
-    dangerouslyAllowBrowser: true,
-  });
+  // The openai package is imported on the first request, so a page that never calls an LLM never loads it.
+  let connection: Promise<OpenAiConnection> | null = null;
+  const connect = (): Promise<OpenAiConnection> => {
+    connection ??= openAiConnection(config, timeoutMs).catch((error: unknown) => {
+      connection = null;
+      throw error;
+    });
+    return connection;
+  };
 
   function notifyRetry(event: LlmRetryEvent): void {
     usage[event.role].retries++;
@@ -128,6 +124,7 @@ export function createLlmClient(config: LlmConfig): LlmClient {
   }
 
   async function attempt(role: LlmRole, body: RequestBody, signal: AbortSignal | undefined): Promise<string | AttemptFailure> {
+    const { client, errors } = await connect();
     const controller = new AbortController();
     const forwardAbort = (): void => controller.abort(signal?.reason);
     signal?.addEventListener('abort', forwardAbort, { once: true });
@@ -137,13 +134,13 @@ export function createLlmClient(config: LlmConfig): LlmClient {
       controller.abort();
     }, timeoutMs);
     try {
-      const completion = await openai.chat.completions.create(body, { signal: controller.signal, maxRetries: 0 });
+      const completion = await client.chat.completions.create(body, { signal: controller.signal, maxRetries: 0 });
       usage[role].promptTokens += completion.usage?.prompt_tokens ?? 0;
       usage[role].completionTokens += completion.usage?.completion_tokens ?? 0;
       return completion.choices?.[0]?.message?.content ?? '';
     } catch (error) {
       throwIfAborted(signal);
-      return classifyFailure(error, timedOut);
+      return classifyFailure(error, timedOut, errors);
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', forwardAbort);
@@ -177,8 +174,9 @@ export function createLlmClient(config: LlmConfig): LlmClient {
     messages: ChatMessage[],
     json: boolean,
     accept: (raw: string) => Acceptance<T>,
-    signal: AbortSignal | undefined,
+    options: LlmCallOptions | undefined,
   ): Promise<T> {
+    const signal = options?.signal;
     throwIfAborted(signal);
     const body = requestBody(config.models[role] ?? config.models.default, messages, json && jsonMode);
     const cache = config.cache;
@@ -199,7 +197,7 @@ export function createLlmClient(config: LlmConfig): LlmClient {
         const raw = await request(role, body, signal, attempts);
         const outcome = accept(raw);
         if (outcome.accepted) {
-          if (cache && cacheKey) await cache.putCached(cacheKey, raw);
+          if (cache && cacheKey) await cache.putCached(cacheKey, raw, options?.cacheTags ?? []);
           return outcome.value;
         }
         if (reask >= invalidJsonRetries) {
@@ -215,10 +213,10 @@ export function createLlmClient(config: LlmConfig): LlmClient {
 
   return {
     chatJson<T>(role: LlmRole, messages: ChatMessage[], schema: JsonSchemaParser<T>, options?: LlmCallOptions): Promise<T> {
-      return call(role, messages, true, (raw) => acceptJson(raw, schema), options?.signal);
+      return call(role, messages, true, (raw) => acceptJson(raw, schema), options);
     },
     chatText(role: LlmRole, messages: ChatMessage[], options?: LlmCallOptions): Promise<string> {
-      return call(role, messages, false, (raw) => ({ accepted: true, value: raw }), options?.signal);
+      return call(role, messages, false, (raw) => ({ accepted: true, value: raw }), options);
     },
     usage(): LlmUsage {
       return Object.fromEntries(LLM_ROLES.map((role) => [role, { ...usage[role] }])) as LlmUsage;
@@ -253,26 +251,62 @@ function acceptJson<T>(raw: string, schema: JsonSchemaParser<T>): Acceptance<T> 
   return { accepted: true, value: parsed.data };
 }
 
+/** The error classes of the openai package, read from the loaded module to classify failures. */
+type OpenAiErrors = Pick<typeof import('openai'), 'APIError' | 'APIConnectionError' | 'APIConnectionTimeoutError'>;
+
+interface OpenAiConnection {
+  client: OpenAI;
+  errors: OpenAiErrors;
+}
+
+async function openAiConnection(config: LlmConfig, timeoutMs: number): Promise<OpenAiConnection> {
+  let module: typeof import('openai');
+  try {
+    module = await import('openai');
+  } catch (cause) {
+    throw new LlmError('LLM_CONFIG', 'the openai package could not be loaded; is it installed (and bundled)?', { cause });
+  }
+  const client = new module.default({
+    baseURL: config.baseURL ?? DEFAULT_BASE_URL,
+    apiKey: config.apiKey ?? NO_API_KEY,
+    // Explicit nulls keep OPENAI_* environment variables from leaking into requests.
+    organization: null,
+    project: null,
+    defaultHeaders: { ...(config.apiKey === undefined ? { Authorization: null } : {}), ...config.headers },
+    ...(config.fetch ? { fetch: config.fetch } : {}),
+    // Retries are this adapter's, so they are counted, observable and bounded in one place.
+    maxRetries: 0,
+    timeout: timeoutMs + PACKAGE_TIMEOUT_MARGIN_MS,
+    // Safe here: without `apiKey` the browser holds no credential, and with one the caller chose to.
+    dangerouslyAllowBrowser: true,
+  });
+  return { client, errors: module };
+}
+
 /** Maps an error from the openai package to a typed failure. */
-function classifyFailure(error: unknown, timedOut: boolean): AttemptFailure {
+function classifyFailure(error: unknown, timedOut: boolean, errors: OpenAiErrors): AttemptFailure {
   const failure = { status: undefined, cause: error, retryAfterMs: undefined };
-  if (timedOut || error instanceof APIConnectionTimeoutError) {
+  if (timedOut || error instanceof errors.APIConnectionTimeoutError) {
     return { ...failure, code: 'LLM_TIMEOUT', message: 'LLM request timed out', reason: 'timeout' };
   }
-  if (error instanceof APIError && typeof error.status === 'number') {
+  if (error instanceof errors.APIError && typeof error.status === 'number') {
     const status = error.status;
+    const message = `LLM endpoint answered HTTP ${status}: ${error.message}`;
+    // The caller's own fault (key, model, URL): another attempt cannot succeed.
+    const callerFault = callerFaultCode(status, error.code, error.message);
+    if (callerFault) return { ...failure, code: callerFault, message, status, reason: undefined };
     const rateLimited = status === 429;
     const retryable = isRetryableStatus(status);
     return {
       ...failure,
       code: rateLimited ? 'LLM_RATE_LIMITED' : 'LLM_HTTP',
-      message: `LLM endpoint answered HTTP ${status}: ${error.message}`,
+      message,
       status,
       reason: retryable ? (rateLimited ? 'rate_limited' : 'http') : undefined,
       retryAfterMs: retryable ? retryAfterMs(error.headers) : undefined,
     };
   }
-  if (error instanceof APIConnectionError) {
+  if (error instanceof errors.APIConnectionError) {
     return { ...failure, code: 'LLM_HTTP', message: `LLM endpoint unreachable: ${error.message}`, reason: 'network' };
   }
   const message = error instanceof Error ? error.message : String(error);

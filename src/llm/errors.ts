@@ -24,3 +24,23 @@ export class LlmError extends PrismError {
     this.attempts = details.attempts ?? 0;
   }
 }
+
+/**
+ * Replies that name a missing model. OpenAI, vLLM and Ollama answer 404 for it; LiteLLM,
+ * OpenRouter and some proxies answer 400 ("Invalid model name", "is not a valid model ID"); a
+ * model that does not support a parameter we send (JSON mode) is a setting to change too.
+ */
+const MODEL = /\bmodel\b/i;
+const UNKNOWN = /\b(not found|does not exist|invalid|not a valid|unknown|no such|not supported)\b/i;
+
+/**
+ * The failures that are the caller's to fix, so no retry or fallback can help: a key the
+ * endpoint refuses (401/403 → `LLM_AUTH`), and a wrong URL or model (404, or a 400 naming an
+ * unknown model → `LLM_CONFIG`). `undefined` for every other status.
+ */
+export function callerFaultCode(status: number, code: string | null | undefined, message: string): 'LLM_AUTH' | 'LLM_CONFIG' | undefined {
+  if (status === 401 || status === 403) return 'LLM_AUTH';
+  if (status === 404 || code === 'model_not_found') return 'LLM_CONFIG';
+  if (status === 400 && MODEL.test(message) && UNKNOWN.test(message)) return 'LLM_CONFIG';
+  return undefined;
+}

@@ -29,6 +29,11 @@ export interface JsonSchemaParser<T> {
 export interface LlmCallOptions {
   /** Cancels the call (waiting for a slot, a request, or a backoff); it then rejects with `ABORTED`. */
   signal?: AbortSignal;
+  /**
+   * Stored with a cached reply: the ids of the chunks it was made from, so deleting a chunk
+   * (`GraphStore.deleteCached`) forgets what the model was told about it.
+   */
+  cacheTags?: readonly string[];
 }
 
 /** What the pipeline needs from an LLM: JSON calls validated by a schema, and plain text. */

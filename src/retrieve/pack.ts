@@ -1,20 +1,6 @@
-import { LruCache } from '../embed/lru-cache.ts';
 import { countTokens } from '../util/tokens.ts';
 
 export { countTokens };
-
-/**
- * Token counts of unit texts and headers, which repeat from query to query (the same turns and
- * session headers); counting them once keeps BPE off the search path. Bounded by entries.
- */
-const unitTokens = new LruCache<string, number>(50_000);
-
-/** `countTokens`, memoised for texts that recur across queries (turn lines, session headers). */
-export function countUnitTokens(text: string): number {
-  let n = unitTokens.get(text);
-  if (n === undefined) unitTokens.set(text, (n = countTokens(text)));
-  return n;
-}
 
 const MIN_UNIT_TOKENS = 6;
 
@@ -55,8 +41,8 @@ export function packContext(ranked: readonly ContextUnit[], budget: number): Pac
   for (const unit of ranked) {
     // No unit (a dialog id, a speaker and a line) fits in fewer tokens; stop counting the rest.
     if (budget - used < MIN_UNIT_TOKENS) break;
-    const headerCost = headersUsed.has(unit.header) ? 0 : countUnitTokens(unit.header) + 1;
-    const cost = headerCost + countUnitTokens(unit.text) + 1;
+    const headerCost = headersUsed.has(unit.header) ? 0 : countTokens(unit.header) + 1;
+    const cost = headerCost + countTokens(unit.text) + 1;
     if (used + cost > budget) continue;
     used += cost;
     headersUsed.add(unit.header);

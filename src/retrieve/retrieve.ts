@@ -1,6 +1,7 @@
 import { resolveConfig, type DeepPartial, type PrismConfig } from '../config.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { LAYERS, type Layer } from '../graph/types.ts';
+import { withZeroLlmFallback } from '../llm/fallback.ts';
 import type { LlmRole } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
 import { fuseLayerAnchors } from './anchor-fusion.ts';
@@ -25,8 +26,15 @@ export interface RetrieveOptions {
   m?: number;
   /** Default: `llm` when the deps hold an LLM client, else `zero-llm`. */
   mode?: RetrievalMode;
+  /**
+   * In `llm` mode, when the endpoint fails (down, timing out, rate limited, refusing the key or
+   * model): rank without the LLM and say so in `warnings` (default true), or throw (false). For
+   * 30 s after such a failure, searches with the same client skip the LLM (and say so).
+   */
+  llmFallback?: boolean;
   /** Overlaid on `deps.config` for this query (ablation switches, constants). */
   config?: DeepPartial<PrismConfig>;
+  /** Aborting stops the query with `ABORTED`. Default: none. */
   signal?: AbortSignal;
 }
 
@@ -55,6 +63,14 @@ const QUERY_ROLES: readonly LlmRole[] = ['intent', 'rerank'];
 
 /** The query pipeline (design §3): N4 → anchors (dense + lexical) → N1 with N2 costs → N3 → units → packing. */
 export async function retrieve(query: string, deps: RetrieveDeps, options: RetrieveOptions = {}): Promise<RetrieveResult> {
+  // LLM endpoint fallback (see `llmFallback`).
+  if (deps.llm && (options.mode ?? 'llm') === 'llm' && options.llmFallback !== false) {
+    return withZeroLlmFallback(deps.llm, (mode) => retrieveInMode(query, deps, { ...options, mode }));
+  }
+  return retrieveInMode(query, deps, options);
+}
+
+async function retrieveInMode(query: string, deps: RetrieveDeps, options: RetrieveOptions): Promise<RetrieveResult> {
   if (query.trim() === '') throw new PrismError('INVALID_INPUT', 'empty query');
   for (const [name, value] of [['budget', options.budget], ['k', options.k], ['m', options.m]] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value > 0)) {

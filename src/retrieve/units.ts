@@ -6,7 +6,7 @@ import { factCosines, type QueryEvidence } from './evidence.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
 import { dot } from '../util/vectors.ts';
-import { countUnitTokens, type ContextUnit } from './pack.ts';
+import { countTokens, type ContextUnit } from './pack.ts';
 import type { PathTrace, RankedEpisode } from './types.ts';
 
 /**
@@ -125,7 +125,7 @@ function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: stri
 
 /** Token count above `max`? Byte-level BPE spends at least one UTF-8 byte per token, so short texts skip the count. */
 function exceeds(text: string, max: number): boolean {
-  return utf8Length(text) > max && countUnitTokens(text) > max;
+  return utf8Length(text) > max && countTokens(text) > max;
 }
 
 /** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */

@@ -165,21 +165,22 @@ export function decodeCheckpoint(bytes: Uint8Array): MemorySnapshot {
   return table.view() as MemorySnapshot;
 }
 
-/** The store's whole memory as checkpoint bytes; an empty store has nothing to export. */
-export async function exportCheckpoint(store: GraphStore): Promise<Uint8Array> {
-  const snapshot = await store.load();
-  if (!snapshot) throw new PrismError('INVALID_INPUT', 'the store is empty: there is no memory to export');
+/** One partition's memory as checkpoint bytes; an empty partition has nothing to export. */
+export async function exportCheckpoint(store: GraphStore, partition: string): Promise<Uint8Array> {
+  const snapshot = await store.load(partition);
+  if (!snapshot) throw new PrismError('INVALID_INPUT', `partition ${JSON.stringify(partition)} is empty: there is no memory to export`);
   return encodeCheckpoint(snapshot);
 }
 
 /**
- * Replaces the store's memory with the checkpoint's, in one commit: records absent from
+ * Replaces one partition's memory with the checkpoint's, in one commit: records absent from
  * the checkpoint are deleted by the same batch, so an interrupted import leaves the old
- * memory, never a mix. The cache area is left as it is.
+ * memory, never a mix. Other partitions and the cache area are left as they are. Returns the
+ * partition's new revision. Callers that share the store hold its writer lock around this.
  */
-export async function importCheckpoint(store: GraphStore, bytes: Uint8Array): Promise<void> {
+export async function importCheckpoint(store: GraphStore, partition: string, bytes: Uint8Array): Promise<number> {
   const incoming = decodeCheckpoint(bytes);
-  const current = await store.load();
+  const current = await store.load(partition);
   const batch: WriteBatch = snapshotAsBatch(incoming);
   if (current) {
     const absent = <T>(ids: Iterable<T>, keep: (id: T) => boolean): T[] => [...ids].filter((id) => !keep(id));
@@ -192,5 +193,5 @@ export async function importCheckpoint(store: GraphStore, bytes: Uint8Array): Pr
     batch.deleteVectors = absent(current.vectors.keys(), (id) => incoming.vectors.has(id));
     batch.deleteHashes = absent(current.hashes, (hash) => incoming.hashes.has(hash));
   }
-  await store.commit(batch);
+  return store.commit(partition, batch);
 }

@@ -129,11 +129,11 @@ export function ownVector(vector: Float32Array): Float32Array {
 }
 
 /** Code-unit order — the order IndexedDB returns string keys in, so every backend agrees. */
-function compareIds(a: string, b: string): number {
+export function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function sortById<T extends { id: string }>(items: Iterable<T>): T[] {
+export function sortById<T extends { id: string }>(items: Iterable<T>): T[] {
   return [...items].sort((a, b) => compareIds(a.id, b.id));
 }
 
@@ -167,7 +167,7 @@ export function canonicalSnapshot(snapshot: MemorySnapshot): MemorySnapshot {
   return canonical;
 }
 
-/** A memory as keyed tables; the working state of the memory and file backends. */
+/** A memory as keyed tables: the working state of MemoryStore, and how checkpoints are validated. */
 export class SnapshotTable {
   private meta: MemoryMeta | null = null;
   private readonly nodes = new Map<string, GraphNode>();
@@ -198,13 +198,9 @@ export class SnapshotTable {
     for (const hash of batch.putHashes ?? []) this.hashes.add(hash);
   }
 
-  clear(): void {
-    this.meta = null;
-    this.nodes.clear();
-    this.edges.clear();
-    this.chunks.clear();
-    this.vectors.clear();
-    this.hashes.clear();
+  /** True until a batch (which must carry meta) has been applied. */
+  isEmpty(): boolean {
+    return this.meta === null;
   }
 
   /**

@@ -26,7 +26,7 @@ export interface ScenarioSearch {
 
 export interface ScenarioResult {
   runtime: string;
-  stats: ReturnType<Memory['stats']>;
+  stats: Awaited<ReturnType<Memory['stats']>>;
   searches: ScenarioSearch[];
   /** `Memory.export()` bytes, base64. */
   checkpoint: string;
@@ -36,7 +36,7 @@ export async function runEdgeScenario(runtime: string, embedder: Embedder, creat
   const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex, llm: null });
   await memory.add(conversation);
   const searches = await searchAll(memory);
-  return { runtime, stats: memory.stats(), searches, checkpoint: toBase64(memory.export()) };
+  return { runtime, stats: await memory.stats(), searches, checkpoint: toBase64(await memory.export()) };
 }
 
 export async function searchAll(memory: Memory): Promise<ScenarioSearch[]> {

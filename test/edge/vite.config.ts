@@ -1,9 +1,11 @@
 import { defineConfig } from 'vite';
 
-// Bundles test/edge/workerd-main.ts for workerd into PRISM_WORKERD_OUT: the `workerd` export
-// condition first, one ES module, the usearch `.wasm` left as an import workerd resolves.
+// Bundles one workerd entry of test/edge (PRISM_WORKERD_ENTRY, default workerd-main.ts) into
+// PRISM_WORKERD_OUT as worker.js plus lazily imported chunks: the `workerd` export condition
+// first, ES modules, the usearch `.wasm` left as an import workerd resolves.
 const outDir = process.env.PRISM_WORKERD_OUT;
 if (!outDir) throw new Error('set PRISM_WORKERD_OUT');
+const entry = process.env.PRISM_WORKERD_ENTRY ?? 'workerd-main.ts';
 
 export default defineConfig({
   logLevel: 'warn',
@@ -13,7 +15,7 @@ export default defineConfig({
     emptyOutDir: true,
     target: 'esnext',
     minify: false,
-    lib: { entry: new URL('./workerd-main.ts', import.meta.url).pathname, formats: ['es'], fileName: 'worker' },
+    lib: { entry: new URL(`./${entry}`, import.meta.url).pathname, formats: ['es'], fileName: 'worker' },
     rollupOptions: { external: [/usearch\.wasm$/] },
   },
 });

@@ -2,7 +2,8 @@
  * A real OpenAI-compatible HTTP server for tests: `POST /v1/chat/completions` on 127.0.0.1,
  * an ephemeral port, answers scripted per request. Replies come from a queue first
  * (`enqueue`), then from a handler (`setHandler`, default `echoHandler`). Every request is
- * recorded so tests can assert on prompts, models, temperature and headers. CORS preflights
+ * recorded so tests can assert on prompts, models, temperature and headers. A request with
+ * `stream: true` gets the reply as server-sent chunks. CORS preflights
  * are answered (and not recorded) so browser tests can use it too.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -211,6 +212,20 @@ export async function startOpenAiServer(options: OpenAiTestServerOptions = {}): 
     }
     const promptTokens = scripted.usage?.promptTokens ?? recorded.body.messages.reduce((sum, message) => sum + wordCount(message.content), 0);
     const completionTokens = scripted.usage?.completionTokens ?? wordCount(scripted.content);
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    if (recorded.body.stream === true) {
+      // `stream: true`: the same reply as server-sent chunks, one word each, then the finish reason, usage and [DONE].
+      settle();
+      response.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+      const chunk = (choice: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+        `data: ${JSON.stringify({ id: `chatcmpl-test-${requests.length}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: recorded.body?.model, choices: [{ index: 0, ...choice }], ...extra })}\n\n`;
+      const words = scripted.content.match(/\S+\s*/g) ?? [];
+      response.write(chunk({ delta: { role: 'assistant', content: '' }, finish_reason: null }));
+      for (const word of words) response.write(chunk({ delta: { content: word }, finish_reason: null }));
+      response.write(chunk({ delta: {}, finish_reason: 'stop' }, { usage }));
+      response.end('data: [DONE]\n\n');
+      return;
+    }
     send(
       200,
       JSON.stringify({
@@ -219,7 +234,7 @@ export async function startOpenAiServer(options: OpenAiTestServerOptions = {}): 
         created: Math.floor(Date.now() / 1000),
         model: recorded.body.model,
         choices: [{ index: 0, message: { role: 'assistant', content: scripted.content, refusal: null }, finish_reason: 'stop', logprobs: null }],
-        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+        usage,
       }),
     );
   }

@@ -1,0 +1,120 @@
+import type { Embedder } from '../embed/types.ts';
+import { PrismError } from '../errors.ts';
+import { MemoryGraph } from '../graph/memory-graph.ts';
+import type { MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
+import type { LexicalIndex } from '../retrieve/lexical.ts';
+import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
+import type { GraphStore } from '../store/types.ts';
+import { createSerial, type Serial } from '../util/serial.ts';
+import { IndexSet } from '../vector/index-set.ts';
+import type { VectorIndex } from '../vector/types.ts';
+
+export const SCHEMA_VERSION = 1;
+
+/** What every partition of one Memory shares: where it is stored and how it embeds and indexes. */
+export interface PartitionHost {
+  store: GraphStore;
+  embedder: Embedder;
+  createIndex: (dim: number) => VectorIndex;
+}
+
+/** One scope's memory as this process holds it: the working set and the store revision it reflects. */
+export interface Partition {
+  readonly name: string;
+  readonly scope: ResolvedScope;
+  /** Replaced field by field (never swapped) on reload, so an ingest holding it sees the new graph. */
+  readonly state: MemoryState;
+  /** The store revision `state` reflects. */
+  revision: number;
+  /** Writes of this process in flight; a search does not reload under them (they catch up under the lock). */
+  writing: number;
+  /** This process's writes to the partition, one at a time. */
+  readonly serial: Serial;
+  lexical: LexicalIndex | null;
+  lexicalVersion: number;
+}
+
+export function emptySnapshot(embedder: Embedder): MemorySnapshot {
+  const meta: MemoryMeta = { schemaVersion: SCHEMA_VERSION, embedderId: embedder.id, dim: embedder.dim, nextKey: 1, chunkCount: 0, settings: {} };
+  return { meta, nodes: [], edges: [], chunks: [], vectors: new Map(), hashes: new Set() };
+}
+
+/** Builds the in-memory graph and vector indexes from a snapshot. */
+export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): MemoryState {
+  const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new Map() });
+  const state: MemoryState = { graph, indexes: new IndexSet(snapshot.meta.dim, host.createIndex), meta: snapshot.meta, hashes: new Set(), version: 0 };
+  // Keys are allocated in ingestion order: replaying records by key rebuilds maps and indexes in
+  // the order an uninterrupted ingest built them, so ties (same name, same cosine) resolve alike
+  // and reopen-and-continue grows the same graph.
+  const byKey = <T extends { key: number }>(records: readonly T[]) => [...records].sort((a, b) => a.key - b.key);
+  applyBatch(state, {
+    putChunks: [...snapshot.chunks].sort((a, b) => a.order - b.order),
+    putNodes: byKey(snapshot.nodes),
+    putEdges: byKey(snapshot.edges),
+    putVectors: [...snapshot.vectors],
+    putHashes: [...snapshot.hashes],
+    meta: snapshot.meta,
+  });
+  return state;
+}
+
+function checkEmbedder(snapshot: MemorySnapshot | null, host: PartitionHost, name: string): void {
+  if (snapshot && snapshot.meta.embedderId !== host.embedder.id) {
+    throw new PrismError(
+      'STORE_VERSION',
+      `memory ${JSON.stringify(name)} was embedded with ${snapshot.meta.embedderId}; open it with the same embedder (got ${host.embedder.id})`,
+    );
+  }
+}
+
+/** Loads a partition (empty when the store holds none under that name). */
+export async function loadPartition(host: PartitionHost, name: string): Promise<Partition> {
+  // Revision first: a commit landing between the two reads makes the next check reload, never miss it.
+  const revision = await host.store.revision(name);
+  const snapshot = await host.store.load(name);
+  checkEmbedder(snapshot, host, name);
+  return {
+    name,
+    scope: scopeOfPartition(name),
+    state: stateFrom(snapshot ?? emptySnapshot(host.embedder), host),
+    revision,
+    writing: 0,
+    serial: createSerial(),
+    lexical: null,
+    lexicalVersion: -1,
+  };
+}
+
+/** Reloads the partition when another writer (process, tab) committed since this one last looked. */
+export async function catchUp(host: PartitionHost, partition: Partition): Promise<void> {
+  const revision = await host.store.revision(partition.name);
+  if (revision === partition.revision) return;
+  const snapshot = await host.store.load(partition.name);
+  checkEmbedder(snapshot, host, partition.name);
+  replaceState(host, partition, snapshot, revision);
+}
+
+/** Swaps in a new working set, keeping the `state` object callers hold. */
+export function replaceState(host: PartitionHost, partition: Partition, snapshot: MemorySnapshot | null, revision: number): void {
+  const version = partition.state.version;
+  partition.state.indexes.dispose();
+  Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host));
+  partition.state.version = version + 1;
+  partition.revision = revision;
+}
+
+/** Commits go to the partition's store and then into its working set; `locked` catches up first. */
+export function writerFor(host: PartitionHost, partition: Partition): BatchWriter {
+  return {
+    locked: (task) =>
+      host.store.withWriteLock(partition.name, async () => {
+        await catchUp(host, partition);
+        return task();
+      }),
+    commit: async (batch) => {
+      partition.revision = await host.store.commit(partition.name, batch);
+      applyBatch(partition.state, batch);
+    },
+  };
+}

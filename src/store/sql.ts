@@ -1,0 +1,257 @@
+import { PrismError } from '../errors.ts';
+import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
+import type { GraphStore, WriteBatch } from './types.ts';
+
+/** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
+export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
+export type SqlRow = Record<string, SqlValue>;
+
+/**
+ * The narrow synchronous contract `SqlStore` runs on; one small adapter per runtime
+ * (better-sqlite3 in Node, `ctx.storage.sql` in a Durable Object). Adapters translate
+ * their runtime's failures into `PrismError`s (disk full → STORE_QUOTA_EXCEEDED, a damaged
+ * database → CORRUPT_CHECKPOINT) and let `PrismError`s thrown inside `transaction` through.
+ */
+export interface SqlDriver {
+  /** Runs one statement that returns no rows. */
+  run(sql: string, params?: readonly SqlValue[]): void;
+  /** Runs one statement and returns its rows. */
+  all(sql: string, params?: readonly SqlValue[]): SqlRow[];
+  /**
+   * Runs `fn` in one transaction: committed when it returns, rolled back when it throws. A
+   * `write` transaction takes the write lock up front, so a read inside it can never go stale
+   * and fail the upgrade to writing when another connection commits meanwhile.
+   */
+  transaction<T>(mode: 'read' | 'write', fn: () => T): T;
+  close(): void;
+}
+
+/** The partition writer lock of one runtime (see `GraphStore.withWriteLock`). */
+export interface WriteLock {
+  run<T>(partition: string, fn: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * Schema migrations: entry i upgrades a database from version i to i + 1. Append, never edit.
+ *
+ * Every memory table is keyed by (partition, id). Records are JSON; the columns beside the
+ * JSON are the ones queries select on (chunk ids, for deleting a chunk's records). Vectors are
+ * raw little-endian f32 blobs, the layout of the checkpoint and of every host PRISM targets.
+ * Tables of rows larger than a few hundred bytes (records, vectors) keep their rowid: SQLite
+ * stores large rows of WITHOUT ROWID tables less compactly and scans them more slowly.
+ */
+const MIGRATIONS: readonly (readonly string[])[] = [
+  [
+    'CREATE TABLE meta (partition TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID',
+    'CREATE TABLE revisions (partition TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID',
+    'CREATE TABLE nodes (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+    'CREATE INDEX nodes_by_chunk ON nodes (partition, chunk_id)',
+    'CREATE TABLE edges (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+    'CREATE INDEX edges_by_chunk ON edges (partition, chunk_id)',
+    'CREATE TABLE chunks (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+    'CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id))',
+    'CREATE TABLE hashes (partition TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (partition, hash)) WITHOUT ROWID',
+    'CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID',
+    'CREATE TABLE cache_tags (tag TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, key)) WITHOUT ROWID',
+    'CREATE INDEX cache_tags_by_key ON cache_tags (key)',
+  ],
+];
+
+export const SQL_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Tables holding one partition's memory (the revision survives a clear). */
+const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'chunks', 'vectors', 'hashes'] as const;
+
+function text(row: SqlRow, column: string): string {
+  const value = row[column];
+  if (typeof value !== 'string') throw new PrismError('CORRUPT_CHECKPOINT', `column ${column} holds ${typeof value}, not text`);
+  return value;
+}
+
+function bytesOf(value: SqlValue | undefined): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  throw new PrismError('CORRUPT_CHECKPOINT', `a vector is stored as ${typeof value}, not a blob`);
+}
+
+/** A vector's blob: its own bytes (SQLite copies them when binding). */
+function vectorBlob(vector: Float32Array): Uint8Array {
+  return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+}
+
+/** A fresh vector from a blob at any alignment; the floats were validated when committed. */
+function vectorOf(id: string, blob: Uint8Array, dim: number): Float32Array {
+  if (blob.byteLength !== dim * 4) {
+    throw new PrismError('CORRUPT_CHECKPOINT', `vector ${id} has ${blob.byteLength} bytes, the memory's dimension ${dim} needs ${dim * 4}`);
+  }
+  const vector = new Float32Array(dim);
+  new Uint8Array(vector.buffer).set(blob);
+  return vector;
+}
+
+function chunkIdOf(node: GraphNode): string | null {
+  return 'chunkId' in node ? node.chunkId : null;
+}
+
+/**
+ * The graph store over SQL: Node (SQLite file) and Cloudflare Durable Objects share it
+ * through `SqlDriver`. Each commit is one transaction whose writes are proportional to the
+ * batch; validation runs inside it against the stored meta, so a bad batch changes nothing.
+ */
+export class SqlStore implements GraphStore {
+  private constructor(
+    private readonly driver: SqlDriver,
+    private readonly lock: WriteLock,
+  ) {}
+
+  /**
+   * Creates or upgrades the schema and returns the store. A database written by a newer
+   * PRISM throws STORE_VERSION and is left untouched.
+   */
+  static open(driver: SqlDriver, lock: WriteLock): SqlStore {
+    driver.transaction('write', () => {
+      driver.run('CREATE TABLE IF NOT EXISTS prism_schema (version INTEGER NOT NULL)');
+      const stored = driver.all('SELECT version FROM prism_schema')[0]?.['version'];
+      const version = typeof stored === 'number' ? stored : 0;
+      if (version > SQL_SCHEMA_VERSION) {
+        throw new PrismError('STORE_VERSION', `the database was written by a newer PRISM (schema ${version}; this build reads up to ${SQL_SCHEMA_VERSION})`);
+      }
+      if (version === SQL_SCHEMA_VERSION) return;
+      for (const statement of MIGRATIONS.slice(version).flat()) driver.run(statement);
+      if (stored === undefined) driver.run('INSERT INTO prism_schema (version) VALUES (?)', [SQL_SCHEMA_VERSION]);
+      else driver.run('UPDATE prism_schema SET version = ?', [SQL_SCHEMA_VERSION]);
+    });
+    return new SqlStore(driver, lock);
+  }
+
+  async partitions(): Promise<string[]> {
+    return this.driver.all('SELECT partition FROM meta').map((row) => text(row, 'partition'));
+  }
+
+  async load(partition: string): Promise<MemorySnapshot | null> {
+    // One read transaction: a commit by another connection lands wholly before or after it.
+    return this.driver.transaction('read', () => {
+      const meta = this.readMeta(partition);
+      if (meta === null) return null;
+      const records = <T>(table: 'nodes' | 'edges' | 'chunks'): T[] =>
+        this.driver.all(`SELECT json FROM ${table} WHERE partition = ?`, [partition]).map((row) => JSON.parse(text(row, 'json')) as T);
+      const vectors = this.driver
+        .all('SELECT id, data FROM vectors WHERE partition = ?', [partition])
+        .map((row): [string, Float32Array] => [text(row, 'id'), vectorOf(text(row, 'id'), bytesOf(row['data']), meta.dim)]);
+      const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
+      // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
+      return {
+        meta,
+        nodes: sortById(records<GraphNode>('nodes')),
+        edges: sortById(records<GraphEdge>('edges')),
+        chunks: sortById(records<Chunk>('chunks')),
+        vectors: new Map(vectors.sort((a, b) => compareIds(a[0], b[0]))),
+        hashes: new Set(hashes.sort()),
+      };
+    });
+  }
+
+  async revision(partition: string): Promise<number> {
+    const stored = this.driver.all('SELECT revision FROM revisions WHERE partition = ?', [partition])[0]?.['revision'];
+    return typeof stored === 'number' ? stored : 0;
+  }
+
+  withWriteLock<T>(partition: string, fn: () => Promise<T>): Promise<T> {
+    return this.lock.run(partition, fn);
+  }
+
+  async commit(partition: string, batch: WriteBatch): Promise<number> {
+    const { driver } = this;
+    return driver.transaction('write', () => {
+      const current = this.readMeta(partition);
+      const storedVectorIds = changesDimension(current, batch)
+        ? driver.all('SELECT id FROM vectors WHERE partition = ?', [partition]).map((row) => text(row, 'id'))
+        : [];
+      const meta = validateBatch(batch, current, storedVectorIds);
+      const remove = (table: (typeof MEMORY_TABLES)[number], column: string, ids: readonly string[] | undefined): void => {
+        for (const id of ids ?? []) driver.run(`DELETE FROM ${table} WHERE partition = ? AND ${column} = ?`, [partition, id]);
+      };
+      remove('nodes', 'id', batch.deleteNodes);
+      remove('edges', 'id', batch.deleteEdges);
+      remove('chunks', 'id', batch.deleteChunks);
+      remove('vectors', 'id', batch.deleteVectors);
+      remove('hashes', 'hash', batch.deleteHashes);
+      for (const node of batch.putNodes ?? []) {
+        driver.run('INSERT OR REPLACE INTO nodes (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, node.id, chunkIdOf(node), JSON.stringify(node)]);
+      }
+      for (const edge of batch.putEdges ?? []) {
+        driver.run('INSERT OR REPLACE INTO edges (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, edge.id, edge.chunkId, JSON.stringify(edge)]);
+      }
+      for (const chunk of batch.putChunks ?? []) {
+        driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, JSON.stringify(chunk)]);
+      }
+      for (const [id, vector] of batch.putVectors ?? []) {
+        driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, vectorBlob(vector)]);
+      }
+      for (const hash of batch.putHashes ?? []) driver.run('INSERT OR IGNORE INTO hashes (partition, hash) VALUES (?, ?)', [partition, hash]);
+      if (batch.meta !== undefined || current === null) {
+        driver.run('INSERT OR REPLACE INTO meta (partition, json) VALUES (?, ?)', [partition, JSON.stringify(meta)]);
+      }
+      return this.bump(partition);
+    });
+  }
+
+  async clear(partition?: string): Promise<void> {
+    const { driver } = this;
+    driver.transaction('write', () => {
+      if (partition !== undefined) {
+        for (const table of MEMORY_TABLES) driver.run(`DELETE FROM ${table} WHERE partition = ?`, [partition]);
+        this.bump(partition);
+        return;
+      }
+      for (const table of [...MEMORY_TABLES, 'cache', 'cache_tags']) driver.run(`DELETE FROM ${table}`);
+      driver.run('UPDATE revisions SET revision = revision + 1');
+    });
+  }
+
+  async getCached(key: string): Promise<string | undefined> {
+    const row = this.driver.all('SELECT value FROM cache WHERE key = ?', [key])[0];
+    return row && text(row, 'value');
+  }
+
+  async putCached(key: string, value: string, tags: readonly string[] = []): Promise<void> {
+    const { driver } = this;
+    driver.transaction('write', () => {
+      driver.run('DELETE FROM cache_tags WHERE key = ?', [key]);
+      driver.run('INSERT OR REPLACE INTO cache (key, value) VALUES (?, ?)', [key, value]);
+      for (const tag of tags) driver.run('INSERT OR IGNORE INTO cache_tags (tag, key) VALUES (?, ?)', [tag, key]);
+    });
+  }
+
+  async deleteCached(tags: readonly string[]): Promise<void> {
+    const { driver } = this;
+    driver.transaction('write', () => {
+      // One statement per tag and key: a Durable Object binds at most 100 parameters per query.
+      for (const tag of tags) {
+        for (const row of driver.all('SELECT key FROM cache_tags WHERE tag = ?', [tag])) {
+          const key = text(row, 'key');
+          driver.run('DELETE FROM cache WHERE key = ?', [key]);
+          driver.run('DELETE FROM cache_tags WHERE key = ?', [key]);
+        }
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    this.driver.close();
+  }
+
+  private readMeta(partition: string): MemoryMeta | null {
+    const row = this.driver.all('SELECT json FROM meta WHERE partition = ?', [partition])[0];
+    return row ? (JSON.parse(text(row, 'json')) as MemoryMeta) : null;
+  }
+
+  private bump(partition: string): number {
+    const row = this.driver.all(
+      'INSERT INTO revisions (partition, revision) VALUES (?, 1) ON CONFLICT (partition) DO UPDATE SET revision = revision + 1 RETURNING revision',
+      [partition],
+    )[0];
+    return Number(row?.['revision']);
+  }
+}

@@ -1,0 +1,13 @@
+/** One injected fault of `npm run test:faults` (test/faults/run.ts), repeated `runs` times. */
+export interface Fault {
+  name: string;
+  runs: number;
+  run(i: number): Promise<FaultOutcome>;
+}
+
+export interface FaultOutcome {
+  /** The system stayed usable and reported the fault as documented. */
+  survived: boolean;
+  /** Records acknowledged as written that are gone afterwards. Must be 0. */
+  recordsLost: number;
+}

@@ -31,6 +31,7 @@ const CONVERSATION = process.env['PRISM_BENCH_CONVERSATION'] ?? 'conv-26';
 const SMALL_NODES = 1_000;
 const LARGE_NODES = 20_000;
 const TIMED_ADDS = 25;
+const REPEATS = 2;
 
 /** 32-bit FNV-1a of a string's UTF-16 units: a seed, not a checksum. */
 function fnv1a(text: string): number {
@@ -121,30 +122,34 @@ export async function benchIngest(): Promise<Row[]> {
   if (!sample) throw new Error(`no ${CONVERSATION} in the LoCoMo file`);
   const usearch = await nodeUsearch();
 
-  // Separate embedders, so neither run finds the other's vectors in its cache; one warm-up batch each.
-  const baselineEmbedder = await createNodeMiniLmEmbedder({ cacheSize: 0 });
-  const prismEmbedder = await createNodeMiniLmEmbedder();
-  await baselineEmbedder.embed(['warm up the session']);
-  await prismEmbedder.embed(['warm up the session, too']);
-
+  // The machine is shared: each side runs REPEATS times, alternating, and keeps its fastest run.
+  // Fresh embedders every run, so no run finds another's vectors in a cache; one warm-up batch each.
   const turns = sample.conversation.sessions.flatMap((s) => s.turns);
-  const t0 = performance.now();
-  const turnVectors = await baselineEmbedder.embed(turns.map(turnLine));
-  const index = usearch.createIndex({ dim: baselineEmbedder.dim });
-  turnVectors.forEach((v, i) => index.add([i], v));
-  const denseMs = performance.now() - t0;
-  index.dispose();
+  let denseMs = Infinity;
+  let prismMs = Infinity;
+  for (let run = 0; run < REPEATS; run++) {
+    const baselineEmbedder = await createNodeMiniLmEmbedder({ cacheSize: 0 });
+    await baselineEmbedder.embed(['warm up the session']);
+    const t0 = performance.now();
+    const turnVectors = await baselineEmbedder.embed(turns.map(turnLine));
+    const index = usearch.createIndex({ dim: baselineEmbedder.dim });
+    turnVectors.forEach((v, i) => index.add([i], v));
+    denseMs = Math.min(denseMs, performance.now() - t0);
+    index.dispose();
+    await baselineEmbedder.dispose();
 
-  const memory = await openMemory(new MemoryStore(), prismEmbedder);
-  const t1 = performance.now();
-  await memory.addConversation(sample.conversation);
-  const prismMs = performance.now() - t1;
-  await memory.close();
-  await baselineEmbedder.dispose();
+    const prismEmbedder = await createNodeMiniLmEmbedder();
+    await prismEmbedder.embed(['warm up the session, too']);
+    const memory = await openMemory(new MemoryStore(), prismEmbedder);
+    const t1 = performance.now();
+    await memory.addConversation(sample.conversation);
+    prismMs = Math.min(prismMs, performance.now() - t1);
+    await memory.close();
+    await prismEmbedder.dispose();
+  }
 
   const others = samples.filter((s) => s.conversation.id !== CONVERSATION).map((s) => s.conversation);
   const live = turns.slice(0, TIMED_ADDS);
-  await prismEmbedder.dispose();
   // A fresh embedder: none of the timed messages' sentences may sit in a cache from the ingest above.
   const liveEmbedder = await createNodeMiniLmEmbedder();
   const { small, large } = await addLatencies(others, live, liveEmbedder);
@@ -153,8 +158,8 @@ export async function benchIngest(): Promise<Row[]> {
   const dense = `dense-turns ingest (${(denseMs / 1000).toFixed(1)} s)`;
   const smallName = `add() p50 at ${small.nodes} nodes`;
   return [
-    { name: `dense-turns ingest, ${CONVERSATION} (${turns.length} turns embedded once)`, metric: 'ms', value: denseMs },
-    { name: `PRISM zero-LLM ingest, ${CONVERSATION}`, metric: 'ms', value: prismMs, baseline: dense, ratio: prismMs / denseMs },
+    { name: `dense-turns ingest, ${CONVERSATION} (${turns.length} turns embedded once), best of ${REPEATS}`, metric: 'ms', value: denseMs },
+    { name: `PRISM zero-LLM ingest, ${CONVERSATION}, best of ${REPEATS}`, metric: 'ms', value: prismMs, baseline: dense, ratio: prismMs / denseMs },
     { name: `PRISM add() of one message, memory of ${small.nodes} nodes`, metric: 'p50 ms', value: small.p50 },
     { name: `PRISM add() of one message, memory of ${large.nodes} nodes`, metric: 'p50 ms', value: large.p50, baseline: smallName, ratio: large.p50 / small.p50 },
   ];

@@ -11,9 +11,14 @@ test.use({
 
 test('WebGPU embeddings match the WASM build where an adapter exists', async ({ page }) => {
   test.setTimeout(180_000);
+  const warnings: string[] = [];
+  page.on('console', (message) => warnings.push(message.text()));
   await page.goto('/model-cache.html');
   const result = await page.evaluate(() => window.modelCacheHarness.webgpu(['A man is eating food.', 'The girl is carrying a baby.']));
   console.log(result.adapter ? `WebGPU: min cos to WASM ${result.minCosine?.toFixed(6)}` : 'WebGPU: no adapter in this Chromium; untested');
   test.skip(!result.adapter, 'no WebGPU adapter in headless Chromium here');
   expect(result.minCosine).toBeGreaterThan(0.999);
+  // onnxruntime drops an execution provider it cannot start with a console warning; WebGPU must have run.
+  expect(warnings.filter((text) => /execution provider|webgpu/i.test(text) && /remov|fail|not available/i.test(text))).toEqual([]);
+  console.log(`console: ${warnings.length} messages${warnings.length ? `, e.g. ${warnings.slice(0, 3).join(' | ')}` : ''}`);
 });

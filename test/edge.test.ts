@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
+import type { Embedder } from '../src/embed/types.ts';
+import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
+import { createNodeMiniLmEmbedder, defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
 import { Memory } from '../src/memory.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { encodeCheckpoint } from '../src/store/checkpoint.ts';
@@ -49,13 +51,19 @@ function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv
 let node: ScenarioResult;
 let table: VectorTable;
 let embedderId: string;
+let referenceEmbedder: Embedder;
 
 beforeAll(async () => {
-  const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
+  // Deno embeds with onnxruntime-web, so the Node reference does too (Node's default engine,
+  // onnxruntime-node, rounds int8 differently); workerd replays the recorded vectors.
+  // Node cannot run onnxruntime-web's WASM-only browser bundle (the engine's default); its Node build is the same runtime.
+  const engine = onnxWebEngine({ load: () => import('onnxruntime-web') as Promise<OrtWeb> });
+  const [embedder, usearch] = await Promise.all([createNodeMiniLmEmbedder({ precision: 'int8', engine }), nodeUsearch()]);
   const recording = recordingEmbedder(embedder);
   node = await runEdgeScenario('node', recording.embedder, (dim) => usearch.createIndex({ dim }));
   table = recording.table;
   embedderId = embedder.id;
+  referenceEmbedder = embedder;
 });
 
 /** Same graph, same ranked units and traces; scores within `tolerance`. */
@@ -122,8 +130,8 @@ describe('workerd', () => {
     expectSameAsNode(workerd, 1e-9);
 
     // The checkpoint written in workerd opens in Node and answers the same way.
-    const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
-    const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
+    const usearch = await nodeUsearch();
+    const memory = await Memory.open({ store: new MemoryStore(), embedder: referenceEmbedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
     await memory.import(fromBase64(workerd.checkpoint));
     expect(await memory.stats()).toEqual(node.stats);
     const searches = await searchAll(memory);

@@ -26,6 +26,7 @@ const PUBLIC_NAMES = [
   'ConversationTurn',
   'DeepPartial',
   'DeleteTarget',
+  'DownloadProgress',
   'FactInfo',
   'IngestOptions',
   'IngestProgress',
@@ -55,6 +56,7 @@ const PUBLIC_NAMES = [
   'SearchUnit',
   'SessionInfo',
   'SpeakerMessage',
+  'TokenCounter',
   'loadBrowserRuntime',
   'openBrowserMemory',
 ];

@@ -36,7 +36,7 @@ const modelCacheHarness = {
     const webGpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<object | null> } }).gpu;
     const adapter = await webGpu?.requestAdapter();
     if (!adapter) return { adapter: false, minCosine: null };
-    const source = urlModelSource(MODELS_URL_PATH);
+    const source = urlModelSource(new URL(MODELS_URL_PATH, location.href));
     const [gpu, wasm] = await Promise.all([
       createMiniLmEmbedder({ source, precision: 'fp32', device: 'webgpu' }),
       createMiniLmEmbedder({ source, precision: 'fp32' }),

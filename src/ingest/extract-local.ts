@@ -9,9 +9,16 @@ export interface LocalExtractorOptions {
   minWords: number;
   /** Longest extractive summary, in characters. */
   summaryChars: number;
+  /**
+   * At most this many FacetPoints per turn (default 8, above any LoCoMo turn): a long pasted
+   * message keeps its most specific sentences as facts (named entities, then times, then
+   * length) and stays findable through its passage text, so storage grows with the number of
+   * messages rather than with their length.
+   */
+  maxFactsPerTurn: number;
 }
 
-const DEFAULT_LOCAL_EXTRACTOR: LocalExtractorOptions = { minWords: 3, summaryChars: 600 };
+const DEFAULT_LOCAL_EXTRACTOR: LocalExtractorOptions = { minWords: 3, summaryChars: 600, maxFactsPerTurn: 8 };
 
 /**
  * The embedded, offline extractor. It uses compromise for sentences and named entities and
@@ -67,9 +74,8 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
     nlp(turn.text)
       .sentences()
       .forEach((view) => views.push(view as NlpDoc));
-    for (const view of views) {
+    for (const view of mostSpecific(views, opts)) {
       const sentence = view.text().trim();
-      if (sentence.length === 0 || sentence.split(/\s+/).length < opts.minWords) continue;
       const named = namedEntities(view).map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
       const concepts = conceptNouns(view).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
       const resolved = resolveTimeExpression(sentence, input.time);
@@ -96,6 +102,24 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
     facets,
     temporal,
   };
+}
+
+/** The turn's fact-bearing sentences, capped at `maxFactsPerTurn` by specificity, in their order. */
+function mostSpecific(views: readonly NlpDoc[], opts: LocalExtractorOptions): NlpDoc[] {
+  const candidates = views.filter((view) => {
+    const sentence = view.text().trim();
+    return sentence.length > 0 && sentence.split(/\s+/).length >= opts.minWords;
+  });
+  if (candidates.length <= opts.maxFactsPerTurn) return candidates;
+  const specificity = (view: NlpDoc) => (view.match('(#ProperNoun|#Date|#Value)').found ? 2 : 0) + Math.min(view.text().length, 400) / 400;
+  const kept = new Set(
+    candidates
+      .map((view, i) => ({ i, score: specificity(view) }))
+      .sort((a, b) => b.score - a.score || a.i - b.i)
+      .slice(0, opts.maxFactsPerTurn)
+      .map(({ i }) => i),
+  );
+  return candidates.filter((_, i) => kept.has(i));
 }
 
 function namedEntities(doc: NlpDoc): ExtractedEntity[] {

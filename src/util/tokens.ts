@@ -14,6 +14,7 @@ let loadingDefault: Promise<TokenCounter> | null = null;
  * page), and `Memory.open` awaits this before its first add or search.
  */
 export async function loadTokenCounter(custom?: TokenCounter): Promise<TokenCounter> {
+  if (custom !== undefined && typeof custom !== 'function') throw new PrismError('INVALID_INPUT', 'countTokens must be a function (text: string) => number');
   if (custom) return (active = custom);
   loadingDefault ??= import('gpt-tokenizer/encoding/o200k_base').then((o200k) => o200k.countTokens);
   loadingDefault.catch(() => (loadingDefault = null));

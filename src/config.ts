@@ -79,16 +79,27 @@ export interface RetrievalConfig {
     fact: number;
     /** The turn's BM25, normalised by the best turn's. */
     lexical: number;
-    /** Bonus when a FacetPoint of the turn lies on its Episode's winning N1 path. */
-    path: number;
+    /** 1 − its Episode's N1 path cost: how close the Episode's best path came to the query. */
+    relevance: number;
+    /** Best `fact` term of the adjacent turns of the same Episode (the remark a reply answers, or the reply). */
+    neighbourFact: number;
+    /** Best `lexical` term of the adjacent turns of the same Episode. */
+    neighbourLexical: number;
+    /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
+    speaker: number;
   };
+  /**
+   * Fine units (beyond the paper): the turns offered to the packer come from this many of the
+   * cheapest N1 Episodes (at least K). Only a token budget uses them; N3 and ER@K keep K.
+   */
+  unitEpisodes: number;
 }
 
 /** The paper's ablations (§5) and this project's additions, as switches. */
 export interface RetrievalFlags {
-  /** N1 relation-bridge templates (temporal/causal/evolution). Off = "−N1". */
+  /** N1 relation-bridge templates (temporal/causal/evolution). The paper's default; "+N1" here. */
   relationPaths: boolean;
-  /** N2 α discounts. Off = "−N2". */
+  /** N2 α discounts; they act on bridges under a routed TEMPORAL/CAUSAL intent only. "+N2" here. */
   edgeDiscounts: boolean;
   /** N3 compression (LLM rerank, or the local precision step in zero-LLM mode). Off = "−N3". */
   compression: boolean;
@@ -163,11 +174,16 @@ export const DEFAULT_CONFIG: PrismConfig = {
     rrfK: 60, // the usual RRF constant (Cormack et al. 2009)
     localPrecision: { path: 1, fact: 1, lexical: 0.5 }, // starting point; tune with the harness
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
-    turnScore: { episode: 0.3, facet: 0.5, fact: 1, lexical: 0.5, path: 0.1 }, // starting point; tune with the harness
+    // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
+    // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, speaker: 0.2 },
+    unitEpisodes: 15,
   },
   flags: {
-    relationPaths: true,
-    edgeDiscounts: true,
+    // Off by default: on the dev conversations (zero-LLM) relation bridges and N2 discounts change
+    // no question's ER at 512 or 2,048 tokens (paired difference exactly 0, see the retrieval note).
+    relationPaths: false,
+    edgeDiscounts: false,
     compression: true,
     intentRouting: false,
     hybridAnchors: true,

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -9,11 +9,15 @@ import { createEvidenceResolver, normaliseEvidence } from '../src/eval/evidence.
 import { evidenceRecall, percentile, recallAtK, summariseOutcomes, type QuestionOutcome } from '../src/eval/metrics.ts';
 import { memoryBuildKey, prismSystem, type MemoryBuild, type MemorySource, type PrismSystemOptions } from '../src/eval/prism-system.ts';
 import { renderFrontier, renderReport } from '../src/eval/report.ts';
+import { isLexicalGap } from '../src/eval/slices.ts';
+import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from '../src/eval/implicit-recall.ts';
+import { pooledSample } from '../src/eval/pooled.ts';
+import { defaultLocomoPath } from '../src/node.ts';
 import { runLocomoEval, type LocomoEvalOptions, type LocomoEvalResults } from '../src/eval/runner.ts';
 import { bootstrapMeanCI, mcNemarMidP, mcNemarMidPFromCounts, pairedBootstrapCI } from '../src/eval/stats.ts';
 import { BASELINE_NAMES, bm25TurnsSystem, fullContextSystem, type EvalSystem } from '../src/eval/systems.ts';
 import { sessionHeader, turnLine } from '../src/ingest/chunking.ts';
-import { parseLocomo } from '../src/ingest/locomo.ts';
+import { parseLocomo, type LocomoSample } from '../src/ingest/locomo.ts';
 import { createLlmClient } from '../src/llm/client.ts';
 import { Memory } from '../src/memory.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
@@ -93,6 +97,7 @@ describe('metrics', () => {
       key,
       conversationId: 'c',
       category,
+      lexicalGap: category === 3,
       recall: er === null ? null : { atBudget: { '100': er }, atK: { '1': er, '5': er, '10': er } },
       contextTokens: { '100': tokens },
       latencyMs: tokens,
@@ -116,6 +121,20 @@ describe('metrics', () => {
     expect(summary.meanContextTokens).toBe(25);
     expect(summary.latencyMs.p50).toBe(25);
     expect(summary.judge).toBeNull();
+    // Only the open-domain outcome is in the lexical-gap slice here, and it has no evidence.
+    expect(summary.lexicalGap).toMatchObject({ n: 0 });
+    expect(summariseOutcomes([outcome('e', 3, 0.25, 5), outcome('f', 1, 1, 5)], [100]).lexicalGap).toMatchObject({ n: 1, erAtBudget: { '100': 0.25 } });
+  });
+
+  it('puts a question in the lexical-gap slice only when no gold turn shares a content word with it', () => {
+    // "volunteering" and "volunteered" meet at one stem, so they share a word.
+    expect(isLexicalGap('Why did she start volunteering?', ['I volunteered at the shelter last week.'])).toBe(false);
+    expect(isLexicalGap('What calms her down after work?', ['Painting by the lake is my therapy.'])).toBe(true);
+    // Every gold turn must miss: one matching turn is enough for keyword search to start.
+    expect(isLexicalGap('What calms her down?', ['Painting is my therapy.', 'It calms me.'])).toBe(false);
+    // Function words do not count as shared.
+    expect(isLexicalGap('What is it that they do?', ['We do yoga.'])).toBe(true);
+    expect(isLexicalGap('Anything?', [])).toBe(false);
   });
 });
 
@@ -372,7 +391,7 @@ describe('runLocomoEval', () => {
 });
 
 describe('eval command settings', () => {
-  const zeroLlmVariants = ['prism', 'prism-no-n1', 'prism-no-n2', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes'];
+  const zeroLlmVariants = ['prism', 'prism+n1', 'prism+n1+n2+n4', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-bundle-turns'];
 
   it('runs the baselines, PRISM and every ablation by default, and adds prism-llm in LLM mode', () => {
     expect(evalSystemNames(undefined, 'zero-llm')).toEqual([...BASELINE_NAMES, ...zeroLlmVariants]);
@@ -403,7 +422,7 @@ describe('eval command settings', () => {
     expect(await fingerprint({ baseConfig: resolveConfig({ retrieval: { turnScore: { lexical: 0.4 } } }) })).not.toBe(reference);
     expect(await fingerprint({ version: '1.0.1' })).not.toBe(reference);
     expect(await fingerprint({ memories: { ...memories, key: 'local-111111111111' } })).not.toBe(reference);
-    expect(await fingerprint({ variant: 'prism-no-n1' })).not.toBe(reference);
+    expect(await fingerprint({ variant: 'prism+n1' })).not.toBe(reference);
     // Endpoint models matter to the LLM-mode variant only.
     expect(await fingerprint({ llmModels: { default: 'model-a' } })).toBe(reference);
     const llm = await fingerprint({ variant: 'prism-llm', llmModels: { default: 'model-a' } });
@@ -524,6 +543,55 @@ describe('PRISM systems in the harness', () => {
       await memory.close();
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('pooled mode and implicit-recall cases', () => {
+  const sample = (id: string, dialogIds: string[][], evidence: string[]): LocomoSample => ({
+    conversation: {
+      id,
+      sessions: dialogIds.map((ids, s) => ({
+        id: `session_${s + 1}`,
+        dateText: null,
+        time: null,
+        turns: ids.map((dialogId) => ({ dialogId, speaker: `${id}-speaker`, text: `${id} ${dialogId}` })),
+      })),
+    },
+    questions: [{ question: `about ${id}`, answer: 'a', evidence, category: 1 }],
+  });
+
+  it('pools conversations into one with unique dialog ids and renamed evidence', () => {
+    const pooled = pooledSample([sample('a', [['D1:1', 'D1:2'], ['D2:1']], ['D2:1', 'D:1:2']), sample('b', [['D1:1']], ['D1:1', 'D9:9'])]);
+    const turns = pooled.conversation.sessions.flatMap((s) => s.turns);
+    expect(pooled.conversation.sessions.map((s) => s.id)).toEqual(['session_1', 'session_2', 'session_3']);
+    expect(new Set(turns.map((t) => t.dialogId)).size).toBe(turns.length);
+    // Text and speakers are kept; b's first turn is now in session 3.
+    expect(turns.find((t) => t.text === 'b D1:1')).toMatchObject({ dialogId: 'D3:1', speaker: 'b-speaker' });
+    // Malformed ids are normalised before renaming; an id naming no turn stays unresolvable.
+    expect(pooled.questions.map((q) => q.evidence)).toEqual([['D2:1', 'D1:2'], ['D3:1', 'b/D9:9']]);
+    const resolved = createEvidenceResolver(pooled.conversation).resolve(pooled.questions[1]?.evidence ?? []);
+    expect(resolved).toEqual({ turns: ['D3:1'], unresolved: ['b/D9:9'] });
+  });
+
+  it('turns implicit-recall cases into questions over the same conversation objects', () => {
+    const a = sample('a', [['D1:1', 'D1:2']], []);
+    const cases = [{ conversation: 'a', remark: 'Something I said before.', relatesTo: ['D1:2'] }];
+    const [only, ...rest] = implicitRecallSamples([a, sample('b', [['D1:1']], [])], cases);
+    expect(rest).toEqual([]);
+    expect(only?.conversation).toBe(a.conversation);
+    expect(only?.questions).toEqual([{ question: 'Something I said before.', answer: '', evidence: ['D1:2'], category: 4 }]);
+    expect(() => implicitRecallSamples([a], [{ ...cases[0]!, conversation: 'zzz' }])).toThrow(/unknown conversations: zzz/);
+  });
+
+  it('keeps every shipped case a lexical gap that resolves in the dev data', async () => {
+    const samples = parseLocomo(JSON.parse(await readFile(defaultLocomoPath(), 'utf8')));
+    expect(IMPLICIT_RECALL_CASES.length).toBeGreaterThanOrEqual(30);
+    for (const question of implicitRecallSamples(samples).flatMap((s) => s.questions.map((q) => ({ q, s })))) {
+      const turns = new Map(question.s.conversation.sessions.flatMap((session) => session.turns.map((t) => [t.dialogId, t.text] as const)));
+      const { turns: gold, unresolved } = createEvidenceResolver(question.s.conversation).resolve(question.q.evidence);
+      expect(unresolved).toEqual([]);
+      expect(isLexicalGap(question.q.question, gold.map((id) => turns.get(id) ?? ''))).toBe(true);
     }
   });
 });

@@ -139,12 +139,14 @@ function depsFor(graph: MemoryGraph, overrides: Partial<RetrieveDeps> = {}): Ret
     embedQuery: async () => Q,
     searchLayer: flatSearch(graph),
     prototypes: new PrototypeBank(async (texts) => texts.map(() => unrelated())),
-    config: resolveConfig(),
+    config: resolveConfig(PAPER_GRAPH),
     ...overrides,
   };
 }
 
-const config = resolveConfig();
+/** The paper's graph routing (bridges and N2 discounts), which these tests exercise; off by default. */
+const PAPER_GRAPH = { flags: { relationPaths: true, edgeDiscounts: true } };
+const config = resolveConfig(PAPER_GRAPH);
 
 /**
  * The paper's Melanie example. FacetPoint a ("Melanie painted a sunrise", cos .8) in Episode 1
@@ -208,7 +210,7 @@ describe('N2 edge cost', () => {
     expect(edgeCost(causal, { ...onCausal, intent: 'TEMPORAL' })).toBeCloseTo(0.8, 6);
     const evolution = { ...temporal, id: 'evo', type: 'evolution' as const };
     expect(edgeCost(evolution, ctx({ intent: 'TEMPORAL' }))).toBeCloseTo(0.9 * 0.7, 6);
-    const off = resolveConfig({ flags: { edgeDiscounts: false } });
+    const off = resolveConfig({ flags: { edgeDiscounts: false } }, config);
     expect(edgeCost(temporal, ctx({ intent: 'TEMPORAL', config: off }))).toBeCloseTo(0.8, 6);
   });
 });
@@ -254,7 +256,7 @@ describe('N1 bundle search', () => {
     expect([...templates(config)].sort()).toEqual(
       ['Ep', 'Fc→Ep', 'FP→Fc→Ep', 'En→FP→Fc→Ep', 'En→Fc→Ep', 'temporal bridge', 'causal bridge', 'evolution bridge'].sort(),
     );
-    expect([...templates(resolveConfig({ flags: { relationPaths: false } }))].sort()).toEqual(
+    expect([...templates(resolveConfig())].sort()).toEqual(
       ['Ep', 'Fc→Ep', 'FP→Fc→Ep', 'En→FP→Fc→Ep', 'En→Fc→Ep'].sort(),
     );
   });
@@ -310,9 +312,9 @@ describe('N1 bundle search', () => {
     expect(order('CAUSAL')).toEqual(['ep1', 'ep3', 'ep2']);
     // Without intent (or without discounts) the causal bridge is marginally cheaper.
     expect(order('GENERAL')).toEqual(['ep1', 'ep3', 'ep2']);
-    expect(order('TEMPORAL', resolveConfig({ flags: { edgeDiscounts: false } }))).toEqual(['ep1', 'ep3', 'ep2']);
-    // −N1: the bridges are gone, only Episode 1 is reachable.
-    expect(order('TEMPORAL', resolveConfig({ flags: { relationPaths: false } }))).toEqual(['ep1']);
+    expect(order('TEMPORAL', resolveConfig({ flags: { edgeDiscounts: false } }, config))).toEqual(['ep1', 'ep3', 'ep2']);
+    // Without N1 bridges (the default), only Episode 1 is reachable.
+    expect(order('TEMPORAL', resolveConfig())).toEqual(['ep1']);
   });
 
   it('formats a trace as a readable path', () => {
@@ -524,7 +526,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -568,6 +570,41 @@ describe('zero-LLM precision, units and packing', () => {
     expect(best?.kind).toBe('turn');
     expect(best?.trace.template).toBe('FP→Fc→Ep');
     expect(best?.dialogIds).toEqual([`D${Number(best?.episodeId.slice(2)) + 1}:1`]);
+  });
+
+  it('ranks turns by their speaker being named, by adjacent evidence, and draws on unitEpisodes Episodes', async () => {
+    const graph = new GraphBuilder()
+      .episode('ep1', 1, atCos(0.6, 1), [
+        ['D1:1', 'Caroline', 'I painted the lake at dawn.'],
+        ['D1:2', 'Melanie', 'Lovely.'],
+      ])
+      .facet('fc1', 'ep1', 'painting', unrelated())
+      .point('fp1', 'fc1', 'Caroline painted the lake', atCos(0.7, 2), { dialogIds: ['D1:1'] })
+      .episode('ep2', 2, atCos(0.6, 3), [
+        ['D2:1', 'Melanie', 'I painted the lake at dusk.'],
+        ['D2:2', 'Caroline', 'Wow.'],
+      ])
+      .facet('fc2', 'ep2', 'painting', unrelated())
+      .point('fp2', 'fc2', 'Melanie painted the lake', atCos(0.7, 4), { dialogIds: ['D2:1'] })
+      .episode('ep3', 3, atCos(0.1, 5), [['D3:1', 'Melanie', 'Nothing much.']])
+      .build();
+    const deps = depsFor(graph);
+    const only = (w: Partial<PrismConfig['retrieval']['turnScore']>) => ({
+      retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, speaker: 0, ...w } },
+    });
+    const order = async (query: string, w: Partial<PrismConfig['retrieval']['turnScore']>) =>
+      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: only(w) })).units.map((u) => u.dialogIds[0]);
+    // Equal facts: the speaker the query names comes first, whichever speaker that is.
+    expect((await order('What did Melanie paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D2:1', 'D1:1']);
+    expect((await order('What did Caroline paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D1:1', 'D2:1']);
+    // A reply with no fact of its own rises above unrelated turns through its neighbour's fact.
+    const replies = await order('What did they paint?', { fact: 1, neighbourFact: 0.5 });
+    expect(replies.indexOf('D1:2')).toBeLessThan(replies.indexOf('D3:1'));
+    // Turns come from unitEpisodes Episodes (at least K), not only the K of the bundle.
+    const from = async (unitEpisodes: number) =>
+      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes } } })).units.map((u) => u.episodeId));
+    expect((await from(1)).size).toBe(1);
+    expect((await from(3)).size).toBe(3);
   });
 
   it('excerpts a long turn: best sentences first, written in their order, gaps marked, within the cap', () => {

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { resolveConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { ChunkingOptions } from '../ingest/chunking.ts';
@@ -16,7 +16,9 @@ import { createDirectoryCache } from './cache.node.ts';
 import { writeEvalOutputs } from './output.node.ts';
 import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
-import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type SystemPair } from './runner.ts';
+import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
+import { pooledSample } from './pooled.ts';
+import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type LocomoEvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
 
 /** The flags `prism eval` reads (a subset of the CLI's). */
@@ -30,6 +32,8 @@ export interface EvalFlags {
   precision?: string | undefined;
   chunking?: string | undefined;
   compare?: string | undefined;
+  /** Every selected conversation in one memory, every question against it (see `pooledSample`). */
+  pooled?: boolean | undefined;
 }
 
 const KNOWN_SYSTEMS: readonly string[] = [...BASELINE_NAMES, ...PRISM_VARIANT_NAMES];
@@ -144,7 +148,14 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const version = await packageVersion();
   // The memories are opened with this config and every PRISM fingerprint hashes it (with its overlay).
   const baseConfig = resolveConfig();
-  const samples = await loadSamples(dataPath);
+  const loaded = await loadSamples(dataPath);
+  const selected = flags.conversations ? splitList(flags.conversations) : null;
+  const perConversation = selected === null ? loaded : loaded.filter((s) => selected.includes(s.conversation.id));
+  if (selected !== null && perConversation.length !== selected.length) {
+    const known = loaded.map((s) => s.conversation.id);
+    throw new PrismError('INVALID_INPUT', `unknown conversations: ${selected.filter((id) => !known.includes(id)).join(', ')} (known: ${known.join(', ')})`);
+  }
+  const samples = flags.pooled ? [pooledSample(perConversation)] : perConversation;
   const embedder = await nodeEmbedder(precision);
 
   // One shelf of memories per retrieval mode in use: zero-LLM variants read locally extracted
@@ -196,13 +207,12 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const onInterrupt = () => controller.abort();
   process.once('SIGINT', onInterrupt);
   const progress = new ProgressLine();
-  try {
-    const results = await runLocomoEval({
-      samples,
+  const runOn = (evalSamples: readonly LocomoSample[]) =>
+    runLocomoEval({
+      samples: evalSamples,
       systems,
       dataPath,
       budgets,
-      ...(flags.conversations ? { conversations: splitList(flags.conversations) } : {}),
       ...(llmConfig
         ? {
             judge: {
@@ -222,16 +232,27 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
         chunking: chunkingLabel,
         denseSearch: 'exact (brute force)',
         mode,
+        pooled: flags.pooled === true,
         memories: [...shelves.values()].map((shelf) => shelf.key).join(', ') || null,
       },
     });
+  try {
+    const results = await runOn(samples);
     progress.finish();
     const paths = await writeEvalOutputs(out, results);
-    for (const [name, system] of Object.entries(results.systems)) {
-      const ers = results.budgets.map((b) => `${b}:${system.erAtBudget[String(b)]?.toFixed(3) ?? '–'}`).join(' ');
-      console.log(`${name.padEnd(22)} ER ${ers}`);
-    }
+    printSummary(results);
     console.log(`\n${results.questions} questions, ${(results.timings.wallMs / 1000).toFixed(1)} s → ${paths.results}, ${paths.report}, ${paths.frontier}`);
+    // The system check on hand-written implicit-recall cases, over the same systems and memories.
+    // (Pooled runs skip it: its cases are about one conversation each.)
+    const cases = IMPLICIT_RECALL_CASES.filter((c) => perConversation.some((s) => s.conversation.id === c.conversation));
+    if (!flags.pooled && cases.length > 0) {
+      const implicit = await runOn(implicitRecallSamples(perConversation, cases));
+      progress.finish();
+      const implicitPaths = await writeEvalOutputs(join(out, 'implicit-recall'), implicit);
+      console.log('\nimplicit recall (remark → earlier statement, no shared word):');
+      printSummary(implicit);
+      console.log(`${implicit.questions} cases → ${implicitPaths.report}`);
+    }
     return 0;
   } catch (error) {
     progress.finish();
@@ -243,6 +264,13 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   } finally {
     process.off('SIGINT', onInterrupt);
     for (const shelf of shelves.values()) await shelf.close();
+  }
+}
+
+function printSummary(results: LocomoEvalResults): void {
+  for (const [name, system] of Object.entries(results.systems)) {
+    const ers = results.budgets.map((b) => `${b}:${system.erAtBudget[String(b)]?.toFixed(3) ?? '–'}`).join(' ');
+    console.log(`${name.padEnd(22)} ER ${ers}`);
   }
 }
 

@@ -60,6 +60,8 @@ export interface QuestionOutcome {
   key: string;
   conversationId: string;
   category: EvalCategory;
+  /** No gold turn shares a content word with the question (see `isLexicalGap`). */
+  lexicalGap: boolean;
   /** Evidence recall, or null when the question has no resolvable gold turn (excluded from ER). */
   recall: {
     /** ER of the context packed at each budget (keys are budgets in tokens). */
@@ -115,6 +117,8 @@ export interface OutcomeSummary {
   llmTokensPerQuery: number | null;
   latencyMs: { p50: number | null; p95: number | null };
   perCategory: Record<CategoryName, CategorySummary>;
+  /** The lexical-gap slice: questions whose gold turns share no content word with them. */
+  lexicalGap: Pick<CategorySummary, 'erAtBudget' | 'erAtK' | 'n'>;
   questions: number;
   /** Questions excluded from ER because none of their evidence ids resolve. */
   questionsWithoutEvidence: number;
@@ -143,6 +147,7 @@ export function summariseOutcomes(outcomes: readonly QuestionOutcome[], budgets:
     llmTokensPerQuery: mean(outcomes.map((o) => o.llmTokens)),
     latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
     perCategory,
+    lexicalGap: recallSummary(outcomes.filter((o) => o.lexicalGap), budgets),
     questions: outcomes.length,
     questionsWithoutEvidence: outcomes.filter((o) => o.recall === null).length,
   };

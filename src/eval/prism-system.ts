@@ -21,12 +21,19 @@ export interface PrismVariantSpec {
 
 const VARIANTS = {
   prism: { mode: 'zero-llm', overlay: {} },
-  'prism-no-n1': { mode: 'zero-llm', overlay: { flags: { relationPaths: false } } },
-  'prism-no-n2': { mode: 'zero-llm', overlay: { flags: { edgeDiscounts: false } } },
+  // The paper's graph routing, off by default here: bridges (N1), then bridges with N2 discounts
+  // under N4 intents (discounts need a routed intent and a bridge to act on).
+  'prism+n1': { mode: 'zero-llm', overlay: { flags: { relationPaths: true } } },
+  'prism+n1+n2+n4': { mode: 'zero-llm', overlay: { flags: { relationPaths: true, edgeDiscounts: true, intentRouting: true } } },
   'prism-no-n3': { mode: 'zero-llm', overlay: { flags: { compression: false } } },
   'prism+n4': { mode: 'zero-llm', overlay: { flags: { intentRouting: true } } },
   'prism-no-hybrid': { mode: 'zero-llm', overlay: { flags: { hybridAnchors: false } } },
   'prism-whole-episodes': { mode: 'zero-llm', overlay: { flags: { fineUnits: false } } },
+  // This project's turn-scoring terms, one at a time.
+  'prism-no-speaker': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { speaker: 0 } } } },
+  'prism-no-neighbours': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { neighbourFact: 0, neighbourLexical: 0 } } } },
+  // Turns from the K bundle Episodes only (unitEpisodes = K).
+  'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0 } } },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
 } satisfies Record<string, PrismVariantSpec>;

@@ -83,6 +83,21 @@ export function renderReport(results: LocomoEvalResults): string {
     );
   }
 
+  const gapSize = results.systems[names[0] ?? '']?.lexicalGap.n ?? 0;
+  out.push(
+    `## Lexical-gap slice (n=${gapSize}): gold turns share no content word with the question`,
+    '',
+    ...table(
+      ['system', ...results.budgets.map((b) => `ER@${b}`)],
+      names.map((name) => {
+        const s = results.systems[name];
+        if (!s) return [name];
+        return [systemLabel(name, s.baseline), ...results.budgets.map((b) => recall(s.lexicalGap.erAtBudget[String(b)], s.lexicalGap.n))];
+      }),
+    ),
+    '',
+  );
+
   if (results.mode === 'llm') {
     out.push('## Judge score by category', '');
     out.push(

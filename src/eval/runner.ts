@@ -21,13 +21,14 @@ import {
   type OutcomeSummary,
   type QuestionOutcome,
 } from './metrics.ts';
+import { isLexicalGap } from './slices.ts';
 import { BOOTSTRAP_RESAMPLES, mcNemarMidP, pairedBootstrapCI, type BootstrapOptions } from './stats.ts';
 import type { EvalSystem, RetrievalResult } from './systems.ts';
 
 export const DEFAULT_BUDGETS: readonly number[] = [256, 512, 1024, 2048, 4096];
 
 /** Bump when the meaning of a stored outcome changes, so old partial results are not reused. */
-const OUTCOME_FORMAT = 1;
+const OUTCOME_FORMAT = 2;
 
 /** Key-value persistence of finished (system, conversation) work; values are JSON text. */
 export interface EvalCache {
@@ -200,6 +201,7 @@ interface EvalQuestion {
   answer: string;
   category: EvalCategory;
   gold: string[];
+  lexicalGap: boolean;
 }
 
 /**
@@ -358,6 +360,7 @@ function resolveQuestions(samples: readonly LocomoSample[]): { questions: Map<st
     dataset.sessions += conversation.sessions.length;
     dataset.turns += conversation.sessions.reduce((n, s) => n + s.turns.length, 0);
     const resolver = createEvidenceResolver(conversation);
+    const turnTexts = new Map(conversation.sessions.flatMap((session) => session.turns.map((turn) => [turn.dialogId, turn.text] as const)));
     const list: EvalQuestion[] = [];
     sample.questions.forEach((q, index) => {
       const { category } = q;
@@ -371,7 +374,8 @@ function resolveQuestions(samples: readonly LocomoSample[]): { questions: Map<st
       dataset.evidenceIds += turns.length + unresolved.length;
       dataset.unresolvedIds.push(...unresolved.map((id) => ({ question: key, id })));
       if (turns.length === 0) dataset.questionsWithoutEvidence.push(key);
-      list.push({ key, question: q.question, answer: q.answer, category, gold: turns });
+      const lexicalGap = isLexicalGap(q.question, turns.map((id) => turnTexts.get(id) ?? ''));
+      list.push({ key, question: q.question, answer: q.answer, category, gold: turns, lexicalGap });
     });
     questions.set(conversation.id, list);
   }
@@ -453,6 +457,7 @@ async function evaluateConversation(
       key: q.key,
       conversationId,
       category: q.category,
+      lexicalGap: q.lexicalGap,
       recall,
       contextTokens: Object.fromEntries(budgets.map((b) => [String(b), packed.get(b)?.tokens ?? 0])),
       latencyMs: main.ms,

@@ -33,7 +33,7 @@ export function enumeratePaths(
   config: PrismConfig,
 ): PathTrace[] {
   const paths: PathTrace[] = [];
-  forEachPath(graph, anchors, queryVector, intent, config, (path) => paths.push(path));
+  forEachPath(graph, anchors, queryVector, intent, config, (path) => paths.push(traceOf(path, config.retrieval.hopCost)));
   return paths;
 }
 
@@ -46,18 +46,17 @@ export function bundleSearch(
   config: PrismConfig,
   size: number = config.retrieval.bundleSize,
 ): BundleEntry[] {
-  const cheapest = new Map<string, PathTrace>();
+  const cheapest = new Map<string, PathStep>();
   forEachPath(graph, anchors, queryVector, intent, config, (path) => {
-    const episodeId = lastOf(path.nodes).id;
-    const known = cheapest.get(episodeId);
-    if (!known || path.total < known.total) cheapest.set(episodeId, path);
+    const known = cheapest.get(path.node.id);
+    if (!known || path.total < known.total) cheapest.set(path.node.id, path);
   });
   const order = (id: string): number => {
     const node = graph.nodes.get(id);
     return node?.layer === 'episode' ? node.order : Number.MAX_SAFE_INTEGER;
   };
   return [...cheapest.entries()]
-    .map(([episodeId, trace]) => ({ episodeId, cost: trace.total, trace }))
+    .map(([episodeId, path]) => ({ episodeId, cost: path.total, trace: traceOf(path, config.retrieval.hopCost) }))
     .sort((a, b) => a.cost - b.cost || order(a.episodeId) - order(b.episodeId) || a.episodeId.localeCompare(b.episodeId))
     .slice(0, Math.max(0, size));
 }
@@ -82,13 +81,26 @@ function formatEdge(edge: TraceEdge): string {
   return directed && !edge.forward ? `←${name}—` : `—${name}→`;
 }
 
+/**
+ * A path under construction as a chain back to its anchor: extending it is O(1), and only the
+ * paths a caller keeps are turned into traces (`traceOf`).
+ */
+interface PathStep {
+  node: GraphNode;
+  /** Cost so far: d(a) + Σ (c_edge + c_hop). */
+  total: number;
+  template: PathTemplate;
+  /** The hop into `node`; null at the anchor. */
+  via: { edge: GraphEdge; cost: number; from: PathStep } | null;
+}
+
 function forEachPath(
   graph: MemoryGraph,
   anchors: LayerAnchors,
   queryVector: Float32Array,
   intent: Intent,
   config: PrismConfig,
-  visit: (path: PathTrace) => void,
+  visit: (path: PathStep) => void,
 ): void {
   const bestScore = new Map<string, number>();
   for (const list of Object.values(anchors)) {
@@ -97,26 +109,13 @@ function forEachPath(
   const ctx: EdgeCostContext = { queryVector, vectors: graph.vectors, anchorIds: new Set(bestScore.keys()), intent, config };
   const hopCost = config.retrieval.hopCost;
 
-  const start = (node: GraphNode, score: number, template: PathTemplate): PathTrace => ({
-    template,
-    anchorCost: 1 - score,
-    hopCost,
-    total: 1 - score,
-    nodes: [traceNode(node)],
-    edges: [],
-  });
-  const step = (path: PathTrace, edge: GraphEdge, next: GraphNode): PathTrace => {
+  const start = (node: GraphNode, score: number, template: PathTemplate): PathStep => ({ node, total: 1 - score, template, via: null });
+  const step = (path: PathStep, edge: GraphEdge, next: GraphNode): PathStep => {
     const cost = edgeCost(edge, ctx);
-    const from = lastOf(path.nodes).id;
-    return {
-      ...path,
-      total: path.total + cost + hopCost,
-      nodes: [...path.nodes, traceNode(next)],
-      edges: [...path.edges, { id: edge.id, type: edge.type, cost, forward: edge.from === from }],
-    };
+    return { node: next, total: path.total + cost + hopCost, template: path.template, via: { edge, cost, from: path } };
   };
-  const climb = (path: PathTrace): void => {
-    const last = lastOf(path.nodes);
+  const climb = (path: PathStep): void => {
+    const last = path.node;
     if (last.layer === 'episode') return visit(path);
     const parent = PARENT_LAYER[last.layer];
     for (const edge of graph.edgesFrom(last.id, 'belongs_to')) {
@@ -152,6 +151,19 @@ function forEachPath(
   }
 }
 
+/** The trace of a finished path, anchor first. */
+function traceOf(path: PathStep, hopCost: number): PathTrace {
+  const nodes: TraceNode[] = [];
+  const edges: TraceEdge[] = [];
+  let at: PathStep = path;
+  for (let via = at.via; via !== null; at = via.from, via = at.via) {
+    nodes.push(traceNode(at.node));
+    edges.push({ id: via.edge.id, type: via.edge.type, cost: via.cost, forward: via.edge.from === via.from.node.id });
+  }
+  nodes.push(traceNode(at.node));
+  return { template: path.template, anchorCost: at.total, hopCost, total: path.total, nodes: nodes.reverse(), edges: edges.reverse() };
+}
+
 function traceNode(node: GraphNode): TraceNode {
   return { id: node.id, layer: node.layer, label: nodeLabel(node) };
 }
@@ -171,10 +183,4 @@ function nodeLabel(node: GraphNode): string {
 
 function truncate(text: string): string {
   return text.length <= LABEL_CHARS ? text : `${text.slice(0, LABEL_CHARS - 1)}…`;
-}
-
-function lastOf<T>(items: readonly T[]): T {
-  const last = items[items.length - 1];
-  if (last === undefined) throw new Error('empty path');
-  return last;
 }

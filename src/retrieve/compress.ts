@@ -91,7 +91,7 @@ export function localPrecision(bundle: readonly BundleEntry[], graph: MemoryGrap
   const lexical = bundle.map((e) => bestLexicalTurn(evidence, e.episodeId));
   const lexicalMax = Math.max(0, ...lexical);
   const score = (e: BundleEntry, i: number): number => {
-    const fact = Math.max(0, ...factCosines(graph, e.episodeId, evidence.queryVector).map((f) => f.cosine));
+    const fact = Math.max(0, ...factCosines(graph, e.episodeId, evidence).map((f) => f.cosine));
     const lex = lexicalMax > 0 ? (lexical[i] ?? 0) / lexicalMax : 0;
     return w.path * (1 - e.cost) + w.fact * fact + w.lexical * lex;
   };

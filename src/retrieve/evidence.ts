@@ -9,6 +9,13 @@ export interface QueryEvidence {
   lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>;
   /** The query's normalised terms (see `termsOf`). */
   queryTerms: ReadonlySet<string>;
+  /** `factCosines` by Episode id, filled on first use: N3 and the fine units both read them. */
+  factCosines: Map<string, FactCosine[]>;
+}
+
+export interface FactCosine {
+  point: FacetPointNode;
+  cosine: number;
 }
 
 /** The FacetPoints under an Episode, through its Facets. */
@@ -23,13 +30,16 @@ function facetPointsOf(graph: MemoryGraph, episodeId: string): FacetPointNode[] 
   return points;
 }
 
-/** Cosine of each of the Episode's FacetPoints to the query. */
-export function factCosines(graph: MemoryGraph, episodeId: string, queryVector: Float32Array): Array<{ point: FacetPointNode; cosine: number }> {
-  const out: Array<{ point: FacetPointNode; cosine: number }> = [];
+/** Cosine of each of the Episode's FacetPoints to the query, computed once per query and Episode. */
+export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): FactCosine[] {
+  const known = evidence.factCosines.get(episodeId);
+  if (known) return known;
+  const out: FactCosine[] = [];
   for (const point of facetPointsOf(graph, episodeId)) {
     const vector = graph.vectors.get(point.id);
-    if (vector) out.push({ point, cosine: dot(vector, queryVector) });
+    if (vector) out.push({ point, cosine: dot(vector, evidence.queryVector) });
   }
+  evidence.factCosines.set(episodeId, out);
   return out;
 }
 

@@ -105,21 +105,26 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
       : dense;
   throwIfAborted(signal);
 
-  const bundle = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, options.k ?? config.retrieval.bundleSize);
-  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map(), queryTerms: termsOf(query) };
+  const k = options.k ?? config.retrieval.bundleSize;
+  // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
+  const fineBudget = config.flags.fineUnits && options.budget !== undefined ? options.budget : null;
+  // Fine units may draw on more Episodes than the K that N3 and ER@K see (`unitEpisodes`).
+  const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes));
+  const bundle = searched.slice(0, k);
+  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map(), queryTerms: termsOf(query), factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
   if (!config.flags.compression) compression = bundleOrder(bundle);
   else if (mode === 'llm' && llm) compression = await rerankWithLlm(query, bundle, deps.graph, llm, config, { keep, ...(signal ? { signal } : {}) });
-  else compression = localPrecision(bundle, deps.graph, evidence, config);
+  // The local step is cheap, so it scores every searched Episode; the LLM reranker sees the bundle only.
+  else compression = localPrecision(fineBudget === null ? bundle : searched, deps.graph, evidence, config);
 
   // −N3 passes the whole bundle on, as in the paper's ablation; with a budget and no explicit M
   // the budget decides how many of the ranked Episodes fit.
   const selectAll = !config.flags.compression || (options.budget !== undefined && options.m === undefined);
-  const selected = selectAll ? compression.ranked : compression.ranked.slice(0, keep);
-  // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
-  const units = buildUnits(deps.graph, selected, evidence, config, config.flags.fineUnits && options.budget !== undefined ? options.budget : null);
+  const selected = selectAll ? [...compression.ranked, ...beyondBundle(searched, compression.ranked)] : compression.ranked.slice(0, keep);
+  const units = buildUnits(deps.graph, selected, evidence, config, fineBudget);
   const packed = packContext(units, options.budget ?? Infinity);
   const byId = new Map(units.map((u) => [u.id, u]));
 
@@ -137,6 +142,16 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
     ranked: compression.ranked,
     warnings: [...routed.warnings, ...compression.warnings],
   };
+}
+
+/**
+ * Searched Episodes that N3 did not rank (the LLM reranker sees the bundle only), after the
+ * ranked ones in N1 order, at the lowest ranked score so no bundle Episode loses to them on it.
+ */
+function beyondBundle(searched: readonly BundleEntry[], ranked: readonly RankedEpisode[]): RankedEpisode[] {
+  const seen = new Set(ranked.map((e) => e.episodeId));
+  const floor = Math.min(...ranked.map((e) => e.score));
+  return searched.filter((e) => !seen.has(e.episodeId)).map((entry) => ({ ...entry, score: floor }));
 }
 
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: number): Promise<LayerAnchors> {

@@ -59,17 +59,19 @@ export function buildUnits(
   const scores = episodes.map((e) => e.episode.score);
   const [lo, hi] = [Math.min(...scores), Math.max(...scores)];
   const units: RetrievedUnit[] = [];
+  // A query that names a person asks, most of the time, about what that person said.
+  const named = new Map<string, boolean>();
+  const speakerNamed = (speaker: string): boolean => {
+    let is = named.get(speaker);
+    if (is === undefined) named.set(speaker, (is = [...termsOf(speaker)].some((term) => evidence.queryTerms.has(term))));
+    return is;
+  };
   for (const { episode, node, chunk } of episodes) {
     const episodeWeight = hi > lo ? (episode.score - lo) / (hi - lo) : 1;
-    const onPath = new Set<string>();
-    for (const traced of episode.trace.nodes) {
-      const point = graph.nodes.get(traced.id);
-      if (point?.layer === 'facetPoint' && point.episodeId === node.id) point.dialogIds.forEach((d) => onPath.add(d));
-    }
     const fact = new Map<string, number>();
     const facet = new Map<string, number>();
     const points = new Map<string, Array<{ content: string; cosine: number }>>();
-    for (const { point, cosine } of factCosines(graph, node.id, evidence.queryVector)) {
+    for (const { point, cosine } of factCosines(graph, node.id, evidence)) {
       const facetVector = graph.vectors.get(point.facetId);
       const facetCosine = facetVector ? dot(facetVector, evidence.queryVector) : 0;
       for (const d of point.dialogIds) {
@@ -81,13 +83,23 @@ export function buildUnits(
       }
     }
     const lexical = evidence.lexicalTurns.get(node.id);
-    for (const turn of chunk.turns) {
+    const factOf = (turn: ChunkTurn | undefined): number => (turn ? Math.max(0, fact.get(turn.dialogId) ?? 0) : 0);
+    const lexicalOf = (turn: ChunkTurn | undefined): number =>
+      turn && lexicalMax > 0 ? (lexical?.get(turn.dialogId) ?? 0) / lexicalMax : 0;
+    // The N1 path relevance of the Episode, shared by its turns: how close the best path to it is.
+    const episodeTerm = w.episode * episodeWeight + w.relevance * (1 - episode.cost);
+    chunk.turns.forEach((turn, i) => {
+      const before = chunk.turns[i - 1];
+      const after = chunk.turns[i + 1];
       const score =
-        w.episode * episodeWeight +
-        w.fact * Math.max(0, fact.get(turn.dialogId) ?? 0) +
+        episodeTerm +
+        w.fact * factOf(turn) +
         w.facet * Math.max(0, facet.get(turn.dialogId) ?? 0) +
-        (lexicalMax > 0 ? (w.lexical * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0) +
-        (onPath.has(turn.dialogId) ? w.path : 0);
+        w.lexical * lexicalOf(turn) +
+        // A reply or the remark it answers often holds the evidence the matching turn points at.
+        w.neighbourFact * Math.max(factOf(before), factOf(after)) +
+        w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
+        (speakerNamed(turn.speaker) ? w.speaker : 0);
       const long = exceeds(turnLine(turn), maxTurnTokens);
       units.push({
         ...(long
@@ -101,7 +113,7 @@ export function buildUnits(
         trace: episode.trace,
         kind: long ? 'excerpt' : 'turn',
       });
-    }
+    });
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);

@@ -6,7 +6,8 @@ import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
 import type { Embedder } from '../src/embed/types.ts';
-import type { FacetPointNode } from '../src/graph/types.ts';
+import type { MemoryGraph } from '../src/graph/memory-graph.ts';
+import { COMPOSABLE_EDGE_TYPES, type FacetPointNode } from '../src/graph/types.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
@@ -33,6 +34,11 @@ async function fingerprint(memory: Memory) {
     vectors: [...s.vectors.keys()].sort(),
     hashes: [...s.hashes].sort(),
   };
+}
+
+/** Relation edges that carry a stored vector (embedded from their description). */
+function storedRelationEdges(graph: MemoryGraph): number {
+  return [...graph.edges.values()].filter((e) => e.type !== 'belongs_to' && !COMPOSABLE_EDGE_TYPES.has(e.type)).length;
 }
 
 describe('zero-LLM ingestion of a hand-written conversation', () => {
@@ -83,8 +89,9 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     const beach = maxFacts.find((p) => p.content.includes('loves running')) as FacetPointNode;
     expect(g.edgesFrom(beach.id, 'evolution').map((e) => e.to)).toContain(swim!.id);
 
-    // Every relation edge has a vector; belongs_to edges have none.
-    for (const e of g.edges.values()) expect(g.vectors.has(e.id)).toBe(e.type !== 'belongs_to');
+    // Relation edges embedded from their description have a stored vector; belongs_to edges have
+    // none, and neither do the composable types (N2 composes theirs from the endpoints).
+    for (const e of g.edges.values()) expect(g.vectors.has(e.id)).toBe(e.type !== 'belongs_to' && !COMPOSABLE_EDGE_TYPES.has(e.type));
     // And every node is in its layer index.
     for (const layer of ['episode', 'facet', 'facetPoint', 'entity'] as const) {
       expect(view.indexSize(layer)).toBe(g.nodesOfLayer(layer).length);
@@ -256,7 +263,7 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     const bridge = view.graph.edgesFrom(first!.id, 'temporal').find((e) => e.to === last!.id);
     expect(bridge?.chunkId).toBe(last!.chunkId);
     expect(view.graph.vectors.has(bridge!.id)).toBe(true);
-    expect(view.indexSize('edge_relation')).toBe([...view.graph.edges.values()].filter((e) => e.type !== 'belongs_to').length);
+    expect(view.indexSize('edge_relation')).toBe(storedRelationEdges(view.graph));
     await memory.delete({ sessionId: 'demo/session_3' });
     expect(view.graph.edges.has(bridge!.id)).toBe(false);
   });
@@ -266,7 +273,7 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     const view = await memory.inspect();
     await memory.add(conversation);
     const [, second] = [...view.graph.chunks.values()].sort((a, b) => a.order - b.order);
-    const relationEdges = () => [...view.graph.edges.values()].filter((e) => e.type !== 'belongs_to' && e.type !== 'semantic').length;
+    const relationEdges = () => storedRelationEdges(view.graph);
     expect(view.indexSize('edge_relation')).toBe(relationEdges());
     const before = view.indexSize('edge_relation');
     await memory.delete({ chunkId: second!.id });

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { RerankReply } from './llm-schemas.ts';
 import type { PrismConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
@@ -21,10 +21,6 @@ export interface Compression {
 export function bundleOrder(bundle: readonly BundleEntry[], warnings: string[] = []): Compression {
   return { ranked: bundle.map((e) => ({ ...e, score: 1 - e.cost })), llmCalls: 0, warnings };
 }
-
-const RerankItem = z.object({ index: z.number().int(), score: z.number() });
-/** The prompt asks for `{"scores": [...]}` (JSON mode needs an object); a bare array is accepted too. */
-const RerankReply = z.union([z.object({ scores: z.array(RerankItem) }), z.array(RerankItem)]);
 
 const RERANK_SYSTEM_PROMPT = [
   'You judge which passages from a conversation memory help answer a question.',
@@ -54,9 +50,10 @@ export async function rerankWithLlm(
     { role: 'system', content: RERANK_SYSTEM_PROMPT },
     { role: 'user', content: `Question: ${query}\n\nPassages:\n${passages.join('\n\n')}` },
   ];
-  let reply: z.infer<typeof RerankReply>;
+  const { rerankReplySchema } = await import('./llm-schemas.ts');
+  let reply: RerankReply;
   try {
-    reply = await llm.chatJson('rerank', messages, RerankReply, options.signal ? { signal: options.signal } : undefined);
+    reply = await llm.chatJson('rerank', messages, rerankReplySchema, options.signal ? { signal: options.signal } : undefined);
   } catch (err) {
     if (err instanceof PrismError && (err.code === 'LLM_BAD_JSON' || err.code === 'LLM_SCHEMA')) {
       return { ...bundleOrder(bundle, [`rerank: ${err.message}; bundle order kept`]), llmCalls: 1 };

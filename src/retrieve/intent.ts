@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { IntentScores } from './llm-schemas.ts';
 import type { PrismConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { ChatMessage, LlmClient } from '../llm/types.ts';
@@ -151,13 +151,6 @@ export interface IntentDecision {
   warnings: string[];
 }
 
-const IntentScores = z.object({
-  temporal: z.number().min(0).max(1),
-  causal: z.number().min(0).max(1),
-  multi_hop: z.number().min(0).max(1),
-  entity_centric: z.number().min(0).max(1),
-});
-
 const INTENT_SYSTEM_PROMPT = [
   'You label questions asked of a long-term conversation memory.',
   'Score each property independently from 0 to 1 (they are not exclusive):',
@@ -169,7 +162,7 @@ const INTENT_SYSTEM_PROMPT = [
 ].join('\n');
 
 /** Tie order when two LLM scores are equal. */
-const LLM_LABELS: ReadonlyArray<[keyof z.infer<typeof IntentScores>, PrototypeLabel]> = [
+const LLM_LABELS: ReadonlyArray<[keyof IntentScores, PrototypeLabel]> = [
   ['temporal', 'TEMPORAL'],
   ['causal', 'CAUSAL'],
   ['multi_hop', 'MULTI_HOP'],
@@ -221,9 +214,10 @@ async function llmIntent(query: string, llm: LlmClient, config: PrismConfig, sig
     { role: 'system', content: INTENT_SYSTEM_PROMPT },
     { role: 'user', content: `Question: ${query}` },
   ];
-  let scores: z.infer<typeof IntentScores>;
+  const { intentScoresSchema } = await import('./llm-schemas.ts');
+  let scores: IntentScores;
   try {
-    scores = await llm.chatJson('intent', messages, IntentScores, signal ? { signal } : undefined);
+    scores = await llm.chatJson('intent', messages, intentScoresSchema, signal ? { signal } : undefined);
   } catch (err) {
     if (err instanceof PrismError && (err.code === 'LLM_BAD_JSON' || err.code === 'LLM_SCHEMA')) {
       return { intent: 'GENERAL', tier: 'none', llmCalls: 1, warnings: [`intent: ${err.message}`] };
@@ -234,7 +228,7 @@ async function llmIntent(query: string, llm: LlmClient, config: PrismConfig, sig
 }
 
 /** Thresholds the four scores; MULTI_HOP suppresses ENTITY_CENTRIC; the highest confident label wins. */
-export function intentFromScores(scores: z.infer<typeof IntentScores>, threshold: number): Intent {
+export function intentFromScores(scores: IntentScores, threshold: number): Intent {
   const confident = LLM_LABELS.filter(([key]) => scores[key] >= threshold);
   const multiHop = confident.some(([, label]) => label === 'MULTI_HOP');
   let best: { label: Intent; score: number } = { label: 'GENERAL', score: -Infinity };

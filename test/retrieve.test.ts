@@ -1,3 +1,4 @@
+import { dot, normalisedSum } from '../src/util/vectors.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig, type PrismConfig } from '../src/config.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
@@ -208,8 +209,13 @@ describe('N2 edge cost', () => {
     expect(edgeCost(temporal, ctx({ intent: 'CAUSAL' }))).toBeCloseTo(0.8, 6);
     expect(edgeCost(causal, { ...onCausal, intent: 'CAUSAL' })).toBeCloseTo(0.4, 6);
     expect(edgeCost(causal, { ...onCausal, intent: 'TEMPORAL' })).toBeCloseTo(0.8, 6);
+    // An evolution edge without a stored vector: c0 when vectors are embedded (none was), and the
+    // normalised sum of its endpoints' vectors when they are composed (the default).
     const evolution = { ...temporal, id: 'evo', type: 'evolution' as const };
-    expect(edgeCost(evolution, ctx({ intent: 'TEMPORAL' }))).toBeCloseTo(0.9 * 0.7, 6);
+    const embedded = resolveConfig({ ingest: { edgeVectors: 'embedded' } }, config);
+    expect(edgeCost(evolution, ctx({ intent: 'TEMPORAL', config: embedded }))).toBeCloseTo(0.9 * 0.7, 6);
+    const composed = normalisedSum(graph.vectors.get('fp-a')!, graph.vectors.get('fp-v')!);
+    expect(edgeCost(evolution, ctx({ intent: 'TEMPORAL' }))).toBeCloseTo(0.7 * (1 - dot(composed, Q)), 6);
     const off = resolveConfig({ flags: { edgeDiscounts: false } }, config);
     expect(edgeCost(temporal, ctx({ intent: 'TEMPORAL', config: off }))).toBeCloseTo(0.8, 6);
   });

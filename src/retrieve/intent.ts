@@ -3,7 +3,7 @@ import type { PrismConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { ChatMessage, LlmClient } from '../llm/types.ts';
 import { dot } from '../util/vectors.ts';
-import type { EmbedTexts, Intent, IntentTier, RetrievalMode } from './types.ts';
+import type { EmbedTexts, Intent, IntentTier, PrototypeScorer, RetrievalMode } from './types.ts';
 
 /** N4 tier 1 (design §3): 18 temporal triggers. Word-bounded so that e.g. "whenever" still counts but "agoraphobia" does not. */
 export const TEMPORAL_TRIGGERS: readonly RegExp[] = [
@@ -108,7 +108,7 @@ export const PROTOTYPES: ReadonlyArray<{ label: PrototypeLabel; text: string; st
  * The prototype bank, embedded on first use and cached; create one per embedder. A failed
  * embedding is not cached, so the next query retries.
  */
-export class PrototypeBank {
+export class PrototypeBank implements PrototypeScorer {
   private vectors: Promise<Float32Array[]> | null = null;
 
   constructor(private readonly embed: EmbedTexts) {}
@@ -135,7 +135,7 @@ export class PrototypeBank {
 
 export interface IntentDeps {
   queryVector: Float32Array;
-  prototypes: PrototypeBank;
+  prototypes: PrototypeScorer;
   /** Needed in `llm` mode only. */
   llm?: LlmClient;
   config: PrismConfig;

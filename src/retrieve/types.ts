@@ -2,7 +2,6 @@ import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { EdgeType, Layer } from '../graph/types.ts';
 import type { LlmClient } from '../llm/types.ts';
-import type { PrototypeBank } from './intent.ts';
 import type { LexicalIndex } from './lexical.ts';
 
 /** N4 labels (design §3). Only TEMPORAL and CAUSAL change edge costs. */
@@ -78,6 +77,11 @@ export interface RankedEpisode extends BundleEntry {
   score: number;
 }
 
+/** N4's prototype tier: each non-GENERAL label's best cosine with the query, best first. */
+export interface PrototypeScorer {
+  scores(queryVector: Float32Array): Promise<Array<{ label: Exclude<Intent, 'GENERAL'>; score: number }>>;
+}
+
 /** What retrieval needs from a memory; the lead builds one per Memory. */
 export interface RetrieveDeps {
   graph: MemoryGraph;
@@ -85,8 +89,8 @@ export interface RetrieveDeps {
   searchLayer: SearchLayer;
   /** BM25 index over the graph's text; required for hybrid anchors and lexical precision signals. */
   lexical?: LexicalIndex;
-  /** N4 tier 2; create once per embedder and reuse (it embeds its 46 queries once). */
-  prototypes: PrototypeBank;
+  /** N4 tier 2 (`PrototypeBank`); create once per embedder and reuse (it embeds its 46 queries once). */
+  prototypes: PrototypeScorer;
   llm?: LlmClient;
   config: PrismConfig;
 }

@@ -94,6 +94,8 @@ async function open(settings: DemoSettings): Promise<MemoryView> {
     extraction: settings.llm && settings.llmExtraction ? 'llm' : 'local',
     config: DEMO_CONFIG,
   });
+  // The demo keeps ingesting offline: load what add() would otherwise fetch on first use.
+  await memory.preload();
   return memoryView(memory);
 }
 

@@ -281,6 +281,15 @@ export class Memory {
   }
 
   /**
+   * Loads every module `add()` imports on first use (the local extractor's parser; in LLM mode
+   * the reply schemas too), so a page that went offline can keep adding. Search needs nothing
+   * more than `open` loaded.
+   */
+  preload(): Promise<void> {
+    return this.extractor.preload();
+  }
+
+  /**
    * Retrieves a small, precise context for `query` from one scope's memory (design §3): N4
    * intent, N1 bundle search under N2 edge costs, N3 compression (an LLM rerank, or the local
    * precision step), then packing into `budget` tokens. Each unit carries its messages as

@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
 import { LlmError } from '../llm/errors.ts';
 import type { LlmClient } from '../llm/types.ts';
-import { extractLocally } from './extract-local.ts';
+import { extractLocally, loadCompromise } from './extract-local.ts';
 import type { Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
 import { turnLine } from './chunking.ts';
 import type { ExtractionJson } from './llm-schemas.ts';
@@ -21,6 +21,10 @@ const SYSTEM_PROMPT = `You turn one chunk of a conversation into structured memo
 export function createLlmExtractor(llm: LlmClient): Extractor {
   return {
     mode: 'llm',
+    // A bad answer falls back to local extraction, so its parser is loaded too.
+    preload: async () => {
+      await Promise.all([import('./llm-schemas.ts'), loadCompromise()]);
+    },
     async extract(input: ExtractionInput, signal?: AbortSignal): Promise<ExtractionOutcome> {
       const messages = [
         { role: 'system' as const, content: SYSTEM_PROMPT },

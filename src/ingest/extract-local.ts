@@ -36,6 +36,9 @@ export function createLocalExtractor(options: Partial<LocalExtractorOptions> = {
   return {
     mode: 'local',
     extract: async (input) => ({ extraction: await extractLocally(input, opts), warning: null }) satisfies ExtractionOutcome,
+    preload: async () => {
+      await loadCompromise();
+    },
   };
 }
 
@@ -43,7 +46,7 @@ type Nlp = typeof nlpDefault;
 type NlpDoc = ReturnType<Nlp>;
 let compromise: Promise<Nlp> | null = null;
 /** compromise (~140 KB gzip) is imported on the first extraction, so a page that only searches never loads it. */
-function loadCompromise(): Promise<Nlp> {
+export function loadCompromise(): Promise<Nlp> {
   compromise ??= import('compromise').then((module) => module.default);
   return compromise;
 }

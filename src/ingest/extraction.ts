@@ -52,6 +52,8 @@ export interface ExtractionInput {
 export interface Extractor {
   readonly mode: 'local' | 'llm';
   extract(input: ExtractionInput, signal?: AbortSignal): Promise<ExtractionOutcome>;
+  /** Loads what `extract` imports on first use, so later extractions need no network. */
+  preload(): Promise<void>;
 }
 
 export interface ExtractionOutcome {

@@ -7,7 +7,8 @@
  */
 import usearchModule from './usearch.wasm';
 import { Memory } from '../../src/memory.ts';
-import { openDurableObjectStore, type DurableObjectStorageLike } from '../../src/store/durable-object.ts';
+import { openDurableObjectStore } from '../../src/store/durable-object.ts';
+import type { Env, ObjectState } from './workerd-bindings.ts';
 import type { GraphStore } from '../../src/store/types.ts';
 import { loadUsearchWasm } from '../../src/vector/usearch-wasm.ts';
 import { runMemoryAction, type MemoryAction } from './memory-actions.ts';
@@ -15,15 +16,6 @@ import { tableEmbedder, type VectorTable } from './vector-table.ts';
 
 export type MemoryRequest = MemoryAction & { embedderId: string; dim: number; vectors: VectorTable };
 
-interface ObjectState {
-  storage: DurableObjectStorageLike;
-}
-interface ObjectStub {
-  fetch(request: Request): Promise<Response>;
-}
-interface Env {
-  MEMORY: { idFromName(name: string): unknown; get(id: unknown): ObjectStub };
-}
 
 export class UserMemory {
   private readonly store: GraphStore;

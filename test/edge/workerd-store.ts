@@ -6,7 +6,8 @@
 import { PrismError } from '../../src/errors.ts';
 import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import { exportCheckpoint } from '../../src/store/checkpoint.ts';
-import { openDurableObjectStore, type DurableObjectStorageLike } from '../../src/store/durable-object.ts';
+import { openDurableObjectStore } from '../../src/store/durable-object.ts';
+import type { Env, ObjectState } from './workerd-bindings.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import type { SqlStore } from '../../src/store/sql.ts';
 import { sha256Hex } from '../../src/util/hash.ts';
@@ -22,15 +23,6 @@ export interface StoreReport {
   cached: Array<string | undefined>;
 }
 
-interface ObjectState {
-  storage: DurableObjectStorageLike;
-}
-interface ObjectStub {
-  fetch(request: Request): Promise<Response>;
-}
-interface Env {
-  MEMORY: { idFromName(name: string): unknown; get(id: unknown): ObjectStub };
-}
 
 async function report(store: SqlStore): Promise<StoreReport> {
   const partitions = (await store.partitions()).sort();

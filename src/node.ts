@@ -61,13 +61,18 @@ export interface NodeMemoryOptions extends MemorySettings {
    * PRISM_LLM_MODEL / PRISM_LLM_API_KEY (`PRISM_LLM_MODEL_<ROLE>` per role). Default `zero-llm`.
    */
   mode?: 'zero-llm' | 'llm';
+  /**
+   * How long a write waits for another process's writer lock on the same directory before it
+   * fails with `STORE_BUSY`. Default 30,000 ms.
+   */
+  lockTimeoutMs?: number;
 }
 
-/** Opens (or creates) a file-backed memory with the local MiniLM and the usearch WASM index. */
+/** Opens (or creates) a memory in `<dir>/memory.sqlite` with the local MiniLM and the usearch WASM index. */
 export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<Memory> {
   const [embedder, usearch] = await Promise.all([nodeEmbedder(options.precision), nodeUsearch()]);
   const dir = options.dir ?? resolve('.prism', options.name ?? 'default');
-  const store = await openSqliteStore(join(dir, 'memory.sqlite'));
+  const store = await openSqliteStore(join(dir, 'memory.sqlite'), options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs });
   // A v0.2 directory (memory.prism) moves into the SQLite store once, on first open.
   await migrateFileStore(dir, store);
   let llm = null;

@@ -6,7 +6,7 @@ import { parseSessionDate } from '../src/ingest/conversation.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { resolveTimeExpression } from '../src/ingest/time.ts';
 import { Memory, type MemoryOptions } from '../src/memory.ts';
-import { defaultLocomoPath, nodeUsearch } from '../src/node.ts';
+import { defaultLocomoPath, nodeUsearch, openNodeMemory } from '../src/node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import type { GraphStore } from '../src/store/types.ts';
@@ -232,5 +232,30 @@ describe('consistency', () => {
     }
     await Promise.all([one.close(), two.close()]);
     expect((await stat(path)).size).toBeGreaterThan(0);
+  });
+
+  it('openNodeMemory waits lockTimeoutMs for another writer, then fails with STORE_BUSY and loses nothing', async () => {
+    const dir = await tempDir();
+    const holder = await openSqliteStore(join(dir, 'memory.sqlite'));
+    const memory = await openNodeMemory({ dir, lockTimeoutMs: 300 });
+    await memory.add([{ speaker: 'Ann', text: 'The first note is safe.' }], { sessionId: 'one' });
+    let release: () => void = () => undefined;
+    let acquired: () => void = () => undefined;
+    const locked = new Promise<void>((resolve) => (acquired = resolve));
+    const held = holder.withWriteLock('default', () => {
+      acquired();
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    await locked;
+    const started = Date.now();
+    await expect(memory.add([{ speaker: 'Ann', text: 'This one waits for the lock.' }], { sessionId: 'two' })).rejects.toMatchObject({ code: 'STORE_BUSY' });
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(250);
+    expect(waited).toBeLessThan(10_000); // the option, not the 30 s default
+    release();
+    await held;
+    await memory.add([{ speaker: 'Ann', text: 'This one waits for the lock.' }], { sessionId: 'two' });
+    expect((await memory.list()).map((s) => s.sessionId)).toEqual(['one', 'two']);
+    await Promise.all([memory.close(), holder.close()]);
   });
 });

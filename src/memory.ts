@@ -216,15 +216,17 @@ export class Memory {
     const normalised = normaliseMessages(messages);
     checkAddSize(normalised.messages, this.config.limits);
     return this.write(scope, async (partition) => {
-      const ids = storedDialogIds(partition.state.graph);
-      const fresh = normalised.messages.filter((m) => m.id === null || !(ids.has(m.id) || ids.has(`${m.id}#1`)));
+      // Only messages with the caller's ids can repeat, so only they need the stored ids.
+      const ids = normalised.messages.some((m) => m.id !== null) ? storedDialogIds(partition.state.graph) : null;
+      const fresh = normalised.messages.filter((m) => m.id === null || !(ids?.has(m.id) || ids?.has(`${m.id}#1`)));
       const warnings = skipWarnings(normalised.skippedRoles, normalised.emptyMessages, normalised.messages.length - fresh.length);
       if (fresh.length === 0) {
         if (normalised.messages.length === 0 && normalised.skippedRoles === 0) throw new PrismError('INVALID_INPUT', 'messages: nothing to add (no message has text)');
         return emptyReport(warnings);
       }
-      const time = merged.date !== undefined ? messageTime('date', merged.date) : (fresh[0]?.time ?? new Date().toISOString().slice(0, 19));
-      const sessionId = merged.sessionId ?? dayOf(time ?? new Date().toISOString());
+      const now = new Date().toISOString().slice(0, 19);
+      const time = (merged.date !== undefined ? messageTime('date', merged.date) : fresh[0]?.time) ?? now;
+      const sessionId = merged.sessionId ?? dayOf(time);
       const turns = messagesToTurns(fresh, sessionId, turnsInSession(partition.state.graph, sessionId), this.config.limits);
       const conversation: Conversation = { id: '', sessions: [{ id: sessionId, dateText: merged.date ?? time, time, turns }] };
       const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' }).map(

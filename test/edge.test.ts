@@ -146,11 +146,7 @@ describe('workerd Durable Object (SQLite-backed) as the graph store', () => {
   let port: number;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'prism-workerd-do-'));
-    const modules = await buildWorker('workerd-store.ts', dir);
-    port = await freePort();
-    config = join(dir, 'config.capnp');
-    await writeFile(config, workerdConfig(port, modules, { className: 'MemoryObject', dir: await objectsDir(dir) }));
+    ({ dir, port, config } = await prepareObjectWorker('workerd-store.ts', 'MemoryObject', 'prism-workerd-do-'));
   });
 
   afterAll(async () => {
@@ -203,11 +199,7 @@ describe('Memory in workerd: one SQLite-backed Durable Object per user', () => {
   let vectors: VectorTable;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'prism-workerd-memory-'));
-    const modules = await buildWorker('workerd-memory.ts', dir);
-    port = await freePort();
-    config = join(dir, 'config.capnp');
-    await writeFile(config, workerdConfig(port, modules, { className: 'UserMemory', dir: await objectsDir(dir) }));
+    ({ dir, port, config } = await prepareObjectWorker('workerd-memory.ts', 'UserMemory', 'prism-workerd-memory-'));
     // The reference: the same actions on a Node Memory per user, recording MiniLM's vectors.
     const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
     const recording = recordingEmbedder(embedder);
@@ -395,6 +387,16 @@ interface Workerd {
 }
 
 /** Runs `workerd serve <config>` until `stop()`, once it listens on `port`. */
+/** Builds a Durable Object worker into a fresh temp dir and writes its workerd config (objects stored beside it). */
+async function prepareObjectWorker(entry: string, className: string, prefix: string): Promise<{ dir: string; port: number; config: string }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const modules = await buildWorker(entry, dir);
+  const port = await freePort();
+  const config = join(dir, 'config.capnp');
+  await writeFile(config, workerdConfig(port, modules, { className, dir: await objectsDir(dir) }));
+  return { dir, port, config };
+}
+
 async function startWorkerd(config: string, port: number, flags: string[] = []): Promise<Workerd> {
   const child = spawn(bin('workerd'), ['serve', ...flags, config], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';

@@ -74,9 +74,10 @@ function sessions(graph: MemoryGraph): Map<string, Chunk[]> {
   return bySession;
 }
 
-function factCounts(graph: MemoryGraph): Map<string, number> {
+/** FacetPoints per chunk id. */
+function countByChunk(points: readonly FacetPointNode[]): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const node of graph.nodesOfLayer('facetPoint')) counts.set(node.chunkId, (counts.get(node.chunkId) ?? 0) + 1);
+  for (const node of points) counts.set(node.chunkId, (counts.get(node.chunkId) ?? 0) + 1);
   return counts;
 }
 
@@ -92,7 +93,7 @@ function sessionInfo(sessionId: string, chunks: readonly Chunk[], facts: Map<str
 
 /** Every session of a scope's memory, in the order they were added. */
 export function listSessions(graph: MemoryGraph, scope: ResolvedScope): SessionInfo[] {
-  const facts = factCounts(graph);
+  const facts = countByChunk(graph.nodesOfLayer('facetPoint'));
   return [...sessions(graph)].map(([id, chunks]) => sessionInfo(id, chunks, facts, scope));
 }
 
@@ -102,13 +103,11 @@ export function findRecord(graph: MemoryGraph, scope: ResolvedScope, id: string)
   const chunks = bySession.get(id);
   if (chunks) {
     const chunkIds = new Set(chunks.map((c) => c.id));
-    const facts = graph
-      .nodesOfLayer('facetPoint')
-      .filter((n) => chunkIds.has(n.chunkId))
-      .map((n) => factInfo(n, graph.chunks.get(n.chunkId)));
+    const points = graph.nodesOfLayer('facetPoint').filter((n) => chunkIds.has(n.chunkId));
+    const facts = points.map((n) => factInfo(n, graph.chunks.get(n.chunkId)));
     return {
       kind: 'session',
-      session: sessionInfo(id, chunks, factCounts(graph), scope),
+      session: sessionInfo(id, chunks, countByChunk(points), scope),
       messages: chunks.flatMap((c) => c.turns.map((t) => memoryTurn(c, t, scope))),
       facts,
     };

@@ -20,6 +20,8 @@ import {
 import { LexicalIndex, normaliseTerm } from '../src/retrieve/lexical.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
+import { countLines } from '../src/util/tokens.ts';
+import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
 import { retrieve } from '../src/retrieve/retrieve.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
@@ -611,6 +613,19 @@ describe('zero-LLM precision, units and packing', () => {
       new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes } } })).units.map((u) => u.episodeId));
     expect((await from(1)).size).toBe(1);
     expect((await from(3)).size).toBe(3);
+  });
+
+  it('counts lines as the joined text, whatever joins them', () => {
+    // Joints where o200k's pre-tokenizer could run across a line break: punctuation before the
+    // break, whitespace or "/" after it, blank lines, carriage returns, non-Latin text.
+    const parts = ['(D1:2) Mel: Hi!', 'ok.', '  indented', '/path', '[header · 1 May]', 'é', '"quote"', 'x\r', '', '12345', '…', 'end ', '\t'];
+    const breaks = ['\n', '\n\n', '\r\n', ''];
+    let seed = 3;
+    const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let round = 0; round < 3000; round++) {
+      const pieces = Array.from({ length: 1 + random(6) }, () => `${parts[random(parts.length)] ?? ''}${breaks[random(breaks.length)] ?? ''}`);
+      expect(countLines(pieces)).toBe(o200kCount(pieces.join('')));
+    }
   });
 
   it('excerpts a long turn: best sentences first, written in their order, gaps marked, within the cap', () => {

@@ -223,6 +223,37 @@ describe('N2 edge cost', () => {
   });
 });
 
+describe('graph adjacency', () => {
+  it('lists edges by type in insertion order; a replaced edge keeps its place, a deleted one goes', () => {
+    const graph = new GraphBuilder()
+      .entity('en', 'E', unrelated())
+      .episode('ep', 1, unrelated())
+      .facet('fc', 'ep', 'theme', unrelated())
+      .point('p1', 'fc', 'one', unrelated())
+      .point('p2', 'fc', 'two', unrelated())
+      .point('p3', 'fc', 'three', unrelated())
+      .edge('involves_entity', 'p1', 'en')
+      .edge('temporal', 'p1', 'p2')
+      .edge('involves_entity', 'p2', 'en')
+      .edge('involves_entity', 'p3', 'en')
+      .build();
+    const ids = (edges: readonly GraphEdge[]) => edges.map((e) => e.id);
+    expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p1->en', 'involves_entity:p2->en', 'involves_entity:p3->en']);
+    expect(ids(graph.edgesFrom('p1'))).toEqual(['belongs_to:p1->fc', 'involves_entity:p1->en', 'temporal:p1->p2']);
+    expect(ids(graph.edgesFrom('p1', 'temporal'))).toEqual(['temporal:p1->p2']);
+    const first = graph.edges.get('involves_entity:p1->en')!;
+    graph.putEdge({ ...first, confidence: 0.5 });
+    expect(graph.edgesTo('en', 'involves_entity').map((e) => [e.id, e.confidence])[0]).toEqual(['involves_entity:p1->en', 0.5]);
+    graph.deleteEdge('involves_entity:p2->en');
+    expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p1->en', 'involves_entity:p3->en']);
+    // Moved to other endpoints: gone from the old lists, last in the new.
+    graph.putEdge({ ...first, from: 'p3', to: 'en', type: 'temporal' });
+    expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p3->en']);
+    expect(ids(graph.edgesFrom('p3', 'temporal'))).toEqual(['involves_entity:p1->en']);
+    expect(graph.edgesFrom('p1', 'involves_entity')).toEqual([]);
+  });
+});
+
 describe('N1 bundle search', () => {
   /** One Episode per template, each reachable only through its own anchor. */
   function templateGraph(): { graph: MemoryGraph; anchors: LayerAnchors } {

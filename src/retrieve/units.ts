@@ -55,7 +55,8 @@ export function buildUnits(
   const w = config.retrieval.turnScore;
   // One long turn may take at most half the budget, so it never crowds out all other evidence.
   const maxTurnTokens = Math.min(config.retrieval.maxTurnTokens, Math.floor(fineBudget / 2));
-  const lexicalMax = Math.max(0, ...[...evidence.lexicalTurns.values()].flatMap((m) => [...m.values()]));
+  let lexicalMax = 0;
+  for (const byDialog of evidence.lexicalTurns.values()) for (const score of byDialog.values()) lexicalMax = Math.max(lexicalMax, score);
   const scores = episodes.map((e) => e.episode.score);
   const [lo, hi] = [Math.min(...scores), Math.max(...scores)];
   const units: RetrievedUnit[] = [];
@@ -66,17 +67,26 @@ export function buildUnits(
     if (is === undefined) named.set(speaker, (is = [...termsOf(speaker)].some((term) => evidence.queryTerms.has(term))));
     return is;
   };
+  // A Facet holds several FacetPoints: its cosine is taken once per query.
+  const facetCosines = new Map<string, number>();
+  const facetCosine = (facetId: string): number => {
+    let cosine = facetCosines.get(facetId);
+    if (cosine === undefined) {
+      const vector = graph.vectors.get(facetId);
+      facetCosines.set(facetId, (cosine = vector ? dot(vector, evidence.queryVector) : 0));
+    }
+    return cosine;
+  };
   for (const { episode, node, chunk } of episodes) {
     const episodeWeight = hi > lo ? (episode.score - lo) / (hi - lo) : 1;
     const fact = new Map<string, number>();
     const facet = new Map<string, number>();
     const points = new Map<string, Array<{ content: string; cosine: number }>>();
     for (const { point, cosine } of factCosines(graph, node.id, evidence)) {
-      const facetVector = graph.vectors.get(point.facetId);
-      const facetCosine = facetVector ? dot(facetVector, evidence.queryVector) : 0;
+      const ofFacet = facetCosine(point.facetId);
       for (const d of point.dialogIds) {
         fact.set(d, Math.max(cosine, fact.get(d) ?? -1));
-        facet.set(d, Math.max(facetCosine, facet.get(d) ?? -1));
+        facet.set(d, Math.max(ofFacet, facet.get(d) ?? -1));
         let ofTurn = points.get(d);
         if (!ofTurn) points.set(d, (ofTurn = []));
         ofTurn.push({ content: point.content, cosine });
@@ -100,11 +110,14 @@ export function buildUnits(
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
         w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
         (speakerNamed(turn.speaker) ? w.speaker : 0);
-      const long = exceeds(turnLine(turn), maxTurnTokens);
+      const long = exceeds(lineOf(turn), maxTurnTokens);
+      // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
+      const { text, dialogIds } = long
+        ? { text: excerptTurn(turn, sentenceScore(points.get(turn.dialogId) ?? [], evidence.queryTerms), maxTurnTokens), dialogIds: [turn.dialogId] }
+        : turnsText([turn]);
       units.push({
-        ...(long
-          ? { text: excerptTurn(turn, sentenceScore(points.get(turn.dialogId) ?? [], evidence.queryTerms), maxTurnTokens), dialogIds: [turn.dialogId] }
-          : turnsText([turn])),
+        text,
+        dialogIds,
         id: `${node.id}#${turn.dialogId}`,
         episodeId: node.id,
         header: chunk.header,
@@ -120,7 +133,18 @@ export function buildUnits(
 }
 
 function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: string[] } {
-  return { text: turns.map(turnLine).join('\n'), dialogIds: turns.map((t) => t.dialogId) };
+  return { text: turns.map(lineOf).join('\n'), dialogIds: turns.map((t) => t.dialogId) };
+}
+
+/**
+ * Turn lines by turn, kept while the turn is: every query writes the lines of its Episodes'
+ * turns, and one string per turn is also one token-count lookup that needs no rehashing.
+ */
+const lines = new WeakMap<ChunkTurn, string>();
+function lineOf(turn: ChunkTurn): string {
+  let line = lines.get(turn);
+  if (line === undefined) lines.set(turn, (line = turnLine(turn)));
+  return line;
 }
 
 /** Token count above `max`? Byte-level BPE spends at least one UTF-8 byte per token, so short texts skip the count. */

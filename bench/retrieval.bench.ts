@@ -1,14 +1,16 @@
 /**
- * Retrieval latency on a LoCoMo conversation graph in Node, zero-LLM, including the query
- * embedding: PRISM `search()` against a flat dense top-k over turns (same embedder, same
- * usearch index) measured in the same run.
+ * Retrieval latency in Node, zero-LLM, including the query embedding: PRISM `search()` against
+ * a flat dense top-k over turns (same embedder, same usearch index) measured in the same run,
+ * on one LoCoMo conversation and then on a memory holding all of them (the same store, grown).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Embedder } from '../src/embed/types.ts';
 import { turnLine } from '../src/ingest/chunking.ts';
 import { percentile } from '../src/eval/metrics.ts';
-import { parseLocomo } from '../src/ingest/locomo.ts';
+import { parseLocomo, type LocomoSample } from '../src/ingest/locomo.ts';
+import type { Memory } from '../src/memory.ts';
 import { defaultLocomoPath, nodeEmbedder, nodeUsearch, openNodeMemory } from '../src/node.ts';
 import { packRows } from '../src/util/vectors.ts';
 import type { Row } from './table.ts';
@@ -20,15 +22,28 @@ export async function benchRetrieval(): Promise<Row[]> {
   const samples = parseLocomo(JSON.parse(await readFile(defaultLocomoPath(), 'utf8')));
   const sample = samples.find((s) => s.conversation.id === CONVERSATION);
   if (!sample) throw new Error(`no ${CONVERSATION} in the LoCoMo file`);
+  const embedder = await nodeEmbedder('int8');
   // A fresh store each run: a graph kept from an earlier build could have been made by other code.
   const dir = await mkdtemp(join(tmpdir(), `prism-bench-${CONVERSATION}-`));
   const memory = await openNodeMemory({ dir, name: CONVERSATION });
-  await memory.add(sample.conversation);
-  const questions = sample.questions.filter((q) => q.category !== 5).map((q) => q.question);
+  try {
+    await memory.add(sample.conversation);
+    const rows = await measure(memory, embedder, [sample], CONVERSATION);
+    // The same memory grown to every conversation of the file, in one scope (one user's history).
+    const others = samples.filter((s) => s !== sample);
+    for (const other of others) await memory.add(other.conversation);
+    return [...rows, ...(await measure(memory, embedder, [sample, ...others], `${samples.length} conversations in one memory`))];
+  } finally {
+    await memory.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
+/** Every question of `held` (category 5 aside) through PRISM and through a flat dense top-50 over all of `held`'s turns. */
+async function measure(memory: Memory, embedder: Embedder, held: readonly LocomoSample[], label: string): Promise<Row[]> {
+  const questions = held.flatMap((s) => s.questions.filter((q) => q.category !== 5).map((q) => q.question));
   // Baseline: every turn embedded once, flat exact top-k in the same usearch WASM index.
-  const embedder = await nodeEmbedder('int8');
-  const turns = sample.conversation.sessions.flatMap((s) => s.turns);
+  const turns = held.flatMap((s) => s.conversation.sessions.flatMap((session) => session.turns));
   const turnVectors = await embedder.embed(turns.map(turnLine));
   const index = (await nodeUsearch()).createIndex({ dim: embedder.dim });
   index.add(
@@ -51,14 +66,12 @@ export async function benchRetrieval(): Promise<Row[]> {
     flat.push(performance.now() - t1);
   }
   index.dispose();
-  await memory.close();
-  await rm(dir, { recursive: true, force: true });
   // The harness's percentile, so these p50/p95 compare with results.json's; NaN only if no question ran.
   const ms = (times: readonly number[], p: number) => percentile(times, p) ?? NaN;
   const base = `flat dense top-50 over turns (p50 ${ms(flat, 50).toFixed(1)} ms)`;
   return [
-    { name: `flat dense top-50, ${CONVERSATION} (${turns.length} turns)`, metric: 'p50 ms', value: ms(flat, 50) },
-    { name: `PRISM search zero-LLM, ${CONVERSATION}, budget ${BUDGET}`, metric: 'p50 ms', value: ms(prism, 50), baseline: base, ratio: ms(prism, 50) / ms(flat, 50) },
-    { name: `PRISM search zero-LLM, ${CONVERSATION}, budget ${BUDGET}`, metric: 'p95 ms', value: ms(prism, 95) },
+    { name: `flat dense top-50, ${label} (${turns.length} turns)`, metric: 'p50 ms', value: ms(flat, 50) },
+    { name: `PRISM search zero-LLM, ${label}, budget ${BUDGET}`, metric: 'p50 ms', value: ms(prism, 50), baseline: base, ratio: ms(prism, 50) / ms(flat, 50) },
+    { name: `PRISM search zero-LLM, ${label}, budget ${BUDGET}`, metric: 'p95 ms', value: ms(prism, 95) },
   ];
 }

@@ -17,7 +17,8 @@ import {
   routeIntent,
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
-import { LexicalIndex, normaliseTerm } from '../src/retrieve/lexical.ts';
+import { LexicalIndex, normaliseTerm, termsOf } from '../src/retrieve/lexical.ts';
+import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
 import { countLines } from '../src/util/tokens.ts';
@@ -617,7 +618,7 @@ describe('hybrid anchors: lexical index and fusion', () => {
       { id: 'b', score: 0.6 },
       { id: 'c', score: 0.5 },
     ];
-    const fused = fuseAnchors(dense, [{ id: 'c', score: 12 }, { id: 'lex-only', score: 9 }], { queryVector: Q, vectors, rrfK: 60, lexicalPerLayer: 30 });
+    const fused = fuseAnchors(dense, [{ id: 'c', score: 12 }, { id: 'lex-only', score: 9 }], { queryVector: Q, vectors, rrfK: 60, lexicalPerLayer: 30, lexicalWeight: 1 });
     expect(fused.map((a) => a.id)).toEqual(['c', 'a', 'b', 'lex-only']);
     expect(fused.map((a) => a.score)).toEqual([0.7, 0.6, 0.5, expect.closeTo(0.3, 6)]);
   });
@@ -634,7 +635,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), factCosines: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), lexicalWeight: 1, turnAnchors: new Map(), factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -768,5 +769,90 @@ describe('zero-LLM precision, units and packing', () => {
     expect(rank(causal, 'ep3')).toBeLessThan(rank(causal, 'ep2'));
     expect(temporal.ranked.find((e) => e.episodeId === 'ep2')?.trace.template).toBe('temporal bridge');
     expect(causal.ranked.find((e) => e.episodeId === 'ep3')?.trace.template).toBe('causal bridge');
+  });
+});
+
+describe('session-independent turn anchors and adaptive fusion', () => {
+  /** ep-near wins N1 on its own vector; the turn closest to the query sits in ep-far. */
+  function anchorGraph(): MemoryGraph {
+    return new GraphBuilder()
+      .episode('ep-near', 1, atCos(0.9, 1), [['D1:1', 'Ana', 'Chatter about the weather.']])
+      .facet('fc-near', 'ep-near', 'Ana: Chatter about the weather.', atCos(0.2, 2))
+      .point('fp-near', 'fc-near', 'Ana: Chatter about the weather.', atCos(0.2, 3), { dialogIds: ['D1:1'] })
+      .episode('ep-far', 2, unrelated(), [
+        ['D2:1', 'Ben', 'The sunrise canvas hangs over my sofa.'],
+        ['D2:2', 'Ana', 'Nice.'],
+      ])
+      .facet('fc-far', 'ep-far', 'Ben: The sunrise canvas hangs over my sofa.', atCos(0.8, 4))
+      .point('fp-far', 'fc-far', 'Ben: The sunrise canvas hangs over my sofa.', atCos(0.7, 5), { dialogIds: ['D2:1'] })
+      .facet('fc-far2', 'ep-far', 'Ana: Nice.', atCos(0.1, 6))
+      .point('fp-far2', 'fc-far2', 'Ana: Nice.', atCos(0.1, 7), { dialogIds: ['D2:2'] })
+      .build();
+  }
+
+  it('maps the best Facets to their turns by Episode, keeping each turn’s best cosine', () => {
+    const graph = anchorGraph();
+    const facets = [
+      { id: 'fc-far', score: 0.8 },
+      { id: 'fc-near', score: 0.2 },
+      { id: 'fc-far2', score: 0.1 },
+    ];
+    expect(turnAnchors(graph, facets, 2)).toEqual(
+      new Map([
+        ['ep-far', new Map([['D2:1', 0.8]])],
+        ['ep-near', new Map([['D1:1', 0.2]])],
+      ]),
+    );
+    expect(turnAnchors(graph, facets, 0).size).toBe(0);
+    // Ids of other layers are not turns.
+    expect(turnAnchors(graph, [{ id: 'fp-far', score: 0.9 }], 5).size).toBe(0);
+  });
+
+  it('offers an anchored turn whose Episode N1 left out, with its Facet path as trace', async () => {
+    const deps = depsFor(anchorGraph());
+    const run = (turnAnchorCount: number) =>
+      retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes: 1, turnAnchors: turnAnchorCount } } });
+    const without = await run(0);
+    expect(without.units.map((u) => u.dialogIds[0])).toEqual(['D1:1']);
+    const withAnchors = await run(1);
+    // Only the anchored turn of ep-far joins (not its other turn), and it outranks the weaker selected turn on its fact.
+    expect(withAnchors.units.map((u) => u.dialogIds[0])).toEqual(['D2:1', 'D1:1']);
+    expect(withAnchors.units[0]?.trace.template).toBe('Fc→Ep');
+    expect(withAnchors.units[0]?.trace.nodes[0]?.id).toBe('fc-far');
+    // The bundle the ER@K metric reads is unchanged.
+    expect(withAnchors.bundle.map((e) => e.episodeId)).toEqual(['ep-near']);
+  });
+
+  it('trusts BM25 in proportion to the query terms its best turn shares, full at the given share', () => {
+    const terms = termsOf('Ben sunrise canvas sofa');
+    expect(lexicalConfidence(terms, 'Ben: The sunrise canvas hangs over my sofa.', 1)).toBe(1);
+    expect(lexicalConfidence(terms, 'Ben: nice weather', 1)).toBe(0.25);
+    expect(lexicalConfidence(terms, 'Ben: nice weather', 0.5)).toBe(0.5);
+    expect(lexicalConfidence(terms, 'Ben: sunrise at the sofa', 0.5)).toBe(1);
+    expect(lexicalConfidence(terms, null, 1)).toBe(0);
+    expect(lexicalConfidence(new Set(), 'anything', 1)).toBe(0);
+  });
+
+  it('reads the text of the best BM25 turn', () => {
+    const graph = anchorGraph();
+    const turns = new Map([
+      ['ep-near', new Map([['D1:1', 1.5]])],
+      ['ep-far', new Map([['D2:2', 0.5], ['D2:1', 2.5]])],
+    ]);
+    expect(bestLexicalTurnText(graph, turns)).toBe('Ben: The sunrise canvas hangs over my sofa.');
+    expect(bestLexicalTurnText(graph, new Map())).toBeNull();
+  });
+
+  it('fuses with the lexical list scaled by its weight: none leaves the dense order', () => {
+    const dense = [
+      { id: 'a', score: 0.7 },
+      { id: 'b', score: 0.6 },
+    ];
+    const lexical = [{ id: 'b', score: 12 }, { id: 'lex-only', score: 9 }];
+    const ctx = { queryVector: Q, vectors: new Map([['lex-only', atCos(0.3, 1)]]), rrfK: 60, lexicalPerLayer: 30 };
+    expect(fuseAnchors(dense, lexical, { ...ctx, lexicalWeight: 0 })).toEqual(dense);
+    expect(fuseAnchors(dense, lexical, { ...ctx, lexicalWeight: 1 }).map((a) => a.id)).toEqual(['b', 'a', 'lex-only']);
+    // A weak lexical say keeps the dense leader first but still admits the lexical-only hit.
+    expect(fuseAnchors(dense, lexical, { ...ctx, lexicalWeight: 0.01 }).map((a) => a.id)).toEqual(['a', 'b', 'lex-only']);
   });
 });

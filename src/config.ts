@@ -87,7 +87,10 @@ export interface RetrievalConfig {
     neighbourLexical: number;
     /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
     speaker: number;
-    /** The turn's cosine when it is one of the session-independent turn anchors (`turnAnchors`), else 0. */
+    /**
+     * The turn's cosine when it is one of the session-independent turn anchors (`turnAnchors`),
+     * else 0; under adaptive fusion scaled by 1 − the query's lexical confidence.
+     */
     anchor: number;
   };
   /**
@@ -123,7 +126,8 @@ export interface RetrievalFlags {
   /**
    * Adaptive fusion — beyond the paper: every lexical signal (BM25 anchors in the fusion, BM25
    * terms of N3 and of turn scores) is weighted by the share of the query's terms that its best
-   * BM25 turn contains, so a query sharing no word with its evidence is ranked by meaning.
+   * BM25 turn contains, and the turn-anchor term by the rest, so a query sharing no word with
+   * its evidence is ranked by meaning.
    */
   adaptiveFusion: boolean;
   /**

@@ -109,7 +109,7 @@ export function buildUnits(
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
         w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
         (speakerNamed(turn.speaker) ? w.speaker : 0) +
-        w.anchor * Math.max(0, anchorCosine ?? 0);
+        w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
       const long = exceeds(turnLine(turn), maxTurnTokens);
       units.push({
         ...(long

@@ -10,6 +10,12 @@ export interface Extraction {
   facetPoints: ExtractedFacetPoint[];
   facets: ExtractedFacet[];
   temporal: ExtractedTemporal[];
+  /**
+   * Present when the summary and every facet theme are made of the facts' own sentences (the
+   * local extractor): `summaryPointIndices` are the facts the summary quotes. Their vectors are
+   * then composed from the facts' vectors rather than embedded a second time.
+   */
+  quoted?: { summaryPointIndices: number[] };
 }
 
 export interface ExtractedEntity {

@@ -6,7 +6,7 @@ import { dot, normalisedSum } from '../util/vectors.ts';
 import type { ExtractedFacet, Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
 
-/** Vectors for the texts of one extraction, computed before building (see `textsToEmbed`). */
+/** Vectors for the texts of one extraction, computed before building (see `embedExtraction`). */
 export interface ExtractionVectors {
   summary: Float32Array;
   entities: Float32Array[];
@@ -44,8 +44,7 @@ export interface BuildOutput {
  */
 export async function embedExtraction(extraction: Extraction, embedder: Embedder, signal?: AbortSignal): Promise<ExtractionVectors> {
   const summaryFacts = extraction.quoted?.summaryPointIndices ?? [];
-  const composedFacet = (facet: ExtractedFacet) => composesFacet(extraction, facet);
-  const embeddedFacets = extraction.facets.filter((f) => !composedFacet(f));
+  const embeddedFacets = extraction.facets.filter((f) => !composesFacet(extraction, f));
   const texts = [
     ...extraction.entities.map((e) => e.name),
     ...extraction.facetPoints.map((p) => p.content),
@@ -59,7 +58,7 @@ export async function embedExtraction(extraction: Extraction, embedder: Embedder
   // The embedded facet themes in order, then the summary when it was embedded.
   const embeddedThemes = vectors.slice(entities.length + facetPoints.length);
   const sumOfFacts = (indices: readonly number[]) => normalisedSum(...indices.flatMap((i) => facetPoints[i] ?? []));
-  const facets = extraction.facets.map((f) => (composedFacet(f) ? sumOfFacts(f.pointIndices) : (embeddedThemes.shift() ?? new Float32Array(embedder.dim))));
+  const facets = extraction.facets.map((f) => (composesFacet(extraction, f) ? sumOfFacts(f.pointIndices) : (embeddedThemes.shift() ?? new Float32Array(embedder.dim))));
   const summary = summaryFacts.length > 0 ? sumOfFacts(summaryFacts) : embeddedThemes.shift();
   if (!summary) throw new Error('no summary vector');
   return { summary, entities, facetPoints, facets };

@@ -148,30 +148,28 @@ describe('buildChunkGraph (design §2.4)', () => {
 
 describe('embedExtraction', () => {
   const points = [fact('Ana: I adopted a cat.', null), fact('Ana: Her name is Luna.', null), fact('Ben: Nice!', null)];
-  const facets = [{ theme: 'Ana: I adopted a cat. Her name is Luna.', pointIndices: [0, 1] }, { theme: 'Ben: Nice!', pointIndices: [2] }];
+  const facets = [{ theme: 'Ana: I adopted a cat. Her name is Luna.', pointIndices: [0, 1] }];
 
-  it('composes a quoted summary and themes from the facts and never embeds them', async () => {
+  it('composes a summary quoted from the facts and never embeds it', async () => {
     const base = hashEmbedder(16);
     const asked: string[] = [];
     const embedder = { ...base, embed: async (texts: readonly string[]) => (asked.push(...texts), base.embed(texts)) };
-    const ex = extraction({ summary: '[s 1] Ana: I adopted a cat.', entities: [{ name: 'Ana', type: 'person' }], facetPoints: points, facets, quoted: { summaryPointIndices: [0] } });
+    const ex = extraction({ summary: '[s 1] Ana: I adopted a cat. Ana: Her name is Luna.', entities: [{ name: 'Ana', type: 'person' }], facetPoints: points, facets, summaryQuotes: [0, 1] });
     const vectors = await embedExtraction(ex, embedder);
-    expect(asked).toEqual(['Ana', ...points.map((p) => p.content)]);
-    const [cat, luna, nice] = vectors.facetPoints;
-    expect(cat && luna && nice).toBeTruthy();
-    if (!cat || !luna || !nice) return;
-    expect([...(vectors.facets[0] ?? [])]).toEqual([...normalisedSum(cat, luna)]);
-    expect([...(vectors.facets[1] ?? [])]).toEqual([...nice]);
-    expect([...vectors.summary]).toEqual([...cat]);
+    expect(asked).toEqual(['Ana', ...points.map((p) => p.content), facets[0]?.theme]);
+    const [cat, luna] = vectors.facetPoints;
+    expect(cat && luna).toBeTruthy();
+    if (!cat || !luna) return;
+    expect([...vectors.summary]).toEqual([...normalisedSum(cat, luna)]);
+    expect([...(vectors.facets[0] ?? [])]).toEqual([...((await base.embed([facets[0]?.theme ?? '']))[0] ?? [])]);
   });
 
-  it('embeds the summary and themes of an extraction that paraphrases (no quoted facts), and a summary that quotes none', async () => {
+  it('embeds a written summary, and one that quotes no fact', async () => {
     const embedder = hashEmbedder(16);
-    const [summary, theme] = await embedder.embed(['Ana has a new cat', 'pets']);
-    const paraphrased = await embedExtraction(extraction({ summary: 'Ana has a new cat', facetPoints: points, facets: [{ theme: 'pets', pointIndices: [0, 1] }] }), embedder);
-    expect([...paraphrased.summary]).toEqual([...(summary ?? [])]);
-    expect([...(paraphrased.facets[0] ?? [])]).toEqual([...(theme ?? [])]);
-    const headerOnly = await embedExtraction(extraction({ summary: 'Ana has a new cat', quoted: { summaryPointIndices: [] } }), embedder);
+    const [summary] = await embedder.embed(['Ana has a new cat']);
+    const written = await embedExtraction(extraction({ summary: 'Ana has a new cat', facetPoints: points }), embedder);
+    expect([...written.summary]).toEqual([...(summary ?? [])]);
+    const headerOnly = await embedExtraction(extraction({ summary: 'Ana has a new cat', summaryQuotes: [] }), embedder);
     expect([...headerOnly.summary]).toEqual([...(summary ?? [])]);
   });
 });

@@ -3,7 +3,7 @@ import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, EdgeType, EntityNode, EpisodeNode, FacetNode, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
 import { dot, normalisedSum } from '../util/vectors.ts';
-import type { ExtractedFacet, Extraction } from './extraction.ts';
+import type { Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
 
 /** Vectors for the texts of one extraction, computed before building (see `embedExtraction`). */
@@ -37,36 +37,24 @@ export interface BuildOutput {
 
 /**
  * The vectors of one extraction's texts — summary, entity names, facts, facet themes — from one
- * embed call, so identical texts are embedded once and every text shares length-bucketed batches
- * with the others. A summary and themes quoted from the facts (`Extraction.quoted`) are not
- * embedded: their vectors are the normalised sums of the quoted facts' vectors, which saves
- * embedding every sentence twice (themes are whole turns: a third of the embedded tokens).
+ * embed call, so identical texts (a one-sentence turn's fact and theme) are embedded once and
+ * every text shares length-bucketed batches with the others. A summary quoted from the facts
+ * (`Extraction.summaryQuotes`) is not embedded: its vector is the normalised sum of the quoted
+ * facts' vectors (it would be the longest text of the chunk, embedded for the second time).
  */
 export async function embedExtraction(extraction: Extraction, embedder: Embedder, signal?: AbortSignal): Promise<ExtractionVectors> {
-  const summaryFacts = extraction.quoted?.summaryPointIndices ?? [];
-  const embeddedFacets = extraction.facets.filter((f) => !composesFacet(extraction, f));
-  const texts = [
-    ...extraction.entities.map((e) => e.name),
-    ...extraction.facetPoints.map((p) => p.content),
-    ...embeddedFacets.map((f) => f.theme),
-    ...(summaryFacts.length > 0 ? [] : [extraction.summary]),
-  ];
+  const quotes = extraction.summaryQuotes ?? [];
+  const texts = [...extraction.entities.map((e) => e.name), ...extraction.facetPoints.map((p) => p.content), ...extraction.facets.map((f) => f.theme)];
+  if (quotes.length === 0) texts.push(extraction.summary);
   const vectors = await embedder.embed(texts, signal ? { signal } : {});
   if (vectors.length !== texts.length) throw new Error(`expected ${texts.length} vectors, got ${vectors.length}`);
-  const entities = vectors.slice(0, extraction.entities.length);
-  const facetPoints = vectors.slice(entities.length, entities.length + extraction.facetPoints.length);
-  // The embedded facet themes in order, then the summary when it was embedded.
-  const embeddedThemes = vectors.slice(entities.length + facetPoints.length);
-  const sumOfFacts = (indices: readonly number[]) => normalisedSum(...indices.flatMap((i) => facetPoints[i] ?? []));
-  const facets = extraction.facets.map((f) => (composesFacet(extraction, f) ? sumOfFacts(f.pointIndices) : (embeddedThemes.shift() ?? new Float32Array(embedder.dim))));
-  const summary = summaryFacts.length > 0 ? sumOfFacts(summaryFacts) : embeddedThemes.shift();
+  const e = extraction.entities.length;
+  const p = extraction.facetPoints.length;
+  const f = extraction.facets.length;
+  const facetPoints = vectors.slice(e, e + p);
+  const summary = quotes.length > 0 ? normalisedSum(...quotes.flatMap((i) => facetPoints[i] ?? [])) : vectors[e + p + f];
   if (!summary) throw new Error('no summary vector');
-  return { summary, entities, facetPoints, facets };
-}
-
-/** True when `facet`'s vector is the normalised sum of its facts' vectors (see `embedExtraction`). */
-function composesFacet(extraction: Extraction, facet: ExtractedFacet): boolean {
-  return extraction.quoted !== undefined && facet.pointIndices.length > 0;
+  return { summary, entities: vectors.slice(0, e), facetPoints, facets: vectors.slice(e + p, e + p + f) };
 }
 
 /**
@@ -129,15 +117,13 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
     entityIdByName.set(key, target.id);
   });
 
-  // Facets: merge near-duplicate themes within this Episode. The threshold is a cosine between
-  // embedded themes; composed vectors (sums of several facts) sit closer together (on conv-26 they
-  // merged 81 of 418 turn themes against 6 embedded), so a composed facet is never merged.
+  // Facets: merge near-duplicate themes within this Episode.
   const facetOfPoint = new Map<number, FacetNode>();
   const facetNodes: Array<{ node: FacetNode; vector: Float32Array }> = [];
   extraction.facets.forEach((facet, i) => {
     const vector = vectors.facets[i];
     if (!vector) return;
-    let target = composesFacet(extraction, facet) ? undefined : facetNodes.find((f) => dot(f.vector, vector) >= config.facetMergeThreshold)?.node;
+    let target = facetNodes.find((f) => dot(f.vector, vector) >= config.facetMergeThreshold)?.node;
     if (!target) {
       target = { id: `fc:${chunk.id.slice(0, 12)}:${i}`, key: input.nextKey(), layer: 'facet', chunkId: chunk.id, episodeId: episode.id, theme: facet.theme };
       facetNodes.push({ node: target, vector });

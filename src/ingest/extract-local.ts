@@ -30,7 +30,7 @@ const DEFAULT_LOCAL_EXTRACTOR: LocalExtractorOptions = { minWords: 3, summaryCha
  * - Facets: one per turn (the turn is the natural theme unit of a dialogue); graph building
  *   merges near-duplicate themes within the Episode;
  * - time: expressions resolved against the session date at the precision they carry.
- * The summary and the themes quote the facts (`Extraction.quoted`), so their vectors are composed.
+ * The summary quotes the facts (`Extraction.summaryQuotes`), so the Episode's vector is composed.
  */
 export function createLocalExtractor(options: Partial<LocalExtractorOptions> = {}): Extractor {
   const opts = { ...DEFAULT_LOCAL_EXTRACTOR, ...options };
@@ -119,7 +119,7 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
     facetPoints,
     facets,
     temporal,
-    quoted: { summaryPointIndices: summary.pointIndices },
+    summaryQuotes: summary.pointIndices,
   };
 }
 

@@ -11,11 +11,11 @@ export interface Extraction {
   facets: ExtractedFacet[];
   temporal: ExtractedTemporal[];
   /**
-   * Present when the summary and every facet theme are made of the facts' own sentences (the
-   * local extractor): `summaryPointIndices` are the facts the summary quotes. Their vectors are
-   * then composed from the facts' vectors rather than embedded a second time.
+   * The facts whose sentences the summary quotes, when it is made of them (the local extractor):
+   * the Episode's vector is then the normalised sum of their vectors rather than another
+   * embedding of the same sentences. Absent for a written summary (LLM), which is embedded.
    */
-  quoted?: { summaryPointIndices: number[] };
+  summaryQuotes?: number[];
 }
 
 export interface ExtractedEntity {

@@ -5,6 +5,7 @@ import type { EngineSession, InferenceEngine } from './engine.ts';
 import { LruCache } from './lru-cache.ts';
 import { MINILM_HUB_ID, huggingFaceModelSource, type ModelSource } from './model-source.ts';
 import { onnxWebEngine, type WebEngineOptions } from './ort-web.ts';
+import { weightOnlyInt8 } from './weight-only-int8.ts';
 import type { EmbedOptions, Embedder } from './types.ts';
 
 export type MiniLmPrecision = 'int8' | 'fp32';
@@ -98,9 +99,11 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
 
   const tokenizer = buildTokenizer(AutoTokenizer.TOKENIZER_CLASS_MAPPING, tokenizerJson, tokenizerConfig, source);
   throwIfAborted(options.signal);
+  // Every engine runs the int8 weights on float activations, so Node and browsers give the same vectors.
+  const graph = weightOnlyInt8(modelBytes);
   let session: EngineSession;
   try {
-    session = await engine.createSession(modelBytes);
+    session = await engine.createSession(graph);
   } catch (cause) {
     throw new PrismError('MODEL_LOAD_FAILED', `${engine.label} cannot load ${MODEL_FILES[precision]} from ${source.location}`, { cause });
   }

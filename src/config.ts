@@ -87,7 +87,20 @@ export interface RetrievalConfig {
     neighbourLexical: number;
     /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
     speaker: number;
+    /** The turn's cosine when it is one of the session-independent turn anchors (`turnAnchors`), else 0. */
+    anchor: number;
   };
+  /**
+   * Session-independent turn anchors (beyond the paper): the turns of this many best Facets
+   * (one Facet per turn) over the whole memory are offered as units whether or not N1 selected
+   * their Episodes, and their turn score gains the `anchor` term. At most `anchorsPerLayer`; 0 = off.
+   */
+  turnAnchors: number;
+  /**
+   * Adaptive fusion (beyond the paper, `flags.adaptiveFusion`): BM25 keeps its full weight once
+   * its best turn holds this share of the query's terms, and less in proportion below it.
+   */
+  lexicalFullShare: number;
   /**
    * Fine units (beyond the paper): the turns offered to the packer come from this many of the
    * cheapest N1 Episodes (at least K). Only a token budget uses them; N3 and ER@K keep K.
@@ -107,6 +120,12 @@ export interface RetrievalFlags {
   intentRouting: boolean;
   /** Lexical (BM25) anchors fused with dense anchors — beyond the paper. */
   hybridAnchors: boolean;
+  /**
+   * Adaptive fusion — beyond the paper: every lexical signal (BM25 anchors in the fusion, BM25
+   * terms of N3 and of turn scores) is weighted by the share of the query's terms that its best
+   * BM25 turn contains, so a query sharing no word with its evidence is ranked by meaning.
+   */
+  adaptiveFusion: boolean;
   /**
    * Finer context units — beyond the paper: each Episode's key turns are offered before the
    * rest of its turns, so a tight budget holds more Episodes' evidence. Off = whole Episodes.
@@ -176,8 +195,10 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, speaker: 0.2 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, speaker: 0.2, anchor: 0 },
     unitEpisodes: 15,
+    turnAnchors: 0,
+    lexicalFullShare: 1,
   },
   flags: {
     // Off by default: on the dev conversations (zero-LLM) relation bridges and N2 discounts change
@@ -187,6 +208,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     compression: true,
     intentRouting: false,
     hybridAnchors: true,
+    adaptiveFusion: false,
     fineUnits: true,
   },
   seed: 42, // §6

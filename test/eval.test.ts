@@ -11,7 +11,8 @@ import { memoryBuildKey, prismSystem, type MemoryBuild, type MemorySource, type 
 import { renderFrontier, renderReport } from '../src/eval/report.ts';
 import { isLexicalGap } from '../src/eval/slices.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from '../src/eval/implicit-recall.ts';
-import { pooledSample } from '../src/eval/pooled.ts';
+import { comparePooled, pooledSample } from '../src/eval/pooled.ts';
+import { leaveOneConversationOut, renderLoco } from '../src/eval/loco.ts';
 import { defaultLocomoPath } from '../src/node.ts';
 import { runLocomoEval, type LocomoEvalOptions, type LocomoEvalResults } from '../src/eval/runner.ts';
 import { bootstrapMeanCI, mcNemarMidP, mcNemarMidPFromCounts, pairedBootstrapCI } from '../src/eval/stats.ts';
@@ -593,5 +594,53 @@ describe('pooled mode and implicit-recall cases', () => {
       expect(unresolved).toEqual([]);
       expect(isLexicalGap(question.q.question, gold.map((id) => turns.get(id) ?? ''))).toBe(true);
     }
+  });
+});
+
+describe('pooled pairing and leave-one-conversation-out choice', () => {
+  const outcome = (conversationId: string, index: number, er512: number | null, er2048: number | null = er512): QuestionOutcome => ({
+    key: `${conversationId}#${index}`,
+    conversationId,
+    category: 4,
+    lexicalGap: false,
+    recall: er512 === null || er2048 === null ? null : { atBudget: { '512': er512, '2048': er2048 }, atK: {} },
+    contextTokens: {},
+    latencyMs: 1,
+    llmCalls: 0,
+    llmTokens: 0,
+    intent: null,
+    judge: null,
+  });
+
+  it('pairs the pooled run with the per-conversation run by question order', () => {
+    const own = [outcome('a', 0, 1), outcome('a', 1, 1), outcome('b', 0, 0), outcome('b', 1, null)];
+    const pooled = [outcome('pooled', 0, 0), outcome('pooled', 1, 1), outcome('pooled', 2, 0), outcome('pooled', 3, 1)];
+    const [at512, at2048, ...rest] = comparePooled(
+      { budgets: [512, 2048], outcomes: { prism: own, 'only-here': own } },
+      { budgets: [512, 2048], outcomes: { prism: pooled } },
+      { resamples: 200 },
+    );
+    expect(rest).toEqual([]);
+    // The question without evidence in the per-conversation run is left out: 3 pairs.
+    expect(at512).toMatchObject({ system: 'prism', budget: 512, n: 3, perConversation: 2 / 3, pooled: 1 / 3 });
+    expect(at512?.diff).toBeCloseTo(-1 / 3);
+    expect(at2048?.budget).toBe(2048);
+  });
+
+  it('chooses on the other conversations and scores on the held-out one', () => {
+    // `steady` is a little better on a and b; `spiky` is much better on c alone.
+    const steady = [outcome('a', 0, 1), outcome('a', 1, 1), outcome('b', 0, 1), outcome('b', 1, 0.5), outcome('c', 0, 0), outcome('c', 1, 0)];
+    const spiky = [outcome('a', 0, 1), outcome('a', 1, 0.5), outcome('b', 0, 1), outcome('b', 1, 0.5), outcome('c', 0, 1), outcome('c', 1, 1)];
+    const report = leaveOneConversationOut({ steady, spiky }, [512, 2048]);
+    expect(report.folds.map((f) => [f.conversationId, f.chosen])).toEqual([
+      ['a', 'spiky'],
+      ['b', 'spiky'],
+      ['c', 'steady'],
+    ]);
+    // Held out: a by spiky 0.75, b by spiky 0.75, c by steady 0.
+    expect(report.loco['512']).toBeCloseTo((0.75 + 0.75 + 0) / 3);
+    expect(report.inSample).toEqual({ chosen: 'spiky', er: { '512': 5 / 6, '2048': 5 / 6 } });
+    expect(report.candidates['steady']?.['512']).toBeCloseTo(3.5 / 6);
+    expect(renderLoco(report)).toContain('| **LOCO** |  | 6 | 0.500 | 0.500 |');
   });
 });

@@ -1,4 +1,4 @@
-import { dot, normalisedSum } from '../src/util/vectors.ts';
+import { dot, normalisedSum, normalisedSumDot } from '../src/util/vectors.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig, type PrismConfig } from '../src/config.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
@@ -17,9 +17,12 @@ import {
   routeIntent,
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
-import { LexicalIndex, normaliseTerm } from '../src/retrieve/lexical.ts';
+import { LexicalIndex, normaliseTerm, termsOf } from '../src/retrieve/lexical.ts';
+import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
+import { countLines } from '../src/util/tokens.ts';
+import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
 import { retrieve } from '../src/retrieve/retrieve.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
@@ -219,6 +222,48 @@ describe('N2 edge cost', () => {
     const off = resolveConfig({ flags: { edgeDiscounts: false } }, config);
     expect(edgeCost(temporal, ctx({ intent: 'TEMPORAL', config: off }))).toBeCloseTo(0.8, 6);
   });
+
+  it('prices a composed edge exactly as the dot with the built sum vector', () => {
+    let seed = 11;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) - 0.5;
+    for (let round = 0; round < 50; round++) {
+      const [a, b, q] = [0, 1, 2].map(() => vec(Object.fromEntries(Array.from({ length: DIM }, (_, i) => [i, random()]))));
+      expect(normalisedSumDot(a!, b!, q!)).toBe(dot(normalisedSum(a!, b!), q!));
+    }
+    const zero = new Float32Array(DIM);
+    expect(normalisedSumDot(zero, zero, Q)).toBe(dot(normalisedSum(zero, zero), Q));
+  });
+});
+
+describe('graph adjacency', () => {
+  it('lists edges by type in insertion order; a replaced edge keeps its place, a deleted one goes', () => {
+    const graph = new GraphBuilder()
+      .entity('en', 'E', unrelated())
+      .episode('ep', 1, unrelated())
+      .facet('fc', 'ep', 'theme', unrelated())
+      .point('p1', 'fc', 'one', unrelated())
+      .point('p2', 'fc', 'two', unrelated())
+      .point('p3', 'fc', 'three', unrelated())
+      .edge('involves_entity', 'p1', 'en')
+      .edge('temporal', 'p1', 'p2')
+      .edge('involves_entity', 'p2', 'en')
+      .edge('involves_entity', 'p3', 'en')
+      .build();
+    const ids = (edges: readonly GraphEdge[]) => edges.map((e) => e.id);
+    expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p1->en', 'involves_entity:p2->en', 'involves_entity:p3->en']);
+    expect(ids(graph.edgesFrom('p1'))).toEqual(['belongs_to:p1->fc', 'involves_entity:p1->en', 'temporal:p1->p2']);
+    expect(ids(graph.edgesFrom('p1', 'temporal'))).toEqual(['temporal:p1->p2']);
+    const first = graph.edges.get('involves_entity:p1->en')!;
+    graph.putEdge({ ...first, confidence: 0.5 });
+    expect(graph.edgesTo('en', 'involves_entity').map((e) => [e.id, e.confidence])[0]).toEqual(['involves_entity:p1->en', 0.5]);
+    graph.deleteEdge('involves_entity:p2->en');
+    expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p1->en', 'involves_entity:p3->en']);
+    // Moved to other endpoints: gone from the old lists, last in the new.
+    graph.putEdge({ ...first, from: 'p3', to: 'en', type: 'temporal' });
+    expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p3->en']);
+    expect(ids(graph.edgesFrom('p3', 'temporal'))).toEqual(['involves_entity:p1->en']);
+    expect(graph.edgesFrom('p1', 'involves_entity')).toEqual([]);
+  });
 });
 
 describe('N1 bundle search', () => {
@@ -321,6 +366,64 @@ describe('N1 bundle search', () => {
     expect(order('TEMPORAL', resolveConfig({ flags: { edgeDiscounts: false } }, config))).toEqual(['ep1', 'ep3', 'ep2']);
     // Without N1 bridges (the default), only Episode 1 is reachable.
     expect(order('TEMPORAL', resolveConfig())).toEqual(['ep1']);
+  });
+
+  it('returns what the minimum over every enumerated path gives, however much it prunes', () => {
+    // Seeded random graphs: hub entities over many Episodes, weak and strong anchors, relation
+    // edges, in the default and the paper's routing, so pruning by cost and the dominated
+    // En→FP→Fc→Ep form are both exercised against the exhaustive answer.
+    let seed = 7;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    // Anywhere from orthogonal to close to the query (axis 0), so entity paths compete.
+    const randomVector = (): Float32Array => {
+      const v = Float32Array.from({ length: DIM }, (_, i) => (i === 0 ? 3 * random() : (random() - 0.5) / 20));
+      const norm = Math.hypot(...v);
+      return v.map((x) => x / norm);
+    };
+    for (let round = 0; round < 8; round++) {
+      const b = new GraphBuilder();
+      const entities = ['en0', 'en1', 'en2', 'en3', 'en4', 'en5'];
+      for (const [i, id] of entities.entries()) b.entity(id, `Entity ${i}`, randomVector());
+      const points: string[] = [];
+      for (let e = 0; e < 30; e++) {
+        b.episode(`ep${e}`, e + 1, randomVector());
+        for (let f = 0; f < 2; f++) {
+          b.facet(`fc${e}.${f}`, `ep${e}`, 'theme', randomVector());
+          for (let p = 0; p < 3; p++) {
+            const id = `fp${e}.${f}.${p}`;
+            const entity = entities[Math.floor(random() * entities.length)] ?? 'en0';
+            b.point(id, `fc${e}.${f}`, 'fact', randomVector(), { entityId: entity }).edge('involves_entity', id, entity);
+            if (points.length > 0 && random() < 0.2) b.edge(random() < 0.5 ? 'temporal' : 'evolution', points[Math.floor(random() * points.length)] ?? id, id);
+            points.push(id);
+          }
+        }
+      }
+      const graph = b.build();
+      const pick = (layer: Layer, n: number): Anchor[] =>
+        graph
+          .nodesOfLayer(layer)
+          .filter(() => random() < 0.5)
+          .slice(0, n)
+          // Fused anchors need not come best first.
+          .map((node) => ({ id: node.id, score: random() * 0.9 }));
+      const anchors = anchorsOf({ episode: pick('episode', 3), facet: pick('facet', 5), facetPoint: pick('facetPoint', 8), entity: pick('entity', 6) });
+      for (const c of [resolveConfig(), config]) {
+        for (const size of [3, 10]) {
+          const best = new Map<string, ReturnType<typeof enumeratePaths>[number]>();
+          for (const path of enumeratePaths(graph, anchors, Q, 'GENERAL', c)) {
+            const episodeId = path.nodes.at(-1)?.id ?? '';
+            const known = best.get(episodeId);
+            if (!known || path.total < known.total) best.set(episodeId, path);
+          }
+          const order = (id: string): number => Number(id.slice(2));
+          const expected = [...best.entries()]
+            .map(([episodeId, trace]) => ({ episodeId, cost: trace.total, trace }))
+            .sort((x, y) => x.cost - y.cost || order(x.episodeId) - order(y.episodeId))
+            .slice(0, size);
+          expect(bundleSearch(graph, anchors, Q, 'GENERAL', c, size)).toEqual(expected);
+        }
+      }
+    }
   });
 
   it('formats a trace as a readable path', () => {
@@ -515,7 +618,7 @@ describe('hybrid anchors: lexical index and fusion', () => {
       { id: 'b', score: 0.6 },
       { id: 'c', score: 0.5 },
     ];
-    const fused = fuseAnchors(dense, [{ id: 'c', score: 12 }, { id: 'lex-only', score: 9 }], { queryVector: Q, vectors, rrfK: 60, lexicalPerLayer: 30 });
+    const fused = fuseAnchors(dense, [{ id: 'c', score: 12 }, { id: 'lex-only', score: 9 }], { queryVector: Q, vectors, rrfK: 60, lexicalPerLayer: 30, lexicalWeight: 1 });
     expect(fused.map((a) => a.id)).toEqual(['c', 'a', 'b', 'lex-only']);
     expect(fused.map((a) => a.score)).toEqual([0.7, 0.6, 0.5, expect.closeTo(0.3, 6)]);
   });
@@ -532,7 +635,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), factCosines: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), lexicalWeight: 1, turnAnchors: new Map(), factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -613,6 +716,19 @@ describe('zero-LLM precision, units and packing', () => {
     expect((await from(3)).size).toBe(3);
   });
 
+  it('counts lines as the joined text, whatever joins them', () => {
+    // Joints where o200k's pre-tokenizer could run across a line break: punctuation before the
+    // break, whitespace or "/" after it, blank lines, carriage returns, non-Latin text.
+    const parts = ['(D1:2) Mel: Hi!', 'ok.', '  indented', '/path', '[header · 1 May]', 'é', '"quote"', 'x\r', '', '12345', '…', 'end ', '\t'];
+    const breaks = ['\n', '\n\n', '\r\n', ''];
+    let seed = 3;
+    const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let round = 0; round < 3000; round++) {
+      const pieces = Array.from({ length: 1 + random(6) }, () => `${parts[random(parts.length)] ?? ''}${breaks[random(breaks.length)] ?? ''}`);
+      expect(countLines(pieces)).toBe(o200kCount(pieces.join('')));
+    }
+  });
+
   it('excerpts a long turn: best sentences first, written in their order, gaps marked, within the cap', () => {
     const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one. Beta two. Gamma three. Delta four. Epsilon five.' };
     const scores: Record<string, number> = { 'Gamma three.': 1, 'Alpha one.': 0.9, 'Beta two.': 0.8, 'Delta four.': 0.1 };
@@ -653,5 +769,90 @@ describe('zero-LLM precision, units and packing', () => {
     expect(rank(causal, 'ep3')).toBeLessThan(rank(causal, 'ep2'));
     expect(temporal.ranked.find((e) => e.episodeId === 'ep2')?.trace.template).toBe('temporal bridge');
     expect(causal.ranked.find((e) => e.episodeId === 'ep3')?.trace.template).toBe('causal bridge');
+  });
+});
+
+describe('session-independent turn anchors and adaptive fusion', () => {
+  /** ep-near wins N1 on its own vector; the turn closest to the query sits in ep-far. */
+  function anchorGraph(): MemoryGraph {
+    return new GraphBuilder()
+      .episode('ep-near', 1, atCos(0.9, 1), [['D1:1', 'Ana', 'Chatter about the weather.']])
+      .facet('fc-near', 'ep-near', 'Ana: Chatter about the weather.', atCos(0.2, 2))
+      .point('fp-near', 'fc-near', 'Ana: Chatter about the weather.', atCos(0.2, 3), { dialogIds: ['D1:1'] })
+      .episode('ep-far', 2, unrelated(), [
+        ['D2:1', 'Ben', 'The sunrise canvas hangs over my sofa.'],
+        ['D2:2', 'Ana', 'Nice.'],
+      ])
+      .facet('fc-far', 'ep-far', 'Ben: The sunrise canvas hangs over my sofa.', atCos(0.8, 4))
+      .point('fp-far', 'fc-far', 'Ben: The sunrise canvas hangs over my sofa.', atCos(0.7, 5), { dialogIds: ['D2:1'] })
+      .facet('fc-far2', 'ep-far', 'Ana: Nice.', atCos(0.1, 6))
+      .point('fp-far2', 'fc-far2', 'Ana: Nice.', atCos(0.1, 7), { dialogIds: ['D2:2'] })
+      .build();
+  }
+
+  it('maps the best Facets to their turns by Episode, keeping each turn’s best cosine', () => {
+    const graph = anchorGraph();
+    const facets = [
+      { id: 'fc-far', score: 0.8 },
+      { id: 'fc-near', score: 0.2 },
+      { id: 'fc-far2', score: 0.1 },
+    ];
+    expect(turnAnchors(graph, facets, 2)).toEqual(
+      new Map([
+        ['ep-far', new Map([['D2:1', 0.8]])],
+        ['ep-near', new Map([['D1:1', 0.2]])],
+      ]),
+    );
+    expect(turnAnchors(graph, facets, 0).size).toBe(0);
+    // Ids of other layers are not turns.
+    expect(turnAnchors(graph, [{ id: 'fp-far', score: 0.9 }], 5).size).toBe(0);
+  });
+
+  it('offers an anchored turn whose Episode N1 left out, with its Facet path as trace', async () => {
+    const deps = depsFor(anchorGraph());
+    const run = (turnAnchorCount: number) =>
+      retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes: 1, turnAnchors: turnAnchorCount } } });
+    const without = await run(0);
+    expect(without.units.map((u) => u.dialogIds[0])).toEqual(['D1:1']);
+    const withAnchors = await run(1);
+    // Only the anchored turn of ep-far joins (not its other turn), and it outranks the weaker selected turn on its fact.
+    expect(withAnchors.units.map((u) => u.dialogIds[0])).toEqual(['D2:1', 'D1:1']);
+    expect(withAnchors.units[0]?.trace.template).toBe('Fc→Ep');
+    expect(withAnchors.units[0]?.trace.nodes[0]?.id).toBe('fc-far');
+    // The bundle the ER@K metric reads is unchanged.
+    expect(withAnchors.bundle.map((e) => e.episodeId)).toEqual(['ep-near']);
+  });
+
+  it('trusts BM25 in proportion to the query terms its best turn shares, full at the given share', () => {
+    const terms = termsOf('Ben sunrise canvas sofa');
+    expect(lexicalConfidence(terms, 'Ben: The sunrise canvas hangs over my sofa.', 1)).toBe(1);
+    expect(lexicalConfidence(terms, 'Ben: nice weather', 1)).toBe(0.25);
+    expect(lexicalConfidence(terms, 'Ben: nice weather', 0.5)).toBe(0.5);
+    expect(lexicalConfidence(terms, 'Ben: sunrise at the sofa', 0.5)).toBe(1);
+    expect(lexicalConfidence(terms, null, 1)).toBe(0);
+    expect(lexicalConfidence(new Set(), 'anything', 1)).toBe(0);
+  });
+
+  it('reads the text of the best BM25 turn', () => {
+    const graph = anchorGraph();
+    const turns = new Map([
+      ['ep-near', new Map([['D1:1', 1.5]])],
+      ['ep-far', new Map([['D2:2', 0.5], ['D2:1', 2.5]])],
+    ]);
+    expect(bestLexicalTurnText(graph, turns)).toBe('Ben: The sunrise canvas hangs over my sofa.');
+    expect(bestLexicalTurnText(graph, new Map())).toBeNull();
+  });
+
+  it('fuses with the lexical list scaled by its weight: none leaves the dense order', () => {
+    const dense = [
+      { id: 'a', score: 0.7 },
+      { id: 'b', score: 0.6 },
+    ];
+    const lexical = [{ id: 'b', score: 12 }, { id: 'lex-only', score: 9 }];
+    const ctx = { queryVector: Q, vectors: new Map([['lex-only', atCos(0.3, 1)]]), rrfK: 60, lexicalPerLayer: 30 };
+    expect(fuseAnchors(dense, lexical, { ...ctx, lexicalWeight: 0 })).toEqual(dense);
+    expect(fuseAnchors(dense, lexical, { ...ctx, lexicalWeight: 1 }).map((a) => a.id)).toEqual(['b', 'a', 'lex-only']);
+    // A weak lexical say keeps the dense leader first but still admits the lexical-only hit.
+    expect(fuseAnchors(dense, lexical, { ...ctx, lexicalWeight: 0.01 }).map((a) => a.id)).toEqual(['a', 'b', 'lex-only']);
   });
 });

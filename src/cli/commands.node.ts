@@ -399,7 +399,8 @@ const EVAL_FLAGS = {
   precision: { type: 'string', value: 'int8|fp32', description: 'MiniLM precision (default int8)' },
   chunking: { type: 'string', value: 'session|turns:N|tokens:N', description: 'chunking (default session)' },
   compare: { type: 'string', value: '<a:b,...>', description: 'paired differences to report' },
-  pooled: { type: 'boolean', description: 'every selected conversation in one memory, every question against it' },
+  pooled: { type: 'boolean', description: 'also ask every question against one memory holding all selected conversations (pooled block in the same report)' },
+  loco: { type: 'boolean', description: 'also run the weight candidates and report their leave-one-conversation-out choice' },
   help: GLOBAL_FLAGS.help,
 } as const satisfies FlagSpecs;
 
@@ -407,7 +408,7 @@ const EVAL_FLAGS = {
 const evalCommand: Command = {
   name: 'eval',
   summary: 'run the LoCoMo evaluation harness',
-  usage: 'prism eval locomo --out <dir> [--data <file>] [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled]',
+  usage: 'prism eval locomo --out <dir> [--data <file>] [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled] [--loco]',
   example: 'prism eval locomo --out eval-out --conversations conv-26 --systems bm25-turns,prism',
   flags: EVAL_FLAGS,
   run: async (argv) => {

@@ -17,7 +17,8 @@ import { writeEvalOutputs } from './output.node.ts';
 import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
-import { pooledSample } from './pooled.ts';
+import { LOCO_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate } from './loco.ts';
+import { comparePooled, pooledSample, renderPooled } from './pooled.ts';
 import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type LocomoEvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
 
@@ -32,8 +33,13 @@ export interface EvalFlags {
   precision?: string | undefined;
   chunking?: string | undefined;
   compare?: string | undefined;
-  /** Every selected conversation in one memory, every question against it (see `pooledSample`). */
+  /**
+   * Also every selected conversation in one memory, every question against it (see
+   * `pooledSample`), for the PRISM systems; the pooled block joins the same report.
+   */
   pooled?: boolean | undefined;
+  /** Also the weight candidates (`LOCO_CANDIDATES`), chosen leave-one-conversation-out in the report. */
+  loco?: boolean | undefined;
 }
 
 const KNOWN_SYSTEMS: readonly string[] = [...BASELINE_NAMES, ...PRISM_VARIANT_NAMES];
@@ -155,12 +161,12 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     const known = loaded.map((s) => s.conversation.id);
     throw new PrismError('INVALID_INPUT', `unknown conversations: ${selected.filter((id) => !known.includes(id)).join(', ')} (known: ${known.join(', ')})`);
   }
-  const samples = flags.pooled ? [pooledSample(perConversation)] : perConversation;
   const embedder = await nodeEmbedder(precision);
 
   // One shelf of memories per retrieval mode in use: zero-LLM variants read locally extracted
   // graphs, LLM-mode ones LLM-extracted graphs (openNodeMemory extracts with the LLM it is given).
   const prismNames = names.filter(isPrismVariant);
+  if (flags.loco && !prismNames.includes('prism')) prismNames.push('prism');
   const shelves = new Map<RetrievalMode, MemoryShelf>();
   for (const shelfMode of new Set(prismNames.map((name) => PRISM_VARIANTS[name].mode))) {
     const extraction = shelfMode === 'llm' ? 'llm' : 'local';
@@ -188,29 +194,28 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   }
   const baselineNames = names.filter((n): n is BaselineName => (BASELINE_NAMES as readonly string[]).includes(n));
   const baselines = createBaselines({ embedder }, baselineNames);
+  const prism = (variant: PrismVariant, candidate?: LocoCandidate) =>
+    prismSystem({
+      variant,
+      memories: shelves.get(PRISM_VARIANTS[variant].mode) as MemoryShelf,
+      baseConfig,
+      version,
+      llmModels: llmConfig?.models ?? null,
+      ...(candidate ? { candidate } : {}),
+    });
   const systems: EvalSystem[] = await Promise.all(
-    names.map(async (name) => {
-      const baseline = baselines.find((b) => b.name === name);
-      if (baseline) return baseline;
-      const variant = name as PrismVariant;
-      return prismSystem({
-        variant,
-        memories: shelves.get(PRISM_VARIANTS[variant].mode) as MemoryShelf,
-        baseConfig,
-        version,
-        llmModels: llmConfig?.models ?? null,
-      });
-    }),
+    names.map(async (name) => baselines.find((b) => b.name === name) ?? prism(name as PrismVariant)),
   );
+  const candidates = flags.loco ? await Promise.all(LOCO_CANDIDATES.map((candidate) => prism('prism', candidate))) : [];
 
   const controller = new AbortController();
   const onInterrupt = () => controller.abort();
   process.once('SIGINT', onInterrupt);
   const progress = new ProgressLine();
-  const runOn = (evalSamples: readonly LocomoSample[]) =>
+  const runOn = (evalSamples: readonly LocomoSample[], evalSystems: readonly EvalSystem[], pooled = false) =>
     runLocomoEval({
       samples: evalSamples,
-      systems,
+      systems: evalSystems,
       dataPath,
       budgets,
       ...(llmConfig
@@ -232,21 +237,36 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
         chunking: chunkingLabel,
         denseSearch: 'exact (brute force)',
         mode,
-        pooled: flags.pooled === true,
+        pooled,
         memories: [...shelves.values()].map((shelf) => shelf.key).join(', ') || null,
       },
     });
   try {
-    const results = await runOn(samples);
+    const results = await runOn(perConversation, [...systems, ...candidates]);
     progress.finish();
-    const paths = await writeEvalOutputs(out, results);
+    const sections: string[] = [];
+    if (flags.pooled) {
+      // PRISM only: the pooled memory is PRISM's question (the baselines have no memory to pool).
+      const pooled = await runOn([pooledSample(perConversation)], systems.filter((s) => !s.baseline), true);
+      progress.finish();
+      await writeEvalOutputs(join(out, 'pooled'), pooled);
+      sections.push(renderPooled(comparePooled(results, pooled), pooled));
+      console.log('\npooled (one memory, all conversations):');
+      printSummary(pooled);
+    }
+    if (flags.loco) {
+      const outcomes = Object.fromEntries(candidates.map((c) => [c.name, results.outcomes[c.name] ?? []]));
+      const loco = leaveOneConversationOut(outcomes, budgets);
+      sections.push(renderLoco(loco));
+      console.log(`\nleave-one-conversation-out: ${budgets.map((b) => `${b}:${loco.loco[String(b)]?.toFixed(3)}`).join(' ')} (in-sample ${loco.inSample.chosen}: ${budgets.map((b) => `${b}:${loco.inSample.er[String(b)]?.toFixed(3)}`).join(' ')})`);
+    }
+    const paths = await writeEvalOutputs(out, results, sections);
     printSummary(results);
     console.log(`\n${results.questions} questions, ${(results.timings.wallMs / 1000).toFixed(1)} s → ${paths.results}, ${paths.report}, ${paths.frontier}`);
     // The system check on hand-written implicit-recall cases, over the same systems and memories.
-    // (Pooled runs skip it: its cases are about one conversation each.)
     const cases = IMPLICIT_RECALL_CASES.filter((c) => perConversation.some((s) => s.conversation.id === c.conversation));
-    if (!flags.pooled && cases.length > 0) {
-      const implicit = await runOn(implicitRecallSamples(perConversation, cases));
+    if (cases.length > 0) {
+      const implicit = await runOn(implicitRecallSamples(perConversation, cases), [...systems, ...candidates]);
       progress.finish();
       const implicitPaths = await writeEvalOutputs(join(out, 'implicit-recall'), implicit);
       console.log('\nimplicit recall (remark → earlier statement, no shared word):');

@@ -3,12 +3,16 @@ import { join } from 'node:path';
 import { renderFrontier, renderReport } from './report.ts';
 import type { LocomoEvalResults } from './runner.ts';
 
-/** Writes `results.json`, `report.md` and `frontier.svg` into `dir`; returns their paths. */
-export async function writeEvalOutputs(dir: string, results: LocomoEvalResults): Promise<{ results: string; report: string; frontier: string }> {
+/** Writes `results.json`, `report.md` (with `sections` appended) and `frontier.svg` into `dir`; returns their paths. */
+export async function writeEvalOutputs(
+  dir: string,
+  results: LocomoEvalResults,
+  sections: readonly string[] = [],
+): Promise<{ results: string; report: string; frontier: string }> {
   await mkdir(dir, { recursive: true });
   const paths = { results: join(dir, 'results.json'), report: join(dir, 'report.md'), frontier: join(dir, 'frontier.svg') };
   await writeFile(paths.results, `${JSON.stringify(results, null, 2)}\n`, 'utf8');
-  await writeFile(paths.report, renderReport(results), 'utf8');
+  await writeFile(paths.report, [renderReport(results), ...sections].join('\n'), 'utf8');
   await writeFile(paths.frontier, await renderFrontier(results), 'utf8');
   return paths;
 }

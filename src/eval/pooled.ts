@@ -1,6 +1,8 @@
 import type { Conversation } from '../ingest/conversation.ts';
 import type { LocomoSample } from '../ingest/locomo.ts';
 import { normaliseEvidence } from './evidence.ts';
+import type { LocomoEvalResults } from './runner.ts';
+import { pairedBootstrapCI, type BootstrapOptions } from './stats.ts';
 
 /** Id of the one conversation the pooled mode evaluates. */
 export const POOLED_CONVERSATION_ID = 'pooled';
@@ -37,4 +39,79 @@ export function pooledSample(samples: readonly LocomoSample[]): LocomoSample {
     }
   }
   return { conversation: { id: POOLED_CONVERSATION_ID, sessions }, questions };
+}
+
+/** One system's ER in the pooled memory against its per-conversation ER, paired question by question. */
+export interface PooledComparison {
+  system: string;
+  budget: number;
+  n: number;
+  perConversation: number;
+  pooled: number;
+  /** pooled − per-conversation, with its paired bootstrap 95% CI. */
+  diff: number;
+  low: number;
+  high: number;
+}
+
+/**
+ * Pairs the pooled run's outcomes with the per-conversation run's by position (`pooledSample`
+ * keeps the question order), for every system in both runs, at every budget of both.
+ */
+export function comparePooled(
+  perConversation: Pick<LocomoEvalResults, 'budgets' | 'outcomes'>,
+  pooled: Pick<LocomoEvalResults, 'budgets' | 'outcomes'>,
+  bootstrap: BootstrapOptions = {},
+): PooledComparison[] {
+  const budgets = pooled.budgets.filter((b) => perConversation.budgets.includes(b));
+  return Object.keys(pooled.outcomes).flatMap((system) => {
+    const own = perConversation.outcomes[system];
+    const inPool = pooled.outcomes[system];
+    if (!own || !inPool || own.length !== inPool.length) return [];
+    return budgets.flatMap((budget) => {
+      const a: number[] = [];
+      const b: number[] = [];
+      inPool.forEach((outcome, i) => {
+        const x = outcome.recall?.atBudget[String(budget)];
+        const y = own[i]?.recall?.atBudget[String(budget)];
+        if (x !== undefined && y !== undefined) {
+          a.push(x);
+          b.push(y);
+        }
+      });
+      if (a.length === 0) return [];
+      const ci = pairedBootstrapCI(a, b, bootstrap);
+      return [{ system, budget, n: ci.n, perConversation: mean(b), pooled: mean(a), diff: ci.estimate, low: ci.low, high: ci.high }];
+    });
+  });
+}
+
+/** The pooled block of the report: ER per budget both ways with the paired difference, and pooled latency. */
+export function renderPooled(comparisons: readonly PooledComparison[], pooled: LocomoEvalResults): string {
+  const lines = [
+    '## Pooled memory (all conversations in one memory)',
+    '',
+    'Every question asked against one memory holding all conversations; paired with the same question in its own conversation’s memory (bootstrap 95% CI).',
+    '',
+    '| system | budget | n | per-conversation | pooled | Δ [95% CI] |',
+    '|---|---|---|---|---|---|',
+    ...comparisons.map(
+      (c) =>
+        `| ${c.system} | ${c.budget} | ${c.n} | ${c.perConversation.toFixed(3)} | ${c.pooled.toFixed(3)} | ${signed(c.diff)} [${signed(c.low)}, ${signed(c.high)}] |`,
+    ),
+    '',
+    '| system | pooled latency p50 ms | p95 ms |',
+    '|---|---|---|',
+    ...Object.entries(pooled.systems).map(([name, s]) => `| ${name} | ${s.latencyMs.p50?.toFixed(1) ?? '–'} | ${s.latencyMs.p95?.toFixed(1) ?? '–'} |`),
+    '',
+  ];
+  return lines.join('\n');
+}
+
+function mean(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((s, v) => s + v, 0) / values.length;
+}
+
+function signed(value: number): string {
+  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(3)}`;
 }

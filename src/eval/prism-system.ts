@@ -7,6 +7,7 @@ import type { LlmRole } from '../llm/types.ts';
 import type { Memory } from '../memory.ts';
 import type { RetrievalMode } from '../retrieve/types.ts';
 import { shortHash } from './fingerprint.ts';
+import type { LocoCandidate } from './loco.ts';
 import type { EvalSystem, PrepareOptions } from './systems.ts';
 
 export interface PrismVariantSpec {
@@ -86,6 +87,8 @@ export interface PrismSystemOptions {
   version: string;
   /** The endpoint's models; an LLM-mode variant's results depend on them (N3 rerank, N4 tier 3). */
   llmModels: LlmModels | null;
+  /** A leave-one-conversation-out candidate: the variant under the candidate's name, its overlay on top. */
+  candidate?: LocoCandidate;
 }
 
 /**
@@ -94,25 +97,27 @@ export interface PrismSystemOptions {
  * ranked bundle Episodes, as in the paper.
  */
 export async function prismSystem(options: PrismSystemOptions): Promise<EvalSystem> {
-  const { variant, memories } = options;
+  const { variant, memories, candidate } = options;
   const { overlay, mode } = PRISM_VARIANTS[variant];
   // Retrieval runs on exactly this config, whatever the memory was opened with, so the
   // fingerprint (and the resume cache keyed by it) changes with any constant that matters.
-  const config = resolveConfig(overlay, options.baseConfig);
+  const variantConfig = resolveConfig(overlay, options.baseConfig);
+  const config = candidate ? resolveConfig(candidate.overlay, variantConfig) : variantConfig;
+  const name = candidate?.name ?? variant;
   const settings = { config, llmModels: mode === 'llm' ? options.llmModels : null };
-  const fingerprint = `${variant}/${mode}/v${options.version}/config-${await shortHash(settings)}/memory-${memories.key}`;
+  const fingerprint = `${name}/${mode}/v${options.version}/config-${await shortHash(settings)}/memory-${memories.key}`;
   let memory: Memory | null = null;
   return {
-    name: variant,
+    name,
     baseline: false,
-    ...(variant === PRISM_REFERENCE ? {} : { variantOf: PRISM_REFERENCE }),
+    ...(variant === PRISM_REFERENCE || candidate ? {} : { variantOf: PRISM_REFERENCE }),
     fingerprint,
     budgetSensitive: true,
     async prepare(sample, prepareOptions = {}) {
       memory = await memories.open(sample, prepareOptions);
     },
     async retrieve(question, { budget, signal }) {
-      if (memory === null) throw new PrismError('INVALID_INPUT', `${variant}: retrieve called before prepare`);
+      if (memory === null) throw new PrismError('INVALID_INPUT', `${name}: retrieve called before prepare`);
       const result = await memory.search(question, { budget, mode, config, ...(signal ? { signal } : {}) });
       const { graph } = await memory.inspect();
       return {

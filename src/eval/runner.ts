@@ -165,6 +165,8 @@ export interface LocomoEvalResults {
   pairedJudge: JudgeComparison[];
   /** Systems that report intent tiers only. */
   routing: Record<string, RoutingBreakdown>;
+  /** Every system's per-question outcomes, in question order (for analyses across runs: pooled pairing, leave-one-conversation-out). */
+  outcomes: Record<string, QuestionOutcome[]>;
   timings: { wallMs: number; systems: Record<string, SystemTimings> };
   config: {
     budgets: number[];
@@ -318,6 +320,7 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
     paired: pairs.flatMap((pair) => budgets.flatMap((budget) => compareEr(pair, outcomes, budget, bootstrap) ?? [])),
     pairedJudge: pairs.flatMap((pair) => compareJudge(pair, outcomes, bootstrap) ?? []),
     routing: routingBreakdowns(outcomes),
+    outcomes: Object.fromEntries(outcomes),
     timings: { wallMs: performance.now() - started, systems: Object.fromEntries(timings) },
     config: {
       ...options.runConfig,

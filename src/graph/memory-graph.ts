@@ -17,6 +17,13 @@ export class MemoryGraph {
   private readonly entitiesByName = new Map<string, string>();
   private readonly outgoing = new Map<string, Set<string>>();
   private readonly incoming = new Map<string, Set<string>>();
+  /**
+   * The same adjacency split by edge type, in the same order, as the lists typed lookups
+   * return: retrieval asks for one type per hop, many times per query, and must not scan or
+   * copy a hub's other edges for it.
+   */
+  private readonly outgoingByType = new Map<string, Map<EdgeType, GraphEdge[]>>();
+  private readonly incomingByType = new Map<string, Map<EdgeType, GraphEdge[]>>();
 
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
@@ -50,10 +57,21 @@ export class MemoryGraph {
   }
 
   putEdge(edge: GraphEdge): void {
+    const previous = this.edges.get(edge.id);
     this.edges.set(edge.id, edge);
     this.byKey.set(edge.key, edge.id);
     link(this.outgoing, edge.from, edge.id);
     link(this.incoming, edge.to, edge.id);
+    // A replaced edge keeps its place in its lists, as it does in the id sets.
+    const keepsPlace = previous !== undefined && previous.from === edge.from && previous.to === edge.to && previous.type === edge.type;
+    if (previous && !keepsPlace) this.unlinkTyped(previous);
+    if (keepsPlace) {
+      replaceIn(this.outgoingByType.get(edge.from)?.get(edge.type), previous, edge);
+      replaceIn(this.incomingByType.get(edge.to)?.get(edge.type), previous, edge);
+    } else {
+      linkTyped(this.outgoingByType, edge.from, edge);
+      linkTyped(this.incomingByType, edge.to, edge);
+    }
   }
 
   deleteEdge(id: string): void {
@@ -64,6 +82,12 @@ export class MemoryGraph {
     this.vectors.delete(id);
     this.outgoing.get(edge.from)?.delete(id);
     this.incoming.get(edge.to)?.delete(id);
+    this.unlinkTyped(edge);
+  }
+
+  private unlinkTyped(edge: GraphEdge): void {
+    removeFrom(this.outgoingByType.get(edge.from)?.get(edge.type), edge);
+    removeFrom(this.incomingByType.get(edge.to)?.get(edge.type), edge);
   }
 
   /** Node or edge id behind an index key. */
@@ -71,16 +95,18 @@ export class MemoryGraph {
     return this.byKey.get(key);
   }
 
-  edgesFrom(id: string, type?: EdgeType): GraphEdge[] {
-    return this.collect(this.outgoing.get(id), type);
+  /** Edges leaving `id` (of one type, when given), in insertion order. Read-only: a typed list is the graph's own. */
+  edgesFrom(id: string, type?: EdgeType): readonly GraphEdge[] {
+    return type === undefined ? this.collect(this.outgoing.get(id)) : (this.outgoingByType.get(id)?.get(type) ?? NO_EDGES);
   }
 
-  edgesTo(id: string, type?: EdgeType): GraphEdge[] {
-    return this.collect(this.incoming.get(id), type);
+  /** Edges arriving at `id` (of one type, when given), in insertion order. Read-only: a typed list is the graph's own. */
+  edgesTo(id: string, type?: EdgeType): readonly GraphEdge[] {
+    return type === undefined ? this.collect(this.incoming.get(id)) : (this.incomingByType.get(id)?.get(type) ?? NO_EDGES);
   }
 
   /** Edges touching `id` in either direction. */
-  edgesOf(id: string, type?: EdgeType): GraphEdge[] {
+  edgesOf(id: string, type?: EdgeType): readonly GraphEdge[] {
     return [...this.edgesFrom(id, type), ...this.edgesTo(id, type)];
   }
 
@@ -93,19 +119,39 @@ export class MemoryGraph {
     return out;
   }
 
-  private collect(ids: Set<string> | undefined, type: EdgeType | undefined): GraphEdge[] {
+  private collect(ids: Set<string> | undefined): GraphEdge[] {
     const out: GraphEdge[] = [];
     if (!ids) return out;
     for (const id of ids) {
       const edge = this.edges.get(id);
-      if (edge && (type === undefined || edge.type === type)) out.push(edge);
+      if (edge) out.push(edge);
     }
     return out;
   }
 }
 
+const NO_EDGES: readonly GraphEdge[] = Object.freeze([]);
+
 function link<K>(map: Map<K, Set<string>>, from: K, id: string): void {
   let set = map.get(from);
   if (!set) map.set(from, (set = new Set()));
   set.add(id);
+}
+
+function linkTyped(map: Map<string, Map<EdgeType, GraphEdge[]>>, node: string, edge: GraphEdge): void {
+  let byType = map.get(node);
+  if (!byType) map.set(node, (byType = new Map()));
+  let list = byType.get(edge.type);
+  if (!list) byType.set(edge.type, (list = []));
+  list.push(edge);
+}
+
+function replaceIn(list: GraphEdge[] | undefined, previous: GraphEdge, edge: GraphEdge): void {
+  const at = list?.indexOf(previous) ?? -1;
+  if (at >= 0) list?.splice(at, 1, edge);
+}
+
+function removeFrom(list: GraphEdge[] | undefined, edge: GraphEdge): void {
+  const at = list?.indexOf(edge) ?? -1;
+  if (at >= 0) list?.splice(at, 1);
 }

@@ -11,6 +11,8 @@ export interface FusionContext {
   rrfK: number;
   /** Lexical hits taken per layer. */
   lexicalPerLayer: number;
+  /** Multiplies the lexical list's reciprocal ranks (1: equal say; 0: the dense list alone). */
+  lexicalWeight: number;
 }
 
 /** Fuses each layer's dense anchors with its lexical hits (see `fuseAnchors`). */
@@ -36,7 +38,7 @@ export function fuseLayerAnchors(
  * hit that the embedding ranked low moves up to a competitive cost.
  */
 export function fuseAnchors(dense: readonly Anchor[], lexical: readonly LexicalHit[], ctx: FusionContext): Anchor[] {
-  if (lexical.length === 0) return [...dense];
+  if (lexical.length === 0 || ctx.lexicalWeight <= 0) return [...dense];
   const members = new Map<string, { rrf: number; cosine: number }>();
   const member = (id: string): { rrf: number; cosine: number } => {
     let m = members.get(id);
@@ -53,7 +55,7 @@ export function fuseAnchors(dense: readonly Anchor[], lexical: readonly LexicalH
     m.cosine = a.score;
   });
   lexical.forEach((hit, rank) => {
-    member(hit.id).rrf += 1 / (ctx.rrfK + rank + 1);
+    member(hit.id).rrf += ctx.lexicalWeight / (ctx.rrfK + rank + 1);
   });
   const ordered = [...members.entries()].sort(
     ([idA, a], [idB, b]) => b.rrf - a.rrf || b.cosine - a.cosine || idA.localeCompare(idB),

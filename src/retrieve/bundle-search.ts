@@ -1,7 +1,7 @@
 import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { GraphEdge, GraphNode, Layer, RelationType } from '../graph/types.ts';
-import { edgeCost, type EdgeCostContext } from './edge-cost.ts';
+import { edgeCost, edgeCostFloor, type EdgeCostContext } from './edge-cost.ts';
 import type { BundleEntry, Intent, LayerAnchors, PathTemplate, PathTrace, TraceEdge, TraceNode } from './types.ts';
 
 /** Relation edges a bridge template may cross (design §3; `semantic` is not a template). */
@@ -47,9 +47,24 @@ export function bundleSearch(
   size: number = config.retrieval.bundleSize,
 ): BundleEntry[] {
   const cheapest = new Map<string, PathStep>();
-  forEachPath(graph, anchors, queryVector, intent, config, (path) => {
+  // The cost of the size-th cheapest Episode so far, known once `size` Episodes are reached:
+  // a path costing more cannot enter the bundle or change an Episode in it.
+  let limit = Infinity;
+  let changed = false;
+  const visit = (path: PathStep): void => {
     const known = cheapest.get(path.node.id);
-    if (!known || path.total < known.total) cheapest.set(path.node.id, path);
+    if (!known || path.total < known.total) {
+      cheapest.set(path.node.id, path);
+      changed = true;
+    }
+  };
+  forEachPath(graph, anchors, queryVector, intent, config, visit, () => {
+    if (changed && size > 0 && cheapest.size >= size) {
+      const totals = Float64Array.from(cheapest.values(), (p) => p.total).sort();
+      limit = totals[size - 1] ?? Infinity;
+    }
+    changed = false;
+    return limit;
   });
   const order = (id: string): number => {
     const node = graph.nodes.get(id);
@@ -94,6 +109,13 @@ interface PathStep {
   via: { edge: GraphEdge; cost: number; from: PathStep } | null;
 }
 
+/**
+ * A caller that keeps only the cheapest paths gives `limit`: a cost that no path it still needs
+ * exceeds (it may only fall as paths are visited). The search then skips paths that cannot
+ * cost less than that, and the `En→FP→Fc→Ep` form, which always costs more than the
+ * `En→Fc→Ep` path to the same Episode over the same edges plus one more hop. Both skips need
+ * every hop to cost more than nothing (`hopCost` above the lowest edge cost's magnitude).
+ */
 function forEachPath(
   graph: MemoryGraph,
   anchors: LayerAnchors,
@@ -101,6 +123,7 @@ function forEachPath(
   intent: Intent,
   config: PrismConfig,
   visit: (path: PathStep) => void,
+  limit?: () => number,
 ): void {
   const bestScore = new Map<string, number>();
   for (const list of Object.values(anchors)) {
@@ -108,12 +131,19 @@ function forEachPath(
   }
   const ctx: EdgeCostContext = { queryVector, vectors: graph.vectors, anchorIds: new Set(bestScore.keys()), intent, config };
   const hopCost = config.retrieval.hopCost;
+  // The least one more hop can add to a path's cost.
+  const leastHop = hopCost + edgeCostFloor(config);
+  const pruning = limit !== undefined && leastHop > PRUNE_MARGIN;
+  // An entity's cheapest paths take two hops (one through a relation bridge).
+  const entityHops = config.flags.relationPaths ? 1 : 2;
 
   const start = (node: GraphNode, score: number, template: PathTemplate): PathStep => ({ node, total: 1 - score, template, via: null });
-  const step = (path: PathStep, edge: GraphEdge, next: GraphNode): PathStep => {
-    const cost = edgeCost(edge, ctx);
-    return { node: next, total: path.total + cost + hopCost, template: path.template, via: { edge, cost, from: path } };
-  };
+  const step = (path: PathStep, edge: GraphEdge, next: GraphNode, cost = edgeCost(edge, ctx)): PathStep => ({
+    node: next,
+    total: path.total + cost + hopCost,
+    template: path.template,
+    via: { edge, cost, from: path },
+  });
   const climb = (path: PathStep): void => {
     const last = path.node;
     if (last.layer === 'episode') return visit(path);
@@ -127,14 +157,20 @@ function forEachPath(
   for (const [id, score] of bestScore) {
     const node = graph.nodes.get(id);
     if (!node) continue;
+    // Read once per anchor: an older limit is larger, so still safe to prune by.
+    const bound = pruning ? limit() : Infinity;
     if (node.layer === 'entity') {
+      if (1 - score + entityHops * leastHop > bound) continue;
       for (const involves of graph.edgesTo(id, 'involves_entity')) {
         const point = graph.nodes.get(involves.from);
         if (point?.layer !== 'facetPoint') continue;
-        climb(step(start(node, score, 'En→FP→Fc→Ep'), involves, point));
+        const cost = edgeCost(involves, ctx);
+        if (!pruning) climb(step(start(node, score, 'En→FP→Fc→Ep'), involves, point, cost));
         for (const up of graph.edgesFrom(point.id, 'belongs_to')) {
           const facet = graph.nodes.get(up.to);
-          if (facet?.layer === 'facet') climb(step(start(node, score, 'En→Fc→Ep'), involves, facet));
+          if (facet?.layer !== 'facet') continue;
+          const path = step(start(node, score, 'En→Fc→Ep'), involves, facet, cost);
+          if (path.total + leastHop <= bound) climb(path);
         }
       }
     } else {
@@ -150,6 +186,9 @@ function forEachPath(
     }
   }
 }
+
+/** Below this, a hop's least cost is too close to nothing to prune by (float rounding). */
+const PRUNE_MARGIN = 1e-9;
 
 /** The trace of a finished path, anchor first. */
 function traceOf(path: PathStep, hopCost: number): PathTrace {

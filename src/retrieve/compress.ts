@@ -90,7 +90,7 @@ export function localPrecision(bundle: readonly BundleEntry[], graph: MemoryGrap
   const score = (e: BundleEntry, i: number): number => {
     const fact = Math.max(0, ...factCosines(graph, e.episodeId, evidence).map((f) => f.cosine));
     const lex = lexicalMax > 0 ? (lexical[i] ?? 0) / lexicalMax : 0;
-    return w.path * (1 - e.cost) + w.fact * fact + w.lexical * lex;
+    return w.path * (1 - e.cost) + w.fact * fact + w.lexical * evidence.lexicalWeight * lex;
   };
   return { ranked: rankBy(bundle, score), llmCalls: 0, warnings: [] };
 }

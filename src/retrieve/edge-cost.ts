@@ -1,6 +1,6 @@
 import type { PrismConfig } from '../config.ts';
 import { COMPOSABLE_EDGE_TYPES, type EdgeType, type GraphEdge } from '../graph/types.ts';
-import { dot, normalisedSum } from '../util/vectors.ts';
+import { dot, normalisedSumDot } from '../util/vectors.ts';
 import type { Intent } from './types.ts';
 
 export interface EdgeCostContext {
@@ -20,21 +20,37 @@ export interface EdgeCostContext {
  */
 export function edgeCost(edge: GraphEdge, ctx: EdgeCostContext): number {
   const inRecall = ctx.anchorIds.has(edge.from) || ctx.anchorIds.has(edge.to);
-  const vector = inRecall ? (ctx.vectors.get(edge.id) ?? composedVector(edge, ctx)) : undefined;
-  const base = vector !== undefined ? 1 - dot(vector, ctx.queryVector) : ctx.config.retrieval.fallbackCost[edge.type];
+  const vector = inRecall ? ctx.vectors.get(edge.id) : undefined;
+  const cosine = vector !== undefined ? dot(vector, ctx.queryVector) : inRecall ? composedCosine(edge, ctx) : undefined;
+  const base = cosine !== undefined ? 1 - cosine : ctx.config.retrieval.fallbackCost[edge.type];
   return edgeDiscount(edge.type, ctx.intent, ctx.config) * base;
 }
 
 /**
  * With `edgeVectors: 'composed'`, involves_entity and evolution edges store no vector: theirs is
- * the normalised sum of the endpoints' vectors, computed here for the few edges N2 prices.
+ * the normalised sum of the endpoints' vectors; its cosine is computed here for the few edges N2 prices.
  */
-function composedVector(edge: GraphEdge, ctx: EdgeCostContext): Float32Array | undefined {
+function composedCosine(edge: GraphEdge, ctx: EdgeCostContext): number | undefined {
   if (ctx.config.ingest.edgeVectors !== 'composed' || !COMPOSABLE_EDGE_TYPES.has(edge.type)) return undefined;
   const from = ctx.vectors.get(edge.from);
   const to = ctx.vectors.get(edge.to);
-  return from && to ? normalisedSum(from, to) : undefined;
+  return from && to ? normalisedSumDot(from, to, ctx.queryVector) : undefined;
 }
+
+/**
+ * The least any edge can cost under `config`, for pruning searches by a lower bound: a cosine
+ * base is at least 0 (less a rounding slack), a fallback base is as configured, and α scales
+ * either; −Infinity when a negative α makes no bound hold.
+ */
+export function edgeCostFloor(config: PrismConfig): number {
+  const alphas = [1, ...(config.flags.edgeDiscounts ? Object.values(config.retrieval.discounts) : [])];
+  if (alphas.some((a) => a < 0)) return -Infinity;
+  const base = Math.min(-COSINE_SLACK, ...Object.values(config.retrieval.fallbackCost));
+  return base * Math.max(...alphas);
+}
+
+/** How far above 1 the dot of two stored unit vectors may come out in float32 (`1 − cos` can dip below 0 by this much). */
+const COSINE_SLACK = 1e-5;
 
 /** α(type, intent): 1.0 unless the pair has a discount and discounts are on. */
 function edgeDiscount(type: EdgeType, intent: Intent, config: PrismConfig): number {

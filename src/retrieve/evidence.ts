@@ -1,6 +1,7 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { FacetPointNode } from '../graph/types.ts';
 import { dot } from '../util/vectors.ts';
+import type { TurnAnchors } from './turn-anchors.ts';
 
 /** Query-side signals about an Episode's content, shared by the local precision step and finer units. */
 export interface QueryEvidence {
@@ -9,6 +10,10 @@ export interface QueryEvidence {
   lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>;
   /** The query's normalised terms (see `termsOf`). */
   queryTerms: ReadonlySet<string>;
+  /** Multiplies every BM25 term of a score: 1, or the query's `lexicalConfidence` under adaptive fusion. */
+  lexicalWeight: number;
+  /** Session-independent turn anchors (empty when off). */
+  turnAnchors: TurnAnchors;
   /** `factCosines` by Episode id, filled on first use: N3 and the fine units both read them. */
   factCosines: Map<string, FactCosine[]>;
 }

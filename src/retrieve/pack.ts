@@ -1,4 +1,4 @@
-import { countTokens } from '../util/tokens.ts';
+import { countLines, countTokens } from '../util/tokens.ts';
 
 export { countTokens };
 
@@ -50,26 +50,35 @@ export function packContext(ranked: readonly ContextUnit[], budget: number): Pac
   }
   // Per-unit counts can differ by a token or two from the rendered whole (BPE merges across
   // line breaks); drop the lowest-ranked units until the rendered context truly fits.
-  let text = renderContext(chosen);
-  let tokens = countTokens(text);
+  let pieces = renderPieces(chosen);
+  let tokens = countLines(pieces);
   while (chosen.length > 0 && tokens > budget) {
     chosen.pop();
-    text = renderContext(chosen);
-    tokens = countTokens(text);
+    pieces = renderPieces(chosen);
+    tokens = countLines(pieces);
   }
   const dialogIds = [...new Set(chosen.flatMap((u) => u.dialogIds))];
-  return { text, tokens, units: chosen, dialogIds };
+  return { text: pieces.join(''), tokens, units: chosen, dialogIds };
 }
 
-function renderContext(units: readonly ContextUnit[]): string {
+/**
+ * The context as lines that join into it: each group's header and unit texts, a line break
+ * after each, a blank line between groups. Lines repeat across queries, so `countLines`
+ * counts the whole from their remembered counts.
+ */
+function renderPieces(units: readonly ContextUnit[]): string[] {
   const groups = new Map<string, { time: string | null; lines: string[] }>();
   for (const unit of units) {
     let group = groups.get(unit.header);
     if (!group) groups.set(unit.header, (group = { time: unit.time, lines: [] }));
     group.lines.push(unit.text);
   }
-  return [...groups.entries()]
-    .sort(([, a], [, b]) => (a.time ?? '').localeCompare(b.time ?? ''))
-    .map(([header, g]) => [header, ...g.lines].join('\n'))
-    .join('\n\n');
+  const sorted = [...groups.entries()].sort(([, a], [, b]) => (a.time ?? '').localeCompare(b.time ?? ''));
+  const pieces: string[] = [];
+  sorted.forEach(([header, g], i) => {
+    const lines = [header, ...g.lines];
+    const end = i === sorted.length - 1 ? '' : '\n\n';
+    lines.forEach((line, j) => pieces.push(`${line}${j === lines.length - 1 ? end : '\n'}`));
+  });
+  return pieces;
 }

@@ -1,5 +1,6 @@
 import { resolveConfig, type DeepPartial, type PrismConfig } from '../config.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
+import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type Layer } from '../graph/types.ts';
 import { withZeroLlmFallback } from '../llm/fallback.ts';
 import type { LlmRole } from '../llm/types.ts';
@@ -11,7 +12,8 @@ import type { QueryEvidence } from './evidence.ts';
 import { routeIntent, type IntentDecision } from './intent.ts';
 import { termsOf } from './lexical.ts';
 import { packContext } from './pack.ts';
-import type { BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
+import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
+import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
 import { buildUnits, type RetrievedUnit } from './units.ts';
 
 export interface RetrieveOptions {
@@ -94,6 +96,9 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
 
   const dense = await denseAnchors(deps, queryVector, config.retrieval.anchorsPerLayer);
   const lexical = deps.lexical?.search(query);
+  const queryTerms = termsOf(query);
+  const lexicalTurns = lexical?.turns ?? new Map<string, Map<string, number>>();
+  const lexicalWeight = config.flags.adaptiveFusion ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare) : 1;
   const anchors =
     lexical && config.flags.hybridAnchors
       ? fuseLayerAnchors(dense, lexical.layers, {
@@ -101,6 +106,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
           vectors: deps.graph.vectors,
           rrfK: config.retrieval.rrfK,
           lexicalPerLayer: config.retrieval.lexicalAnchors,
+          lexicalWeight,
         })
       : dense;
   throwIfAborted(signal);
@@ -111,7 +117,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // Fine units may draw on more Episodes than the K that N3 and ER@K see (`unitEpisodes`).
   const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes));
   const bundle = searched.slice(0, k);
-  const evidence: QueryEvidence = { queryVector, lexicalTurns: lexical?.turns ?? new Map(), queryTerms: termsOf(query), factCosines: new Map() };
+  const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, lexicalWeight, turnAnchors: turnAnchorsFound, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
@@ -124,7 +131,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // the budget decides how many of the ranked Episodes fit.
   const selectAll = !config.flags.compression || (options.budget !== undefined && options.m === undefined);
   const selected = selectAll ? [...compression.ranked, ...beyondBundle(searched, compression.ranked)] : compression.ranked.slice(0, keep);
-  const units = buildUnits(deps.graph, selected, evidence, config, fineBudget);
+  const units = buildUnits(deps.graph, selected, evidence, config, fineBudget, anchorEpisodes(deps.graph, dense.facet, selected, evidence.turnAnchors, { queryVector, intent: routed.intent, config }));
   const packed = packContext(units, options.budget ?? Infinity);
   const byId = new Map(units.map((u) => [u.id, u]));
 
@@ -152,6 +159,28 @@ function beyondBundle(searched: readonly BundleEntry[], ranked: readonly RankedE
   const seen = new Set(ranked.map((e) => e.episodeId));
   const floor = Math.min(...ranked.map((e) => e.score));
   return searched.filter((e) => !seen.has(e.episodeId)).map((entry) => ({ ...entry, score: floor }));
+}
+
+/**
+ * The Episodes of turn anchors that the selection left out, with their Facet anchor's N1 path
+ * (`Fc→Ep`) as trace, at the cost of that path. Their turns join the units on their own.
+ */
+function anchorEpisodes(
+  graph: MemoryGraph,
+  facetAnchors: readonly Anchor[],
+  selected: readonly RankedEpisode[],
+  anchored: TurnAnchors,
+  query: { queryVector: Float32Array; intent: Intent; config: PrismConfig },
+): RankedEpisode[] {
+  const chosen = new Set(selected.map((e) => e.episodeId));
+  const missing = [...anchored.keys()].filter((id) => !chosen.has(id));
+  if (missing.length === 0) return [];
+  const wanted = facetAnchors.filter((a) => {
+    const node = graph.nodes.get(a.id);
+    return node?.layer === 'facet' && missing.includes(node.episodeId);
+  });
+  const only = { episode: [], facet: wanted, facetPoint: [], entity: [] } satisfies LayerAnchors;
+  return bundleSearch(graph, only, query.queryVector, query.intent, query.config, missing.length).map((entry) => ({ ...entry, score: 0 }));
 }
 
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: number): Promise<LayerAnchors> {

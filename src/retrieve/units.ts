@@ -26,7 +26,9 @@ export interface RetrievedUnit extends ContextUnit {
  * Context units for ranked Episodes, in the order the packer should take them: whole Episodes,
  * or, given the token budget they serve (`fineBudget`), every turn of the ranked Episodes
  * scored on its own (see `turnScore`) and offered as a unit, best first, so a tight budget
- * holds the best evidence from several Episodes rather than all of one.
+ * holds the best evidence from several Episodes rather than all of one. `anchorOnly` Episodes
+ * (outside the ranking) offer only their turn anchors (see `turnAnchors`), scored without an
+ * Episode term.
  */
 export function buildUnits(
   graph: MemoryGraph,
@@ -34,12 +36,14 @@ export function buildUnits(
   evidence: QueryEvidence,
   config: PrismConfig,
   fineBudget: number | null,
+  anchorOnly: readonly RankedEpisode[] = [],
 ): RetrievedUnit[] {
-  const episodes = ranked.flatMap((episode) => {
+  const resolve = (episode: RankedEpisode, onlyAnchored: boolean) => {
     const node = graph.nodes.get(episode.episodeId);
     const chunk = node?.layer === 'episode' ? graph.chunks.get(node.chunkId) : undefined;
-    return node?.layer === 'episode' && chunk && chunk.turns.length > 0 ? [{ episode, node, chunk }] : [];
-  });
+    return node?.layer === 'episode' && chunk && chunk.turns.length > 0 ? [{ episode, node, chunk, onlyAnchored }] : [];
+  };
+  const episodes = ranked.flatMap((episode) => resolve(episode, false));
   if (fineBudget === null) {
     return episodes.map(({ episode, node, chunk }) => ({
       ...turnsText(chunk.turns),
@@ -58,6 +62,8 @@ export function buildUnits(
   const lexicalMax = Math.max(0, ...[...evidence.lexicalTurns.values()].flatMap((m) => [...m.values()]));
   const scores = episodes.map((e) => e.episode.score);
   const [lo, hi] = [Math.min(...scores), Math.max(...scores)];
+  // Anchored turns of Episodes outside the selection join on their own turn evidence alone.
+  episodes.push(...anchorOnly.flatMap((episode) => resolve(episode, true)));
   const units: RetrievedUnit[] = [];
   // A query that names a person asks, most of the time, about what that person said.
   const named = new Map<string, boolean>();
@@ -66,8 +72,9 @@ export function buildUnits(
     if (is === undefined) named.set(speaker, (is = [...termsOf(speaker)].some((term) => evidence.queryTerms.has(term))));
     return is;
   };
-  for (const { episode, node, chunk } of episodes) {
-    const episodeWeight = hi > lo ? (episode.score - lo) / (hi - lo) : 1;
+  for (const { episode, node, chunk, onlyAnchored } of episodes) {
+    const episodeWeight = onlyAnchored ? 0 : hi > lo ? (episode.score - lo) / (hi - lo) : 1;
+    const anchored = evidence.turnAnchors.get(node.id);
     const fact = new Map<string, number>();
     const facet = new Map<string, number>();
     const points = new Map<string, Array<{ content: string; cosine: number }>>();
@@ -85,10 +92,12 @@ export function buildUnits(
     const lexical = evidence.lexicalTurns.get(node.id);
     const factOf = (turn: ChunkTurn | undefined): number => (turn ? Math.max(0, fact.get(turn.dialogId) ?? 0) : 0);
     const lexicalOf = (turn: ChunkTurn | undefined): number =>
-      turn && lexicalMax > 0 ? (lexical?.get(turn.dialogId) ?? 0) / lexicalMax : 0;
+      turn && lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0;
     // The N1 path relevance of the Episode, shared by its turns: how close the best path to it is.
-    const episodeTerm = w.episode * episodeWeight + w.relevance * (1 - episode.cost);
+    const episodeTerm = onlyAnchored ? 0 : w.episode * episodeWeight + w.relevance * (1 - episode.cost);
     chunk.turns.forEach((turn, i) => {
+      const anchorCosine = anchored?.get(turn.dialogId);
+      if (onlyAnchored && anchorCosine === undefined) return;
       const before = chunk.turns[i - 1];
       const after = chunk.turns[i + 1];
       const score =
@@ -99,7 +108,8 @@ export function buildUnits(
         // A reply or the remark it answers often holds the evidence the matching turn points at.
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
         w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
-        (speakerNamed(turn.speaker) ? w.speaker : 0);
+        (speakerNamed(turn.speaker) ? w.speaker : 0) +
+        w.anchor * Math.max(0, anchorCosine ?? 0);
       const long = exceeds(turnLine(turn), maxTurnTokens);
       units.push({
         ...(long

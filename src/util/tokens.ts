@@ -4,26 +4,85 @@ import { PrismError } from '../errors.ts';
 export type TokenCounter = (text: string) => number;
 
 let active: TokenCounter | null = null;
+/** Whether `active` is the default o200k_base counter, whose pre-tokenizer never joins text across a line break (see `countLines`). */
+let splitsAtLineBreaks = false;
 let loadingDefault: Promise<TokenCounter> | null = null;
+
+/**
+ * Counts the installed counter already made. Search counts the same turn lines and session
+ * headers for every query (and ingest counted them first), so each is tokenised once. Bounded
+ * by characters held; full, it starts over.
+ */
+const counted = new Map<string, number>();
+let countedChars = 0;
+const MAX_COUNTED_CHARS = 4_000_000;
 
 /**
  * Makes `countTokens` ready: installs `custom` when given, else loads the default counter,
  * o200k_base (the BPE of gpt-4o-mini, the paper's answer model), whose tables are ~1 MB of
  * gzipped JS and so are imported only here. Budgets, chunk windows and every compared system
  * count with the one installed counter; it is process-wide (one answer model per process or
- * page), and `Memory.open` awaits this before its first add or search.
+ * page), and `Memory.open` awaits this before its first add or search. A counter must give
+ * the same count for the same text every time: counts are remembered.
  */
 export async function loadTokenCounter(custom?: TokenCounter): Promise<TokenCounter> {
   if (custom !== undefined && typeof custom !== 'function') throw new PrismError('INVALID_INPUT', 'countTokens must be a function (text: string) => number');
-  if (custom) return (active = custom);
+  if (custom) {
+    install(custom, false);
+    return custom;
+  }
   loadingDefault ??= import('gpt-tokenizer/encoding/o200k_base').then((o200k) => o200k.countTokens);
   loadingDefault.catch(() => (loadingDefault = null));
-  active ??= await loadingDefault;
-  return active;
+  const o200k = await loadingDefault;
+  if (!active) install(o200k, true);
+  return active ?? o200k;
+}
+
+function install(counter: TokenCounter, o200k: boolean): void {
+  if (counter !== active) {
+    counted.clear();
+    countedChars = 0;
+  }
+  active = counter;
+  splitsAtLineBreaks = o200k;
 }
 
 /** Tokens of `text` under the installed counter (see `loadTokenCounter`). */
 export function countTokens(text: string): number {
   if (!active) throw new PrismError('INVALID_INPUT', 'no token counter loaded yet: await loadTokenCounter() (Memory.open does) before counting tokens');
-  return active(text);
+  let tokens = counted.get(text);
+  if (tokens === undefined) {
+    tokens = active(text);
+    if (countedChars + text.length > MAX_COUNTED_CHARS) {
+      counted.clear();
+      countedChars = 0;
+    }
+    counted.set(text, tokens);
+    countedChars += text.length;
+  }
+  return tokens;
+}
+
+/**
+ * Tokens of `pieces.join('')`. With o200k_base, where every piece but the last ends in a line
+ * break, this is the sum of the pieces' own (remembered) counts: its pre-tokenizer splits the
+ * text into words, numbers, punctuation runs and whitespace runs, and the only ones that may
+ * hold a line break end there unless the next character is whitespace or `/` (a punctuation
+ * run takes trailing `\r`, `\n` and `/`; a whitespace run takes all of it). So a context
+ * rendered from many known lines is counted without tokenising it again. Any other joint, or
+ * another counter, counts the joined text.
+ */
+export function countLines(pieces: readonly string[]): number {
+  if (!splitsAtLineBreaks) return countTokens(pieces.join(''));
+  let tokens = 0;
+  let run = '';
+  pieces.forEach((piece, i) => {
+    run += piece;
+    const next = pieces[i + 1];
+    if (next === undefined || (/[\r\n]$/.test(piece) && /^[^\s/]/.test(next))) {
+      tokens += countTokens(run);
+      run = '';
+    }
+  });
+  return tokens;
 }

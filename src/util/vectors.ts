@@ -30,3 +30,27 @@ export function normalisedSum(a: Float32Array, b: Float32Array): Float32Array {
   if (norm > 0) for (let i = 0; i < out.length; i++) out[i] = (out[i] ?? 0) / norm;
   return out;
 }
+
+/**
+ * `dot(normalisedSum(a, b), q)` without building the sum: the same operations in the same
+ * order, so the same number, for the per-query edge costs that would otherwise allocate a
+ * vector each.
+ */
+export function normalisedSumDot(a: Float32Array, b: Float32Array, q: Float32Array): number {
+  if (a.length !== q.length) {
+    throw new PrismError('DIMENSION_MISMATCH', `vectors of ${a.length} and ${q.length} dimensions`);
+  }
+  let norm = 0;
+  for (let i = 0; i < a.length; i++) {
+    const v = (a[i] ?? 0) + (b[i] ?? 0);
+    norm += v * v;
+  }
+  norm = Math.sqrt(norm);
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) {
+    // Each component is stored as float32, as `normalisedSum` writes it, then divided and stored again.
+    const v = Math.fround((a[i] ?? 0) + (b[i] ?? 0));
+    sum += (norm > 0 ? Math.fround(v / norm) : v) * (q[i] ?? 0);
+  }
+  return sum;
+}

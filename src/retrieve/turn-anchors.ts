@@ -1,0 +1,57 @@
+import type { MemoryGraph } from '../graph/memory-graph.ts';
+import { termsOf } from './lexical.ts';
+import type { Anchor } from './types.ts';
+
+/**
+ * Session-independent turn anchors (beyond the paper): the turns closest to the query over the
+ * whole memory, whichever Episodes N1 selects. A Facet holds one turn ("speaker: text"), so the
+ * Facet layer's dense top-k is a dense search over turns. By Episode id, then dialog id, each
+ * anchored turn's cosine (the best of the Facets holding it).
+ */
+export type TurnAnchors = ReadonlyMap<string, ReadonlyMap<string, number>>;
+
+/** The turns of the `count` best Facet anchors (dense cosines, best first), found through their FacetPoints. */
+export function turnAnchors(graph: MemoryGraph, facetAnchors: readonly Anchor[], count: number): TurnAnchors {
+  const anchors = new Map<string, Map<string, number>>();
+  for (const anchor of facetAnchors.slice(0, Math.max(0, count))) {
+    const facet = graph.nodes.get(anchor.id);
+    if (facet?.layer !== 'facet') continue;
+    let turns = anchors.get(facet.episodeId);
+    for (const edge of graph.edgesTo(facet.id, 'belongs_to')) {
+      const point = graph.nodes.get(edge.from);
+      if (point?.layer !== 'facetPoint') continue;
+      if (!turns) anchors.set(facet.episodeId, (turns = new Map()));
+      for (const dialogId of point.dialogIds) turns.set(dialogId, Math.max(anchor.score, turns.get(dialogId) ?? -1));
+    }
+  }
+  return anchors;
+}
+
+/**
+ * Adaptive fusion (beyond the paper): how far to trust BM25 for this query, in [0, 1]: the
+ * share of the query's terms that its best-matching turn contains, over `fullShare` (the share
+ * that earns full trust), at most 1. BM25 always ranks something first, and its normalised
+ * scores look the same whether that turn shares the query's key words or one common word; a
+ * query that paraphrases its evidence (a later remark about an earlier statement) shares few
+ * terms with any turn, and then the lexical signal is mostly noise.
+ */
+export function lexicalConfidence(queryTerms: ReadonlySet<string>, bestTurnText: string | null, fullShare: number): number {
+  if (queryTerms.size === 0 || bestTurnText === null) return 0;
+  const turnTerms = termsOf(bestTurnText);
+  let shared = 0;
+  for (const term of queryTerms) if (turnTerms.has(term)) shared++;
+  return Math.min(1, shared / queryTerms.size / fullShare);
+}
+
+/** "speaker: text" of the turn with the highest BM25 score (by Episode id, then dialog id); null when none matched. */
+export function bestLexicalTurnText(graph: MemoryGraph, lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>): string | null {
+  let best: { episodeId: string; dialogId: string; score: number } | null = null;
+  for (const [episodeId, turns] of lexicalTurns) {
+    for (const [dialogId, score] of turns) if (best === null || score > best.score) best = { episodeId, dialogId, score };
+  }
+  if (best === null) return null;
+  const episode = graph.nodes.get(best.episodeId);
+  const chunk = episode?.layer === 'episode' ? graph.chunks.get(episode.chunkId) : undefined;
+  const turn = chunk?.turns.find((t) => t.dialogId === best.dialogId);
+  return turn ? `${turn.speaker}: ${turn.text}` : null;
+}

@@ -87,7 +87,10 @@ export interface RetrievalConfig {
     neighbourLexical: number;
     /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
     speaker: number;
-    /** The turn's cosine when it is one of the session-independent turn anchors (`turnAnchors`), else 0. */
+    /**
+     * The turn's cosine when it is one of the session-independent turn anchors (`turnAnchors`),
+     * else 0; under adaptive fusion scaled by 1 − the query's lexical confidence.
+     */
     anchor: number;
   };
   /**
@@ -123,7 +126,8 @@ export interface RetrievalFlags {
   /**
    * Adaptive fusion — beyond the paper: every lexical signal (BM25 anchors in the fusion, BM25
    * terms of N3 and of turn scores) is weighted by the share of the query's terms that its best
-   * BM25 turn contains, so a query sharing no word with its evidence is ranked by meaning.
+   * BM25 turn contains, and the turn-anchor term by the rest, so a query sharing no word with
+   * its evidence is ranked by meaning.
    */
   adaptiveFusion: boolean;
   /**
@@ -195,10 +199,12 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, speaker: 0.2, anchor: 0 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, speaker: 0.2, anchor: 0.5 },
     unitEpisodes: 15,
-    turnAnchors: 0,
-    lexicalFullShare: 1,
+    // turnAnchors, turnScore.anchor, lexicalFullShare and flags.adaptiveFusion: chosen by
+    // `prism eval locomo --loco` (leave-one-conversation-out over the 7 dev conversations).
+    turnAnchors: 10,
+    lexicalFullShare: 0.5,
   },
   flags: {
     // Off by default: on the dev conversations (zero-LLM) relation bridges and N2 discounts change
@@ -208,7 +214,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     compression: true,
     intentRouting: false,
     hybridAnchors: true,
-    adaptiveFusion: false,
+    adaptiveFusion: true,
     fineUnits: true,
   },
   seed: 42, // §6

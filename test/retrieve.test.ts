@@ -635,7 +635,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), lexicalWeight: 1, turnAnchors: new Map(), factCosines: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -699,7 +699,7 @@ describe('zero-LLM precision, units and packing', () => {
       .build();
     const deps = depsFor(graph);
     const only = (w: Partial<PrismConfig['retrieval']['turnScore']>) => ({
-      retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, speaker: 0, ...w } },
+      retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, speaker: 0, anchor: 0, ...w } },
     });
     const order = async (query: string, w: Partial<PrismConfig['retrieval']['turnScore']>) =>
       (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: only(w) })).units.map((u) => u.dialogIds[0]);
@@ -711,7 +711,7 @@ describe('zero-LLM precision, units and packing', () => {
     expect(replies.indexOf('D1:2')).toBeLessThan(replies.indexOf('D3:1'));
     // Turns come from unitEpisodes Episodes (at least K), not only the K of the bundle.
     const from = async (unitEpisodes: number) =>
-      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes } } })).units.map((u) => u.episodeId));
+      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
     expect((await from(1)).size).toBe(1);
     expect((await from(3)).size).toBe(3);
   });
@@ -821,6 +821,20 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     expect(withAnchors.units[0]?.trace.nodes[0]?.id).toBe('fc-far');
     // The bundle the ER@K metric reads is unchanged.
     expect(withAnchors.bundle.map((e) => e.episodeId)).toEqual(['ep-near']);
+  });
+
+  it('under adaptive fusion, weighs the anchor term by how little the query’s words match', async () => {
+    const graph = anchorGraph();
+    const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
+    const anchorScore = async (query: string, anchor: number) => {
+      const config = { flags: { adaptiveFusion: true }, retrieval: { turnAnchors: 2, lexicalFullShare: 1, turnScore: { anchor } } };
+      const units = (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config })).units;
+      return units.find((u) => u.dialogIds[0] === 'D2:1')?.score ?? Number.NaN;
+    };
+    // Every term in the anchored turn: BM25 has full say, the anchor term none.
+    expect((await anchorScore('sunrise canvas sofa', 1)) - (await anchorScore('sunrise canvas sofa', 0))).toBeCloseTo(0);
+    // No term anywhere: the anchor term counts in full (the turn's Facet cosine, 0.8).
+    expect((await anchorScore('zebra', 1)) - (await anchorScore('zebra', 0))).toBeCloseTo(0.8);
   });
 
   it('trusts BM25 in proportion to the query terms its best turn shares, full at the given share', () => {

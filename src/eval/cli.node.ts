@@ -230,7 +230,8 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       onProgress: (event) => progress.update(progressText(event), event.done, event.total),
       signal: controller.signal,
       version,
-      compare,
+      // The pooled run holds the PRISM systems only.
+      compare: compare.filter((pair) => [pair.system, pair.reference].every((name) => evalSystems.some((s) => s.name === name))),
       runConfig: {
         embedder: embedder.id,
         precision,

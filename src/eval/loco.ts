@@ -9,27 +9,29 @@ export interface LocoCandidate {
 
 /**
  * The settings `prism eval locomo --loco` chooses among: turn anchors (off, offered as units,
- * or offered with an anchor term) and adaptive fusion (off, or full BM25 trust at half the
- * query's terms).
- * The first is the v0.3 scoring (both off).
+ * or offered with an anchor term of some weight) and fusion (plain reciprocal-rank fusion, or
+ * adaptive fusion with full BM25 trust at half the query's terms). The heavier anchor terms
+ * are tried under adaptive fusion only, where they fade as the query's words match. The first
+ * candidate is the v0.3 scoring.
  */
-export const LOCO_CANDIDATES: readonly LocoCandidate[] = (() => {
-  const fusions: Array<[string, DeepPartial<PrismConfig>]> = [
-    ['rrf', { flags: { adaptiveFusion: false } }],
-    ['adaptive0.5', { flags: { adaptiveFusion: true }, retrieval: { lexicalFullShare: 0.5 } }],
-  ];
-  const anchors: Array<[string, { turnAnchors: number; anchor: number }]> = [
-    ['anchors0', { turnAnchors: 0, anchor: 0 }],
-    ['anchors10', { turnAnchors: 10, anchor: 0 }],
-    ['anchors10w0.25', { turnAnchors: 10, anchor: 0.25 }],
-  ];
-  return anchors.flatMap(([anchorName, a]) =>
-    fusions.map(([fusionName, fusion]) => ({
-      name: `loco:${anchorName}+${fusionName}`,
-      overlay: { ...fusion, retrieval: { ...fusion.retrieval, turnAnchors: a.turnAnchors, turnScore: { anchor: a.anchor } } },
-    })),
-  );
-})();
+const GRID: ReadonlyArray<[fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, anchor: number]> = [
+  ['rrf', 0, 0],
+  ['adaptive0.5', 0, 0],
+  ['rrf', 10, 0],
+  ['adaptive0.5', 10, 0],
+  ['rrf', 10, 0.25],
+  ['adaptive0.5', 10, 0.25],
+  ['adaptive0.5', 10, 0.5],
+  ['adaptive0.5', 10, 1],
+];
+
+export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map(([fusion, turnAnchors, anchor]) => ({
+  name: `loco:anchors${turnAnchors}${anchor ? `w${anchor}` : ''}+${fusion}`,
+  overlay: {
+    flags: { adaptiveFusion: fusion !== 'rrf' },
+    retrieval: { turnAnchors, turnScore: { anchor }, ...(fusion === 'rrf' ? {} : { lexicalFullShare: 0.5 }) },
+  },
+}));
 
 export interface LocoFold {
   /** The conversation held out. */

@@ -14,6 +14,8 @@ export interface QueryEvidence {
   lexicalWeight: number;
   /** Session-independent turn anchors (empty when off). */
   turnAnchors: TurnAnchors;
+  /** Multiplies the turn-anchor term: 1, or 1 − `lexicalWeight` under adaptive fusion (the less the words match, the more meaning decides). */
+  anchorWeight: number;
   /** `factCosines` by Episode id, filled on first use: N3 and the fine units both read them. */
   factCosines: Map<string, FactCosine[]>;
 }

@@ -118,7 +118,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes));
   const bundle = searched.slice(0, k);
   const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
-  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, lexicalWeight, turnAnchors: turnAnchorsFound, factCosines: new Map() };
+  const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;

@@ -119,7 +119,7 @@ export function buildUnits(
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
         w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
         (speakerNamed(turn.speaker) ? w.speaker : 0) +
-        w.anchor * Math.max(0, anchorCosine ?? 0);
+        w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
       const long = exceeds(lineOf(turn), maxTurnTokens);
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
       const { text, dialogIds } = long

@@ -19,11 +19,14 @@ export function packRows(rows: readonly Float32Array[], dim: number): Float32Arr
 
 /** (a + b + …) / ‖a + b + …‖; the zero vector stays zero. */
 export function normalisedSum(...vectors: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(vectors[0]?.length ?? 0);
-  for (const v of vectors) for (let i = 0; i < out.length; i++) out[i] = (out[i] ?? 0) + (v[i] ?? 0);
+  // Sums and norm in float64, components stored as float32 before dividing: `normalisedSumDot`
+  // repeats exactly these operations for two vectors.
+  const sums = new Float64Array(vectors[0]?.length ?? 0);
+  for (const v of vectors) for (let i = 0; i < sums.length; i++) sums[i] = (sums[i] ?? 0) + (v[i] ?? 0);
   let norm = 0;
-  for (const x of out) norm += x * x;
+  for (const x of sums) norm += x * x;
   norm = Math.sqrt(norm);
+  const out = Float32Array.from(sums);
   if (norm > 0) for (let i = 0; i < out.length; i++) out[i] = (out[i] ?? 0) / norm;
   return out;
 }

@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type IngestConfig } from '../src/config.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
 import type { Chunk, GraphNode } from '../src/graph/types.ts';
-import { buildChunkGraph, type BuildOutput } from '../src/ingest/build-graph.ts';
+import { buildChunkGraph, embedExtraction, type BuildOutput } from '../src/ingest/build-graph.ts';
 import type { Extraction } from '../src/ingest/extraction.ts';
-import { dot } from '../src/util/vectors.ts';
+import { dot, normalisedSum } from '../src/util/vectors.ts';
+import { hashEmbedder } from './helpers/hash-embedder.ts';
 
 /**
  * Design §2.4 on plain data: vectors are chosen by hand so every cosine is known, which pins
@@ -142,5 +143,33 @@ describe('buildChunkGraph (design §2.4)', () => {
     expect(entities(graph)).toHaveLength(1);
     expect(graph.entityNamed('luna')?.id).not.toBe(luna?.id);
     expect(graph.nodesOfLayer('episode')).toHaveLength(2);
+  });
+});
+
+describe('embedExtraction', () => {
+  const points = [fact('Ana: I adopted a cat.', null), fact('Ana: Her name is Luna.', null), fact('Ben: Nice!', null)];
+  const facets = [{ theme: 'Ana: I adopted a cat. Her name is Luna.', pointIndices: [0, 1] }];
+
+  it('composes a summary quoted from the facts and never embeds it', async () => {
+    const base = hashEmbedder(16);
+    const asked: string[] = [];
+    const embedder = { ...base, embed: async (texts: readonly string[]) => (asked.push(...texts), base.embed(texts)) };
+    const ex = extraction({ summary: '[s 1] Ana: I adopted a cat. Ana: Her name is Luna.', entities: [{ name: 'Ana', type: 'person' }], facetPoints: points, facets, summaryQuotes: [0, 1] });
+    const vectors = await embedExtraction(ex, embedder);
+    expect(asked).toEqual(['Ana', ...points.map((p) => p.content), facets[0]?.theme]);
+    const [cat, luna] = vectors.facetPoints;
+    expect(cat && luna).toBeTruthy();
+    if (!cat || !luna) return;
+    expect([...vectors.summary]).toEqual([...normalisedSum(cat, luna)]);
+    expect([...(vectors.facets[0] ?? [])]).toEqual([...((await base.embed([facets[0]?.theme ?? '']))[0] ?? [])]);
+  });
+
+  it('embeds a written summary, and one that quotes no fact', async () => {
+    const embedder = hashEmbedder(16);
+    const [summary] = await embedder.embed(['Ana has a new cat']);
+    const written = await embedExtraction(extraction({ summary: 'Ana has a new cat', facetPoints: points }), embedder);
+    expect([...written.summary]).toEqual([...(summary ?? [])]);
+    const headerOnly = await embedExtraction(extraction({ summary: 'Ana has a new cat', summaryQuotes: [] }), embedder);
+    expect([...headerOnly.summary]).toEqual([...(summary ?? [])]);
   });
 });

@@ -2,11 +2,11 @@ import type { IngestConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, EdgeType, EntityNode, EpisodeNode, FacetNode, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
-import { dot } from '../util/vectors.ts';
+import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
 
-/** Vectors for the texts of one extraction, computed before building (see `textsToEmbed`). */
+/** Vectors for the texts of one extraction, computed before building (see `embedExtraction`). */
 export interface ExtractionVectors {
   summary: Float32Array;
   entities: Float32Array[];
@@ -38,16 +38,23 @@ export interface BuildOutput {
 /**
  * The vectors of one extraction's texts — summary, entity names, facts, facet themes — from one
  * embed call, so identical texts (a one-sentence turn's fact and theme) are embedded once and
- * every text shares length-bucketed batches with the others.
+ * every text shares length-bucketed batches with the others. A summary quoted from the facts
+ * (`Extraction.summaryQuotes`) is not embedded: its vector is the normalised sum of the quoted
+ * facts' vectors (it would be the longest text of the chunk, embedded for the second time).
  */
 export async function embedExtraction(extraction: Extraction, embedder: Embedder, signal?: AbortSignal): Promise<ExtractionVectors> {
-  const texts = [extraction.summary, ...extraction.entities.map((e) => e.name), ...extraction.facetPoints.map((p) => p.content), ...extraction.facets.map((f) => f.theme)];
+  const quotes = extraction.summaryQuotes ?? [];
+  const texts = [...extraction.entities.map((e) => e.name), ...extraction.facetPoints.map((p) => p.content), ...extraction.facets.map((f) => f.theme)];
+  if (quotes.length === 0) texts.push(extraction.summary);
   const vectors = await embedder.embed(texts, signal ? { signal } : {});
+  if (vectors.length !== texts.length) throw new Error(`expected ${texts.length} vectors, got ${vectors.length}`);
   const e = extraction.entities.length;
   const p = extraction.facetPoints.length;
-  const summary = vectors[0];
-  if (!summary || vectors.length !== texts.length) throw new Error(`expected ${texts.length} vectors, got ${vectors.length}`);
-  return { summary, entities: vectors.slice(1, 1 + e), facetPoints: vectors.slice(1 + e, 1 + e + p), facets: vectors.slice(1 + e + p) };
+  const f = extraction.facets.length;
+  const facetPoints = vectors.slice(e, e + p);
+  const summary = quotes.length > 0 ? normalisedSum(...quotes.flatMap((i) => facetPoints[i] ?? [])) : vectors[e + p + f];
+  if (!summary) throw new Error('no summary vector');
+  return { summary, entities: vectors.slice(0, e), facetPoints, facets: vectors.slice(e + p, e + p + f) };
 }
 
 /**

@@ -10,6 +10,12 @@ export interface Extraction {
   facetPoints: ExtractedFacetPoint[];
   facets: ExtractedFacet[];
   temporal: ExtractedTemporal[];
+  /**
+   * The facts whose sentences the summary quotes, when it is made of them (the local extractor):
+   * the Episode's vector is then the normalised sum of their vectors rather than another
+   * embedding of the same sentences. Absent for a written summary (LLM), which is embedded.
+   */
+  summaryQuotes?: number[];
 }
 
 export interface ExtractedEntity {

@@ -9,7 +9,6 @@ import { usageTotals } from '../llm/usage.ts';
 import type { WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
-import { normalisedSum } from '../util/vectors.ts';
 import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
@@ -219,7 +218,6 @@ export async function buildChunk(
     config: config.ingest,
     nextKey: () => nextKey++,
   });
-  const nodeVector = new Map(built.nodeVectors);
   const edgeVectors = await edgeVectorsFor(built.edges, deps.embedder, config.ingest.edgeVectors, signal);
   return { built, edgeVectors, nextKey };
 }

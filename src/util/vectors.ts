@@ -17,15 +17,12 @@ export function packRows(rows: readonly Float32Array[], dim: number): Float32Arr
   return out;
 }
 
-/** (a + b) / ‖a + b‖; the zero vector stays zero. */
-export function normalisedSum(a: Float32Array, b: Float32Array): Float32Array {
-  const out = new Float32Array(a.length);
+/** (a + b + …) / ‖a + b + …‖; the zero vector stays zero. */
+export function normalisedSum(...vectors: readonly Float32Array[]): Float32Array {
+  const out = new Float32Array(vectors[0]?.length ?? 0);
+  for (const v of vectors) for (let i = 0; i < out.length; i++) out[i] = (out[i] ?? 0) + (v[i] ?? 0);
   let norm = 0;
-  for (let i = 0; i < a.length; i++) {
-    const v = (a[i] ?? 0) + (b[i] ?? 0);
-    out[i] = v;
-    norm += v * v;
-  }
+  for (const x of out) norm += x * x;
   norm = Math.sqrt(norm);
   if (norm > 0) for (let i = 0; i < out.length; i++) out[i] = (out[i] ?? 0) / norm;
   return out;

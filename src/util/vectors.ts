@@ -40,15 +40,15 @@ export function normalisedSumDot(a: Float32Array, b: Float32Array, q: Float32Arr
   if (a.length !== q.length) {
     throw new PrismError('DIMENSION_MISMATCH', `vectors of ${a.length} and ${q.length} dimensions`);
   }
-  // Each component is stored as float32, as `normalisedSum` writes it, then divided and stored again.
   let norm = 0;
   for (let i = 0; i < a.length; i++) {
-    const v = Math.fround((a[i] ?? 0) + (b[i] ?? 0));
+    const v = (a[i] ?? 0) + (b[i] ?? 0);
     norm += v * v;
   }
   norm = Math.sqrt(norm);
   let sum = 0;
   for (let i = 0; i < a.length; i++) {
+    // Each component is stored as float32, as `normalisedSum` writes it, then divided and stored again.
     const v = Math.fround((a[i] ?? 0) + (b[i] ?? 0));
     sum += (norm > 0 ? Math.fround(v / norm) : v) * (q[i] ?? 0);
   }

@@ -98,7 +98,10 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   const lexical = deps.lexical?.search(query);
   const queryTerms = termsOf(query);
   const lexicalTurns = lexical?.turns ?? new Map<string, Map<string, number>>();
-  const lexicalWeight = config.flags.adaptiveFusion ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare) : 1;
+  // Adaptive fusion: how far BM25 is trusted for this query (see `lexicalConfidence`).
+  const lexicalWeight = config.flags.adaptiveFusion
+    ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare)
+    : 1;
   const anchors =
     lexical && config.flags.hybridAnchors
       ? fuseLayerAnchors(dense, lexical.layers, {
@@ -117,6 +120,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // Fine units may draw on more Episodes than the K that N3 and ER@K see (`unitEpisodes`).
   const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes));
   const bundle = searched.slice(0, k);
+  // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
   const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
@@ -132,7 +136,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // the budget decides how many of the ranked Episodes fit.
   const selectAll = !config.flags.compression || (options.budget !== undefined && options.m === undefined);
   const selected = selectAll ? [...compression.ranked, ...beyondBundle(searched, compression.ranked)] : compression.ranked.slice(0, keep);
-  const units = buildUnits(deps.graph, selected, evidence, config, fineBudget, anchorEpisodes(deps.graph, dense.facet, selected, evidence.turnAnchors, { queryVector, intent: routed.intent, config }));
+  const outside = anchorEpisodes(deps.graph, dense.facet, selected, evidence.turnAnchors, { queryVector, intent: routed.intent, config });
+  const units = buildUnits(deps.graph, selected, evidence, config, fineBudget, outside);
   const packed = packContext(units, options.budget ?? Infinity);
   const byId = new Map(units.map((u) => [u.id, u]));
 
@@ -163,8 +168,9 @@ function beyondBundle(searched: readonly BundleEntry[], ranked: readonly RankedE
 }
 
 /**
- * The Episodes of turn anchors that the selection left out, with their Facet anchor's N1 path
- * (`Fc→Ep`) as trace, at the cost of that path. Their turns join the units on their own.
+ * The Episodes of turn anchors that the selection left out, each with its cheapest Facet
+ * anchor's N1 path (`Fc→Ep`) as trace. Their score is 0: `buildUnits` scores their anchored
+ * turns without an Episode term.
  */
 function anchorEpisodes(
   graph: MemoryGraph,

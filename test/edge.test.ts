@@ -55,7 +55,8 @@ let referenceEmbedder: Embedder;
 
 beforeAll(async () => {
   // Deno embeds with onnxruntime-web, so the Node reference does too (Node's default engine,
-  // onnxruntime-node, rounds int8 differently); workerd replays the recorded vectors.
+  // onnxruntime-node, agrees only to float rounding, and the scenarios compare exact scores);
+  // workerd replays the recorded vectors.
   // Node cannot run onnxruntime-web's WASM-only browser bundle (the engine's default); its Node build is the same runtime.
   const engine = onnxWebEngine({ load: () => import('onnxruntime-web') as Promise<OrtWeb> });
   const [embedder, usearch] = await Promise.all([createNodeMiniLmEmbedder({ precision: 'int8', engine }), nodeUsearch()]);

@@ -2,6 +2,7 @@ import MiniSearch, { type AsPlainObject, type Options } from 'minisearch';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type Layer } from '../graph/types.ts';
+import { topK } from '../util/top-k.ts';
 
 /**
  * Hybrid anchors (beyond the paper): a BM25 index over the graph's text, so names and rare
@@ -28,7 +29,7 @@ export interface LexicalHit {
 }
 
 export interface LexicalMatches {
-  /** Matching nodes per layer, best first. */
+  /** Matching nodes per layer, best first (at most the `perLayer` best when `search` was given it). */
   layers: Record<Layer, LexicalHit[]>;
   /** BM25 of each matching turn, by Episode id, then dialog id. */
   turns: Map<string, Map<string, number>>;
@@ -81,7 +82,11 @@ export class LexicalIndex {
     for (const doc of fresh) this.docIds.add(doc.id);
   }
 
-  search(query: string): LexicalMatches {
+  /**
+   * Matches for `query`; `perLayer` caps each layer's list at its best hits (all by default), as
+   * anchor fusion reads only the head of each and a long tail costs a full sort per query.
+   */
+  search(query: string, perLayer = Infinity): LexicalMatches {
     const best = new Map<Layer, Map<string, number>>(LAYERS.map((layer) => [layer, new Map()]));
     const turns = new Map<string, Map<string, number>>();
     for (const result of this.index.search(query)) {
@@ -99,13 +104,16 @@ export class LexicalIndex {
     const layers = Object.fromEntries(
       LAYERS.map((layer) => [
         layer,
-        [...(best.get(layer) ?? new Map<string, number>()).entries()]
-          .map(([id, score]) => ({ id, score }))
-          .sort((a, b) => b.score - a.score || a.id.localeCompare(b.id)),
+        topK([...(best.get(layer) ?? new Map<string, number>())], perLayer, byScoreThenId).map(([id, score]) => ({ id, score })),
       ]),
     ) as Record<Layer, LexicalHit[]>;
     return { layers, turns };
   }
+}
+
+/** Best score first; equal scores in id order, so the list does not depend on the index's document order. */
+function byScoreThenId([idA, a]: [string, number], [idB, b]: [string, number]): number {
+  return b - a || idA.localeCompare(idB);
 }
 
 function documentsOf(graph: MemoryGraph): Map<string, LexicalDoc> {

@@ -95,7 +95,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   throwIfAborted(signal);
 
   const dense = await denseAnchors(deps, queryVector, config.retrieval.anchorsPerLayer);
-  const lexical = deps.lexical?.search(query);
+  // Fusion reads the best `lexicalAnchors` hits of each layer, so the index selects only those.
+  const lexical = deps.lexical?.search(query, config.retrieval.lexicalAnchors);
   const queryTerms = termsOf(query);
   const lexicalTurns = lexical?.turns ?? new Map<string, Map<string, number>>();
   // Adaptive fusion: how far BM25 is trusted for this query (see `lexicalConfidence`).

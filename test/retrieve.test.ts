@@ -594,6 +594,11 @@ describe('hybrid anchors: lexical index and fusion', () => {
     expect(hits.layers.facetPoint[0]?.id).toBe('fp-a');
     expect(hits.layers.episode[0]?.id).toBe('ep1');
     expect([...(hits.turns.get('ep1')?.keys() ?? [])]).toEqual(['D1:1']);
+    expect(hits.layers.episode.length).toBeGreaterThan(1);
+    // A cap per layer keeps each layer's head and every turn score.
+    const capped = lexical.search('sunrise painting', 1);
+    expect(capped.layers).toEqual(Object.fromEntries(Object.entries(hits.layers).map(([layer, list]) => [layer, list.slice(0, 1)])));
+    expect(capped.turns).toEqual(hits.turns);
     const restored = LexicalIndex.fromJSON(JSON.parse(JSON.stringify(lexical.toJSON())));
     expect(restored.search('sunrise painting')).toEqual(hits);
 

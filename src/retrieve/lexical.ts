@@ -1,4 +1,4 @@
-import MiniSearch, { type AsPlainObject, type Options } from 'minisearch';
+import MiniSearch, { type AsPlainObject, type Options, type SearchResult } from 'minisearch';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type Layer } from '../graph/types.ts';
@@ -88,18 +88,29 @@ export class LexicalIndex {
    */
   search(query: string, perLayer = Infinity): LexicalMatches {
     const best = new Map<Layer, Map<string, number>>(LAYERS.map((layer) => [layer, new Map()]));
+    const turnHits: SearchResult[] = [];
+    // minisearch lists every hit and sorts the list by score. Each layer's list is selected
+    // below by score and id, so only the turn hits need minisearch's order: the hits are
+    // visited in its `filter` (which sees each final score), none is kept, and the turn hits
+    // alone are sorted as minisearch would have (stably, so ties stay in index order).
+    this.index.search(query, {
+      filter: (result) => {
+        const layer = result['layer'] as Layer;
+        const perLayerBest = best.get(layer);
+        if (perLayerBest) {
+          const nodeId = String(result['nodeId']);
+          perLayerBest.set(nodeId, Math.max(result.score, perLayerBest.get(nodeId) ?? 0));
+          if (layer === 'episode') turnHits.push(result);
+        }
+        return false;
+      },
+    });
     const turns = new Map<string, Map<string, number>>();
-    for (const result of this.index.search(query)) {
-      const layer = result['layer'] as Layer;
-      const nodeId = String(result['nodeId']);
-      const perLayer = best.get(layer);
-      if (!perLayer) continue;
-      perLayer.set(nodeId, Math.max(result.score, perLayer.get(nodeId) ?? 0));
-      if (layer === 'episode') {
-        let byDialog = turns.get(nodeId);
-        if (!byDialog) turns.set(nodeId, (byDialog = new Map()));
-        byDialog.set(String(result['dialogId']), result.score);
-      }
+    for (const hit of turnHits.sort((a, b) => b.score - a.score)) {
+      const nodeId = String(hit['nodeId']);
+      let byDialog = turns.get(nodeId);
+      if (!byDialog) turns.set(nodeId, (byDialog = new Map()));
+      byDialog.set(String(hit['dialogId']), hit.score);
     }
     const layers = Object.fromEntries(
       LAYERS.map((layer) => [

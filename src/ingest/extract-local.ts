@@ -91,8 +91,7 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
     parseTurn(nlp, turn.text)
       .sentences()
       .forEach((view) => views.push(view as NlpDoc));
-    for (const view of mostSpecific(views, opts)) {
-      const sentence = view.text().trim();
+    for (const { view, sentence } of mostSpecific(views, opts)) {
       const named = namedEntities(view).map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
       const concepts = conceptNouns(view).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
       const resolved = resolveTimeExpression(sentence, input.time);
@@ -123,17 +122,16 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
   };
 }
 
-/** The turn's fact-bearing sentences, capped at `maxFactsPerTurn` by specificity, in their order. */
-function mostSpecific(views: readonly NlpDoc[], opts: LocalExtractorOptions): NlpDoc[] {
-  const candidates = views.filter((view) => {
-    const sentence = view.text().trim();
-    return sentence.length > 0 && sentence.split(/\s+/).length >= opts.minWords;
-  });
+/** The turn's fact-bearing sentences (each view with its trimmed text), capped at `maxFactsPerTurn` by specificity, in their order. */
+function mostSpecific(views: readonly NlpDoc[], opts: LocalExtractorOptions): Array<{ view: NlpDoc; sentence: string }> {
+  const candidates = views
+    .map((view) => ({ view, sentence: view.text().trim() }))
+    .filter(({ sentence }) => sentence.length > 0 && sentence.split(/\s+/).length >= opts.minWords);
   if (candidates.length <= opts.maxFactsPerTurn) return candidates;
-  const specificity = (view: NlpDoc) => (view.match('(#ProperNoun|#Date|#Value)').found ? 2 : 0) + Math.min(view.text().length, 400) / 400;
+  const specificity = ({ view }: { view: NlpDoc }) => (view.match('(#ProperNoun|#Date|#Value)').found ? 2 : 0) + Math.min(view.text().length, 400) / 400;
   const kept = new Set(
     candidates
-      .map((view, i) => ({ i, score: specificity(view) }))
+      .map((candidate, i) => ({ i, score: specificity(candidate) }))
       .sort((a, b) => b.score - a.score || a.i - b.i)
       .slice(0, opts.maxFactsPerTurn)
       .map(({ i }) => i),

@@ -1,7 +1,7 @@
 import MiniSearch, { type AsPlainObject, type Options, type SearchResult } from 'minisearch';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { LAYERS, type Layer } from '../graph/types.ts';
+import { LAYERS, type ChunkTurn, type Layer } from '../graph/types.ts';
 import { topK } from '../util/top-k.ts';
 
 /**
@@ -127,6 +127,11 @@ function byScoreThenId([idA, a]: [string, number], [idB, b]: [string, number]): 
   return b - a || idA.localeCompare(idB);
 }
 
+/** The text a turn is indexed under: "speaker: text". */
+export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): string {
+  return `${turn.speaker}: ${turn.text}`;
+}
+
 function documentsOf(graph: MemoryGraph): Map<string, LexicalDoc> {
   const docs = new Map<string, LexicalDoc>();
   const put = (doc: LexicalDoc): void => void docs.set(doc.id, doc);
@@ -134,7 +139,7 @@ function documentsOf(graph: MemoryGraph): Map<string, LexicalDoc> {
     switch (node.layer) {
       case 'episode':
         graph.chunks.get(node.chunkId)?.turns.forEach((turn, i) =>
-          put({ id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: `${turn.speaker}: ${turn.text}` }),
+          put({ id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) }),
         );
         break;
       case 'facet':

@@ -181,14 +181,14 @@ function anchorEpisodes(
   query: { queryVector: Float32Array; intent: Intent; config: PrismConfig },
 ): RankedEpisode[] {
   const chosen = new Set(selected.map((e) => e.episodeId));
-  const missing = [...anchored.keys()].filter((id) => !chosen.has(id));
-  if (missing.length === 0) return [];
+  const missing = new Set([...anchored.keys()].filter((id) => !chosen.has(id)));
+  if (missing.size === 0) return [];
   const wanted = facetAnchors.filter((a) => {
     const node = graph.nodes.get(a.id);
-    return node?.layer === 'facet' && missing.includes(node.episodeId);
+    return node?.layer === 'facet' && missing.has(node.episodeId);
   });
   const only = { episode: [], facet: wanted, facetPoint: [], entity: [] } satisfies LayerAnchors;
-  return bundleSearch(graph, only, query.queryVector, query.intent, query.config, missing.length).map((entry) => ({ ...entry, score: 0 }));
+  return bundleSearch(graph, only, query.queryVector, query.intent, query.config, missing.size).map((entry) => ({ ...entry, score: 0 }));
 }
 
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: number): Promise<LayerAnchors> {

@@ -1,5 +1,5 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { termsOf } from './lexical.ts';
+import { termsOf, turnDocumentText } from './lexical.ts';
 import type { Anchor } from './types.ts';
 
 /**
@@ -43,7 +43,7 @@ export function lexicalConfidence(queryTerms: ReadonlySet<string>, bestTurnText:
   return Math.min(1, shared / queryTerms.size / fullShare);
 }
 
-/** "speaker: text" of the turn with the highest BM25 score (by Episode id, then dialog id); null when none matched. */
+/** The indexed text of the turn with the highest BM25 score (by Episode id, then dialog id); null when none matched. */
 export function bestLexicalTurnText(graph: MemoryGraph, lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>): string | null {
   let best: { episodeId: string; dialogId: string; score: number } | null = null;
   for (const [episodeId, turns] of lexicalTurns) {
@@ -53,5 +53,5 @@ export function bestLexicalTurnText(graph: MemoryGraph, lexicalTurns: ReadonlyMa
   const episode = graph.nodes.get(best.episodeId);
   const chunk = episode?.layer === 'episode' ? graph.chunks.get(episode.chunkId) : undefined;
   const turn = chunk?.turns.find((t) => t.dialogId === best.dialogId);
-  return turn ? `${turn.speaker}: ${turn.text}` : null;
+  return turn ? turnDocumentText(turn) : null;
 }

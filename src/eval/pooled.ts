@@ -1,6 +1,8 @@
 import type { Conversation } from '../ingest/conversation.ts';
 import type { LocomoSample } from '../ingest/locomo.ts';
 import { normaliseEvidence } from './evidence.ts';
+import { mean } from './metrics.ts';
+import { decimal, signed } from './report.ts';
 import type { LocomoEvalResults } from './runner.ts';
 import { pairedBootstrapCI, type BootstrapOptions } from './stats.ts';
 
@@ -81,7 +83,7 @@ export function comparePooled(
       });
       if (a.length === 0) return [];
       const ci = pairedBootstrapCI(a, b, bootstrap);
-      return [{ system, budget, n: ci.n, perConversation: mean(b), pooled: mean(a), diff: ci.estimate, low: ci.low, high: ci.high }];
+      return [{ system, budget, n: ci.n, perConversation: mean(b) ?? 0, pooled: mean(a) ?? 0, diff: ci.estimate, low: ci.low, high: ci.high }];
     });
   });
 }
@@ -102,16 +104,8 @@ export function renderPooled(comparisons: readonly PooledComparison[], pooled: L
     '',
     '| system | pooled latency p50 ms | p95 ms |',
     '|---|---|---|',
-    ...Object.entries(pooled.systems).map(([name, s]) => `| ${name} | ${s.latencyMs.p50?.toFixed(1) ?? '–'} | ${s.latencyMs.p95?.toFixed(1) ?? '–'} |`),
+    ...Object.entries(pooled.systems).map(([name, s]) => `| ${name} | ${decimal(s.latencyMs.p50, 1)} | ${decimal(s.latencyMs.p95, 1)} |`),
     '',
   ];
   return lines.join('\n');
-}
-
-function mean(values: readonly number[]): number {
-  return values.length === 0 ? 0 : values.reduce((s, v) => s + v, 0) / values.length;
-}
-
-function signed(value: number): string {
-  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(3)}`;
 }

@@ -298,7 +298,8 @@ function recall(value: number | undefined, n: number): string {
   return n === 0 ? '–' : ratio(value);
 }
 
-function decimal(value: number | null | undefined, digits: number): string {
+/** A figure with `digits` decimals, or – when there is none. */
+export function decimal(value: number | null | undefined, digits: number): string {
   return value == null ? '–' : value.toFixed(digits);
 }
 
@@ -306,7 +307,8 @@ function integer(value: number | null | undefined): string {
   return value == null ? '–' : Math.round(value).toLocaleString('en-US');
 }
 
-function signed(value: number): string {
+/** A difference with its sign and three decimals ("+0.012", "−0.004"), as every paired table prints it. */
+export function signed(value: number): string {
   return `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(3)}`;
 }
 

@@ -1,5 +1,5 @@
 import type { DeepPartial, PrismConfig } from '../config.ts';
-import type { QuestionOutcome } from './metrics.ts';
+import { recallSummary, type QuestionOutcome } from './metrics.ts';
 
 /** One setting of the weights and thresholds under choice, as an overlay on the defaults. */
 export interface LocoCandidate {
@@ -63,9 +63,11 @@ export interface LocoReport {
 export function leaveOneConversationOut(outcomes: Readonly<Record<string, readonly QuestionOutcome[]>>, budgets: readonly number[]): LocoReport {
   const names = Object.keys(outcomes);
   const scored = (name: string) => (outcomes[name] ?? []).filter((o) => o.recall !== null);
-  const erOf = (list: readonly QuestionOutcome[], budget: number): number =>
-    list.length === 0 ? 0 : list.reduce((s, o) => s + (o.recall?.atBudget[String(budget)] ?? 0), 0) / list.length;
-  const objective = (list: readonly QuestionOutcome[]): number => budgets.reduce((s, b) => s + erOf(list, b), 0) / budgets.length;
+  const perBudget = (list: readonly QuestionOutcome[]) => recallSummary(list, budgets).erAtBudget;
+  const objective = (list: readonly QuestionOutcome[]): number => {
+    const er = perBudget(list);
+    return budgets.reduce((s, b) => s + (er[String(b)] ?? 0), 0) / budgets.length;
+  };
   const best = (keep: (o: QuestionOutcome) => boolean): string => {
     let chosen = names[0] ?? '';
     let top = -Infinity;
@@ -75,7 +77,6 @@ export function leaveOneConversationOut(outcomes: Readonly<Record<string, readon
     }
     return chosen;
   };
-  const perBudget = (list: readonly QuestionOutcome[]) => Object.fromEntries(budgets.map((b) => [String(b), erOf(list, b)]));
   const conversations = [...new Set(scored(names[0] ?? '').map((o) => o.conversationId))];
   const folds = conversations.map((conversationId) => {
     const chosen = best((o) => o.conversationId !== conversationId);

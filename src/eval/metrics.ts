@@ -153,7 +153,8 @@ export function summariseOutcomes(outcomes: readonly QuestionOutcome[], budgets:
   };
 }
 
-function recallSummary(
+/** ER per budget and per K over the outcomes with resolvable evidence, and their number. */
+export function recallSummary(
   outcomes: readonly QuestionOutcome[],
   budgets: readonly number[],
 ): Pick<CategorySummary, 'erAtBudget' | 'erAtK' | 'n'> {

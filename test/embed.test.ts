@@ -197,13 +197,39 @@ describe('weightOnlyInt8', () => {
       ]),
     );
 
-  it('turns every dynamically quantized MatMulInteger of the int8 model into a float MatMul', () => {
+  it('turns the int8 model into the fp32 model\'s shape: float MatMuls with the scales folded into the weights', () => {
     const before = opTypes(modelFile('model_quantized.onnx'));
     const after = opTypes(weightOnlyInt8(modelFile('model_quantized.onnx')));
     const count = (ops: string[], op: string) => ops.filter((o) => o === op).length;
     expect(count(before, 'MatMulInteger')).toBe(36);
     expect(count(after, 'MatMulInteger') + count(after, 'DynamicQuantizeLinear')).toBe(0);
     expect(count(after, 'MatMul')).toBe(count(before, 'MatMul') + 36);
+    // Each product's Cast and its two scale Muls are gone, so the fusions fp32 gets apply.
+    expect(count(after, 'Cast')).toBe(count(before, 'Cast') - 36);
+    expect(count(after, 'Mul')).toBe(count(before, 'Mul') - 72);
+  });
+
+  it('folds the activation and weight scales of a Cast → Mul → Mul rescaling into the float weight', () => {
+    const floatTensor = (name: string, dims: number[], values: number[]): Chunks =>
+      bytesField(5, [...dims.flatMap((d) => varintField(1, d)), ...varintField(2, 1), ...bytesField(8, name), ...bytesField(9, new Uint8Array(Float32Array.from(values).buffer))]);
+    const rescaled = [
+      ...bytesField(1, [...bytesField(1, 'acc'), ...bytesField(2, 'accf'), ...bytesField(4, 'Cast'), ...bytesField(5, [...bytesField(1, 'to'), ...varintField(3, 1)])]),
+      ...node('Mul', ['accf', 'xs'], ['scaled']),
+      ...node('Mul', ['ws', 'scaled'], ['y']),
+      ...floatTensor('ws', [2], [0.5, 2]),
+    ];
+    const folded = weightOnlyInt8(tinyModel(rescaled));
+    expect(opTypes(folded)).toEqual(['MatMul']);
+    const graph = readFields(readFields(folded).find((f) => f.field === 7)!.bytes);
+    const [matMul] = graph.filter((f) => f.field === 1).map((f) => readFields(f.bytes));
+    expect(matMul!.filter((f) => f.field === 2).map(fieldString)).toEqual(['y']);
+    const weightName = fieldString(matMul!.filter((f) => f.field === 1)[1]!);
+    const weight = graph.filter((f) => f.field === 5).map((f) => readFields(f.bytes)).find((t) => fieldString(t.find((f) => f.field === 8)!) === weightName)!;
+    const raw = weight.find((f) => f.field === 9)!.bytes;
+    // w = [[1, 2], [3, 4]] minus zero points [0, 1] per column, times scales [0.5, 2] per column.
+    expect(Array.from(new Float32Array(raw.slice().buffer))).toEqual([0.5, 2, 1.5, 6]);
+    // Only the model's own tensors remain: the int8 weight, its zero point and scale are dropped.
+    expect(graph.filter((f) => f.field === 5).map((f) => fieldString(readFields(f.bytes).find((t) => t.field === 8)!))).toEqual([weightName]);
   });
 
   it('returns a model without dynamic quantization as it is', () => {

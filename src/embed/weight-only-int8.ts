@@ -6,6 +6,7 @@ const MODEL_GRAPH = 7;
 const GRAPH_NODE = 1;
 const GRAPH_INITIALIZER = 5;
 const GRAPH_INPUT = 11;
+const GRAPH_OUTPUT = 12;
 const GRAPH_VALUE_INFO = 13;
 const NODE_INPUT = 1;
 const NODE_OUTPUT = 2;
@@ -23,6 +24,13 @@ const VALUE_INFO_NAME = 1;
 const FLOAT = 1;
 const UINT8 = 2;
 const INT8 = 3;
+
+/** The nodes rescaling one MatMulInteger's product, the tensor they end in, and the weight scale. */
+interface ScaleChain {
+  readonly nodes: readonly GraphNode[];
+  readonly output: string;
+  readonly weightScale: { readonly name: string; readonly values: Float32Array };
+}
 
 interface GraphNode {
   readonly fields: readonly WireField[];
@@ -45,8 +53,11 @@ function unsupported(detail: string): PrismError {
  * Rewrites a dynamically quantized ONNX model (DynamicQuantizeLinear feeding MatMulInteger, as
  * onnxruntime's `quantize_dynamic` and this project's model build emit) so that its int8 weights
  * multiply float activations: each MatMulInteger becomes a float MatMul of the quantizer's input and
- * the weight minus its zero point (exact small integers), and each quantizer's scale becomes 1, so
- * the graph's own rescaling (Cast, then Mul by activation and weight scales) yields x·W directly.
+ * the dequantized weight. Where the product is rescaled the way `quantize_dynamic` writes it (Cast
+ * to float, Mul by the activation scale, Mul by a constant weight scale), both scales fold into the
+ * weight, so the graph has the fp32 model's shape and gets its fused kernels and speed. Elsewhere the
+ * weight minus its zero point (exact small integers) stands in and the quantizer's scale becomes 1,
+ * so the graph's own rescaling yields x·W.
  *
  * Why: the quantizer rounds activations to a grid set by each tensor's min and max, so a last-bit
  * float difference between two runtimes' kernels (native onnxruntime-node vs onnxruntime-web's
@@ -86,74 +97,112 @@ function rewrite(model: Uint8Array): Uint8Array {
   const consumers = new Map<string, GraphNode[]>();
   for (const node of nodes) for (const input of node.inputs) consumers.set(input, [...(consumers.get(input) ?? []), node]);
 
+  const graphOutputs = new Set(graphFields.filter((f) => f.field === GRAPH_OUTPUT).map((f) => named(f, VALUE_INFO_NAME)));
+  /** The one node reading `output`, unless more read it or it leaves the graph. */
+  const onlyReader = (output: string): GraphNode | undefined => {
+    const readers = consumers.get(output) ?? [];
+    return readers.length === 1 && !graphOutputs.has(output) ? readers[0] : undefined;
+  };
+  /** `node`'s operand other than `operand`, if `node` is a Mul of `operand` and something else. */
+  const mulOperand = (node: GraphNode | undefined, operand: string): string | undefined => {
+    if (node?.opType !== 'Mul' || node.inputs.length !== 2) return undefined;
+    const [left, right] = node.inputs;
+    return left === operand ? right : right === operand ? left : undefined;
+  };
+  /**
+   * MatMulInteger → Cast to float → Mul by the activation's scale → Mul by a constant float weight
+   * scale (one, or one per column), each read only by the next: the rescaling whose scales fold.
+   */
+  const scaleChain = (node: GraphNode, activationScale: string | undefined): ScaleChain | undefined => {
+    const cast = onlyReader(node.outputs[0] ?? '');
+    const byActivation = cast && onlyReader(cast.outputs[0] ?? '');
+    if (!cast || !byActivation || activationScale === undefined || mulOperand(byActivation, cast.outputs[0] ?? '') !== activationScale) return undefined;
+    const byWeight = onlyReader(byActivation.outputs[0] ?? '');
+    const scaleName = mulOperand(byWeight, byActivation.outputs[0] ?? '');
+    const scaleTensor = scaleName === undefined ? undefined : initializers.get(scaleName);
+    // One scale, or one per column: a scale of more dimensions would broadcast over rows as well.
+    const scale = scaleTensor && fieldVarints(scaleTensor, TENSOR_DIMS).length <= 1 ? floatValues(scaleTensor) : undefined;
+    if (!byWeight || scaleName === undefined || !scale) return undefined;
+    return { nodes: [cast, byActivation, byWeight], output: byWeight.outputs[0] ?? '', weightScale: { name: scaleName, values: scale } };
+  };
+
   const added: Chunks = [];
   const floatWeights = new Map<string, string>();
-  /** The float tensor standing in for one int8 operand of a MatMulInteger. */
-  const floatOperand = (input: string, zeroPoint: string, isWeightSide: boolean): string => {
-    const quantizer = quantizers.get(input);
-    if (quantizer) {
-      if (zeroPoint !== '' && zeroPoint !== quantizer.outputs[2]) throw unsupported(`${input} is dequantized with a zero point other than its quantizer's`);
-      return quantizer.inputs[0] ?? '';
-    }
+  /** The float weight standing in for an int8 weight of a MatMulInteger, its scales folded in when given. */
+  const floatWeight = (input: string, zeroPoint: string, scale: ScaleChain['weightScale'] | undefined): string => {
     const weight = initializers.get(input);
-    if (!weight || !isWeightSide) throw unsupported(`MatMulInteger input ${input} is neither dynamically quantized nor a constant weight`);
-    const key = `${input}\u0000${zeroPoint}`;
+    if (!weight) throw unsupported(`MatMulInteger input ${input} is neither dynamically quantized nor a constant weight`);
+    const key = `${input}\u0000${zeroPoint}\u0000${scale?.name ?? ''}`;
     const known = floatWeights.get(key);
     if (known) return known;
-    const name = `${input}/float`;
-    added.push(...dequantizedWeight(name, weight, zeroPoint === '' ? undefined : initializers.get(zeroPoint)));
+    const name = `${input}/float${floatWeights.size}`;
+    added.push(...dequantizedWeight(name, weight, zeroPoint === '' ? undefined : initializers.get(zeroPoint), scale?.values));
     floatWeights.set(key, name);
     return name;
   };
 
   const rewritten = new Map<GraphNode, Chunks>();
-  const retyped = new Set<string>();
+  const staleValueInfo = new Set<string>();
   for (const node of matMuls) {
     const [a = '', b = '', aZero = '', bZero = ''] = node.inputs;
     const output = node.outputs[0] ?? '';
     for (const consumer of consumers.get(output) ?? []) {
       if (consumer.opType !== 'Cast' || castTarget(consumer) !== FLOAT) throw unsupported(`MatMulInteger output ${output} is read by ${consumer.opType}, not a Cast to float`);
     }
+    const quantizer = quantizers.get(a);
+    if (!quantizer) throw unsupported(`MatMulInteger input ${a} is not dynamically quantized`);
+    if (aZero !== '' && aZero !== quantizer.outputs[2]) throw unsupported(`${a} is dequantized with a zero point other than its quantizer's`);
+    const chain = scaleChain(node, quantizer.outputs[1]);
     const name = node.fields.find((f) => f.field === NODE_NAME);
     rewritten.set(
       node,
       bytesField(GRAPH_NODE, [
-        ...bytesField(NODE_INPUT, floatOperand(a, aZero, false)),
-        ...bytesField(NODE_INPUT, floatOperand(b, bZero, true)),
-        ...bytesField(NODE_OUTPUT, output),
+        ...bytesField(NODE_INPUT, quantizer.inputs[0] ?? ''),
+        ...bytesField(NODE_INPUT, floatWeight(b, bZero, chain?.weightScale)),
+        ...bytesField(NODE_OUTPUT, chain?.output ?? output),
         ...(name ? [name.encoded] : []),
         ...bytesField(NODE_OP_TYPE, 'MatMul'),
       ]),
     );
-    retyped.add(output);
+    staleValueInfo.add(output);
+    for (const folded of chain?.nodes ?? []) {
+      rewritten.set(folded, []);
+      if (folded.outputs[0] !== chain?.output) staleValueInfo.add(folded.outputs[0] ?? '');
+    }
   }
   for (const quantizer of quantizers.values()) {
-    const [quantized = '', scale = '', zeroPoint = ''] = quantizer.outputs;
+    const [quantized = '', , zeroPoint = ''] = quantizer.outputs;
     for (const output of [quantized, zeroPoint]) {
       if ((consumers.get(output) ?? []).some((consumer) => !matMuls.has(consumer))) throw unsupported(`${output} is read by something other than MatMulInteger`);
     }
-    added.push(...floatInitializer(scale, [], Float32Array.of(1)));
     rewritten.set(quantizer, []);
-    for (const output of quantizer.outputs) retyped.add(output);
+    for (const output of quantizer.outputs) staleValueInfo.add(output);
   }
 
   const stillRead = new Set(nodes.filter((n) => !rewritten.has(n)).flatMap((n) => n.inputs));
-  const dropped = new Set([...matMuls].flatMap((n) => n.inputs).filter((name) => initializers.has(name) && !stillRead.has(name)));
-  const named = (f: WireField, number: number): string => {
-    const name = readFields(f.bytes).find((t) => t.field === number);
-    return name ? fieldString(name) : '';
-  };
+  // A scale that no folded chain absorbed is still multiplied in by the graph: it becomes 1.
+  for (const quantizer of quantizers.values()) {
+    const scale = quantizer.outputs[1] ?? '';
+    if (stillRead.has(scale)) added.push(...floatInitializer(scale, [], Float32Array.of(1)));
+  }
+  const dropped = new Set([...rewritten.keys()].flatMap((n) => n.inputs).filter((name) => initializers.has(name) && !stillRead.has(name)));
   const graph: Chunks = [];
   for (const f of graphFields) {
     if (f.field === GRAPH_NODE) continue;
     if (f.field === GRAPH_INITIALIZER && dropped.has(named(f, TENSOR_NAME))) continue;
     if (f.field === GRAPH_INPUT && dropped.has(named(f, VALUE_INFO_NAME))) continue;
-    if (f.field === GRAPH_VALUE_INFO && retyped.has(named(f, VALUE_INFO_NAME))) continue;
+    if (f.field === GRAPH_VALUE_INFO && staleValueInfo.has(named(f, VALUE_INFO_NAME))) continue;
     graph.push(f.encoded);
   }
   const nodeFields = graphFields.filter((f) => f.field === GRAPH_NODE);
   graph.push(...nodes.flatMap((node, i) => rewritten.get(node) ?? [nodeFields[i]!.encoded]), ...added);
   return joinChunks(modelFields.flatMap((f) => (f === graphField ? bytesField(MODEL_GRAPH, graph) : [f.encoded])));
+}
+
+/** The name (field `number`) of an initializer or value info held in `f`. */
+function named(f: WireField, number: number): string {
+  const name = readFields(f.bytes).find((t) => t.field === number);
+  return name ? fieldString(name) : '';
 }
 
 /** The `to` attribute of a Cast node. */
@@ -175,17 +224,33 @@ function int8Values(tensor: readonly WireField[], what: string): Uint8Array | In
   return type === UINT8 ? raw : new Int8Array(raw.buffer, raw.byteOffset, raw.byteLength);
 }
 
-/** A `[rows, columns]` int8 weight minus its zero point (one, or one per column), as float32. */
-function dequantizedWeight(name: string, weight: readonly WireField[], zeroPoint: readonly WireField[] | undefined): Chunks {
+/**
+ * A `[rows, columns]` int8 weight minus its zero point (one, or one per column), as float32, times
+ * its scale (one, or one per column) when given.
+ */
+function dequantizedWeight(name: string, weight: readonly WireField[], zeroPoint: readonly WireField[] | undefined, scale: Float32Array | undefined): Chunks {
   const dims = fieldVarints(weight, TENSOR_DIMS);
   const [rows = 0, columns = 0] = dims;
   const values = int8Values(weight, name);
   const zeros = zeroPoint ? int8Values(zeroPoint, `${name}'s zero point`) : Uint8Array.of(0);
+  const scales = scale ?? Float32Array.of(1);
   if (dims.length !== 2 || values.length !== rows * columns) throw unsupported(`weight ${name} is not a matrix`);
   if (zeros.length !== 1 && zeros.length !== columns) throw unsupported(`weight ${name} has ${zeros.length} zero points for ${columns} columns`);
+  if (scales.length !== 1 && scales.length !== columns) throw unsupported(`weight ${name} has ${scales.length} scales for ${columns} columns`);
   const floats = new Float32Array(values.length);
-  for (let i = 0; i < values.length; i++) floats[i] = values[i]! - zeros[zeros.length === 1 ? 0 : i % columns]!;
+  for (let i = 0; i < values.length; i++) {
+    const column = i % columns;
+    floats[i] = (values[i]! - zeros[zeros.length === 1 ? 0 : column]!) * scales[scales.length === 1 ? 0 : column]!;
+  }
   return floatInitializer(name, dims, floats);
+}
+
+/** The values of a float32 tensor stored as raw data, or undefined for any other tensor. */
+function floatValues(tensor: readonly WireField[]): Float32Array | undefined {
+  const raw = tensor.find((f) => f.field === TENSOR_RAW_DATA)?.bytes;
+  if (tensor.find((f) => f.field === TENSOR_DATA_TYPE)?.varint !== FLOAT || !raw || raw.byteLength % 4 !== 0) return undefined;
+  // Copied: raw data sits at any byte offset inside the model, and float32 views need 4-byte alignment.
+  return new Float32Array(raw.slice().buffer);
 }
 
 /** A float32 initializer; raw data is little-endian, as typed arrays are on every platform JS runs on. */

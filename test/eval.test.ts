@@ -631,16 +631,33 @@ describe('pooled pairing and leave-one-conversation-out choice', () => {
     // `steady` is a little better on a and b; `spiky` is much better on c alone.
     const steady = [outcome('a', 0, 1), outcome('a', 1, 1), outcome('b', 0, 1), outcome('b', 1, 0.5), outcome('c', 0, 0), outcome('c', 1, 0)];
     const spiky = [outcome('a', 0, 1), outcome('a', 1, 0.5), outcome('b', 0, 1), outcome('b', 1, 0.5), outcome('c', 0, 1), outcome('c', 1, 1)];
-    const report = leaveOneConversationOut({ steady, spiky }, [512, 2048]);
+    const report = leaveOneConversationOut([{ name: 'main', outcomes: { steady, spiky } }], [512, 2048]);
     expect(report.folds.map((f) => [f.conversationId, f.chosen])).toEqual([
       ['a', 'spiky'],
       ['b', 'spiky'],
       ['c', 'steady'],
     ]);
     // Held out: a by spiky 0.75, b by spiky 0.75, c by steady 0.
-    expect(report.loco['512']).toBeCloseTo((0.75 + 0.75 + 0) / 3);
-    expect(report.inSample).toEqual({ chosen: 'spiky', er: { '512': 5 / 6, '2048': 5 / 6 } });
-    expect(report.candidates['steady']?.['512']).toBeCloseTo(3.5 / 6);
+    expect(report.loco['main']?.er['512']).toBeCloseTo((0.75 + 0.75 + 0) / 3);
+    expect(report.inSample).toEqual({ chosen: 'spiky', scores: { main: { er: { '512': 5 / 6, '2048': 5 / 6 }, n: 6 } } });
+    expect(report.candidates['steady']?.['main']?.er['512']).toBeCloseTo(3.5 / 6);
     expect(renderLoco(report)).toContain('| **LOCO** |  | 6 | 0.500 | 0.500 |');
+  });
+
+  it('weighs each slice equally in the objective, however few its questions', () => {
+    // On the main slice `steady` wins every fold by a little; one further case per conversation, where
+    // `spiky` recalls and `steady` does not, outweighs it because slices count equally.
+    const main = {
+      steady: ['a', 'b', 'c'].flatMap((c) => [outcome(c, 0, 1), outcome(c, 1, 1), outcome(c, 2, 1), outcome(c, 3, 1)]),
+      spiky: ['a', 'b', 'c'].flatMap((c) => [outcome(c, 0, 1), outcome(c, 1, 1), outcome(c, 2, 1), outcome(c, 3, 0.5)]),
+    };
+    const further = { steady: ['a', 'b'].map((c) => outcome(c, 0, 0)), spiky: ['a', 'b'].map((c) => outcome(c, 0, 1)) };
+    expect(leaveOneConversationOut([{ name: 'main', outcomes: main }], [512]).folds.map((f) => f.chosen)).toEqual(['steady', 'steady', 'steady']);
+    const report = leaveOneConversationOut([{ name: 'main', outcomes: main }, { name: 'further', outcomes: further }], [512]);
+    expect(report.folds.map((f) => f.chosen)).toEqual(['spiky', 'spiky', 'spiky']);
+    // c has no further case: its fold is scored on main alone, and the further slice's LOCO counts a and b.
+    expect(report.folds[2]?.heldOut['further']).toEqual({ er: { '512': 0 }, n: 0 });
+    expect(report.loco['further']).toEqual({ er: { '512': 1 }, n: 2 });
+    expect(renderLoco(report)).toContain('| **LOCO, further** |  | 2 | 1.000 |');
   });
 });

@@ -17,7 +17,7 @@ import { writeEvalOutputs } from './output.node.ts';
 import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
-import { LOCO_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate } from './loco.ts';
+import { LOCO_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
 import { comparePooled, pooledSample, renderPooled } from './pooled.ts';
 import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type LocomoEvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
@@ -255,20 +255,21 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       console.log('\npooled (one memory, all conversations):');
       printSummary(pooled);
     }
+    // The system check on hand-written implicit-recall cases, over the same systems and memories.
+    const cases = IMPLICIT_RECALL_CASES.filter((c) => perConversation.some((s) => s.conversation.id === c.conversation));
+    const implicit = cases.length > 0 ? await runOn(implicitRecallSamples(perConversation, cases), [...systems, ...candidates]) : null;
+    progress.finish();
     if (flags.loco) {
-      const outcomes = Object.fromEntries(candidates.map((c) => [c.name, results.outcomes[c.name] ?? []]));
-      const loco = leaveOneConversationOut(outcomes, budgets);
+      const slice = (name: string, run: LocomoEvalResults) => ({ name, outcomes: Object.fromEntries(candidates.map((c) => [c.name, run.outcomes[c.name] ?? []])) });
+      const loco = leaveOneConversationOut([slice('LoCoMo', results), ...(implicit ? [slice('implicit recall', implicit)] : [])], budgets);
       sections.push(renderLoco(loco));
-      console.log(`\nleave-one-conversation-out: ${budgets.map((b) => `${b}:${loco.loco[String(b)]?.toFixed(3)}`).join(' ')} (in-sample ${loco.inSample.chosen}: ${budgets.map((b) => `${b}:${loco.inSample.er[String(b)]?.toFixed(3)}`).join(' ')})`);
+      const ers = (score: LocoScore | undefined) => budgets.map((b) => `${b}:${score?.er[String(b)]?.toFixed(3)}`).join(' ');
+      console.log(`\nleave-one-conversation-out: ${ers(loco.loco['LoCoMo'])} (in-sample ${loco.inSample.chosen}: ${ers(loco.inSample.scores['LoCoMo'])})`);
     }
     const paths = await writeEvalOutputs(out, results, sections);
     printSummary(results);
     console.log(`\n${results.questions} questions, ${(results.timings.wallMs / 1000).toFixed(1)} s → ${paths.results}, ${paths.report}, ${paths.frontier}`);
-    // The system check on hand-written implicit-recall cases, over the same systems and memories.
-    const cases = IMPLICIT_RECALL_CASES.filter((c) => perConversation.some((s) => s.conversation.id === c.conversation));
-    if (cases.length > 0) {
-      const implicit = await runOn(implicitRecallSamples(perConversation, cases), [...systems, ...candidates]);
-      progress.finish();
+    if (implicit) {
       const implicitPaths = await writeEvalOutputs(join(out, 'implicit-recall'), implicit);
       console.log('\nimplicit recall (remark → earlier statement, no shared word):');
       printSummary(implicit);

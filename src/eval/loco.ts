@@ -11,8 +11,8 @@ export interface LocoCandidate {
  * The settings `prism eval locomo --loco` chooses among: turn anchors (off, offered as units,
  * or offered with an anchor term of some weight) and fusion (plain reciprocal-rank fusion, or
  * adaptive fusion with full BM25 trust at half the query's terms). The heavier anchor terms
- * are tried under adaptive fusion only, where they fade as the query's words match. The first
- * candidate is the v0.3 scoring.
+ * (doubling up to 16, past the point where the objective turns down) are tried under adaptive
+ * fusion only, where they fade as the query's words match. The first candidate is the v0.3 scoring.
  */
 const GRID: ReadonlyArray<[fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, anchor: number]> = [
   ['rrf', 0, 0],
@@ -23,6 +23,10 @@ const GRID: ReadonlyArray<[fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, a
   ['adaptive0.5', 10, 0.25],
   ['adaptive0.5', 10, 0.5],
   ['adaptive0.5', 10, 1],
+  ['adaptive0.5', 10, 2],
+  ['adaptive0.5', 10, 4],
+  ['adaptive0.5', 10, 8],
+  ['adaptive0.5', 10, 16],
 ];
 
 export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map(([fusion, turnAnchors, anchor]) => ({

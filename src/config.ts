@@ -25,10 +25,13 @@ export interface IngestConfig {
    * `embedded` (§1) runs MiniLM on the edge's short description. `composed` (beyond the paper)
    * takes the normalised sum of its endpoints' MiniLM vectors: mean pooling is additive over
    * tokens, so this approximates embedding the concatenated endpoint texts at no model cost.
-   * `none` stores no vector. Temporal, causal and semantic edges are always embedded.
-   * Measured on LoCoMo conv-26 (fp32, all five budgets): `composed` gives the same evidence
-   * recall as `embedded` at 37% of its ingest time; `none` loses 0.01–0.02 (N2 then prices
-   * every involves_entity hop at c0 = 0.02, so paths through hub entities become too cheap).
+   * `none` stores no vector. The mode governs involves_entity, evolution and temporal edges
+   * (`COMPOSABLE_EDGE_TYPES`); causal edges (an LLM's description of why) and semantic ones are
+   * always embedded. Measured on LoCoMo conv-26 (fp32, all five budgets, relation paths on):
+   * `composed` gives the same evidence recall as `embedded` at 37% of its ingest time; `none` loses
+   * 0.01–0.02 (N2 then prices every involves_entity hop at c0 = 0.02, so paths through hub
+   * entities become too cheap). A temporal edge's description is its two endpoints' texts and
+   * dates ("A (date) happened before B (date)"), 11% of the tokens a zero-LLM ingest embedded.
    */
   edgeVectors: EdgeVectorMode;
 }

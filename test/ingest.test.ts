@@ -36,9 +36,9 @@ async function fingerprint(memory: Memory) {
   };
 }
 
-/** Relation edges that carry a stored vector (embedded from their description). */
-function storedRelationEdges(graph: MemoryGraph): number {
-  return [...graph.edges.values()].filter((e) => e.type !== 'belongs_to' && !COMPOSABLE_EDGE_TYPES.has(e.type)).length;
+/** Relation edges that carry a stored vector (embedded from their description): all of them under `edgeVectors: embedded`. */
+function storedRelationEdges(graph: MemoryGraph, embedded = false): number {
+  return [...graph.edges.values()].filter((e) => e.type !== 'belongs_to' && (embedded || !COMPOSABLE_EDGE_TYPES.has(e.type))).length;
 }
 
 describe('zero-LLM ingestion of a hand-written conversation', () => {
@@ -247,9 +247,12 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     expect(await fingerprint(memory)).toEqual(await fingerprint(reference));
   });
 
+  // Relation edges carry stored vectors only when embedded (by default they are composed when read).
+  const embeddedEdges = { config: { ingest: { edgeVectors: 'embedded' as const } } };
+
   it('deleting a middle session keeps the Episode chain whole, and the bridge goes with its chunk', async () => {
     const third = { id: 'session_3', dateText: '9:00 am on 1 July, 2023', time: '2023-07-01T09:00:00', turns: [{ dialogId: 'D3:1', speaker: 'Melanie', text: 'The kids loved the lake trip.' }] };
-    const memory = await Memory.open(options(new MemoryStore()));
+    const memory = await Memory.open(options(new MemoryStore(), embeddedEdges));
     const view = await memory.inspect();
     await memory.add({ ...conversation, sessions: [...conversation.sessions, third] });
     const chain = () => {
@@ -263,17 +266,17 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     const bridge = view.graph.edgesFrom(first!.id, 'temporal').find((e) => e.to === last!.id);
     expect(bridge?.chunkId).toBe(last!.chunkId);
     expect(view.graph.vectors.has(bridge!.id)).toBe(true);
-    expect(view.indexSize('edge_relation')).toBe(storedRelationEdges(view.graph));
+    expect(view.indexSize('edge_relation')).toBe(storedRelationEdges(view.graph, true));
     await memory.delete({ sessionId: 'demo/session_3' });
     expect(view.graph.edges.has(bridge!.id)).toBe(false);
   });
 
   it('delete of one chunk empties its vectors from every index, relation edges included', async () => {
-    const memory = await Memory.open(options(new MemoryStore()));
+    const memory = await Memory.open(options(new MemoryStore(), embeddedEdges));
     const view = await memory.inspect();
     await memory.add(conversation);
     const [, second] = [...view.graph.chunks.values()].sort((a, b) => a.order - b.order);
-    const relationEdges = () => storedRelationEdges(view.graph);
+    const relationEdges = () => storedRelationEdges(view.graph, true);
     expect(view.indexSize('edge_relation')).toBe(relationEdges());
     const before = view.indexSize('edge_relation');
     await memory.delete({ chunkId: second!.id });

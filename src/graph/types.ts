@@ -20,7 +20,7 @@ export const EDGE_TYPES: readonly EdgeType[] = [
  * Relation types whose vector may be composed from their endpoints' vectors (the normalised
  * sum) instead of embedding a description: see `IngestConfig.edgeVectors`.
  */
-export const COMPOSABLE_EDGE_TYPES: ReadonlySet<EdgeType> = new Set<EdgeType>(['involves_entity', 'evolution']);
+export const COMPOSABLE_EDGE_TYPES: ReadonlySet<EdgeType> = new Set<EdgeType>(['involves_entity', 'evolution', 'temporal']);
 
 export type EntityType = 'person' | 'organization' | 'place' | 'concept' | 'event' | 'other';
 

@@ -27,7 +27,7 @@ export function edgeCost(edge: GraphEdge, ctx: EdgeCostContext): number {
 }
 
 /**
- * With `edgeVectors: 'composed'`, involves_entity and evolution edges store no vector: theirs is
+ * With `edgeVectors: 'composed'`, involves_entity, evolution and temporal edges store no vector: theirs is
  * the normalised sum of the endpoints' vectors; its cosine is computed here for the few edges N2 prices.
  */
 function composedCosine(edge: GraphEdge, ctx: EdgeCostContext): number | undefined {

@@ -1,4 +1,4 @@
-import { dot, normalisedSum, normalisedSumDot } from '../src/util/vectors.ts';
+import { dot, dotEach, normalisedSum, normalisedSumDot } from '../src/util/vectors.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig, type PrismConfig } from '../src/config.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
@@ -232,6 +232,19 @@ describe('N2 edge cost', () => {
     }
     const zero = new Float32Array(DIM);
     expect(normalisedSumDot(zero, zero, Q)).toBe(dot(normalisedSum(zero, zero), Q));
+  });
+
+  it('scores many rows exactly as dot does, whatever the row count', () => {
+    let seed = 7;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) - 0.5;
+    const row = (): Float32Array => Float32Array.from({ length: 384 }, random);
+    const q = row();
+    // Counts around the four-row passes: none, a remainder alone, whole passes, passes plus a remainder.
+    for (const count of [0, 1, 3, 4, 5, 8, 11]) {
+      const rows = Array.from({ length: count }, row);
+      expect([...dotEach(rows, q)]).toEqual(rows.map((r) => dot(r, q)));
+    }
+    expect(() => dotEach([row(), new Float32Array(3)], q)).toThrow(/dimensions/);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { FacetPointNode } from '../graph/types.ts';
-import { dot } from '../util/vectors.ts';
+import { dotEach } from '../util/vectors.ts';
 import type { TurnAnchors } from './turn-anchors.ts';
 
 /** Query-side signals about an Episode's content, shared by the local precision step and finer units. */
@@ -41,11 +41,17 @@ function facetPointsOf(graph: MemoryGraph, episodeId: string): FacetPointNode[] 
 export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): FactCosine[] {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
-  const out: FactCosine[] = [];
+  const points: FacetPointNode[] = [];
+  const vectors: Float32Array[] = [];
   for (const point of facetPointsOf(graph, episodeId)) {
     const vector = graph.vectors.get(point.id);
-    if (vector) out.push({ point, cosine: dot(vector, evidence.queryVector) });
+    if (vector) {
+      points.push(point);
+      vectors.push(vector);
+    }
   }
+  const cosines = dotEach(vectors, evidence.queryVector);
+  const out = points.map((point, i) => ({ point, cosine: cosines[i] ?? 0 }));
   evidence.factCosines.set(episodeId, out);
   return out;
 }

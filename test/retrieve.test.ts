@@ -1,8 +1,9 @@
 import { dot, dotEach, normalisedSum, normalisedSumDot } from '../src/util/vectors.ts';
+import MiniSearch from 'minisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig, type PrismConfig } from '../src/config.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
-import type { Chunk, EdgeType, GraphEdge, GraphNode, Layer } from '../src/graph/types.ts';
+import { LAYERS, type Chunk, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../src/graph/types.ts';
 import { createLlmClient } from '../src/llm/client.ts';
 import { fuseAnchors } from '../src/retrieve/anchor-fusion.ts';
 import { bundleSearch, enumeratePaths, formatTrace } from '../src/retrieve/bundle-search.ts';
@@ -17,7 +18,7 @@ import {
   routeIntent,
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
-import { LexicalIndex, normaliseTerm, termsOf } from '../src/retrieve/lexical.ts';
+import { LexicalIndex, normaliseTerm, termsOf, type LexicalMatches } from '../src/retrieve/lexical.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
@@ -623,6 +624,29 @@ describe('hybrid anchors: lexical index and fusion', () => {
     expect(restored.search('pottery').layers.entity).toEqual([]);
   });
 
+  it('scores as minisearch scores the whole query, repeated terms included, before and after an update', () => {
+    const graph = melanieGraph();
+    const lexical = LexicalIndex.fromGraph(graph);
+    const queries = ['sunrise painting', 'Painting the sunrise, painting it again?', 'Melanie sunrise', 'nothing indexed'];
+    const check = (): void => {
+      // Twice: the second search reads the terms' kept hits.
+      for (const query of [...queries, ...queries]) {
+        const expected = minisearchMatches(lexical, query);
+        const found = lexical.search(query);
+        expect(found.layers).toEqual(expected.layers);
+        expect([...found.turns].map(([id, turns]) => [id, [...turns]])).toEqual([...expected.turns].map(([id, turns]) => [id, [...turns]]));
+      }
+    };
+    check();
+    expect(lexical.search('sunrise').layers.facetPoint.length).toBeGreaterThan(0);
+    // A new document changes every term's IDF.
+    graph.putNode({ layer: 'entity', id: 'en-sunrise', key: 998, name: 'Sunrise', entityType: 'concept', chunkIds: [] });
+    const before = lexical.search('sunrise painting');
+    lexical.update(graph);
+    expect(lexical.search('sunrise painting').layers.episode[0]?.score).not.toBe(before.layers.episode[0]?.score);
+    check();
+  });
+
   it('normalises terms symmetrically', () => {
     expect(['painting', 'painted', 'paints', 'paint'].map(normaliseTerm)).toEqual(['paint', 'paint', 'paint', 'paint']);
     expect(normaliseTerm('parties')).toBe(normaliseTerm('party'));
@@ -641,6 +665,24 @@ describe('hybrid anchors: lexical index and fusion', () => {
     expect(fused.map((a) => a.score)).toEqual([0.7, 0.6, 0.5, expect.closeTo(0.3, 6)]);
   });
 });
+
+/** What `LexicalIndex.search` should find: minisearch's own OR query over the same index, per layer and turn. */
+function minisearchMatches(lexical: LexicalIndex, query: string): LexicalMatches {
+  const reference = MiniSearch.loadJS(lexical.toJSON().index, { idField: 'id', fields: ['text'], storeFields: ['layer', 'nodeId', 'dialogId'], processTerm: normaliseTerm });
+  const best = new Map<string, { layer: Layer; id: string; score: number }>();
+  const turns = new Map<string, Map<string, number>>();
+  for (const result of reference.search(query)) {
+    const [layer, id] = [result['layer'] as Layer, String(result['nodeId'])];
+    const known = best.get(`${layer}:${id}`);
+    if (!known || result.score > known.score) best.set(`${layer}:${id}`, { layer, id, score: result.score });
+    if (layer !== 'episode') continue;
+    if (!turns.has(id)) turns.set(id, new Map());
+    turns.get(id)?.set(String(result['dialogId']), result.score);
+  }
+  const ranked = [...best.values()].sort((a, b) => b.score - a.score || a.id.localeCompare(b.id));
+  const layers = Object.fromEntries(LAYERS.map((layer) => [layer, ranked.filter((h) => h.layer === layer).map(({ id, score }) => ({ id, score }))]));
+  return { layers: layers as LexicalMatches['layers'], turns };
+}
 
 describe('zero-LLM precision, units and packing', () => {
   it('local precision lifts an Episode holding a fact close to the question', () => {

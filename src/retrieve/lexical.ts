@@ -1,4 +1,4 @@
-import MiniSearch, { type AsPlainObject, type Options, type SearchResult } from 'minisearch';
+import MiniSearch, { type AsPlainObject, type Options } from 'minisearch';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type Layer } from '../graph/types.ts';
@@ -44,6 +44,16 @@ export interface LexicalIndexJson {
 const JSON_VERSION = 1;
 
 export class LexicalIndex {
+  /**
+   * Each query term's hits (`termHits`), kept until the index changes: questions share most of
+   * their terms (names, topics), and scoring a term's postings again is most of a search's cost.
+   * Only terms the index holds are kept, so at most one entry per indexed term, each no longer
+   * than that term's postings.
+   */
+  private readonly hitsByTerm = new Map<string, readonly TermHit[]>();
+  /** One `HitDoc` per document id, shared by every term's hits, so a query sums a document's scores by reference. */
+  private readonly docsById = new Map<string, HitDoc>();
+
   private constructor(
     private readonly index: MiniSearch<LexicalDoc>,
     private readonly docIds: Set<string>,
@@ -80,6 +90,9 @@ export class LexicalIndex {
     const fresh = [...wanted.values()].filter((doc) => !this.docIds.has(doc.id));
     this.index.addAll(fresh);
     for (const doc of fresh) this.docIds.add(doc.id);
+    // Document count, lengths and postings feed every BM25 score.
+    if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
+    for (const id of stale) this.docsById.delete(id);
   }
 
   /**
@@ -88,29 +101,24 @@ export class LexicalIndex {
    */
   search(query: string, perLayer = Infinity): LexicalMatches {
     const best = new Map<Layer, Map<string, number>>(LAYERS.map((layer) => [layer, new Map()]));
-    const turnHits: SearchResult[] = [];
-    // minisearch lists every hit and sorts the list by score. Each layer's list is selected
-    // below by score and id, so only the turn hits need minisearch's order: the hits are
-    // visited in its `filter` (which sees each final score), none is kept, and the turn hits
-    // alone are sorted as minisearch would have (stably, so ties stay in index order).
-    this.index.search(query, {
-      filter: (result) => {
-        const layer = result['layer'] as Layer;
-        const perLayerBest = best.get(layer);
-        if (perLayerBest) {
-          const nodeId = String(result['nodeId']);
-          perLayerBest.set(nodeId, Math.max(result.score, perLayerBest.get(nodeId) ?? 0));
-          if (layer === 'episode') turnHits.push(result);
-        }
-        return false;
-      },
-    });
+    const turnHits: TermHit[] = [];
+    // The query's hits, in the order minisearch lists them for the whole query, and not sorted:
+    // each layer's list is selected below by score and id, so only the turn hits need
+    // minisearch's order, and they alone are sorted as minisearch would have (stably, so ties
+    // stay in index order).
+    for (const hit of this.queryHits(query)) {
+      const { layer, nodeId } = hit.doc;
+      const perLayerBest = best.get(layer);
+      if (perLayerBest) {
+        perLayerBest.set(nodeId, Math.max(hit.score, perLayerBest.get(nodeId) ?? 0));
+        if (layer === 'episode') turnHits.push(hit);
+      }
+    }
     const turns = new Map<string, Map<string, number>>();
     for (const hit of turnHits.sort((a, b) => b.score - a.score)) {
-      const nodeId = String(hit['nodeId']);
-      let byDialog = turns.get(nodeId);
-      if (!byDialog) turns.set(nodeId, (byDialog = new Map()));
-      byDialog.set(String(hit['dialogId']), hit.score);
+      let byDialog = turns.get(hit.doc.nodeId);
+      if (!byDialog) turns.set(hit.doc.nodeId, (byDialog = new Map()));
+      byDialog.set(hit.doc.dialogId, hit.score);
     }
     const layers = Object.fromEntries(
       LAYERS.map((layer) => [
@@ -120,7 +128,75 @@ export class LexicalIndex {
     ) as Record<Layer, LexicalHit[]>;
     return { layers, turns };
   }
+
+  /**
+   * Every document matching `query` with its score, as minisearch's OR query scores and lists
+   * them, built from each term's own hits: a document's score is the sum of its terms' scores in
+   * query order (a repeated term counts each time), times the number of distinct query terms it
+   * matches; documents come in the order of the first term that reaches them.
+   */
+  private queryHits(query: string): TermHit[] {
+    const terms = TOKENIZE(query).flatMap((word) => normaliseTerm(word) ?? []);
+    const byDoc = new Map<HitDoc, { hit: TermHit; matched: number }>();
+    terms.forEach((term, position) => {
+      const firstTime = terms.indexOf(term) === position;
+      for (const { doc, score } of this.termHits(term)) {
+        const known = byDoc.get(doc);
+        if (!known) byDoc.set(doc, { hit: { doc, score }, matched: 1 });
+        else {
+          known.hit.score += score;
+          if (firstTime) known.matched++;
+        }
+      }
+    });
+    const hits: TermHit[] = [];
+    for (const { hit, matched } of byDoc.values()) {
+      hit.score *= matched;
+      hits.push(hit);
+    }
+    return hits;
+  }
+
+  /**
+   * The documents holding one normalised term, each with its BM25 score for it, in minisearch's
+   * order. A dirty index (documents discarded, not yet vacuumed) drops dead postings while it
+   * scores, which moves the term's IDF, so then nothing is kept and each use scores afresh, as
+   * a whole-query search would.
+   */
+  private termHits(term: string): readonly TermHit[] {
+    const known = this.hitsByTerm.get(term);
+    if (known) return known;
+    const hits: TermHit[] = [];
+    const docs = this.docsById;
+    this.index.search(term, {
+      // The term is already normalised: it is looked up as it is.
+      tokenize: (text) => [text],
+      processTerm: (text) => text,
+      // Collects in minisearch's order and keeps no result list (see `search`).
+      filter: (result) => {
+        const id = String(result.id);
+        let doc = docs.get(id);
+        if (!doc) docs.set(id, (doc = { layer: result['layer'] as Layer, nodeId: String(result['nodeId']), dialogId: String(result['dialogId']) }));
+        hits.push({ doc, score: result.score });
+        return false;
+      },
+    });
+    if (hits.length > 0 && this.index.dirtCount === 0) this.hitsByTerm.set(term, hits);
+    return hits;
+  }
 }
+
+/** A matching document's stored fields. */
+type HitDoc = Pick<LexicalDoc, 'layer' | 'nodeId' | 'dialogId'>;
+
+/** A document's BM25 score for one query term, or for the whole query. */
+interface TermHit {
+  doc: HitDoc;
+  score: number;
+}
+
+/** How minisearch cuts texts into words, queries included (the index keeps its default). */
+const TOKENIZE = MiniSearch.getDefault('tokenize') as (text: string) => string[];
 
 /** Best score first; equal scores in id order, so the list does not depend on the index's document order. */
 function byScoreThenId([idA, a]: [string, number], [idB, b]: [string, number]): number {

@@ -51,8 +51,10 @@ export class LexicalIndex {
    * than that term's postings.
    */
   private readonly hitsByTerm = new Map<string, readonly TermHit[]>();
-  /** One `HitDoc` per document id, shared by every term's hits, so a query sums a document's scores by reference. */
+  /** One `HitDoc` per document id, shared by every term's hits, so a query sums a document's scores in its slot. */
   private readonly docsById = new Map<string, HitDoc>();
+  /** Slots handed out so far (a discarded document's slot is not reused). */
+  private docSlots = 0;
 
   private constructor(
     private readonly index: MiniSearch<LexicalDoc>,
@@ -137,24 +139,21 @@ export class LexicalIndex {
    */
   private queryHits(query: string): TermHit[] {
     const terms = TOKENIZE(query).flatMap((word) => normaliseTerm(word) ?? []);
-    const byDoc = new Map<HitDoc, { hit: TermHit; matched: number }>();
+    // Looked up first: a term seen for the first time may hand out new slots.
+    const hitsByPosition = terms.map((term) => this.termHits(term));
+    // Sums and distinct-term counts by document slot: thousands of hits per query, no map lookups.
+    const sums = new Float64Array(this.docSlots);
+    const matched = new Uint32Array(this.docSlots);
+    const reached: HitDoc[] = [];
     terms.forEach((term, position) => {
       const firstTime = terms.indexOf(term) === position;
-      for (const { doc, score } of this.termHits(term)) {
-        const known = byDoc.get(doc);
-        if (!known) byDoc.set(doc, { hit: { doc, score }, matched: 1 });
-        else {
-          known.hit.score += score;
-          if (firstTime) known.matched++;
-        }
+      for (const { doc, score } of hitsByPosition[position] ?? []) {
+        if (matched[doc.slot] === 0) reached.push(doc);
+        sums[doc.slot] = (sums[doc.slot] ?? 0) + score;
+        if (firstTime) matched[doc.slot] = (matched[doc.slot] ?? 0) + 1;
       }
     });
-    const hits: TermHit[] = [];
-    for (const { hit, matched } of byDoc.values()) {
-      hit.score *= matched;
-      hits.push(hit);
-    }
-    return hits;
+    return reached.map((doc) => ({ doc, score: (sums[doc.slot] ?? 0) * (matched[doc.slot] ?? 0) }));
   }
 
   /**
@@ -176,7 +175,7 @@ export class LexicalIndex {
       filter: (result) => {
         const id = String(result.id);
         let doc = docs.get(id);
-        if (!doc) docs.set(id, (doc = { layer: result['layer'] as Layer, nodeId: String(result['nodeId']), dialogId: String(result['dialogId']) }));
+        if (!doc) docs.set(id, (doc = { slot: this.docSlots++, layer: result['layer'] as Layer, nodeId: String(result['nodeId']), dialogId: String(result['dialogId']) }));
         hits.push({ doc, score: result.score });
         return false;
       },
@@ -186,8 +185,8 @@ export class LexicalIndex {
   }
 }
 
-/** A matching document's stored fields. */
-type HitDoc = Pick<LexicalDoc, 'layer' | 'nodeId' | 'dialogId'>;
+/** A matching document's stored fields, and its slot in a query's score arrays. */
+type HitDoc = Pick<LexicalDoc, 'layer' | 'nodeId' | 'dialogId'> & { slot: number };
 
 /** A document's BM25 score for one query term, or for the whole query. */
 interface TermHit {

@@ -53,8 +53,11 @@ export class LexicalIndex {
   private readonly hitsByTerm = new Map<string, readonly TermHit[]>();
   /** One `HitDoc` per document id, shared by every term's hits, so a query sums a document's scores in its slot. */
   private readonly docsById = new Map<string, HitDoc>();
-  /** Slots handed out so far (a discarded document's slot is not reused). */
+  /** One `HitNode` per layer and node id, shared by the node's documents, so a query keeps a node's best score in its slot. */
+  private readonly nodesByKey = new Map<string, HitNode>();
+  /** Slots handed out since the index last changed. */
   private docSlots = 0;
+  private nodeSlots = 0;
 
   private constructor(
     private readonly index: MiniSearch<LexicalDoc>,
@@ -92,9 +95,13 @@ export class LexicalIndex {
     const fresh = [...wanted.values()].filter((doc) => !this.docIds.has(doc.id));
     this.index.addAll(fresh);
     for (const doc of fresh) this.docIds.add(doc.id);
-    // Document count, lengths and postings feed every BM25 score.
-    if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
-    for (const id of stale) this.docsById.delete(id);
+    // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
+    if (stale.length > 0 || fresh.length > 0) {
+      this.hitsByTerm.clear();
+      this.docsById.clear();
+      this.nodesByKey.clear();
+      this.docSlots = this.nodeSlots = 0;
+    }
   }
 
   /**
@@ -102,31 +109,35 @@ export class LexicalIndex {
    * anchor fusion reads only the head of each and a long tail costs a full sort per query.
    */
   search(query: string, perLayer = Infinity): LexicalMatches {
-    const best = new Map<Layer, Map<string, number>>(LAYERS.map((layer) => [layer, new Map()]));
+    const hits = this.queryHits(query);
+    // Each node's best document score, by node slot (sized after `queryHits`, which may hand out slots).
+    const best = new Float64Array(this.nodeSlots);
+    const seen = new Uint8Array(this.nodeSlots);
+    const reached: HitNode[] = [];
     const turnHits: TermHit[] = [];
     // The query's hits, in the order minisearch lists them for the whole query, and not sorted:
     // each layer's list is selected below by score and id, so only the turn hits need
     // minisearch's order, and they alone are sorted as minisearch would have (stably, so ties
     // stay in index order).
-    for (const hit of this.queryHits(query)) {
-      const { layer, nodeId } = hit.doc;
-      const perLayerBest = best.get(layer);
-      if (perLayerBest) {
-        perLayerBest.set(nodeId, Math.max(hit.score, perLayerBest.get(nodeId) ?? 0));
-        if (layer === 'episode') turnHits.push(hit);
+    for (const hit of hits) {
+      const { node } = hit.doc;
+      if (seen[node.slot] === 0) {
+        seen[node.slot] = 1;
+        reached.push(node);
       }
+      best[node.slot] = Math.max(hit.score, best[node.slot] ?? 0);
+      if (node.layer === 'episode') turnHits.push(hit);
     }
     const turns = new Map<string, Map<string, number>>();
     for (const hit of turnHits.sort((a, b) => b.score - a.score)) {
-      let byDialog = turns.get(hit.doc.nodeId);
-      if (!byDialog) turns.set(hit.doc.nodeId, (byDialog = new Map()));
+      let byDialog = turns.get(hit.doc.node.id);
+      if (!byDialog) turns.set(hit.doc.node.id, (byDialog = new Map()));
       byDialog.set(hit.doc.dialogId, hit.score);
     }
+    const byLayer = new Map<Layer, Array<[string, number]>>(LAYERS.map((layer) => [layer, []]));
+    for (const node of reached) byLayer.get(node.layer)?.push([node.id, best[node.slot] ?? 0]);
     const layers = Object.fromEntries(
-      LAYERS.map((layer) => [
-        layer,
-        topK([...(best.get(layer) ?? new Map<string, number>())], perLayer, byScoreThenId).map(([id, score]) => ({ id, score })),
-      ]),
+      LAYERS.map((layer) => [layer, topK(byLayer.get(layer) ?? [], perLayer, byScoreThenId).map(([id, score]) => ({ id, score }))]),
     ) as Record<Layer, LexicalHit[]>;
     return { layers, turns };
   }
@@ -166,7 +177,6 @@ export class LexicalIndex {
     const known = this.hitsByTerm.get(term);
     if (known) return known;
     const hits: TermHit[] = [];
-    const docs = this.docsById;
     this.index.search(term, {
       // The term is already normalised: it is looked up as it is.
       tokenize: (text) => [text],
@@ -174,8 +184,11 @@ export class LexicalIndex {
       // Collects in minisearch's order and keeps no result list (see `search`).
       filter: (result) => {
         const id = String(result.id);
-        let doc = docs.get(id);
-        if (!doc) docs.set(id, (doc = { slot: this.docSlots++, layer: result['layer'] as Layer, nodeId: String(result['nodeId']), dialogId: String(result['dialogId']) }));
+        let doc = this.docsById.get(id);
+        if (!doc) {
+          doc = { slot: this.docSlots++, node: this.hitNode(result['layer'] as Layer, String(result['nodeId'])), dialogId: String(result['dialogId']) };
+          this.docsById.set(id, doc);
+        }
         hits.push({ doc, score: result.score });
         return false;
       },
@@ -183,10 +196,28 @@ export class LexicalIndex {
     if (hits.length > 0 && this.index.dirtCount === 0) this.hitsByTerm.set(term, hits);
     return hits;
   }
+
+  private hitNode(layer: Layer, id: string): HitNode {
+    const key = `${layer}:${id}`;
+    let node = this.nodesByKey.get(key);
+    if (!node) this.nodesByKey.set(key, (node = { layer, id, slot: this.nodeSlots++ }));
+    return node;
+  }
 }
 
-/** A matching document's stored fields, and its slot in a query's score arrays. */
-type HitDoc = Pick<LexicalDoc, 'layer' | 'nodeId' | 'dialogId'> & { slot: number };
+/** A node documents stand for (a turn's Episode; a Facet, FacetPoint or Entity itself), and its slot in a query's per-node arrays. */
+interface HitNode {
+  layer: Layer;
+  id: string;
+  slot: number;
+}
+
+/** A matching document: its node, its dialog id (turns only), and its slot in a query's score arrays. */
+interface HitDoc {
+  node: HitNode;
+  dialogId: string;
+  slot: number;
+}
 
 /** A document's BM25 score for one query term, or for the whole query. */
 interface TermHit {

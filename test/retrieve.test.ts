@@ -278,6 +278,26 @@ describe('graph adjacency', () => {
     expect(ids(graph.edgesFrom('p3', 'temporal'))).toEqual(['involves_entity:p1->en']);
     expect(graph.edgesFrom('p1', 'involves_entity')).toEqual([]);
   });
+
+  it("lists an Episode's FacetPoints through its Facets, and follows node and edge changes", () => {
+    const graph = melanieGraph();
+    const ids = (episodeId: string) => graph.facetPointsOf(episodeId).map((p) => p.id);
+    expect(ids('ep1')).toEqual(['fp-a']);
+    expect(ids('ep3')).toEqual([]);
+    const point = graph.nodes.get('fp-a');
+    if (point?.layer !== 'facetPoint') throw new Error('no fp-a');
+    graph.putNode({ ...point, id: 'fp-b', key: 900, content: 'Melanie loves lakes' });
+    // Not under a Facet until its edge comes.
+    expect(ids('ep1')).toEqual(['fp-a']);
+    graph.putEdge({ ...graph.edges.get('belongs_to:fp-a->fc1')!, id: 'belongs_to:fp-b->fc1', key: 901, from: 'fp-b' });
+    expect(ids('ep1')).toEqual(['fp-a', 'fp-b']);
+    graph.putNode({ ...point, content: 'Melanie painted a sunset' });
+    expect(graph.facetPointsOf('ep1')[0]).toMatchObject({ id: 'fp-a', content: 'Melanie painted a sunset' });
+    graph.deleteEdge('belongs_to:fp-a->fc1');
+    expect(ids('ep1')).toEqual(['fp-b']);
+    graph.deleteNode('fp-b');
+    expect(ids('ep1')).toEqual([]);
+  });
 });
 
 describe('N1 bundle search', () => {

@@ -25,25 +25,13 @@ export interface FactCosine {
   cosine: number;
 }
 
-/** The FacetPoints under an Episode, through its Facets. */
-function facetPointsOf(graph: MemoryGraph, episodeId: string): FacetPointNode[] {
-  const points: FacetPointNode[] = [];
-  for (const toEpisode of graph.edgesTo(episodeId, 'belongs_to')) {
-    for (const toFacet of graph.edgesTo(toEpisode.from, 'belongs_to')) {
-      const node = graph.nodes.get(toFacet.from);
-      if (node?.layer === 'facetPoint') points.push(node);
-    }
-  }
-  return points;
-}
-
 /** Cosine of each of the Episode's FacetPoints to the query, computed once per query and Episode. */
 export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): FactCosine[] {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
   const points: FacetPointNode[] = [];
   const vectors: Float32Array[] = [];
-  for (const point of facetPointsOf(graph, episodeId)) {
+  for (const point of graph.facetPointsOf(episodeId)) {
     const vector = graph.vectors.get(point.id);
     if (vector) {
       points.push(point);

@@ -1,8 +1,9 @@
-import { dot, normalisedSum, normalisedSumDot } from '../src/util/vectors.ts';
+import { dot, dotEach, normalisedSum, normalisedSumDot } from '../src/util/vectors.ts';
+import MiniSearch from 'minisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig, type PrismConfig } from '../src/config.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
-import type { Chunk, EdgeType, GraphEdge, GraphNode, Layer } from '../src/graph/types.ts';
+import { LAYERS, type Chunk, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../src/graph/types.ts';
 import { createLlmClient } from '../src/llm/client.ts';
 import { fuseAnchors } from '../src/retrieve/anchor-fusion.ts';
 import { bundleSearch, enumeratePaths, formatTrace } from '../src/retrieve/bundle-search.ts';
@@ -17,7 +18,7 @@ import {
   routeIntent,
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
-import { LexicalIndex, normaliseTerm, termsOf } from '../src/retrieve/lexical.ts';
+import { LexicalIndex, normaliseTerm, termsOf, type LexicalMatches } from '../src/retrieve/lexical.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
@@ -233,6 +234,19 @@ describe('N2 edge cost', () => {
     const zero = new Float32Array(DIM);
     expect(normalisedSumDot(zero, zero, Q)).toBe(dot(normalisedSum(zero, zero), Q));
   });
+
+  it('scores many rows exactly as dot does, whatever the row count', () => {
+    let seed = 7;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) - 0.5;
+    const row = (): Float32Array => Float32Array.from({ length: 384 }, random);
+    const q = row();
+    // Counts around the four-row passes: none, a remainder alone, whole passes, passes plus a remainder.
+    for (const count of [0, 1, 3, 4, 5, 8, 11]) {
+      const rows = Array.from({ length: count }, row);
+      expect([...dotEach(rows, q)]).toEqual(rows.map((r) => dot(r, q)));
+    }
+    expect(() => dotEach([row(), new Float32Array(3)], q)).toThrow(/dimensions/);
+  });
 });
 
 describe('graph adjacency', () => {
@@ -263,6 +277,26 @@ describe('graph adjacency', () => {
     expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p3->en']);
     expect(ids(graph.edgesFrom('p3', 'temporal'))).toEqual(['involves_entity:p1->en']);
     expect(graph.edgesFrom('p1', 'involves_entity')).toEqual([]);
+  });
+
+  it("lists an Episode's FacetPoints through its Facets, and follows node and edge changes", () => {
+    const graph = melanieGraph();
+    const ids = (episodeId: string) => graph.facetPointsOf(episodeId).map((p) => p.id);
+    expect(ids('ep1')).toEqual(['fp-a']);
+    expect(ids('ep3')).toEqual([]);
+    const point = graph.nodes.get('fp-a');
+    if (point?.layer !== 'facetPoint') throw new Error('no fp-a');
+    graph.putNode({ ...point, id: 'fp-b', key: 900, content: 'Melanie loves lakes' });
+    // Not under a Facet until its edge comes.
+    expect(ids('ep1')).toEqual(['fp-a']);
+    graph.putEdge({ ...graph.edges.get('belongs_to:fp-a->fc1')!, id: 'belongs_to:fp-b->fc1', key: 901, from: 'fp-b' });
+    expect(ids('ep1')).toEqual(['fp-a', 'fp-b']);
+    graph.putNode({ ...point, content: 'Melanie painted a sunset' });
+    expect(graph.facetPointsOf('ep1')[0]).toMatchObject({ id: 'fp-a', content: 'Melanie painted a sunset' });
+    graph.deleteEdge('belongs_to:fp-a->fc1');
+    expect(ids('ep1')).toEqual(['fp-b']);
+    graph.deleteNode('fp-b');
+    expect(ids('ep1')).toEqual([]);
   });
 });
 
@@ -610,6 +644,29 @@ describe('hybrid anchors: lexical index and fusion', () => {
     expect(restored.search('pottery').layers.entity).toEqual([]);
   });
 
+  it('scores as minisearch scores the whole query, repeated terms included, before and after an update', () => {
+    const graph = melanieGraph();
+    const lexical = LexicalIndex.fromGraph(graph);
+    const queries = ['sunrise painting', 'Painting the sunrise, painting it again?', 'Melanie sunrise', 'nothing indexed'];
+    const check = (): void => {
+      // Twice: the second search reads the terms' kept hits.
+      for (const query of [...queries, ...queries]) {
+        const expected = minisearchMatches(lexical, query);
+        const found = lexical.search(query);
+        expect(found.layers).toEqual(expected.layers);
+        expect([...found.turns].map(([id, turns]) => [id, [...turns]])).toEqual([...expected.turns].map(([id, turns]) => [id, [...turns]]));
+      }
+    };
+    check();
+    expect(lexical.search('sunrise').layers.facetPoint.length).toBeGreaterThan(0);
+    // A new document changes every term's IDF.
+    graph.putNode({ layer: 'entity', id: 'en-sunrise', key: 998, name: 'Sunrise', entityType: 'concept', chunkIds: [] });
+    const before = lexical.search('sunrise painting');
+    lexical.update(graph);
+    expect(lexical.search('sunrise painting').layers.episode[0]?.score).not.toBe(before.layers.episode[0]?.score);
+    check();
+  });
+
   it('normalises terms symmetrically', () => {
     expect(['painting', 'painted', 'paints', 'paint'].map(normaliseTerm)).toEqual(['paint', 'paint', 'paint', 'paint']);
     expect(normaliseTerm('parties')).toBe(normaliseTerm('party'));
@@ -628,6 +685,24 @@ describe('hybrid anchors: lexical index and fusion', () => {
     expect(fused.map((a) => a.score)).toEqual([0.7, 0.6, 0.5, expect.closeTo(0.3, 6)]);
   });
 });
+
+/** What `LexicalIndex.search` should find: minisearch's own OR query over the same index, per layer and turn. */
+function minisearchMatches(lexical: LexicalIndex, query: string): LexicalMatches {
+  const reference = MiniSearch.loadJS(lexical.toJSON().index, { idField: 'id', fields: ['text'], storeFields: ['layer', 'nodeId', 'dialogId'], processTerm: normaliseTerm });
+  const best = new Map<string, { layer: Layer; id: string; score: number }>();
+  const turns = new Map<string, Map<string, number>>();
+  for (const result of reference.search(query)) {
+    const [layer, id] = [result['layer'] as Layer, String(result['nodeId'])];
+    const known = best.get(`${layer}:${id}`);
+    if (!known || result.score > known.score) best.set(`${layer}:${id}`, { layer, id, score: result.score });
+    if (layer !== 'episode') continue;
+    if (!turns.has(id)) turns.set(id, new Map());
+    turns.get(id)?.set(String(result['dialogId']), result.score);
+  }
+  const ranked = [...best.values()].sort((a, b) => b.score - a.score || a.id.localeCompare(b.id));
+  const layers = Object.fromEntries(LAYERS.map((layer) => [layer, ranked.filter((h) => h.layer === layer).map(({ id, score }) => ({ id, score }))]));
+  return { layers: layers as LexicalMatches['layers'], turns };
+}
 
 describe('zero-LLM precision, units and packing', () => {
   it('local precision lifts an Episode holding a fact close to the question', () => {

@@ -1,4 +1,4 @@
-import type { Chunk, EdgeType, EntityNode, GraphEdge, GraphNode, Layer, MemorySnapshot } from './types.ts';
+import type { Chunk, EdgeType, EntityNode, FacetPointNode, GraphEdge, GraphNode, Layer, MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -24,6 +24,11 @@ export class MemoryGraph {
    */
   private readonly outgoingByType = new Map<string, Map<EdgeType, GraphEdge[]>>();
   private readonly incomingByType = new Map<string, Map<EdgeType, GraphEdge[]>>();
+  /**
+   * `facetPointsOf` by Episode id, until a node or edge changes: retrieval reads the FacetPoints
+   * of every Episode it scores, every query, and the walk costs more than their cosines.
+   */
+  private readonly pointsByEpisode = new Map<string, readonly FacetPointNode[]>();
 
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
@@ -33,6 +38,7 @@ export class MemoryGraph {
   }
 
   putNode(node: GraphNode): void {
+    this.pointsByEpisode.clear();
     this.nodes.set(node.id, node);
     this.byKey.set(node.key, node.id);
     link(this.byLayer, node.layer, node.id);
@@ -42,6 +48,7 @@ export class MemoryGraph {
   deleteNode(id: string): void {
     const node = this.nodes.get(id);
     if (!node) return;
+    this.pointsByEpisode.clear();
     this.nodes.delete(id);
     this.byKey.delete(node.key);
     this.vectors.delete(id);
@@ -57,6 +64,7 @@ export class MemoryGraph {
   }
 
   putEdge(edge: GraphEdge): void {
+    this.pointsByEpisode.clear();
     const previous = this.edges.get(edge.id);
     this.edges.set(edge.id, edge);
     this.byKey.set(edge.key, edge.id);
@@ -77,6 +85,7 @@ export class MemoryGraph {
   deleteEdge(id: string): void {
     const edge = this.edges.get(id);
     if (!edge) return;
+    this.pointsByEpisode.clear();
     this.edges.delete(id);
     this.byKey.delete(edge.key);
     this.vectors.delete(id);
@@ -103,6 +112,21 @@ export class MemoryGraph {
   /** Edges arriving at `id` (of one type, when given), in insertion order. Read-only: a typed list is the graph's own. */
   edgesTo(id: string, type?: EdgeType): readonly GraphEdge[] {
     return type === undefined ? this.collect(this.incoming.get(id)) : (this.incomingByType.get(id)?.get(type) ?? NO_EDGES);
+  }
+
+  /** The FacetPoints under an Episode, through its Facets (`belongs_to` edges, in insertion order). Read-only: the list is the graph's own. */
+  facetPointsOf(episodeId: string): readonly FacetPointNode[] {
+    const known = this.pointsByEpisode.get(episodeId);
+    if (known) return known;
+    const points: FacetPointNode[] = [];
+    for (const toEpisode of this.edgesTo(episodeId, 'belongs_to')) {
+      for (const toFacet of this.edgesTo(toEpisode.from, 'belongs_to')) {
+        const node = this.nodes.get(toFacet.from);
+        if (node?.layer === 'facetPoint') points.push(node);
+      }
+    }
+    this.pointsByEpisode.set(episodeId, points);
+    return points;
   }
 
   /** Edges touching `id` in either direction. */

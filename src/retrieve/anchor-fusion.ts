@@ -40,22 +40,18 @@ export function fuseLayerAnchors(
 export function fuseAnchors(dense: readonly Anchor[], lexical: readonly LexicalHit[], ctx: FusionContext): Anchor[] {
   if (lexical.length === 0 || ctx.lexicalWeight <= 0) return [...dense];
   const members = new Map<string, { rrf: number; cosine: number }>();
-  const member = (id: string): { rrf: number; cosine: number } => {
-    let m = members.get(id);
-    if (!m) {
-      const vector = ctx.vectors.get(id);
-      members.set(id, (m = { rrf: 0, cosine: vector ? dot(vector, ctx.queryVector) : 0 }));
-    }
-    return m;
-  };
   dense.forEach((a, rank) => {
-    const m = member(a.id);
-    m.rrf += 1 / (ctx.rrfK + rank + 1);
     // The index's score is authoritative for what it returned (it may be quantised or approximate).
-    m.cosine = a.score;
+    members.set(a.id, { rrf: (members.get(a.id)?.rrf ?? 0) + 1 / (ctx.rrfK + rank + 1), cosine: a.score });
   });
   lexical.forEach((hit, rank) => {
-    member(hit.id).rrf += ctx.lexicalWeight / (ctx.rrfK + rank + 1);
+    let m = members.get(hit.id);
+    if (!m) {
+      // A lexical hit the dense search did not return: its own cosine.
+      const vector = ctx.vectors.get(hit.id);
+      members.set(hit.id, (m = { rrf: 0, cosine: vector ? dot(vector, ctx.queryVector) : 0 }));
+    }
+    m.rrf += ctx.lexicalWeight / (ctx.rrfK + rank + 1);
   });
   const ordered = [...members.entries()].sort(
     ([idA, a], [idB, b]) => b.rrf - a.rrf || b.cosine - a.cosine || idA.localeCompare(idB),

@@ -1,6 +1,7 @@
 import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { GraphEdge, GraphNode, Layer, RelationType } from '../graph/types.ts';
+import { topK } from '../util/top-k.ts';
 import { edgeCost, edgeCostFloor, type EdgeCostContext } from './edge-cost.ts';
 import type { BundleEntry, Intent, LayerAnchors, PathTemplate, PathTrace, TraceEdge, TraceNode } from './types.ts';
 
@@ -60,8 +61,10 @@ export function bundleSearch(
   };
   forEachPath(graph, anchors, queryVector, intent, config, visit, () => {
     if (changed && size > 0 && cheapest.size >= size) {
-      const totals = Float64Array.from(cheapest.values(), (p) => p.total).sort();
-      limit = totals[size - 1] ?? Infinity;
+      // Selected, not sorted: this runs per anchor, over every Episode reached so far.
+      const totals: number[] = [];
+      for (const path of cheapest.values()) totals.push(path.total);
+      limit = topK(totals, size, byValue)[size - 1] ?? Infinity;
     }
     changed = false;
     return limit;
@@ -186,6 +189,9 @@ function forEachPath(
     }
   }
 }
+
+/** Ascending, for path totals. */
+const byValue = (a: number, b: number): number => a - b;
 
 /** Below this, a hop's least cost is too close to nothing to prune by (float rounding). */
 const PRUNE_MARGIN = 1e-9;

@@ -1,6 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { FacetPointNode } from '../graph/types.ts';
-import { dot } from '../util/vectors.ts';
+import { dotEach } from '../util/vectors.ts';
 import type { TurnAnchors } from './turn-anchors.ts';
 
 /** Query-side signals about an Episode's content, shared by the local precision step and finer units. */
@@ -25,27 +25,21 @@ export interface FactCosine {
   cosine: number;
 }
 
-/** The FacetPoints under an Episode, through its Facets. */
-function facetPointsOf(graph: MemoryGraph, episodeId: string): FacetPointNode[] {
-  const points: FacetPointNode[] = [];
-  for (const toEpisode of graph.edgesTo(episodeId, 'belongs_to')) {
-    for (const toFacet of graph.edgesTo(toEpisode.from, 'belongs_to')) {
-      const node = graph.nodes.get(toFacet.from);
-      if (node?.layer === 'facetPoint') points.push(node);
-    }
-  }
-  return points;
-}
-
 /** Cosine of each of the Episode's FacetPoints to the query, computed once per query and Episode. */
 export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): FactCosine[] {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
-  const out: FactCosine[] = [];
-  for (const point of facetPointsOf(graph, episodeId)) {
+  const points: FacetPointNode[] = [];
+  const vectors: Float32Array[] = [];
+  for (const point of graph.facetPointsOf(episodeId)) {
     const vector = graph.vectors.get(point.id);
-    if (vector) out.push({ point, cosine: dot(vector, evidence.queryVector) });
+    if (vector) {
+      points.push(point);
+      vectors.push(vector);
+    }
   }
+  const cosines = dotEach(vectors, evidence.queryVector);
+  const out = points.map((point, i) => ({ point, cosine: cosines[i] ?? 0 }));
   evidence.factCosines.set(episodeId, out);
   return out;
 }

@@ -1,4 +1,4 @@
-import MiniSearch, { type AsPlainObject, type Options, type SearchResult } from 'minisearch';
+import MiniSearch, { type AsPlainObject, type Options } from 'minisearch';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type Layer } from '../graph/types.ts';
@@ -44,6 +44,21 @@ export interface LexicalIndexJson {
 const JSON_VERSION = 1;
 
 export class LexicalIndex {
+  /**
+   * Each query term's hits (`termHits`), kept until the index changes: questions share most of
+   * their terms (names, topics), and scoring a term's postings again is most of a search's cost.
+   * Only terms the index holds are kept, so at most one entry per indexed term, each no longer
+   * than that term's postings.
+   */
+  private readonly hitsByTerm = new Map<string, readonly TermHit[]>();
+  /** One `HitDoc` per document id, shared by every term's hits, so a query sums a document's scores in its slot. */
+  private readonly docsById = new Map<string, HitDoc>();
+  /** One `HitNode` per layer and node id, shared by the node's documents, so a query keeps a node's best score in its slot. */
+  private readonly nodesByKey = new Map<string, HitNode>();
+  /** Slots handed out since the index last changed. */
+  private docSlots = 0;
+  private nodeSlots = 0;
+
   private constructor(
     private readonly index: MiniSearch<LexicalDoc>,
     private readonly docIds: Set<string>,
@@ -80,6 +95,13 @@ export class LexicalIndex {
     const fresh = [...wanted.values()].filter((doc) => !this.docIds.has(doc.id));
     this.index.addAll(fresh);
     for (const doc of fresh) this.docIds.add(doc.id);
+    // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
+    if (stale.length > 0 || fresh.length > 0) {
+      this.hitsByTerm.clear();
+      this.docsById.clear();
+      this.nodesByKey.clear();
+      this.docSlots = this.nodeSlots = 0;
+    }
   }
 
   /**
@@ -87,40 +109,124 @@ export class LexicalIndex {
    * anchor fusion reads only the head of each and a long tail costs a full sort per query.
    */
   search(query: string, perLayer = Infinity): LexicalMatches {
-    const best = new Map<Layer, Map<string, number>>(LAYERS.map((layer) => [layer, new Map()]));
-    const turnHits: SearchResult[] = [];
-    // minisearch lists every hit and sorts the list by score. Each layer's list is selected
-    // below by score and id, so only the turn hits need minisearch's order: the hits are
-    // visited in its `filter` (which sees each final score), none is kept, and the turn hits
-    // alone are sorted as minisearch would have (stably, so ties stay in index order).
-    this.index.search(query, {
-      filter: (result) => {
-        const layer = result['layer'] as Layer;
-        const perLayerBest = best.get(layer);
-        if (perLayerBest) {
-          const nodeId = String(result['nodeId']);
-          perLayerBest.set(nodeId, Math.max(result.score, perLayerBest.get(nodeId) ?? 0));
-          if (layer === 'episode') turnHits.push(result);
-        }
-        return false;
-      },
-    });
+    const hits = this.queryHits(query);
+    // Each node's best document score, by node slot (sized after `queryHits`, which may hand out slots).
+    const best = new Float64Array(this.nodeSlots);
+    const seen = new Uint8Array(this.nodeSlots);
+    const reached: HitNode[] = [];
+    const turnHits: TermHit[] = [];
+    // The query's hits, in the order minisearch lists them for the whole query, and not sorted:
+    // each layer's list is selected below by score and id, so only the turn hits need
+    // minisearch's order, and they alone are sorted as minisearch would have (stably, so ties
+    // stay in index order).
+    for (const hit of hits) {
+      const { node } = hit.doc;
+      if (seen[node.slot] === 0) {
+        seen[node.slot] = 1;
+        reached.push(node);
+      }
+      best[node.slot] = Math.max(hit.score, best[node.slot] ?? 0);
+      if (node.layer === 'episode') turnHits.push(hit);
+    }
     const turns = new Map<string, Map<string, number>>();
     for (const hit of turnHits.sort((a, b) => b.score - a.score)) {
-      const nodeId = String(hit['nodeId']);
-      let byDialog = turns.get(nodeId);
-      if (!byDialog) turns.set(nodeId, (byDialog = new Map()));
-      byDialog.set(String(hit['dialogId']), hit.score);
+      let byDialog = turns.get(hit.doc.node.id);
+      if (!byDialog) turns.set(hit.doc.node.id, (byDialog = new Map()));
+      byDialog.set(hit.doc.dialogId, hit.score);
     }
+    const byLayer = new Map<Layer, Array<[string, number]>>(LAYERS.map((layer) => [layer, []]));
+    for (const node of reached) byLayer.get(node.layer)?.push([node.id, best[node.slot] ?? 0]);
     const layers = Object.fromEntries(
-      LAYERS.map((layer) => [
-        layer,
-        topK([...(best.get(layer) ?? new Map<string, number>())], perLayer, byScoreThenId).map(([id, score]) => ({ id, score })),
-      ]),
+      LAYERS.map((layer) => [layer, topK(byLayer.get(layer) ?? [], perLayer, byScoreThenId).map(([id, score]) => ({ id, score }))]),
     ) as Record<Layer, LexicalHit[]>;
     return { layers, turns };
   }
+
+  /**
+   * Every document matching `query` with its score, as minisearch's OR query scores and lists
+   * them, built from each term's own hits: a document's score is the sum of its terms' scores in
+   * query order (a repeated term counts each time), times the number of distinct query terms it
+   * matches; documents come in the order of the first term that reaches them.
+   */
+  private queryHits(query: string): TermHit[] {
+    const terms = TOKENIZE(query).flatMap((word) => normaliseTerm(word) ?? []);
+    // Looked up first: a term seen for the first time may hand out new slots.
+    const hitsByPosition = terms.map((term) => this.termHits(term));
+    // Sums and distinct-term counts by document slot: thousands of hits per query, no map lookups.
+    const sums = new Float64Array(this.docSlots);
+    const matched = new Uint32Array(this.docSlots);
+    const reached: HitDoc[] = [];
+    terms.forEach((term, position) => {
+      const firstTime = terms.indexOf(term) === position;
+      for (const { doc, score } of hitsByPosition[position] ?? []) {
+        if (matched[doc.slot] === 0) reached.push(doc);
+        sums[doc.slot] = (sums[doc.slot] ?? 0) + score;
+        if (firstTime) matched[doc.slot] = (matched[doc.slot] ?? 0) + 1;
+      }
+    });
+    return reached.map((doc) => ({ doc, score: (sums[doc.slot] ?? 0) * (matched[doc.slot] ?? 0) }));
+  }
+
+  /**
+   * The documents holding one normalised term, each with its BM25 score for it, in minisearch's
+   * order. A dirty index (documents discarded, not yet vacuumed) drops dead postings while it
+   * scores, which moves the term's IDF, so then nothing is kept and each use scores afresh, as
+   * a whole-query search would.
+   */
+  private termHits(term: string): readonly TermHit[] {
+    const known = this.hitsByTerm.get(term);
+    if (known) return known;
+    const hits: TermHit[] = [];
+    this.index.search(term, {
+      // The term is already normalised: it is looked up as it is.
+      tokenize: (text) => [text],
+      processTerm: (text) => text,
+      // Collects in minisearch's order and keeps no result list (see `search`).
+      filter: (result) => {
+        const id = String(result.id);
+        let doc = this.docsById.get(id);
+        if (!doc) {
+          doc = { slot: this.docSlots++, node: this.hitNode(result['layer'] as Layer, String(result['nodeId'])), dialogId: String(result['dialogId']) };
+          this.docsById.set(id, doc);
+        }
+        hits.push({ doc, score: result.score });
+        return false;
+      },
+    });
+    if (hits.length > 0 && this.index.dirtCount === 0) this.hitsByTerm.set(term, hits);
+    return hits;
+  }
+
+  private hitNode(layer: Layer, id: string): HitNode {
+    const key = `${layer}:${id}`;
+    let node = this.nodesByKey.get(key);
+    if (!node) this.nodesByKey.set(key, (node = { layer, id, slot: this.nodeSlots++ }));
+    return node;
+  }
 }
+
+/** A node documents stand for (a turn's Episode; a Facet, FacetPoint or Entity itself), and its slot in a query's per-node arrays. */
+interface HitNode {
+  layer: Layer;
+  id: string;
+  slot: number;
+}
+
+/** A matching document: its node, its dialog id (turns only), and its slot in a query's score arrays. */
+interface HitDoc {
+  node: HitNode;
+  dialogId: string;
+  slot: number;
+}
+
+/** A document's BM25 score for one query term, or for the whole query. */
+interface TermHit {
+  doc: HitDoc;
+  score: number;
+}
+
+/** How minisearch cuts texts into words, queries included (the index keeps its default). */
+const TOKENIZE = MiniSearch.getDefault('tokenize') as (text: string) => string[];
 
 /** Best score first; equal scores in id order, so the list does not depend on the index's document order. */
 function byScoreThenId([idA, a]: [string, number], [idB, b]: [string, number]): number {

@@ -10,6 +10,40 @@ export function dot(a: Float32Array, b: Float32Array): number {
   return sum;
 }
 
+/**
+ * `dot(row, q)` for every row, bit for bit: each sum adds the same products in the same order.
+ * Four rows share a pass over `q`, so the CPU overlaps four independent chains of additions
+ * instead of waiting on one (a query scores hundreds of FacetPoints this way).
+ */
+export function dotEach(rows: readonly Float32Array[], q: Float32Array): Float64Array {
+  const n = q.length;
+  for (const row of rows) {
+    if (row.length !== n) throw new PrismError('DIMENSION_MISMATCH', `vectors of ${row.length} and ${n} dimensions`);
+  }
+  const out = new Float64Array(rows.length);
+  let r = 0;
+  for (; r + 4 <= rows.length; r += 4) {
+    const [a, b, c, d] = [rows[r]!, rows[r + 1]!, rows[r + 2]!, rows[r + 3]!];
+    let sa = 0;
+    let sb = 0;
+    let sc = 0;
+    let sd = 0;
+    for (let i = 0; i < n; i++) {
+      const x = q[i]!;
+      sa += a[i]! * x;
+      sb += b[i]! * x;
+      sc += c[i]! * x;
+      sd += d[i]! * x;
+    }
+    out[r] = sa;
+    out[r + 1] = sb;
+    out[r + 2] = sc;
+    out[r + 3] = sd;
+  }
+  for (; r < rows.length; r++) out[r] = dot(rows[r]!, q);
+  return out;
+}
+
 /** Packs vectors row-major into one matrix, as the vector index takes them. */
 export function packRows(rows: readonly Float32Array[], dim: number): Float32Array {
   const out = new Float32Array(rows.length * dim);

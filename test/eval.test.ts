@@ -644,20 +644,24 @@ describe('pooled pairing and leave-one-conversation-out choice', () => {
     expect(renderLoco(report)).toContain('| **LOCO** |  | 6 | 0.500 | 0.500 |');
   });
 
-  it('weighs each slice equally in the objective, however few its questions', () => {
-    // On the main slice `steady` wins every fold by a little; one further case per conversation, where
-    // `spiky` recalls and `steady` does not, outweighs it because slices count equally.
+  it('chooses the best objective among the candidates that reach a guard slice\'s floor', () => {
+    // On the main slice `steady` wins every fold; on the guard's cases only `spiky` reaches the
+    // reference, so it is chosen wherever the training conversations hold a guard case.
     const main = {
       steady: ['a', 'b', 'c'].flatMap((c) => [outcome(c, 0, 1), outcome(c, 1, 1), outcome(c, 2, 1), outcome(c, 3, 1)]),
       spiky: ['a', 'b', 'c'].flatMap((c) => [outcome(c, 0, 1), outcome(c, 1, 1), outcome(c, 2, 1), outcome(c, 3, 0.5)]),
     };
-    const further = { steady: ['a', 'b'].map((c) => outcome(c, 0, 0)), spiky: ['a', 'b'].map((c) => outcome(c, 0, 1)) };
+    const cases = { steady: ['a', 'b'].map((c) => outcome(c, 0, 0)), spiky: ['a', 'b'].map((c) => outcome(c, 0, 1)) };
+    const guard = (reference: number) => ({ name: 'guard', outcomes: cases, floor: { name: 'baseline', outcomes: ['a', 'b'].map((c) => outcome(c, 0, reference)) } });
     expect(leaveOneConversationOut([{ name: 'main', outcomes: main }], [512]).folds.map((f) => f.chosen)).toEqual(['steady', 'steady', 'steady']);
-    const report = leaveOneConversationOut([{ name: 'main', outcomes: main }, { name: 'further', outcomes: further }], [512]);
+    const report = leaveOneConversationOut([{ name: 'main', outcomes: main }, guard(1)], [512]);
     expect(report.folds.map((f) => f.chosen)).toEqual(['spiky', 'spiky', 'spiky']);
-    // c has no further case: its fold is scored on main alone, and the further slice's LOCO counts a and b.
-    expect(report.folds[2]?.heldOut['further']).toEqual({ er: { '512': 0 }, n: 0 });
-    expect(report.loco['further']).toEqual({ er: { '512': 1 }, n: 2 });
-    expect(renderLoco(report)).toContain('| **LOCO, further** |  | 2 | 1.000 |');
+    // A floor both candidates reach leaves the choice to the objective.
+    expect(leaveOneConversationOut([{ name: 'main', outcomes: main }, guard(0)], [512]).folds.map((f) => f.chosen)).toEqual(['steady', 'steady', 'steady']);
+    // c has no guard case: its fold is scored on main alone, and the guard's LOCO counts a and b.
+    expect(report.folds[2]?.heldOut['guard']).toEqual({ er: { '512': 0 }, n: 0 });
+    expect(report.loco['guard']).toEqual({ er: { '512': 1 }, n: 2 });
+    expect(renderLoco(report)).toContain('among the candidates whose mean there on guard is at least that of baseline');
+    expect(renderLoco(report)).toContain('| **LOCO, guard** |  | 2 | 1.000 |');
   });
 });

@@ -261,7 +261,10 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     progress.finish();
     if (flags.loco) {
       const slice = (name: string, run: LocomoEvalResults) => ({ name, outcomes: Object.fromEntries(candidates.map((c) => [c.name, run.outcomes[c.name] ?? []])) });
-      const loco = leaveOneConversationOut([slice('LoCoMo', results), ...(implicit ? [slice('implicit recall', implicit)] : [])], budgets);
+      // The implicit-recall cases guard the choice: the chosen weights must not recall less there than the strongest baseline.
+      const reference = implicit ? strongestBaseline(implicit, systems) : undefined;
+      const guard = implicit && reference ? [{ ...slice('implicit recall', implicit), floor: { name: reference, outcomes: implicit.outcomes[reference] ?? [] } }] : [];
+      const loco = leaveOneConversationOut([slice('LoCoMo', results), ...guard], budgets);
       sections.push(renderLoco(loco));
       const ers = (score: LocoScore | undefined) => budgets.map((b) => `${b}:${score?.er[String(b)]?.toFixed(3)}`).join(' ');
       console.log(`\nleave-one-conversation-out: ${ers(loco.loco['LoCoMo'])} (in-sample ${loco.inSample.chosen}: ${ers(loco.inSample.scores['LoCoMo'])})`);
@@ -287,6 +290,15 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     process.off('SIGINT', onInterrupt);
     for (const shelf of shelves.values()) await shelf.close();
   }
+}
+
+/** The baseline with the highest mean ER over the run's budgets, if the run has one. */
+function strongestBaseline(results: LocomoEvalResults, systems: readonly EvalSystem[]): string | undefined {
+  const meanEr = (name: string) => results.budgets.reduce((sum, b) => sum + (results.systems[name]?.erAtBudget[String(b)] ?? 0), 0);
+  return systems
+    .filter((system) => system.baseline)
+    .map((system) => system.name)
+    .reduce<string | undefined>((best, name) => (best === undefined || meanEr(name) > meanEr(best) ? name : best), undefined);
 }
 
 function printSummary(results: LocomoEvalResults): void {

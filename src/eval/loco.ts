@@ -27,6 +27,8 @@ const GRID: ReadonlyArray<[fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, a
   ['adaptive0.5', 10, 4],
   ['adaptive0.5', 10, 8],
   ['adaptive0.5', 10, 16],
+  ['adaptive0.5', 20, 8],
+  ['adaptive0.5', 30, 8],
 ];
 
 export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map(([fusion, turnAnchors, anchor]) => ({
@@ -41,6 +43,11 @@ export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map(([fusion, turn
 export interface LocoSlice {
   name: string;
   outcomes: Readonly<Record<string, readonly QuestionOutcome[]>>;
+  /**
+   * Makes the slice a guard instead of an objective: a candidate qualifies only where its mean ER
+   * over the budgets reaches this reference's (a baseline's outcomes on the same questions).
+   */
+  floor?: { name: string; outcomes: readonly QuestionOutcome[] };
 }
 
 /** ER per budget over `n` scored questions. */
@@ -62,6 +69,8 @@ export interface LocoReport {
   budgets: number[];
   /** Slice names, the first one's conversations defining the folds. */
   slices: string[];
+  /** The guard slices and the reference each must reach. */
+  guards: Array<{ slice: string; reference: string }>;
   folds: LocoFold[];
   /** Per slice, the question-weighted mean over the folds of the held-out ER, per budget. */
   loco: Record<string, LocoScore>;
@@ -72,30 +81,39 @@ export interface LocoReport {
 }
 
 /**
- * Leave-one-conversation-out choice: for each conversation of the first slice, the candidate with
- * the best objective on the other conversations (ties: earlier candidate), scored on the held-out
- * one. The objective is the mean over slices of each slice's mean ER over `budgets`: slices weigh
- * equally, not by their question counts, because each is a check the held-out data is scored on
- * separately (31 implicit-recall cases beside 1,033 LoCoMo questions would not move a pooled mean).
- * A slice with no question on the training conversations sits that fold out. Questions without
- * resolvable evidence are left out.
+ * Leave-one-conversation-out choice: for each conversation of the first slice, the best candidate
+ * on the other conversations, scored on the held-out one. A candidate's objective is the mean over
+ * the objective slices of each one's mean ER over `budgets`; among the candidates that reach every
+ * guard slice's floor (its mean ER over the budgets at least the reference's, on the same
+ * conversations) the best objective wins, else the one that falls least short (ties: earlier
+ * candidate). This is the issue's order of goals: never below a baseline first, then the highest
+ * recall. A slice with no question on the training conversations sits that fold out. Questions
+ * without resolvable evidence are left out.
  */
 export function leaveOneConversationOut(slices: readonly LocoSlice[], budgets: readonly number[]): LocoReport {
   const [first] = slices;
   const names = Object.keys(first?.outcomes ?? {});
-  const scored = (slice: LocoSlice, name: string) => (slice.outcomes[name] ?? []).filter((o) => o.recall !== null);
+  const resolvable = (list: readonly QuestionOutcome[]) => list.filter((o) => o.recall !== null);
+  const scored = (slice: LocoSlice, name: string) => resolvable(slice.outcomes[name] ?? []);
   const score = (list: readonly QuestionOutcome[]): LocoScore => ({ er: recallSummary(list, budgets).erAtBudget, n: list.length });
   const meanOverBudgets = ({ er }: LocoScore): number => budgets.reduce((s, b) => s + (er[String(b)] ?? 0), 0) / budgets.length;
   const objective = (name: string, keep: (o: QuestionOutcome) => boolean): number => {
-    const values = slices.map((slice) => score(scored(slice, name).filter(keep))).filter((s) => s.n > 0);
+    const values = slices.filter((slice) => !slice.floor).map((slice) => score(scored(slice, name).filter(keep))).filter((s) => s.n > 0);
     return values.reduce((sum, s) => sum + meanOverBudgets(s), 0) / Math.max(1, values.length);
   };
+  const shortfall = (name: string, keep: (o: QuestionOutcome) => boolean): number =>
+    slices.reduce((sum, slice) => {
+      if (!slice.floor) return sum;
+      const own = score(scored(slice, name).filter(keep));
+      if (own.n === 0) return sum;
+      return sum + Math.max(0, meanOverBudgets(score(resolvable(slice.floor.outcomes).filter(keep))) - meanOverBudgets(own));
+    }, 0);
   const best = (keep: (o: QuestionOutcome) => boolean): string => {
     let chosen = names[0] ?? '';
-    let top = -Infinity;
+    let top: [number, number] = [Infinity, -Infinity];
     for (const name of names) {
-      const value = objective(name, keep);
-      if (value > top) [chosen, top] = [name, value];
+      const value: [number, number] = [shortfall(name, keep), objective(name, keep)];
+      if (value[0] < top[0] || (value[0] === top[0] && value[1] > top[1])) [chosen, top] = [name, value];
     }
     return chosen;
   };
@@ -115,6 +133,7 @@ export function leaveOneConversationOut(slices: readonly LocoSlice[], budgets: r
   return {
     budgets: [...budgets],
     slices: slices.map((slice) => slice.name),
+    guards: slices.flatMap((slice) => (slice.floor ? [{ slice: slice.name, reference: slice.floor.name }] : [])),
     folds,
     loco: Object.fromEntries(slices.map((slice) => [slice.name, pooledFolds(slice.name)])),
     inSample: { chosen, scores: perSlice(chosen, () => true) },
@@ -131,7 +150,7 @@ export function renderLoco(report: LocoReport): string {
   return [
     '## Leave-one-conversation-out choice of weights',
     '',
-    `Objective: mean of ER@${report.budgets.join(' and ER@')} on the other conversations, averaged over the slices (${report.slices.join(', ')}) with equal weight. Folds and held-out ER below are on ${main}.`,
+    `Objective: mean of ER@${report.budgets.join(' and ER@')} on the other conversations${report.guards.length > 0 ? `, among the candidates whose mean there on ${report.guards.map((g) => `${g.slice} is at least that of ${g.reference}`).join(' and ')}` : ''}. Folds and held-out ER below are on ${main}.`,
     '',
     ...head(['held out', 'chosen', 'n']),
     ...report.folds.map((f) => row([f.conversationId, f.chosen, String(f.heldOut[main]?.n ?? 0), ...ers(f.heldOut[main])])),

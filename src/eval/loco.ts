@@ -11,8 +11,9 @@ export interface LocoCandidate {
  * The settings `prism eval locomo --loco` chooses among: turn anchors (off, offered as units,
  * or offered with an anchor term of some weight) and fusion (plain reciprocal-rank fusion, or
  * adaptive fusion with full BM25 trust at half the query's terms). The heavier anchor terms
- * (doubling up to 16, past the point where the objective turns down) are tried under adaptive
- * fusion only, where they fade as the query's words match. The first candidate is the v0.3 scoring.
+ * (doubling up to 16) and more anchors (20, 30) are tried under adaptive fusion only, where they
+ * fade as the query's words match: they recall more of the implicit-recall cases and less of
+ * LoCoMo, so the guard decides between them. The first candidate is the v0.3 scoring.
  */
 const GRID: ReadonlyArray<[fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, anchor: number]> = [
   ['rrf', 0, 0],

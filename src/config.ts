@@ -31,7 +31,7 @@ export interface IngestConfig {
    * `composed` gives the same evidence recall as `embedded` at 37% of its ingest time; `none` loses
    * 0.01–0.02 (N2 then prices every involves_entity hop at c0 = 0.02, so paths through hub
    * entities become too cheap). A temporal edge's description is its two endpoints' texts and
-   * dates ("A (date) happened before B (date)"), 11% of the tokens a zero-LLM ingest embedded.
+   * dates ("A (date) happened before B (date)"), 6% of the tokens a zero-LLM ingest embedded.
    */
   edgeVectors: EdgeVectorMode;
 }
@@ -206,8 +206,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     unitEpisodes: 15,
     // turnAnchors, turnScore.anchor, lexicalFullShare and flags.adaptiveFusion: chosen by
     // `prism eval locomo --loco`: leave-one-conversation-out over the 7 dev conversations, the best
-    // LoCoMo recall among the settings whose recall on the implicit-recall cases is at least dense
-    // search's (the issue's order: never below a baseline, then the highest recall).
+    // LoCoMo recall among the settings whose recall on the implicit-recall cases is at least the
+    // strongest baseline's (the issue's order: never below a baseline, then the highest recall).
     turnAnchors: 10,
     lexicalFullShare: 0.5,
   },

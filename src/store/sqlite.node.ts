@@ -32,6 +32,28 @@ function sqliteCode(err: unknown): string | undefined {
   return err instanceof Database.SqliteError ? err.code : undefined;
 }
 
+function isBusy(err: unknown): boolean {
+  const cause = err instanceof PrismError ? err.cause : err;
+  return sqliteCode(cause)?.startsWith('SQLITE_BUSY') ?? false;
+}
+
+/**
+ * Runs `attempt` until it does not fail with SQLITE_BUSY, waiting a short random delay between
+ * tries (never blocking the event loop); past `deadline` the busy failure is `onTimeout()`.
+ */
+async function retryWhileBusy<T>(attempt: () => T, deadline: number, onTimeout: (err: unknown) => Error): Promise<T> {
+  for (;;) {
+    try {
+      return attempt();
+    } catch (err) {
+      if (!isBusy(err)) throw err;
+      if (Date.now() >= deadline) throw onTimeout(err);
+    }
+    const { min, max } = LOCK_RETRY_MS;
+    await new Promise((resolve) => setTimeout(resolve, min + Math.random() * (max - min)));
+  }
+}
+
 /** A better-sqlite3 failure as a PrismError naming the file. */
 function storeError(path: string, action: string, err: unknown): PrismError {
   if (err instanceof PrismError) return err;
@@ -151,17 +173,18 @@ class ProcessWriteLock implements WriteLock {
     const db = openDatabase(path);
     try {
       db.pragma('busy_timeout = 0');
-      for (;;) {
-        try {
-          db.exec('BEGIN IMMEDIATE');
-          return db;
-        } catch (err) {
-          if (!sqliteCode(err)?.startsWith('SQLITE_BUSY')) throw storeError(path, 'locking', err);
-        }
-        if (Date.now() >= deadline) throw lockTimeoutError(what, this.timeoutMs);
-        const { min, max } = LOCK_RETRY_MS;
-        await new Promise((resolve) => setTimeout(resolve, min + Math.random() * (max - min)));
-      }
+      await retryWhileBusy(
+        () => {
+          try {
+            db.exec('BEGIN IMMEDIATE');
+          } catch (err) {
+            throw isBusy(err) ? err : storeError(path, 'locking', err);
+          }
+        },
+        deadline,
+        () => lockTimeoutError(what, this.timeoutMs),
+      );
+      return db;
     } catch (err) {
       db.close();
       throw err;
@@ -175,17 +198,27 @@ class ProcessWriteLock implements WriteLock {
  * serialise on the partition's lock. A damaged file throws CORRUPT_CHECKPOINT naming it.
  */
 export async function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Promise<SqlStore> {
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
   const db = openDatabase(path);
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    db.pragma('journal_mode = WAL');
-    // FULL: a commit is on disk (WAL synced) before it resolves, not only after the next checkpoint.
-    db.pragma('synchronous = FULL');
-    if (options.maxBytes !== undefined) {
-      const pageSize = Number(db.pragma('page_size', { simple: true }));
-      db.pragma(`max_page_count = ${Math.max(1, Math.floor(options.maxBytes / pageSize))}`);
-    }
-    return SqlStore.open(new BetterSqliteDriver(db, path), new ProcessWriteLock(path, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS));
+    // Switching a new file to WAL and creating the schema can fail with SQLITE_BUSY at once,
+    // without waiting busy_timeout, when another process opens the same new file at the same
+    // moment (SQLite refuses a lock upgrade that could deadlock): such a race is retried.
+    return await retryWhileBusy(
+      () => {
+        db.pragma('journal_mode = WAL');
+        // FULL: a commit is on disk (WAL synced) before it resolves, not only after the next checkpoint.
+        db.pragma('synchronous = FULL');
+        if (options.maxBytes !== undefined) {
+          const pageSize = Number(db.pragma('page_size', { simple: true }));
+          db.pragma(`max_page_count = ${Math.max(1, Math.floor(options.maxBytes / pageSize))}`);
+        }
+        return SqlStore.open(new BetterSqliteDriver(db, path), new ProcessWriteLock(path, lockTimeoutMs));
+      },
+      Date.now() + lockTimeoutMs,
+      (err) => storeError(path, 'opening', err),
+    );
   } catch (err) {
     db.close();
     // Errors from inside the schema check (STORE_VERSION) do not know the file yet.

@@ -25,6 +25,7 @@ import { countTokens } from '../src/retrieve/pack.ts';
 import { countLines } from '../src/util/tokens.ts';
 import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
 import { retrieve } from '../src/retrieve/retrieve.ts';
+import { endsAsking } from '../src/retrieve/units.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 
@@ -794,6 +795,38 @@ describe('zero-LLM precision, units and packing', () => {
       new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
     expect((await from(1)).size).toBe(1);
     expect((await from(3)).size).toBe(3);
+  });
+
+  it('ranks a turn that ends by asking below an equally matching statement, by the question weight', async () => {
+    const graph = new GraphBuilder()
+      .episode('ep1', 1, atCos(0.6, 1), [
+        ['D1:1', 'Melanie', 'Which books do you read?'],
+        ['D1:2', 'Caroline', 'I read "Becoming Nicole" last month.'],
+      ])
+      .facet('fc1', 'ep1', 'books', unrelated())
+      .point('fp1', 'fc1', 'Which books do you read', atCos(0.7, 2), { dialogIds: ['D1:1'] })
+      .point('fp2', 'fc1', 'Caroline read Becoming Nicole', atCos(0.7, 3), { dialogIds: ['D1:2'] })
+      .build();
+    const deps = depsFor(graph);
+    const order = async (question: number) =>
+      (
+        await retrieve('What books has Caroline read?', deps, {
+          budget: 2000,
+          mode: 'zero-llm',
+          config: { retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 1, lexical: 0, neighbourFact: 0, neighbourLexical: 0, speaker: 0, anchor: 0, question } } },
+        })
+      ).units.map((u) => u.dialogIds[0]);
+    // Equal facts, equal scores: conversation order puts the question first; the weight turns it round.
+    expect(await order(0)).toEqual(['D1:1', 'D1:2']);
+    expect(await order(0.2)).toEqual(['D1:2', 'D1:1']);
+    expect([endsAsking('Why?'), endsAsking('You did? "Really?" '), endsAsking('(was it yours?)'), endsAsking('Sure. Why not.'), endsAsking('?!'), endsAsking('')]).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it('counts lines as the joined text, whatever joins them', () => {

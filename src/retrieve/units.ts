@@ -118,7 +118,8 @@ export function buildUnits(
         // A reply or the remark it answers often holds the evidence the matching turn points at.
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
         w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
-        (speakerNamed(turn.speaker) ? w.speaker : 0) +
+        (speakerNamed(turn.speaker) ? w.speaker : 0) -
+        (endsAsking(turn.text) ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
       const long = exceeds(lineOf(turn), maxTurnTokens);
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
@@ -140,6 +141,16 @@ export function buildUnits(
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
+}
+
+/** Characters that may close a question after its "?": quotes, brackets, spaces. */
+const CLOSERS = new Set(['"', "'", '\u201d', '\u2019', ')', ']', ' ', '\n', '\t']);
+
+/** Does the text end by asking: is its last character, closing quotes and brackets aside, a "?"? */
+export function endsAsking(text: string): boolean {
+  let i = text.length - 1;
+  while (i >= 0 && CLOSERS.has(text[i] as string)) i--;
+  return text[i] === '?';
 }
 
 function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: string[] } {

@@ -86,6 +86,12 @@ export interface RetrievalConfig {
     relevance: number;
     /** Best `fact` term of the adjacent turns of the same Episode (the remark a reply answers, or the reply). */
     neighbourFact: number;
+    /**
+     * Cosine between the query and the exchange the turn makes with an adjacent turn (the
+     * normalised sum of the two turns' Facet vectors; the better of the two sides): a question
+     * and its answer, or a remark and its reply, often say together what neither says alone.
+     */
+    exchange: number;
     /** Best `lexical` term of the adjacent turns of the same Episode. */
     neighbourLexical: number;
     /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
@@ -208,9 +214,9 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, speaker: 0.2, question: 0.2, anchor: 1 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.2, question: 0.2, anchor: 1 },
     unitEpisodes: 15,
-    // turnAnchors, turnScore.anchor, turnScore.question, lexicalFullShare and flags.adaptiveFusion: chosen by
+    // turnAnchors, turnScore.anchor/.question/.exchange, lexicalFullShare and flags.adaptiveFusion: chosen by
     // `prism eval locomo --loco`: leave-one-conversation-out over the 7 dev conversations, the best
     // LoCoMo recall among the settings whose recall on the implicit-recall cases is at least the
     // strongest baseline's (the issue's order: never below a baseline, then the highest recall).

@@ -780,7 +780,7 @@ describe('zero-LLM precision, units and packing', () => {
       .build();
     const deps = depsFor(graph);
     const only = (w: Partial<PrismConfig['retrieval']['turnScore']>) => ({
-      retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, speaker: 0, anchor: 0, ...w } },
+      retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...w } },
     });
     const order = async (query: string, w: Partial<PrismConfig['retrieval']['turnScore']>) =>
       (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: only(w) })).units.map((u) => u.dialogIds[0]);
@@ -795,6 +795,50 @@ describe('zero-LLM precision, units and packing', () => {
       new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
     expect((await from(1)).size).toBe(1);
     expect((await from(3)).size).toBe(3);
+  });
+
+  it('scores a turn by the exchange it makes with an adjacent turn: (q·a + q·b) / |a + b|', async () => {
+    const graph = new GraphBuilder()
+      .episode('ep1', 1, atCos(0.5, 1), [
+        ['D1:1', 'Melanie', 'What did you paint at the lake?'],
+        ['D1:2', 'Caroline', 'The sunrise, all orange.'],
+      ])
+      .facet('fc1', 'ep1', 'Melanie: What did you paint at the lake?', atCos(0.6, 2))
+      .point('fp1', 'fc1', 'Melanie: What did you paint at the lake?', unrelated(), { dialogIds: ['D1:1'] })
+      .facet('fc2', 'ep1', 'Caroline: The sunrise, all orange.', atCos(0.3, 3))
+      .point('fp2', 'fc2', 'Caroline: The sunrise, all orange.', unrelated(), { dialogIds: ['D1:2'] })
+      .episode('ep2', 2, atCos(0.5, 4), [
+        ['D2:1', 'Melanie', 'Busy week.'],
+        ['D2:2', 'Caroline', 'I walked by the lake.'],
+      ])
+      .facet('fc3', 'ep2', 'Melanie: Busy week.', atCos(0.1, 5))
+      .point('fp3', 'fc3', 'Melanie: Busy week.', unrelated(), { dialogIds: ['D2:1'] })
+      .facet('fc4', 'ep2', 'Caroline: I walked by the lake.', atCos(0.35, 6))
+      .point('fp4', 'fc4', 'Caroline: I walked by the lake.', unrelated(), { dialogIds: ['D2:2'] })
+      .build();
+    const deps = depsFor(graph);
+    const units = async (turnScore: Partial<PrismConfig['retrieval']['turnScore']>) =>
+      (
+        await retrieve('q', deps, {
+          budget: 2000,
+          mode: 'zero-llm',
+          config: {
+            retrieval: {
+              turnAnchors: 0,
+              turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...turnScore },
+            },
+          },
+        })
+      ).units;
+    const rank = (list: Awaited<ReturnType<typeof units>>) => list.map((u) => u.dialogIds[0]);
+    // Alone, the reply in ep1 is further from the query than the one in ep2; with its question it is closer.
+    const alone = rank(await units({ facet: 1 }));
+    expect(alone.indexOf('D2:2')).toBeLessThan(alone.indexOf('D1:2'));
+    const paired = await units({ exchange: 1 });
+    expect(rank(paired).indexOf('D1:2')).toBeLessThan(rank(paired).indexOf('D2:2'));
+    const score = (id: string) => paired.find((u) => u.dialogIds[0] === id)?.score;
+    expect(score('D1:2')).toBeCloseTo((0.6 + 0.3) / Math.sqrt(2 + 2 * 0.6 * 0.3), 5);
+    expect(score('D2:2')).toBeCloseTo((0.1 + 0.35) / Math.sqrt(2 + 2 * 0.1 * 0.35), 5);
   });
 
   it('ranks a turn that ends by asking below an equally matching statement, by the question weight', async () => {
@@ -813,7 +857,7 @@ describe('zero-LLM precision, units and packing', () => {
         await retrieve('What books has Caroline read?', deps, {
           budget: 2000,
           mode: 'zero-llm',
-          config: { retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 1, lexical: 0, neighbourFact: 0, neighbourLexical: 0, speaker: 0, anchor: 0, question } } },
+          config: { retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 1, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, anchor: 0, question } } },
         })
       ).units.map((u) => u.dialogIds[0]);
     // Equal facts, equal scores: conversation order puts the question first; the weight turns it round.

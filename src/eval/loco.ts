@@ -10,36 +10,46 @@ export interface LocoCandidate {
 /**
  * The settings `prism eval locomo --loco` chooses among: turn anchors (off, offered as units,
  * or offered with an anchor term of some weight), fusion (plain reciprocal-rank fusion, or
- * adaptive fusion with full BM25 trust at half the query's terms) and the weight taken off a
- * turn that ends by asking. The heavier anchor terms (doubling up to 16) and more anchors (20,
- * 30) are tried under adaptive fusion only, where they fade as the query's words match: they
- * recall more of the implicit-recall cases and less of LoCoMo, so the guard decides between them.
- * The question weight is tried at the anchor terms around the lightest ones the guard admits.
- * The first candidate is the v0.3 scoring.
+ * adaptive fusion with full BM25 trust at half the query's terms), the weight taken off a turn
+ * that ends by asking (`question`) and the weight of the exchange with an adjacent turn
+ * (`exchange`). The heavier anchor terms (doubling up to 16) and more anchors (20, 30) are tried
+ * under adaptive fusion only, where they fade as the query's words match: they recall more of
+ * the implicit-recall cases and less of LoCoMo, so the guard decides between them. The two turn
+ * terms are tried at the anchor terms 0.5 to 4. The first candidate is the v0.3 scoring.
  */
-const GRID: ReadonlyArray<[fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, anchor: number, question: number]> = [
-  ['rrf', 0, 0, 0],
-  ['adaptive0.5', 0, 0, 0],
-  ['rrf', 10, 0, 0],
-  ['adaptive0.5', 10, 0, 0],
-  ['rrf', 10, 0.25, 0],
-  ['adaptive0.5', 10, 0.25, 0],
-  ['adaptive0.5', 10, 0.5, 0],
-  ['adaptive0.5', 10, 1, 0],
-  ['adaptive0.5', 10, 2, 0],
-  ['adaptive0.5', 10, 4, 0],
-  ['adaptive0.5', 10, 8, 0],
-  ['adaptive0.5', 10, 16, 0],
-  ['adaptive0.5', 20, 8, 0],
-  ['adaptive0.5', 30, 8, 0],
-  ...[0.1, 0.2, 0.4].flatMap((question) => [0.5, 1, 2, 4].map((anchor): ['adaptive0.5', number, number, number] => ['adaptive0.5', 10, anchor, question])),
+type GridPoint = [fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, anchor: number, question: number, exchange: number];
+const TURN_TERMS: ReadonlyArray<[question: number, exchange: number]> = [
+  [0.2, 0],
+  [0, 0.5],
+  [0.1, 0.5],
+  [0.2, 0.25],
+  [0.2, 0.5],
+  [0.2, 1],
+  [0.4, 0.5],
+];
+const GRID: readonly GridPoint[] = [
+  ['rrf', 0, 0, 0, 0],
+  ['adaptive0.5', 0, 0, 0, 0],
+  ['rrf', 10, 0, 0, 0],
+  ['adaptive0.5', 10, 0, 0, 0],
+  ['rrf', 10, 0.25, 0, 0],
+  ['adaptive0.5', 10, 0.25, 0, 0],
+  ['adaptive0.5', 10, 0.5, 0, 0],
+  ['adaptive0.5', 10, 1, 0, 0],
+  ['adaptive0.5', 10, 2, 0, 0],
+  ['adaptive0.5', 10, 4, 0, 0],
+  ['adaptive0.5', 10, 8, 0, 0],
+  ['adaptive0.5', 10, 16, 0, 0],
+  ['adaptive0.5', 20, 8, 0, 0],
+  ['adaptive0.5', 30, 8, 0, 0],
+  ...[0.5, 1, 2, 4].flatMap((anchor) => TURN_TERMS.map(([question, exchange]): GridPoint => ['adaptive0.5', 10, anchor, question, exchange])),
 ];
 
-export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map(([fusion, turnAnchors, anchor, question]) => ({
-  name: `loco:anchors${turnAnchors}${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}+${fusion}`,
+export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map(([fusion, turnAnchors, anchor, question, exchange]) => ({
+  name: `loco:anchors${turnAnchors}${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}${exchange ? `x${exchange}` : ''}+${fusion}`,
   overlay: {
     flags: { adaptiveFusion: fusion !== 'rrf' },
-    retrieval: { turnAnchors, turnScore: { anchor, question }, ...(fusion === 'rrf' ? {} : { lexicalFullShare: 0.5 }) },
+    retrieval: { turnAnchors, turnScore: { anchor, question, exchange }, ...(fusion === 'rrf' ? {} : { lexicalFullShare: 0.5 }) },
   },
 }));
 

@@ -34,13 +34,16 @@ const VARIANTS = {
   'prism-no-speaker': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { speaker: 0 } } } },
   'prism-no-neighbours': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { neighbourFact: 0, neighbourLexical: 0 } } } },
   'prism-no-question-prior': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { question: 0 } } } },
+  'prism-no-exchange': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { exchange: 0 } } } },
+  // Both of this stop's turn terms off: the last stop's scoring, so one run holds the before and after.
+  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { question: 0, exchange: 0 } } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both
-  // with the question prior off too (the v0.3 scoring, so one run holds the before and after).
+  // with the question prior and exchange terms off too (the v0.3 scoring).
   'prism-no-turn-anchors': { mode: 'zero-llm', overlay: { retrieval: { turnAnchors: 0 } } },
   'prism-no-adaptive-fusion': { mode: 'zero-llm', overlay: { flags: { adaptiveFusion: false } } },
-  'prism-v0.3-scoring': { mode: 'zero-llm', overlay: { retrieval: { turnAnchors: 0, turnScore: { question: 0 } }, flags: { adaptiveFusion: false } } },
+  'prism-v0.3-scoring': { mode: 'zero-llm', overlay: { retrieval: { turnAnchors: 0, turnScore: { question: 0, exchange: 0 } }, flags: { adaptiveFusion: false } } },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
 } satisfies Record<string, PrismVariantSpec>;

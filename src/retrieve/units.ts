@@ -88,12 +88,16 @@ export function buildUnits(
     const anchored = evidence.turnAnchors.get(node.id);
     const fact = new Map<string, number>();
     const facet = new Map<string, number>();
+    // The Facet closest to the query among those holding the turn's FacetPoints, for `exchange`.
+    const facetOfTurn = new Map<string, { vector: Float32Array; cosine: number }>();
     const points = new Map<string, Array<{ content: string; cosine: number }>>();
     for (const { point, cosine } of factCosines(graph, node.id, evidence)) {
       const ofFacet = facetCosine(point.facetId);
       for (const d of point.dialogIds) {
         fact.set(d, Math.max(cosine, fact.get(d) ?? -1));
         facet.set(d, Math.max(ofFacet, facet.get(d) ?? -1));
+        const vector = graph.vectors.get(point.facetId);
+        if (vector && ofFacet > (facetOfTurn.get(d)?.cosine ?? -Infinity)) facetOfTurn.set(d, { vector, cosine: ofFacet });
         let ofTurn = points.get(d);
         if (!ofTurn) points.set(d, (ofTurn = []));
         ofTurn.push({ content: point.content, cosine });
@@ -105,6 +109,8 @@ export function buildUnits(
       turn && lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0;
     // The N1 path relevance of the Episode, shared by its turns: how close the best path to it is.
     const episodeTerm = onlyAnchored ? 0 : w.episode * episodeWeight + w.relevance * (1 - episode.cost);
+    // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
+    const exchanges = w.exchange === 0 ? [] : chunk.turns.slice(1).map((turn, i) => exchangeCosine(facetOfTurn.get(chunk.turns[i]?.dialogId ?? ''), facetOfTurn.get(turn.dialogId)));
     chunk.turns.forEach((turn, i) => {
       const anchorCosine = anchored?.get(turn.dialogId);
       if (onlyAnchored && anchorCosine === undefined) return;
@@ -118,6 +124,7 @@ export function buildUnits(
         // A reply or the remark it answers often holds the evidence the matching turn points at.
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
         w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
+        w.exchange * Math.max(0, exchanges[i - 1] ?? 0, exchanges[i] ?? 0) +
         (speakerNamed(turn.speaker) ? w.speaker : 0) -
         (endsAsking(turn.text) ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
@@ -141,6 +148,15 @@ export function buildUnits(
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
+}
+
+/**
+ * Cosine between the query and the normalised sum of two unit vectors a and b, from their own
+ * cosines to the query: (q·a + q·b) / |a + b|, where |a + b|² = 2 + 2 a·b.
+ */
+function exchangeCosine(a: { vector: Float32Array; cosine: number } | undefined, b: { vector: Float32Array; cosine: number } | undefined): number {
+  if (!a || !b) return 0;
+  return (a.cosine + b.cosine) / Math.sqrt(Math.max(2 + 2 * dot(a.vector, b.vector), Number.EPSILON));
 }
 
 /** Characters that may close a question after its "?": quotes, brackets, spaces. */

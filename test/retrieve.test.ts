@@ -798,24 +798,29 @@ describe('zero-LLM precision, units and packing', () => {
   });
 
   it('scores a turn by the exchange it makes with an adjacent turn: (q·a + q·b) / |a + b|', async () => {
-    const graph = new GraphBuilder()
-      .episode('ep1', 1, atCos(0.5, 1), [
-        ['D1:1', 'Melanie', 'What did you paint at the lake?'],
-        ['D1:2', 'Caroline', 'The sunrise, all orange.'],
-      ])
-      .facet('fc1', 'ep1', 'Melanie: What did you paint at the lake?', atCos(0.6, 2))
-      .point('fp1', 'fc1', 'Melanie: What did you paint at the lake?', unrelated(), { dialogIds: ['D1:1'] })
-      .facet('fc2', 'ep1', 'Caroline: The sunrise, all orange.', atCos(0.3, 3))
-      .point('fp2', 'fc2', 'Caroline: The sunrise, all orange.', unrelated(), { dialogIds: ['D1:2'] })
-      .episode('ep2', 2, atCos(0.5, 4), [
-        ['D2:1', 'Melanie', 'Busy week.'],
-        ['D2:2', 'Caroline', 'I walked by the lake.'],
-      ])
-      .facet('fc3', 'ep2', 'Melanie: Busy week.', atCos(0.1, 5))
-      .point('fp3', 'fc3', 'Melanie: Busy week.', unrelated(), { dialogIds: ['D2:1'] })
-      .facet('fc4', 'ep2', 'Caroline: I walked by the lake.', atCos(0.35, 6))
-      .point('fp4', 'fc4', 'Caroline: I walked by the lake.', unrelated(), { dialogIds: ['D2:2'] })
-      .build();
+    // One Facet per turn, at the given cosine to the query (as local extraction builds them).
+    type Turn = [dialogId: string, speaker: string, text: string, cosine: number];
+    let axis = 1;
+    const withTurns = (builder: GraphBuilder, episodeId: string, order: number, turns: Turn[]) => {
+      builder.episode(episodeId, order, atCos(0.5, axis++), turns.map(([id, speaker, text]) => [id, speaker, text]));
+      for (const [id, speaker, text, cosine] of turns) {
+        builder.facet(`fc-${id}`, episodeId, `${speaker}: ${text}`, atCos(cosine, axis++));
+        builder.point(`fp-${id}`, `fc-${id}`, `${speaker}: ${text}`, unrelated(), { dialogIds: [id] });
+      }
+      return builder;
+    };
+    const graph = withTurns(
+      withTurns(new GraphBuilder(), 'ep1', 1, [
+        ['D1:1', 'Melanie', 'What did you paint at the lake?', 0.6],
+        ['D1:2', 'Caroline', 'The sunrise, all orange.', 0.3],
+      ]),
+      'ep2',
+      2,
+      [
+        ['D2:1', 'Melanie', 'Busy week.', 0.1],
+        ['D2:2', 'Caroline', 'I walked by the lake.', 0.35],
+      ],
+    ).build();
     const deps = depsFor(graph);
     const units = async (turnScore: Partial<PrismConfig['retrieval']['turnScore']>) =>
       (

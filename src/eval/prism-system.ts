@@ -35,8 +35,8 @@ const VARIANTS = {
   'prism-no-neighbours': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { neighbourFact: 0, neighbourLexical: 0 } } } },
   'prism-no-question-prior': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { question: 0 } } } },
   'prism-no-exchange': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { exchange: 0 } } } },
-  // Both of this stop's turn terms off: the last stop's scoring, so one run holds the before and after.
-  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { question: 0, exchange: 0 } } } },
+  // The last stop's scoring (neither turn term, anchor term 1), so one run holds the before and after.
+  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { question: 0, exchange: 0, anchor: 1 } } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both

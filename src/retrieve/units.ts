@@ -93,11 +93,11 @@ export function buildUnits(
     const points = new Map<string, Array<{ content: string; cosine: number }>>();
     for (const { point, cosine } of factCosines(graph, node.id, evidence)) {
       const ofFacet = facetCosine(point.facetId);
+      const facetVector = w.exchange === 0 ? undefined : graph.vectors.get(point.facetId);
       for (const d of point.dialogIds) {
         fact.set(d, Math.max(cosine, fact.get(d) ?? -1));
         facet.set(d, Math.max(ofFacet, facet.get(d) ?? -1));
-        const vector = graph.vectors.get(point.facetId);
-        if (vector && ofFacet > (facetOfTurn.get(d)?.cosine ?? -Infinity)) facetOfTurn.set(d, { vector, cosine: ofFacet });
+        if (facetVector && ofFacet > (facetOfTurn.get(d)?.cosine ?? -Infinity)) facetOfTurn.set(d, { vector: facetVector, cosine: ofFacet });
         let ofTurn = points.get(d);
         if (!ofTurn) points.set(d, (ofTurn = []));
         ofTurn.push({ content: point.content, cosine });

@@ -124,6 +124,12 @@ export interface RetrievalConfig {
    * cheapest N1 Episodes (at least K). Only a token budget uses them; N3 and ER@K keep K.
    */
   unitEpisodes: number;
+  /**
+   * Under `flags.speakerScope`, the anchor searches fetch (all Episodes ÷ the named speakers'
+   * Episodes) times as many hits, at most this many times, so that about `anchorsPerLayer` of
+   * them fall in the named speakers' Episodes.
+   */
+  maxScopedFetch: number;
 }
 
 /** The paper's ablations (§5) and this project's additions, as switches. */
@@ -150,6 +156,18 @@ export interface RetrievalFlags {
    * rest of its turns, so a tight budget holds more Episodes' evidence. Off = whole Episodes.
    */
   fineUnits: boolean;
+  /**
+   * Speaker names out of the query vector — beyond the paper: the words of a speaker's name the
+   * query names are replaced by "someone" in the text the query vector is embedded from (see
+   * `maskSpeakerNames`); the speaker term and `speakerScope` match who is meant by who speaks.
+   */
+  maskSpeakerNames: boolean;
+  /**
+   * Speaker scope — beyond the paper: a query naming speakers of the memory searches only the
+   * Episodes in which one of them speaks, when those are fewer than all (one user's memory of
+   * conversations with several people).
+   */
+  speakerScope: boolean;
 }
 
 /** What one `add()` may hold (beyond the paper: bounds that keep every later step on bounded text). */
@@ -214,9 +232,11 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.2, question: 0.2, anchor: 0.5 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, question: 0.2, anchor: 0.5 },
     unitEpisodes: 15,
-    // turnAnchors, turnScore.anchor/.question/.exchange, lexicalFullShare and flags.adaptiveFusion: chosen by
+    maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors
+    // turnAnchors, turnScore.anchor/.question/.exchange/.speaker, lexicalFullShare, flags.adaptiveFusion,
+    // flags.maskSpeakerNames and flags.speakerScope: chosen by
     // `prism eval locomo --loco`: leave-one-conversation-out over the 7 dev conversations, the best
     // LoCoMo recall among the settings whose recall on the implicit-recall cases is at least the
     // strongest baseline's (the issue's order: never below a baseline, then the highest recall).
@@ -233,6 +253,9 @@ export const DEFAULT_CONFIG: PrismConfig = {
     hybridAnchors: true,
     adaptiveFusion: true,
     fineUnits: true,
+    // Both chosen by `prism eval locomo --loco` (see turnAnchors above).
+    maskSpeakerNames: true,
+    speakerScope: true,
   },
   seed: 42, // §6
 };

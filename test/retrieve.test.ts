@@ -26,6 +26,7 @@ import { countLines } from '../src/util/tokens.ts';
 import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
 import { retrieve } from '../src/retrieve/retrieve.ts';
 import { endsAsking } from '../src/retrieve/units.ts';
+import { maskSpeakerNames, speakerFocus } from '../src/retrieve/speakers.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 
@@ -716,7 +717,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, factCosines: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), speakers: new Set<string>(), lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -931,6 +932,62 @@ describe('zero-LLM precision, units and packing', () => {
     expect(rank(causal, 'ep3')).toBeLessThan(rank(causal, 'ep2'));
     expect(temporal.ranked.find((e) => e.episodeId === 'ep2')?.trace.template).toBe('temporal bridge');
     expect(causal.ranked.find((e) => e.episodeId === 'ep3')?.trace.template).toBe('causal bridge');
+  });
+});
+
+describe('speakers the query names', () => {
+  /** Two conversations in one memory: Caroline and Melanie (Episodes 1 and 3), Jon and Gina (Episode 2). */
+  const twoConversations = () =>
+    new GraphBuilder()
+      .episode('ep1', 1, atCos(0.5, 1), [
+        ['D1:1', 'Caroline', 'I painted the lake at dawn.'],
+        ['D1:2', 'Melanie', 'Lovely.'],
+      ])
+      .facet('fc1', 'ep1', 'painting', atCos(0.5, 2))
+      .point('fp1', 'fc1', 'Caroline painted the lake', atCos(0.6, 3), { dialogIds: ['D1:1'] })
+      .episode('ep2', 2, atCos(0.9, 4), [
+        ['D2:1', 'Jon', 'I painted my dance studio blue.'],
+        ['D2:2', 'Gina', 'Bold choice!'],
+      ])
+      .facet('fc2', 'ep2', 'painting', atCos(0.9, 5))
+      .point('fp2', 'fc2', 'Jon painted his studio', atCos(0.9, 6), { dialogIds: ['D2:1'] })
+      .episode('ep3', 3, atCos(0.2, 7), [['D3:1', 'Melanie', 'Caroline, how was your week?']])
+      .build();
+
+  it('replaces the words of named speakers’ names in the query, possessives and case included', () => {
+    expect(maskSpeakerNames("What did Caroline's mother give caroline?", new Set(['carolin']))).toBe("What did someone's mother give someone?");
+    // Terms are compared normalised, as the query's are; other words stay as written.
+    expect(maskSpeakerNames('Where do Jon and Gina dance?', new Set([normaliseTerm('Jon') ?? '', normaliseTerm('Gina') ?? '']))).toBe('Where do someone and someone dance?');
+    expect(maskSpeakerNames('Where is Jonathan?', new Set([normaliseTerm('Jon') ?? '']))).toBe('Where is Jonathan?');
+    expect(maskSpeakerNames('anything', new Set())).toBe('anything');
+  });
+
+  it('finds the named speakers and their Episodes, or nothing to narrow when they speak in all of them', () => {
+    const graph = twoConversations();
+    const jon = speakerFocus(graph, termsOf('What did Jon paint?'));
+    expect([...jon.speakers]).toEqual(['Jon']);
+    expect([...(jon.episodes ?? [])]).toEqual(['ep2']);
+    expect([...(speakerFocus(graph, termsOf('What did Caroline paint?')).episodes ?? [])]).toEqual(['ep1', 'ep3']);
+    // Melanie speaks in ep1 and ep3, Gina in ep2: together, every Episode.
+    expect(speakerFocus(graph, termsOf('Did Melanie or Gina paint?')).episodes).toBeNull();
+    const nobody = speakerFocus(graph, termsOf('Who painted?'));
+    expect([nobody.speakers.size, nobody.episodes]).toEqual([0, null]);
+    expect(jon.episodeCount).toBe(3);
+  });
+
+  it('embeds the query with names masked and searches only the named speakers’ Episodes', async () => {
+    const embedded: string[] = [];
+    const deps = depsFor(twoConversations(), { embedQuery: async (text) => (embedded.push(text), Q) });
+    const episodes = async (flags: Partial<PrismConfig['flags']>) =>
+      new Set((await retrieve('What did Caroline paint?', deps, { budget: 2000, mode: 'zero-llm', config: { flags } })).units.map((u) => u.episodeId));
+    // Jon's Episode is the closest to the query vector, but Caroline never speaks in it.
+    expect(await episodes({ maskSpeakerNames: true, speakerScope: true })).toEqual(new Set(['ep1', 'ep3']));
+    expect(embedded.at(-1)).toBe('What did someone paint?');
+    expect((await episodes({ maskSpeakerNames: false, speakerScope: false })).has('ep2')).toBe(true);
+    expect(embedded.at(-1)).toBe('What did Caroline paint?');
+    // A query naming nobody searches everything.
+    const all = await retrieve('What was painted?', deps, { budget: 2000, mode: 'zero-llm' });
+    expect(new Set(all.units.map((u) => u.episodeId))).toEqual(new Set(['ep1', 'ep2', 'ep3']));
   });
 });
 

@@ -11,45 +11,64 @@ export interface LocoCandidate {
  * The settings `prism eval locomo --loco` chooses among: turn anchors (off, offered as units,
  * or offered with an anchor term of some weight), fusion (plain reciprocal-rank fusion, or
  * adaptive fusion with full BM25 trust at half the query's terms), the weight taken off a turn
- * that ends by asking (`question`) and the weight of the exchange with an adjacent turn
- * (`exchange`). The heavier anchor terms (doubling up to 16) and more anchors (20, 30) are tried
- * under adaptive fusion only, where they fade as the query's words match: they recall more of
- * the implicit-recall cases and less of LoCoMo, so the guard decides between them. The two turn
- * terms are tried at the anchor terms 0.5 to 4. The first candidate is the v0.3 scoring.
+ * that ends by asking (`question`), the weight of the exchange with an adjacent turn
+ * (`exchange`), the speaker term, and whether named speakers are masked in the query vector and
+ * scope the search (`names`). The heavier anchor terms (doubling up to 16) and more anchors
+ * (20, 30) are tried under adaptive fusion only, where they fade as the query's words match:
+ * they recall more of the implicit-recall cases and less of LoCoMo, so the guard decides
+ * between them. The two turn terms are tried at the anchor terms 0.5 to 2, and with the heavier
+ * speaker term or with the names left in the query at 0.5. The first candidate is the v0.3 scoring.
  */
-type GridPoint = [fusion: 'rrf' | 'adaptive0.5', turnAnchors: number, anchor: number, question: number, exchange: number];
-const TURN_TERMS: ReadonlyArray<[question: number, exchange: number]> = [
-  [0.2, 0],
-  [0, 0.5],
-  [0.1, 0.5],
-  [0.2, 0.25],
-  [0.2, 0.5],
-  [0.2, 1],
-  [0.4, 0.5],
+interface GridPoint {
+  fusion: 'rrf' | 'adaptive0.5';
+  turnAnchors: number;
+  anchor: number;
+  question?: number;
+  exchange?: number;
+  /** The speaker term (default `BASE_SPEAKER`). */
+  speaker?: number;
+  /** `masked`: names out of the query vector, scoped search (the default); `kept`: neither. */
+  names?: 'masked' | 'kept';
+}
+/** The speaker term of the v0.3 scoring, which the turn terms were first tried with. */
+const BASE_SPEAKER = 0.2;
+const TURN_TERMS: ReadonlyArray<Pick<GridPoint, 'question' | 'exchange'>> = [
+  { question: 0.2, exchange: 0 },
+  { question: 0, exchange: 0.5 },
+  { question: 0.1, exchange: 0.5 },
+  { question: 0.2, exchange: 0.25 },
+  { question: 0.2, exchange: 0.5 },
+  { question: 0.2, exchange: 1 },
+  { question: 0.4, exchange: 0.5 },
 ];
 const GRID: readonly GridPoint[] = [
-  ['rrf', 0, 0, 0, 0],
-  ['adaptive0.5', 0, 0, 0, 0],
-  ['rrf', 10, 0, 0, 0],
-  ['adaptive0.5', 10, 0, 0, 0],
-  ['rrf', 10, 0.25, 0, 0],
-  ['adaptive0.5', 10, 0.25, 0, 0],
-  ['adaptive0.5', 10, 0.5, 0, 0],
-  ['adaptive0.5', 10, 1, 0, 0],
-  ['adaptive0.5', 10, 2, 0, 0],
-  ['adaptive0.5', 10, 4, 0, 0],
-  ['adaptive0.5', 10, 8, 0, 0],
-  ['adaptive0.5', 10, 16, 0, 0],
-  ['adaptive0.5', 20, 8, 0, 0],
-  ['adaptive0.5', 30, 8, 0, 0],
-  ...[0.5, 1, 2, 4].flatMap((anchor) => TURN_TERMS.map(([question, exchange]): GridPoint => ['adaptive0.5', 10, anchor, question, exchange])),
+  { fusion: 'rrf', turnAnchors: 0, anchor: 0 },
+  { fusion: 'adaptive0.5', turnAnchors: 0, anchor: 0 },
+  { fusion: 'rrf', turnAnchors: 10, anchor: 0 },
+  { fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0 },
+  { fusion: 'rrf', turnAnchors: 10, anchor: 0.25 },
+  ...[0.25, 0.5, 1, 2, 4, 8, 16].map((anchor): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor })),
+  { fusion: 'adaptive0.5', turnAnchors: 20, anchor: 8 },
+  { fusion: 'adaptive0.5', turnAnchors: 30, anchor: 8 },
+  ...[0.5, 1, 2].flatMap((anchor) => TURN_TERMS.map((terms): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor, ...terms }))),
+  ...TURN_TERMS.map((terms): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, ...terms, speaker: 0.4 })),
+  ...[0.5, 1].map((exchange): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange, names: 'kept' })),
 ];
 
-export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map(([fusion, turnAnchors, anchor, question, exchange]) => ({
-  name: `loco:anchors${turnAnchors}${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}${exchange ? `x${exchange}` : ''}+${fusion}`,
+function candidateName({ fusion, turnAnchors, anchor, question, exchange, speaker, names }: GridPoint): string {
+  const terms = `${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}${exchange ? `x${exchange}` : ''}${speaker === undefined ? '' : `s${speaker}`}`;
+  return `loco:anchors${turnAnchors}${terms}+${fusion}${names === 'kept' ? '+names' : ''}`;
+}
+
+export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
+  name: candidateName(point),
   overlay: {
-    flags: { adaptiveFusion: fusion !== 'rrf' },
-    retrieval: { turnAnchors, turnScore: { anchor, question, exchange }, ...(fusion === 'rrf' ? {} : { lexicalFullShare: 0.5 }) },
+    flags: { adaptiveFusion: point.fusion !== 'rrf', maskSpeakerNames: point.names !== 'kept', speakerScope: point.names !== 'kept' },
+    retrieval: {
+      turnAnchors: point.turnAnchors,
+      turnScore: { anchor: point.anchor, question: point.question ?? 0, exchange: point.exchange ?? 0, speaker: point.speaker ?? BASE_SPEAKER },
+      ...(point.fusion === 'rrf' ? {} : { lexicalFullShare: 0.5 }),
+    },
   },
 }));
 

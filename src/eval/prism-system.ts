@@ -35,15 +35,21 @@ const VARIANTS = {
   'prism-no-neighbours': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { neighbourFact: 0, neighbourLexical: 0 } } } },
   'prism-no-question-prior': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { question: 0 } } } },
   'prism-no-exchange': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { exchange: 0 } } } },
-  // The last stop's scoring (neither turn term, anchor term 1), so one run holds the before and after.
-  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { question: 0, exchange: 0, anchor: 1 } } } },
+  // Speaker names left in the query vector; the search not narrowed to the named speakers' Episodes.
+  'prism-no-name-masking': { mode: 'zero-llm', overlay: { flags: { maskSpeakerNames: false } } },
+  'prism-no-speaker-scope': { mode: 'zero-llm', overlay: { flags: { speakerScope: false } } },
+  // The last stop's retrieval (neither speaker-name step), so one run holds the before and after.
+  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { speaker: 0.2 } }, flags: { maskSpeakerNames: false, speakerScope: false } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both
   // with the question prior and exchange terms off too (the v0.3 scoring).
   'prism-no-turn-anchors': { mode: 'zero-llm', overlay: { retrieval: { turnAnchors: 0 } } },
   'prism-no-adaptive-fusion': { mode: 'zero-llm', overlay: { flags: { adaptiveFusion: false } } },
-  'prism-v0.3-scoring': { mode: 'zero-llm', overlay: { retrieval: { turnAnchors: 0, turnScore: { question: 0, exchange: 0 } }, flags: { adaptiveFusion: false } } },
+  'prism-v0.3-scoring': {
+    mode: 'zero-llm',
+    overlay: { retrieval: { turnAnchors: 0, turnScore: { question: 0, exchange: 0, speaker: 0.2 } }, flags: { adaptiveFusion: false, maskSpeakerNames: false, speakerScope: false } },
+  },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
 } satisfies Record<string, PrismVariantSpec>;

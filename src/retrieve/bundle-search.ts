@@ -38,7 +38,10 @@ export function enumeratePaths(
   return paths;
 }
 
-/** The `size` cheapest Episodes, each with its minimum path cost and that path; ties by ingestion order. */
+/**
+ * The `size` cheapest Episodes, each with its minimum path cost and that path; ties by ingestion
+ * order. Given `within`, only those Episodes (paths from Entity anchors may lead anywhere).
+ */
 export function bundleSearch(
   graph: MemoryGraph,
   anchors: LayerAnchors,
@@ -46,6 +49,7 @@ export function bundleSearch(
   intent: Intent,
   config: PrismConfig,
   size: number = config.retrieval.bundleSize,
+  within: ReadonlySet<string> | null = null,
 ): BundleEntry[] {
   const cheapest = new Map<string, PathStep>();
   // The cost of the size-th cheapest Episode so far, known once `size` Episodes are reached:
@@ -53,6 +57,7 @@ export function bundleSearch(
   let limit = Infinity;
   let changed = false;
   const visit = (path: PathStep): void => {
+    if (within && !within.has(path.node.id)) return;
     const known = cheapest.get(path.node.id);
     if (!known || path.total < known.total) {
       cheapest.set(path.node.id, path);

@@ -10,6 +10,8 @@ export interface QueryEvidence {
   lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>;
   /** The query's normalised terms (see `termsOf`). */
   queryTerms: ReadonlySet<string>;
+  /** The memory's speakers the query names (see `speakerFocus`). */
+  speakers: ReadonlySet<string>;
   /** Multiplies every BM25 term of a score: 1, or the query's `lexicalConfidence` under adaptive fusion. */
   lexicalWeight: number;
   /** Session-independent turn anchors (empty when off). */

@@ -13,6 +13,7 @@ import { routeIntent, type IntentDecision } from './intent.ts';
 import { termsOf } from './lexical.ts';
 import { packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
+import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
 import { buildUnits, type RetrievedUnit } from './units.ts';
 
@@ -86,7 +87,11 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   const { signal } = options;
   const tokensBefore = llm ? usageTotals(llm.usage(), QUERY_ROLES).tokens : 0;
 
-  const queryVector = await deps.embedQuery(query, signal);
+  const queryTerms = termsOf(query);
+  const focus = speakerFocus(deps.graph, queryTerms);
+  // Speaker scope: the named speakers' Episodes, when they are fewer than all (see `speakerScope`).
+  const scope = config.flags.speakerScope ? focus.episodes : null;
+  const queryVector = await deps.embedQuery(config.flags.maskSpeakerNames ? maskSpeakerNames(query, focus.nameTerms) : query, signal);
   throwIfAborted(signal);
 
   const routed: IntentDecision = config.flags.intentRouting
@@ -94,10 +99,17 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
     : { intent: 'GENERAL', tier: 'none', llmCalls: 0, warnings: [] };
   throwIfAborted(signal);
 
-  const dense = await denseAnchors(deps, queryVector, config.retrieval.anchorsPerLayer);
+  // In a scope, each search fetches enough hits for about as many to fall inside it.
+  const fetch = scope ? Math.min(config.retrieval.maxScopedFetch, Math.ceil(focus.episodeCount / scope.size)) : 1;
+  const { anchorsPerLayer, lexicalAnchors } = config.retrieval;
+  const denseFound = await denseAnchors(deps, queryVector, anchorsPerLayer * fetch);
+  const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   // Fusion reads the best `lexicalAnchors` hits of each layer, so the index selects only those.
-  const lexical = deps.lexical?.search(query, config.retrieval.lexicalAnchors);
-  const queryTerms = termsOf(query);
+  const lexicalFound = deps.lexical?.search(query, lexicalAnchors * fetch);
+  const lexical =
+    lexicalFound && scope
+      ? { layers: anchorsWithin(deps.graph, lexicalFound.layers, scope, lexicalAnchors), turns: new Map([...lexicalFound.turns].filter(([episodeId]) => scope.has(episodeId))) }
+      : lexicalFound;
   const lexicalTurns = lexical?.turns ?? new Map<string, Map<string, number>>();
   // Adaptive fusion: how far BM25 is trusted for this query (see `lexicalConfidence`).
   const lexicalWeight = config.flags.adaptiveFusion
@@ -109,7 +121,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
           queryVector,
           vectors: deps.graph.vectors,
           rrfK: config.retrieval.rrfK,
-          lexicalPerLayer: config.retrieval.lexicalAnchors,
+          lexicalPerLayer: lexicalAnchors,
           lexicalWeight,
         })
       : dense;
@@ -119,12 +131,12 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
   const fineBudget = config.flags.fineUnits && options.budget !== undefined ? options.budget : null;
   // Fine units may draw on more Episodes than the K that N3 and ER@K see (`unitEpisodes`).
-  const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes));
+  const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes), scope);
   const bundle = searched.slice(0, k);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
-  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers: focus.speakers, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;

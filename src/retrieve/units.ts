@@ -66,13 +66,6 @@ export function buildUnits(
   // Anchored turns of Episodes outside the selection join on their own turn evidence alone.
   episodes.push(...anchorOnly.flatMap((episode) => resolve(episode, true)));
   const units: RetrievedUnit[] = [];
-  // A query that names a person asks, most of the time, about what that person said.
-  const named = new Map<string, boolean>();
-  const speakerNamed = (speaker: string): boolean => {
-    let is = named.get(speaker);
-    if (is === undefined) named.set(speaker, (is = [...termsOf(speaker)].some((term) => evidence.queryTerms.has(term))));
-    return is;
-  };
   // A Facet holds several FacetPoints: its cosine is taken once per query.
   const facetCosines = new Map<string, number>();
   const facetCosine = (facetId: string): number => {
@@ -125,7 +118,8 @@ export function buildUnits(
         w.neighbourFact * Math.max(factOf(before), factOf(after)) +
         w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
         w.exchange * Math.max(0, exchanges[i - 1] ?? 0, exchanges[i] ?? 0) +
-        (speakerNamed(turn.speaker) ? w.speaker : 0) -
+        // A query that names a person asks, most of the time, about what that person said.
+        (evidence.speakers.has(turn.speaker) ? w.speaker : 0) -
         (endsAsking(turn.text) ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
       const long = exceeds(lineOf(turn), maxTurnTokens);

@@ -1,0 +1,97 @@
+import type { MemoryGraph } from '../graph/memory-graph.ts';
+import type { Chunk, GraphNode } from '../graph/types.ts';
+import { normaliseTerm, termsOf } from './lexical.ts';
+import type { LayerAnchors } from './types.ts';
+
+/** The memory's speakers a query names, and where they speak. */
+export interface SpeakerFocus {
+  /** Speakers (as the turns name them) one of whose name terms is among the query's terms. */
+  speakers: ReadonlySet<string>;
+  /** The normalised terms of those speakers' names (see `termsOf`). */
+  nameTerms: ReadonlySet<string>;
+  /**
+   * The Episodes in which a named speaker speaks or is named, or null when there is nothing to
+   * narrow: the query names no speaker, or every Episode is one of theirs (one conversation).
+   */
+  episodes: ReadonlySet<string> | null;
+  /** How many Episodes the memory holds (the share `episodes` keeps sizes the anchor over-fetch). */
+  episodeCount: number;
+}
+
+/** Each chunk's distinct speakers, and the terms its turns and speakers hold; kept while the chunk is. */
+const chunkWords = new WeakMap<Chunk, { speakers: readonly string[]; terms: ReadonlySet<string> }>();
+function wordsOf(chunk: Chunk): { speakers: readonly string[]; terms: ReadonlySet<string> } {
+  let words = chunkWords.get(chunk);
+  if (!words) {
+    const terms = new Set<string>();
+    for (const turn of chunk.turns) for (const text of [turn.speaker, turn.text]) for (const term of termsOf(text)) terms.add(term);
+    chunkWords.set(chunk, (words = { speakers: [...new Set(chunk.turns.map((t) => t.speaker))], terms }));
+  }
+  return words;
+}
+
+/**
+ * Which of the memory's speakers the query names (by any term of their name), and the
+ * Episodes they speak in or are named in (a session about someone counts as theirs too).
+ */
+export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>): SpeakerFocus {
+  const speakers = new Set<string>();
+  const nameTerms = new Set<string>();
+  const seen = new Set<string>();
+  const chunks: Array<{ episodeId: string; terms: ReadonlySet<string> }> = [];
+  for (const episode of graph.nodesOfLayer('episode')) {
+    const chunk = graph.chunks.get(episode.chunkId);
+    const words = chunk ? wordsOf(chunk) : { speakers: [], terms: new Set<string>() };
+    for (const speaker of words.speakers) {
+      if (seen.has(speaker)) continue;
+      seen.add(speaker);
+      const named = [...termsOf(speaker)].filter((term) => queryTerms.has(term));
+      if (named.length > 0) speakers.add(speaker);
+      for (const term of named) nameTerms.add(term);
+    }
+    chunks.push({ episodeId: episode.id, terms: words.terms });
+  }
+  const episodes = new Set<string>();
+  if (nameTerms.size > 0) for (const { episodeId, terms } of chunks) if ([...nameTerms].some((term) => terms.has(term))) episodes.add(episodeId);
+  return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < chunks.length ? episodes : null, episodeCount: chunks.length };
+}
+
+/** What stands for a named speaker in the text the query vector is embedded from. */
+const SPEAKER_PLACEHOLDER = 'someone';
+
+/**
+ * The query with every word that is a named speaker's name term replaced by "someone"
+ * ("What did Caroline's mother give her?" → "What did someone's mother give her?"). Who is
+ * meant is matched by who speaks (the speaker term, `speakerScope`); left in, the name pulls the
+ * query vector towards every short turn that merely addresses that person ("Go get 'em, Jon!").
+ */
+export function maskSpeakerNames(query: string, nameTerms: ReadonlySet<string>): string {
+  if (nameTerms.size === 0) return query;
+  return query.replace(/[\p{L}\p{N}]+/gu, (word) => {
+    const term = normaliseTerm(word);
+    return term !== null && nameTerms.has(term) ? SPEAKER_PLACEHOLDER : word;
+  });
+}
+
+/** The Episode a node belongs to; null for an Entity (it spans Episodes). */
+function episodeOf(node: GraphNode): string | null {
+  return node.layer === 'episode' ? node.id : node.layer === 'entity' ? null : node.episodeId;
+}
+
+/**
+ * Anchors in the given Episodes, at most `perLayer` a layer, best first as given. Entity anchors
+ * are kept: their paths are confined to the Episodes by N1 itself (`bundleSearch`'s `within`).
+ */
+export function anchorsWithin<A extends { id: string }>(graph: MemoryGraph, anchors: Record<keyof LayerAnchors, A[]>, episodes: ReadonlySet<string>, perLayer: number): Record<keyof LayerAnchors, A[]> {
+  const keep = (anchor: A): boolean => {
+    const node = graph.nodes.get(anchor.id);
+    const episode = node ? episodeOf(node) : null;
+    return episode === null || episodes.has(episode);
+  };
+  return {
+    episode: anchors.episode.filter(keep).slice(0, perLayer),
+    facet: anchors.facet.filter(keep).slice(0, perLayer),
+    facetPoint: anchors.facetPoint.filter(keep).slice(0, perLayer),
+    entity: anchors.entity.slice(0, perLayer),
+  };
+}

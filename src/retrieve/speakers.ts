@@ -18,16 +18,24 @@ export interface SpeakerFocus {
   episodeCount: number;
 }
 
-/** Each chunk's distinct speakers, and the terms its turns and speakers hold; kept while the chunk is. */
-const chunkWords = new WeakMap<Chunk, { speakers: readonly string[]; terms: ReadonlySet<string> }>();
-function wordsOf(chunk: Chunk): { speakers: readonly string[]; terms: ReadonlySet<string> } {
-  let words = chunkWords.get(chunk);
-  if (!words) {
-    const terms = new Set<string>();
-    for (const turn of chunk.turns) for (const text of [turn.speaker, turn.text]) for (const term of termsOf(text)) terms.add(term);
-    chunkWords.set(chunk, (words = { speakers: [...new Set(chunk.turns.map((t) => t.speaker))], terms }));
+/** Each chunk's distinct speakers, kept while the chunk is: every query reads every Episode's. */
+const chunkSpeakers = new WeakMap<Chunk, readonly string[]>();
+function speakersOf(chunk: Chunk): readonly string[] {
+  let speakers = chunkSpeakers.get(chunk);
+  if (!speakers) chunkSpeakers.set(chunk, (speakers = [...new Set(chunk.turns.map((t) => t.speaker))]));
+  return speakers;
+}
+
+/** The terms of each chunk's turns and speakers, kept while the chunk is; read only by queries naming a speaker. */
+const chunkTerms = new WeakMap<Chunk, ReadonlySet<string>>();
+function termsOfChunk(chunk: Chunk): ReadonlySet<string> {
+  let terms = chunkTerms.get(chunk);
+  if (!terms) {
+    const found = new Set<string>();
+    for (const turn of chunk.turns) for (const text of [turn.speaker, turn.text]) for (const term of termsOf(text)) found.add(term);
+    chunkTerms.set(chunk, (terms = found));
   }
-  return words;
+  return terms;
 }
 
 /**
@@ -38,21 +46,23 @@ export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>
   const speakers = new Set<string>();
   const nameTerms = new Set<string>();
   const seen = new Set<string>();
-  const chunks: Array<{ episodeId: string; terms: ReadonlySet<string> }> = [];
+  const chunks: Array<{ episodeId: string; chunk: Chunk | undefined }> = [];
   for (const episode of graph.nodesOfLayer('episode')) {
     const chunk = graph.chunks.get(episode.chunkId);
-    const words = chunk ? wordsOf(chunk) : { speakers: [], terms: new Set<string>() };
-    for (const speaker of words.speakers) {
+    for (const speaker of chunk ? speakersOf(chunk) : []) {
       if (seen.has(speaker)) continue;
       seen.add(speaker);
       const named = [...termsOf(speaker)].filter((term) => queryTerms.has(term));
       if (named.length > 0) speakers.add(speaker);
       for (const term of named) nameTerms.add(term);
     }
-    chunks.push({ episodeId: episode.id, terms: words.terms });
+    chunks.push({ episodeId: episode.id, chunk });
   }
   const episodes = new Set<string>();
-  if (nameTerms.size > 0) for (const { episodeId, terms } of chunks) if ([...nameTerms].some((term) => terms.has(term))) episodes.add(episodeId);
+  for (const { episodeId, chunk } of nameTerms.size > 0 ? chunks : []) {
+    const terms = chunk ? termsOfChunk(chunk) : null;
+    if (terms && [...nameTerms].some((term) => terms.has(term))) episodes.add(episodeId);
+  }
   return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < chunks.length ? episodes : null, episodeCount: chunks.length };
 }
 

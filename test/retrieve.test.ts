@@ -960,6 +960,8 @@ describe('speakers the query names', () => {
     expect(maskSpeakerNames('Where do Jon and Gina dance?', new Set([normaliseTerm('Jon') ?? '', normaliseTerm('Gina') ?? '']))).toBe('Where do someone and someone dance?');
     expect(maskSpeakerNames('Where is Jonathan?', new Set([normaliseTerm('Jon') ?? '']))).toBe('Where is Jonathan?');
     expect(maskSpeakerNames('anything', new Set())).toBe('anything');
+    // Names alone are what the query asks about.
+    expect(maskSpeakerNames("Caroline's?", new Set(['carolin']))).toBe("Caroline's?");
   });
 
   it('finds the named speakers and their Episodes, or nothing to narrow when they speak in all of them', () => {

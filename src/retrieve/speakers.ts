@@ -74,9 +74,10 @@ const SPEAKER_PLACEHOLDER = 'someone';
  * ("What did Caroline's mother give her?" → "What did someone's mother give her?"). Who is
  * meant is matched by who speaks (the speaker term, `speakerScope`); left in, the name pulls the
  * query vector towards every short turn that merely addresses that person ("Go get 'em, Jon!").
+ * A query of names alone ("Caroline?") is left as it is: the name is all it asks about.
  */
 export function maskSpeakerNames(query: string, nameTerms: ReadonlySet<string>): string {
-  if (nameTerms.size === 0) return query;
+  if (nameTerms.size === 0 || [...termsOf(query)].every((term) => nameTerms.has(term))) return query;
   return query.replace(/[\p{L}\p{N}]+/gu, (word) => {
     const term = normaliseTerm(word);
     return term !== null && nameTerms.has(term) ? SPEAKER_PLACEHOLDER : word;

@@ -102,7 +102,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // In a scope, each search fetches enough hits for about as many to fall inside it.
   const fetch = scope ? Math.min(config.retrieval.maxScopedFetch, Math.ceil(focus.episodeCount / scope.size)) : 1;
   const { anchorsPerLayer, lexicalAnchors } = config.retrieval;
-  const denseFound = await denseAnchors(deps, queryVector, anchorsPerLayer * fetch);
+  // Entity anchors span Episodes and are kept whole (`anchorsWithin`), so only the other layers fetch more.
+  const denseFound = await denseAnchors(deps, queryVector, (layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * fetch));
   const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   // Fusion reads the best `lexicalAnchors` hits of each layer, so the index selects only those.
   const lexicalFound = deps.lexical?.search(query, lexicalAnchors * fetch);
@@ -203,7 +204,7 @@ function anchorEpisodes(
   return bundleSearch(graph, only, query.queryVector, query.intent, query.config, missing.size).map((entry) => ({ ...entry, score: 0 }));
 }
 
-async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: number): Promise<LayerAnchors> {
-  const lists = await Promise.all(LAYERS.map((layer) => deps.searchLayer(layer, queryVector, k)));
+async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: (layer: Layer) => number): Promise<LayerAnchors> {
+  const lists = await Promise.all(LAYERS.map((layer) => deps.searchLayer(layer, queryVector, k(layer))));
   return Object.fromEntries(LAYERS.map((layer, i) => [layer, lists[i] ?? []])) as Record<Layer, LayerAnchors[Layer]>;
 }

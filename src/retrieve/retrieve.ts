@@ -100,13 +100,13 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   throwIfAborted(signal);
 
   // In a scope, each search fetches enough hits for about as many to fall inside it.
-  const fetch = scope ? Math.min(config.retrieval.maxScopedFetch, Math.ceil(focus.episodeCount / scope.size)) : 1;
+  const overFetch = scope ? Math.min(config.retrieval.maxScopedFetch, Math.ceil(focus.episodeCount / scope.size)) : 1;
   const { anchorsPerLayer, lexicalAnchors } = config.retrieval;
   // Entity anchors span Episodes and are kept whole (`anchorsWithin`), so only the other layers fetch more.
-  const denseFound = await denseAnchors(deps, queryVector, (layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * fetch));
+  const denseFound = await denseAnchors(deps, queryVector, (layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * overFetch));
   const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   // Fusion reads the best `lexicalAnchors` hits of each layer, so the index selects only those.
-  const lexicalFound = deps.lexical?.search(query, lexicalAnchors * fetch);
+  const lexicalFound = deps.lexical?.search(query, lexicalAnchors * overFetch);
   const lexical =
     lexicalFound && scope
       ? { layers: anchorsWithin(deps.graph, lexicalFound.layers, scope, lexicalAnchors), turns: new Map([...lexicalFound.turns].filter(([episodeId]) => scope.has(episodeId))) }

@@ -59,9 +59,10 @@ export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>
     chunks.push({ episodeId: episode.id, chunk });
   }
   const episodes = new Set<string>();
-  for (const { episodeId, chunk } of nameTerms.size > 0 ? chunks : []) {
+  const names = [...nameTerms];
+  for (const { episodeId, chunk } of names.length > 0 ? chunks : []) {
     const terms = chunk ? termsOfChunk(chunk) : null;
-    if (terms && [...nameTerms].some((term) => terms.has(term))) episodes.add(episodeId);
+    if (terms && names.some((term) => terms.has(term))) episodes.add(episodeId);
   }
   return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < chunks.length ? episodes : null, episodeCount: chunks.length };
 }

@@ -3,7 +3,7 @@ import type { PrismConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { ChatMessage, LlmClient } from '../llm/types.ts';
-import { bestLexicalTurn, factCosines, type QueryEvidence } from './evidence.ts';
+import { bestFactCosine, bestLexicalTurn, factCosines, type QueryEvidence } from './evidence.ts';
 import type { BundleEntry, RankedEpisode } from './types.ts';
 
 /**
@@ -88,7 +88,7 @@ export function localPrecision(bundle: readonly BundleEntry[], graph: MemoryGrap
   const lexical = bundle.map((e) => bestLexicalTurn(evidence, e.episodeId));
   const lexicalMax = Math.max(0, ...lexical);
   const score = (e: BundleEntry, i: number): number => {
-    const fact = Math.max(0, ...factCosines(graph, e.episodeId, evidence).map((f) => f.cosine));
+    const fact = bestFactCosine(factCosines(graph, e.episodeId, evidence), 0);
     const lex = lexicalMax > 0 ? (lexical[i] ?? 0) / lexicalMax : 0;
     return w.path * (1 - e.cost) + w.fact * fact + w.lexical * evidence.lexicalWeight * lex;
   };

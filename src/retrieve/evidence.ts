@@ -19,31 +19,42 @@ export interface QueryEvidence {
   /** Multiplies the turn-anchor term: 1, or 1 − `lexicalWeight` under adaptive fusion (the less the words match, the more meaning decides). */
   anchorWeight: number;
   /** `factCosines` by Episode id, filled on first use: N3 and the fine units both read them. */
-  factCosines: Map<string, FactCosine[]>;
+  factCosines: Map<string, EpisodeFacts>;
 }
 
-export interface FactCosine {
-  point: FacetPointNode;
-  cosine: number;
+/**
+ * The cosine of each of an Episode's FacetPoints to the query, as two parallel arrays: a
+ * query scores a thousand FacetPoints or so, and one object per cosine was most of the cost.
+ */
+export interface EpisodeFacts {
+  /** The Episode's FacetPoints that have a vector. */
+  points: readonly FacetPointNode[];
+  /** `cosines[i]` is `points[i]`'s cosine to the query. */
+  cosines: Float64Array;
 }
 
 /** Cosine of each of the Episode's FacetPoints to the query, computed once per query and Episode. */
-export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): FactCosine[] {
+export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): EpisodeFacts {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
-  const points: FacetPointNode[] = [];
+  const all = graph.facetPointsOf(episodeId);
   const vectors: Float32Array[] = [];
-  for (const point of graph.facetPointsOf(episodeId)) {
+  for (const point of all) {
     const vector = graph.vectors.get(point.id);
-    if (vector) {
-      points.push(point);
-      vectors.push(vector);
-    }
+    if (vector) vectors.push(vector);
   }
-  const cosines = dotEach(vectors, evidence.queryVector);
-  const out = points.map((point, i) => ({ point, cosine: cosines[i] ?? 0 }));
-  evidence.factCosines.set(episodeId, out);
-  return out;
+  // Usually every FacetPoint has a vector; only when one has none is a filtered list built.
+  const points = vectors.length === all.length ? all : all.filter((point) => graph.vectors.has(point.id));
+  const facts = { points, cosines: dotEach(vectors, evidence.queryVector) };
+  evidence.factCosines.set(episodeId, facts);
+  return facts;
+}
+
+/** The best of an Episode's fact cosines, or `floor` when it has none above it. */
+export function bestFactCosine(facts: EpisodeFacts, floor: number): number {
+  let best = floor;
+  for (const cosine of facts.cosines) best = Math.max(best, cosine);
+  return best;
 }
 
 /** Best BM25 turn score of an Episode (0 when none of its turns match). */

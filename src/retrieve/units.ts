@@ -2,7 +2,7 @@ import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLine } from '../ingest/chunking.ts';
-import { factCosines, type QueryEvidence } from './evidence.ts';
+import { factCosines, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
 import { dot } from '../util/vectors.ts';
@@ -79,44 +79,28 @@ export function buildUnits(
   for (const { episode, node, chunk, onlyAnchored } of episodes) {
     const episodeWeight = onlyAnchored ? 0 : hi > lo ? (episode.score - lo) / (hi - lo) : 1;
     const anchored = evidence.turnAnchors.get(node.id);
-    const fact = new Map<string, number>();
-    const facet = new Map<string, number>();
-    // The Facet closest to the query among those holding the turn's FacetPoints, for `exchange`.
-    const facetOfTurn = new Map<string, { vector: Float32Array; cosine: number }>();
-    const points = new Map<string, Array<{ content: string; cosine: number }>>();
-    for (const { point, cosine } of factCosines(graph, node.id, evidence)) {
-      const ofFacet = facetCosine(point.facetId);
-      const facetVector = w.exchange === 0 ? undefined : graph.vectors.get(point.facetId);
-      for (const d of point.dialogIds) {
-        fact.set(d, Math.max(cosine, fact.get(d) ?? -1));
-        facet.set(d, Math.max(ofFacet, facet.get(d) ?? -1));
-        if (facetVector && ofFacet > (facetOfTurn.get(d)?.cosine ?? -Infinity)) facetOfTurn.set(d, { vector: facetVector, cosine: ofFacet });
-        let ofTurn = points.get(d);
-        if (!ofTurn) points.set(d, (ofTurn = []));
-        ofTurn.push({ content: point.content, cosine });
-      }
-    }
+    const facts = factCosines(graph, node.id, evidence);
+    const byTurn = turnFacts(facts, facetCosine, w.exchange === 0 ? null : graph.vectors);
+    const ofTurn = chunk.turns.map((turn) => byTurn.get(turn.dialogId));
     const lexical = evidence.lexicalTurns.get(node.id);
-    const factOf = (turn: ChunkTurn | undefined): number => (turn ? Math.max(0, fact.get(turn.dialogId) ?? 0) : 0);
-    const lexicalOf = (turn: ChunkTurn | undefined): number =>
-      turn && lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0;
+    const lexicalOfTurn = chunk.turns.map((turn) => (lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0));
+    const factOf = (i: number): number => Math.max(0, ofTurn[i]?.fact ?? 0);
+    const lexicalOf = (i: number): number => lexicalOfTurn[i] ?? 0;
     // The N1 path relevance of the Episode, shared by its turns: how close the best path to it is.
     const episodeTerm = onlyAnchored ? 0 : w.episode * episodeWeight + w.relevance * (1 - episode.cost);
     // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
-    const exchanges = w.exchange === 0 ? [] : chunk.turns.slice(1).map((turn, i) => exchangeCosine(facetOfTurn.get(chunk.turns[i]?.dialogId ?? ''), facetOfTurn.get(turn.dialogId)));
+    const exchanges = w.exchange === 0 ? [] : ofTurn.slice(1).map((facts, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, facts?.exchangeFacet));
     chunk.turns.forEach((turn, i) => {
       const anchorCosine = anchored?.get(turn.dialogId);
       if (onlyAnchored && anchorCosine === undefined) return;
-      const before = chunk.turns[i - 1];
-      const after = chunk.turns[i + 1];
       const score =
         episodeTerm +
-        w.fact * factOf(turn) +
-        w.facet * Math.max(0, facet.get(turn.dialogId) ?? 0) +
-        w.lexical * lexicalOf(turn) +
+        w.fact * factOf(i) +
+        w.facet * Math.max(0, ofTurn[i]?.facet ?? 0) +
+        w.lexical * lexicalOf(i) +
         // A reply or the remark it answers often holds the evidence the matching turn points at.
-        w.neighbourFact * Math.max(factOf(before), factOf(after)) +
-        w.neighbourLexical * Math.max(lexicalOf(before), lexicalOf(after)) +
+        w.neighbourFact * Math.max(factOf(i - 1), factOf(i + 1)) +
+        w.neighbourLexical * Math.max(lexicalOf(i - 1), lexicalOf(i + 1)) +
         w.exchange * Math.max(0, exchanges[i - 1] ?? 0, exchanges[i] ?? 0) +
         // A query that names a person asks, most of the time, about what that person said.
         (evidence.speakers.has(turn.speaker) ? w.speaker : 0) -
@@ -125,7 +109,7 @@ export function buildUnits(
       const long = exceeds(lineOf(turn), maxTurnTokens);
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
       const { text, dialogIds } = long
-        ? { text: excerptTurn(turn, sentenceScore(points.get(turn.dialogId) ?? [], evidence.queryTerms), maxTurnTokens), dialogIds: [turn.dialogId] }
+        ? { text: excerptTurn(turn, sentenceScore(facts, ofTurn[i]?.points ?? [], evidence.queryTerms), maxTurnTokens), dialogIds: [turn.dialogId] }
         : turnsText([turn]);
       units.push({
         text,
@@ -142,6 +126,40 @@ export function buildUnits(
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
+}
+
+/** What the FacetPoints taken from one turn say about the query. */
+interface TurnFacts {
+  /** Best cosine of one of them (`turnScore.fact`). */
+  fact: number;
+  /** Best cosine of a Facet holding one of them (`turnScore.facet`). */
+  facet: number;
+  /** The Facet closest to the query among those holding one of them and having a vector (`turnScore.exchange`). */
+  exchangeFacet: { vector: Float32Array; cosine: number } | undefined;
+  /** Their indices in the Episode's `EpisodeFacts`, in its order (for excerpts of long turns). */
+  points: number[];
+}
+
+/**
+ * The Episode's fact cosines gathered by turn (dialog id). `facetVectors` is null when the
+ * exchange term is off, so no Facet vector is looked up for it.
+ */
+function turnFacts(facts: EpisodeFacts, facetCosine: (facetId: string) => number, facetVectors: ReadonlyMap<string, Float32Array> | null): Map<string, TurnFacts> {
+  const byTurn = new Map<string, TurnFacts>();
+  facts.points.forEach((point, index) => {
+    const cosine = facts.cosines[index] ?? 0;
+    const ofFacet = facetCosine(point.facetId);
+    const facetVector = facetVectors?.get(point.facetId);
+    for (const dialogId of point.dialogIds) {
+      let turn = byTurn.get(dialogId);
+      if (!turn) byTurn.set(dialogId, (turn = { fact: -1, facet: -1, exchangeFacet: undefined, points: [] }));
+      turn.fact = Math.max(cosine, turn.fact);
+      turn.facet = Math.max(ofFacet, turn.facet);
+      if (facetVector && ofFacet > (turn.exchangeFacet?.cosine ?? -Infinity)) turn.exchangeFacet = { vector: facetVector, cosine: ofFacet };
+      turn.points.push(index);
+    }
+  });
+  return byTurn;
 }
 
 /**
@@ -198,10 +216,10 @@ function utf8Length(text: string): number {
  * that holds the sentence (the local extractor makes one per sentence), plus the share of the
  * query's terms the sentence contains (which also covers FacetPoints an LLM paraphrased).
  */
-function sentenceScore(points: ReadonlyArray<{ content: string; cosine: number }>, queryTerms: ReadonlySet<string>): (sentence: string) => number {
+function sentenceScore(facts: EpisodeFacts, points: readonly number[], queryTerms: ReadonlySet<string>): (sentence: string) => number {
   return (sentence) => {
     let semantic = 0;
-    for (const { content, cosine } of points) if (content.includes(sentence)) semantic = Math.max(semantic, cosine);
+    for (const index of points) if (facts.points[index]?.content.includes(sentence)) semantic = Math.max(semantic, facts.cosines[index] ?? 0);
     if (queryTerms.size === 0) return semantic;
     let shared = 0;
     for (const term of termsOf(sentence)) if (queryTerms.has(term)) shared++;

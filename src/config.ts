@@ -97,6 +97,12 @@ export interface RetrievalConfig {
     /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
     speaker: number;
     /**
+     * Bonus when the query names a date outright (`flags.dateFocus`) and the turn's session falls
+     * on it, or one of the turn's FacetPoints has a resolved time that does ("yesterday" in a
+     * session of 4 June falls on 3 June).
+     */
+    date: number;
+    /**
      * Subtracted when the turn ends by asking (its text ends with "?"): a question mostly points
      * at evidence its reply holds, and shares the query's words while doing so. In the dev
      * conversations 25% of turns end asking and 14% of gold evidence turns do.
@@ -168,6 +174,13 @@ export interface RetrievalFlags {
    * conversations with several people).
    */
   speakerScope: boolean;
+  /**
+   * Date focus — beyond the paper: when a query names a day or month with its year ("on 3 June,
+   * 2023", "in December 2023"; see `absoluteDates`), the Episodes of sessions on that date that N1 did not select join the
+   * selection (each with its cheapest N1 path, the Episode itself an anchor), and their turns,
+   * and turns whose facts resolve to that date, gain `turnScore.date`.
+   */
+  dateFocus: boolean;
 }
 
 /** What one `add()` may hold (beyond the paper: bounds that keep every later step on bounded text). */
@@ -232,10 +245,10 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, question: 0.2, anchor: 0.5 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, date: 0.5, question: 0.2, anchor: 0.5 },
     unitEpisodes: 15,
     maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors
-    // turnAnchors, turnScore.anchor/.question/.exchange/.speaker, lexicalFullShare, flags.adaptiveFusion,
+    // turnAnchors, turnScore.anchor/.question/.exchange/.speaker/.date, lexicalFullShare, flags.adaptiveFusion,
     // flags.maskSpeakerNames and flags.speakerScope: chosen by
     // `prism eval locomo --loco`: leave-one-conversation-out over the 7 dev conversations, the best
     // LoCoMo recall among the settings whose recall on the implicit-recall cases is at least the
@@ -256,6 +269,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // Both chosen by `prism eval locomo --loco` (see turnAnchors above).
     maskSpeakerNames: true,
     speakerScope: true,
+    // Chosen by `prism eval locomo --loco`, with turnScore.date.
+    dateFocus: true,
   },
   seed: 42, // §6
 };

@@ -24,9 +24,11 @@ import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
 import { countLines } from '../src/util/tokens.ts';
 import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
-import { retrieve } from '../src/retrieve/retrieve.ts';
+import { retrieve, type RetrieveResult } from '../src/retrieve/retrieve.ts';
 import { endsAsking } from '../src/retrieve/units.ts';
 import { maskSpeakerNames, speakerFocus } from '../src/retrieve/speakers.ts';
+import { episodesOn, fallsOn, queryDates } from '../src/retrieve/dates.ts';
+import { absoluteDates } from '../src/ingest/time.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 
@@ -84,7 +86,7 @@ class GraphBuilder {
     return this.edge('belongs_to', id, episodeId);
   }
 
-  point(id: string, facetId: string, content: string, v: Float32Array, extra: { entityId?: string; dialogIds?: string[] } = {}): this {
+  point(id: string, facetId: string, content: string, v: Float32Array, extra: { entityId?: string; dialogIds?: string[]; time?: string } = {}): this {
     const facet = this.nodes.find((n) => n.id === facetId);
     if (facet?.layer !== 'facet') throw new Error(`no facet ${facetId}`);
     this.nodes.push({
@@ -96,8 +98,8 @@ class GraphBuilder {
       facetId,
       content,
       entityId: extra.entityId ?? null,
-      timeText: null,
-      time: null,
+      timeText: extra.time ?? null,
+      time: extra.time ?? null,
       dialogIds: extra.dialogIds ?? [],
     });
     this.vectors.set(id, v);
@@ -717,7 +719,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), speakers: new Set<string>(), lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, factCosines: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), speakers: new Set<string>(), dates: [], lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -990,6 +992,78 @@ describe('speakers the query names', () => {
     // A query naming nobody searches everything.
     const all = await retrieve('What was painted?', deps, { budget: 2000, mode: 'zero-llm' });
     expect(new Set(all.units.map((u) => u.episodeId))).toEqual(new Set(['ep1', 'ep2', 'ep3']));
+  });
+});
+
+describe('dates the query names', () => {
+  /** Sessions of 1, 2 and 3 May 2023; the first is closest to the query, the third farthest. */
+  const threeDays = () =>
+    new GraphBuilder()
+      .episode('ep1', 1, atCos(0.9, 1), [
+        ['D1:1', 'Ana', 'We talked about the garden.'],
+        ['D1:2', 'Ana', 'Yesterday I fixed the fence.'],
+      ])
+      .facet('fc1', 'ep1', 'garden', atCos(0.8, 2))
+      .point('fp1', 'fc1', 'Ana talked about the garden', atCos(0.8, 3), { dialogIds: ['D1:1'] })
+      // "Yesterday" in a session of 1 May resolves to 30 April.
+      .point('fp2', 'fc1', 'Ana fixed the fence yesterday', atCos(0.5, 4), { dialogIds: ['D1:2'], time: '2023-04-30' })
+      .episode('ep2', 2, atCos(0.6, 5), [['D2:1', 'Ana', 'Work was busy.']])
+      .facet('fc2', 'ep2', 'work', atCos(0.5, 6))
+      .point('fp3', 'fc2', 'Ana was busy at work', atCos(0.5, 7), { dialogIds: ['D2:1'] })
+      .episode('ep3', 3, atCos(0.1, 8), [['D3:1', 'Ana', 'We hiked the ridge.']])
+      .facet('fc3', 'ep3', 'hiking', atCos(0.1, 9))
+      .point('fp4', 'fc3', 'Ana hiked the ridge', atCos(0.1, 10), { dialogIds: ['D3:1'] })
+      .build();
+
+  it('reads dates written with their year, at the precision written, and nothing relative', async () => {
+    expect(absoluteDates('What did Gina find on 1 February, 2023?')).toEqual(['2023-02-01']);
+    expect(absoluteDates('What did Maria start in December 2023?')).toEqual(['2023-12']);
+    expect(absoluteDates('Where was she on 05/03/2023?')).toEqual(['2023-05-03']);
+    expect(absoluteDates('Between May 3, 2023 and June 2023?')).toEqual(['2023-05-03', '2023-06']);
+    for (const relative of ['What did I do last week?', 'Where did she move from 4 years ago?', 'What happened on Tuesday?', 'on 3 May?']) {
+      expect(absoluteDates(relative)).toEqual([]);
+    }
+    expect(await queryDates('What did we do on 3 May, 2023?')).toEqual(['2023-05-03']);
+    expect(await queryDates('What did we do yesterday?')).toEqual([]);
+  });
+
+  it('finds the Episodes of sessions on those dates, within a scope', () => {
+    const graph = threeDays();
+    expect(fallsOn('2023-05-03T12:00:00', ['2023-05-03'])).toBe(true);
+    expect(fallsOn('2023-05-03T12:00:00', ['2023-06', '2023-05'])).toBe(true);
+    expect(fallsOn('2023', ['2023-05'])).toBe(false);
+    expect(fallsOn(null, ['2023'])).toBe(false);
+    expect([...episodesOn(graph, ['2023-05'], null, new Set(['ep2']))]).toEqual(['ep1', 'ep3']);
+    expect([...episodesOn(graph, ['2023-05-03'], new Set(['ep1', 'ep2']), new Set())]).toEqual([]);
+    expect(episodesOn(graph, [], null, new Set()).size).toBe(0);
+  });
+
+  it('brings in the session of a date the query names and lifts its turns and those whose facts fall on it', async () => {
+    const deps = depsFor(threeDays());
+    // One Episode searched, one anchor per layer, no turn anchors: only date focus can reach ep3.
+    const narrow = { retrieval: { unitEpisodes: 1, anchorsPerLayer: 1, turnAnchors: 0 } };
+    const search = (query: string, flags: Partial<PrismConfig['flags']>, date = 0.5) =>
+      retrieve(query, deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { ...narrow, flags, retrieval: { ...narrow.retrieval, turnScore: { date } } } });
+    const score = (result: RetrieveResult, dialogId: string) => result.units.find((u) => u.dialogIds.includes(dialogId))?.score;
+
+    const on = await search('What did we do on 3 May, 2023?', { dateFocus: true });
+    const ridge = on.units.find((u) => u.dialogIds.includes('D3:1'));
+    // Reached through its own Episode vector, the one anchor N1 lacked.
+    expect(ridge?.trace.template).toBe('Ep');
+    expect(ridge?.trace.nodes.map((n) => n.id)).toEqual(['ep3']);
+    expect(on.dialogIds).toContain('D3:1');
+    const unweighted = await search('What did we do on 3 May, 2023?', { dateFocus: true }, 0);
+    expect((score(on, 'D3:1') ?? 0) - (score(unweighted, 'D3:1') ?? 0)).toBeCloseTo(0.5, 9);
+    expect(score(on, 'D1:1')).toBe(score(unweighted, 'D1:1'));
+    // Off: the search never leaves the Episode N1 chose.
+    const off = await search('What did we do on 3 May, 2023?', { dateFocus: false });
+    expect(new Set(off.units.map((u) => u.episodeId))).toEqual(new Set(['ep1']));
+
+    // A fact resolved to the date lifts its turn in a session of another day; the other turn keeps its score.
+    const fence = await search('What happened on April 30, 2023?', { dateFocus: true });
+    const fenceUnweighted = await search('What happened on April 30, 2023?', { dateFocus: true }, 0);
+    expect((score(fence, 'D1:2') ?? 0) - (score(fenceUnweighted, 'D1:2') ?? 0)).toBeCloseTo(0.5, 9);
+    expect(score(fence, 'D1:1')).toBe(score(fenceUnweighted, 'D1:1'));
   });
 });
 

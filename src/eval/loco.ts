@@ -11,7 +11,9 @@ export interface LocoCandidate {
  * The settings `prism eval locomo --loco` chooses among: the weight taken off a turn that ends
  * by asking (`question`), the weight of the exchange with an adjacent turn (`exchange`), at the
  * anchor terms 0.5 and 1; the heavier speaker term (0.4) at anchor term 0.5; and named speakers left in the query
- * (no masking, no speaker scope) at the previous choice. Fusion (adaptive, full BM25 trust at
+ * (no masking, no speaker scope) at the previous choice; and at the shipped point, the date term
+ * (`turnScore.date`) at 0 (date focus off), 0.25 and 1 beside the shipped 0.5, which every other
+ * candidate but the first carries. Fusion (adaptive, full BM25 trust at
  * half the query's terms) and turn anchors (10) are the earlier stops' LOCO choices over a wider
  * grid (plain reciprocal-rank fusion, no anchors, anchor terms 0.25 to 16, 20 and 30 anchors);
  * the first candidate, the v0.3 scoring, keeps one point of it in every report.
@@ -26,6 +28,8 @@ interface GridPoint {
   speaker?: number;
   /** `masked`: names out of the query vector, scoped search (the default); `kept`: neither. */
   names?: 'masked' | 'kept';
+  /** The date term (default: the shipped `turnScore.date`); 0 turns date focus off. */
+  date?: number;
 }
 /** The speaker term of the v0.3 scoring, which the turn terms were first tried with. */
 const BASE_SPEAKER = 0.2;
@@ -39,24 +43,31 @@ const TURN_TERMS: ReadonlyArray<Pick<GridPoint, 'question' | 'exchange'>> = [
   { question: 0.4, exchange: 0.5 },
 ];
 const GRID: readonly GridPoint[] = [
-  { fusion: 'rrf', turnAnchors: 0, anchor: 0, names: 'kept' },
+  { fusion: 'rrf', turnAnchors: 0, anchor: 0, names: 'kept', date: 0 },
   ...[0.5, 1].flatMap((anchor) => TURN_TERMS.map((terms): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor, ...terms }))),
   ...TURN_TERMS.map((terms): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, ...terms, speaker: 0.4 })),
   ...[0.5, 1].map((exchange): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange, names: 'kept' })),
+  ...[0, 0.25, 1].map((date): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange: 0.5, speaker: 0.4, date })),
 ];
 
-function candidateName({ fusion, turnAnchors, anchor, question, exchange, speaker, names }: GridPoint): string {
-  const terms = `${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}${exchange ? `x${exchange}` : ''}${speaker === undefined ? '' : `s${speaker}`}`;
+function candidateName({ fusion, turnAnchors, anchor, question, exchange, speaker, names, date }: GridPoint): string {
+  const terms = `${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}${exchange ? `x${exchange}` : ''}${speaker === undefined ? '' : `s${speaker}`}${date === undefined ? '' : `d${date}`}`;
   return `loco:anchors${turnAnchors}${terms}+${fusion}${names === 'kept' ? '+names' : ''}`;
 }
 
 export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
   name: candidateName(point),
   overlay: {
-    flags: { adaptiveFusion: point.fusion !== 'rrf', maskSpeakerNames: point.names !== 'kept', speakerScope: point.names !== 'kept' },
+    flags: { adaptiveFusion: point.fusion !== 'rrf', maskSpeakerNames: point.names !== 'kept', speakerScope: point.names !== 'kept', dateFocus: point.date !== 0 },
     retrieval: {
       turnAnchors: point.turnAnchors,
-      turnScore: { anchor: point.anchor, question: point.question ?? 0, exchange: point.exchange ?? 0, speaker: point.speaker ?? BASE_SPEAKER },
+      turnScore: {
+        anchor: point.anchor,
+        question: point.question ?? 0,
+        exchange: point.exchange ?? 0,
+        speaker: point.speaker ?? BASE_SPEAKER,
+        ...(point.date === undefined || point.date === 0 ? {} : { date: point.date }),
+      },
       ...(point.fusion === 'rrf' ? {} : { lexicalFullShare: 0.5 }),
     },
   },

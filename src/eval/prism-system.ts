@@ -38,8 +38,9 @@ const VARIANTS = {
   // Speaker names left in the query vector; the search not narrowed to the named speakers' Episodes.
   'prism-no-name-masking': { mode: 'zero-llm', overlay: { flags: { maskSpeakerNames: false } } },
   'prism-no-speaker-scope': { mode: 'zero-llm', overlay: { flags: { speakerScope: false } } },
-  // The last stop's retrieval (neither speaker-name step), so one run holds the before and after.
-  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { turnScore: { speaker: 0.2 } }, flags: { maskSpeakerNames: false, speakerScope: false } } },
+  // The last stop's retrieval, so one run holds the before and after: this stop's one change,
+  // date focus, off (so this is also date focus's ablation row).
+  'prism-last-stop': { mode: 'zero-llm', overlay: { flags: { dateFocus: false } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both
@@ -48,7 +49,7 @@ const VARIANTS = {
   'prism-no-adaptive-fusion': { mode: 'zero-llm', overlay: { flags: { adaptiveFusion: false } } },
   'prism-v0.3-scoring': {
     mode: 'zero-llm',
-    overlay: { retrieval: { turnAnchors: 0, turnScore: { question: 0, exchange: 0, speaker: 0.2 } }, flags: { adaptiveFusion: false, maskSpeakerNames: false, speakerScope: false } },
+    overlay: { retrieval: { turnAnchors: 0, turnScore: { question: 0, exchange: 0, speaker: 0.2 } }, flags: { adaptiveFusion: false, maskSpeakerNames: false, speakerScope: false, dateFocus: false } },
   },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },

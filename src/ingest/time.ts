@@ -1,4 +1,5 @@
 import * as chrono from 'chrono-node';
+import { WRITTEN_YEAR } from '../util/written-year.ts';
 
 export interface ResolvedTime {
   /** The expression as written. */
@@ -23,13 +24,36 @@ export function resolveTimeExpression(text: string, reference: string | null): R
   if (year === null || year === undefined) return null;
   // A bare weekday or time of day without a session date is not a date.
   if (!refDate && !start.isCertain('year')) return null;
-  const p = (n: number | null | undefined) => String(n ?? 1).padStart(2, '0');
   let iso: string;
-  if (start.isCertain('day') || (start.isCertain('weekday') && refDate)) iso = `${year}-${p(start.get('month'))}-${p(start.get('day'))}`;
-  else if (start.isCertain('month') || /\bmonth\b/i.test(first.text)) iso = `${year}-${p(start.get('month'))}`;
+  if (start.isCertain('day') || (start.isCertain('weekday') && refDate)) iso = isoPrefix(start, 'day');
+  else if (start.isCertain('month') || /\bmonth\b/i.test(first.text)) iso = isoPrefix(start, 'month');
   else if (/\byear\b/i.test(first.text) || start.isCertain('year')) iso = String(year);
-  else iso = `${year}-${p(start.get('month'))}-${p(start.get('day'))}`;
+  else iso = isoPrefix(start, 'day');
   return { text: first.text, iso };
+}
+
+/**
+ * The dates `text` names outright — a day or a month with its year written ("on 3 June, 2023",
+ * "May 3, 2023", "in December 2023") — as ISO prefixes at that precision: `2023-06-03`,
+ * `2023-12`. Relative expressions ("last week", "two years ago", "on Tuesday") name no date
+ * without a reference and are left out.
+ */
+export function absoluteDates(text: string): string[] {
+  const dates: string[] = [];
+  for (const { text: written, start } of chrono.parse(text, { instant: new Date(0), timezone: 0 }, { forwardDate: false })) {
+    const year = start.get('year');
+    if (!WRITTEN_YEAR.test(written) || year === null || year === undefined) continue;
+    if (start.isCertain('day')) dates.push(isoPrefix(start, 'day'));
+    else if (start.isCertain('month')) dates.push(isoPrefix(start, 'month'));
+  }
+  return dates;
+}
+
+/** `2023-05-07` (day) or `2023-05` (month) of a parsed date. */
+function isoPrefix(start: chrono.ParsedComponents, precision: 'day' | 'month'): string {
+  const p = (n: number | null | undefined) => String(n ?? 1).padStart(2, '0');
+  const month = `${start.get('year') ?? ''}-${p(start.get('month'))}`;
+  return precision === 'day' ? `${month}-${p(start.get('day'))}` : month;
 }
 
 /**

@@ -12,6 +12,8 @@ export interface QueryEvidence {
   queryTerms: ReadonlySet<string>;
   /** The memory's speakers the query names (see `speakerFocus`). */
   speakers: ReadonlySet<string>;
+  /** The dates the query names outright, as ISO prefixes (see `queryDates`; empty under `flags.dateFocus` off). */
+  dates: readonly string[];
   /** Multiplies every BM25 term of a score: 1, or the query's `lexicalConfidence` under adaptive fusion. */
   lexicalWeight: number;
   /** Session-independent turn anchors (empty when off). */

@@ -11,6 +11,8 @@ import { bundleOrder, localPrecision, rerankWithLlm, type Compression } from './
 import type { QueryEvidence } from './evidence.ts';
 import { routeIntent, type IntentDecision } from './intent.ts';
 import { termsOf } from './lexical.ts';
+import { episodesOn, queryDates } from './dates.ts';
+import { dot } from '../util/vectors.ts';
 import { packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
@@ -89,6 +91,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
 
   const queryTerms = termsOf(query);
   const focus = speakerFocus(deps.graph, queryTerms);
+  const dates = config.flags.dateFocus ? await queryDates(query) : [];
   // Speaker scope: the named speakers' Episodes, when they are fewer than all (see `speakerScope`).
   const scope = config.flags.speakerScope ? focus.episodes : null;
   const queryVector = await deps.embedQuery(config.flags.maskSpeakerNames ? maskSpeakerNames(query, focus.nameTerms) : query, signal);
@@ -137,7 +140,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
-  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers: focus.speakers, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers: focus.speakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
@@ -150,8 +153,10 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // the budget decides how many of the ranked Episodes fit.
   const selectAll = !config.flags.compression || (options.budget !== undefined && options.m === undefined);
   const selected = selectAll ? [...compression.ranked, ...beyondBundle(searched, compression.ranked)] : compression.ranked.slice(0, keep);
-  const outside = anchorEpisodes(deps.graph, dense.facet, selected, evidence.turnAnchors, { queryVector, intent: routed.intent, config });
-  const units = buildUnits(deps.graph, selected, evidence, config, fineBudget, outside);
+  // Date focus serves fine units, as turn anchors do; without a budget the context is the M Episodes.
+  const chosen = fineBudget === null ? selected : [...selected, ...datedEpisodes(deps.graph, anchors, selected, scope, dates, { queryVector, intent: routed.intent, config })];
+  const outside = anchorEpisodes(deps.graph, dense.facet, chosen, evidence.turnAnchors, { queryVector, intent: routed.intent, config });
+  const units = buildUnits(deps.graph, chosen, evidence, config, fineBudget, outside);
   const packed = packContext(units, options.budget ?? Infinity);
   const byId = new Map(units.map((u) => [u.id, u]));
 
@@ -179,6 +184,32 @@ function beyondBundle(searched: readonly BundleEntry[], ranked: readonly RankedE
   const seen = new Set(ranked.map((e) => e.episodeId));
   const floor = Math.min(...ranked.map((e) => e.score));
   return searched.filter((e) => !seen.has(e.episodeId)).map((entry) => ({ ...entry, score: floor }));
+}
+
+/**
+ * Episodes of sessions on a date the query names (`flags.dateFocus`) that the selection left
+ * out, within the speaker scope, after it at its lowest score, so no selected Episode loses to
+ * them on it. Each comes with its cheapest N1 path: from the query's anchors, or from the
+ * Episode itself as an anchor at its own cosine to the query, whichever costs less, so that every
+ * one of them has a path.
+ */
+function datedEpisodes(
+  graph: MemoryGraph,
+  anchors: LayerAnchors,
+  selected: readonly RankedEpisode[],
+  scope: ReadonlySet<string> | null,
+  dates: readonly string[],
+  query: { queryVector: Float32Array; intent: Intent; config: PrismConfig },
+): RankedEpisode[] {
+  const wanted = episodesOn(graph, dates, scope, new Set(selected.map((e) => e.episodeId)));
+  if (wanted.size === 0) return [];
+  const own = [...wanted].map((id) => {
+    const vector = graph.vectors.get(id);
+    return { id, score: vector ? dot(vector, query.queryVector) : 0 };
+  });
+  const withOwn: LayerAnchors = { ...anchors, episode: [...anchors.episode, ...own] };
+  const floor = selected.length > 0 ? Math.min(...selected.map((e) => e.score)) : 0;
+  return bundleSearch(graph, withOwn, query.queryVector, query.intent, query.config, wanted.size, wanted).map((entry) => ({ ...entry, score: floor }));
 }
 
 /**

@@ -3,6 +3,7 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLine } from '../ingest/chunking.ts';
 import { factCosines, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
+import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
 import { dot } from '../util/vectors.ts';
@@ -89,6 +90,10 @@ export function buildUnits(
     // The N1 path relevance of the Episode, shared by its turns: how close the best path to it is.
     const episodeTerm = onlyAnchored ? 0 : w.episode * episodeWeight + w.relevance * (1 - episode.cost);
     // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
+    // A query naming a date asks about what was said that day, or about what happened then.
+    const sessionOnDate = fallsOn(node.time ?? chunk.time, evidence.dates);
+    const onDate = (i: number): boolean =>
+      sessionOnDate || (evidence.dates.length > 0 && (ofTurn[i]?.points ?? []).some((index) => fallsOn(facts.points[index]?.time ?? null, evidence.dates)));
     const exchanges = w.exchange === 0 ? [] : ofTurn.slice(1).map((facts, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, facts?.exchangeFacet));
     chunk.turns.forEach((turn, i) => {
       const anchorCosine = anchored?.get(turn.dialogId);
@@ -103,7 +108,8 @@ export function buildUnits(
         w.neighbourLexical * Math.max(lexicalOf(i - 1), lexicalOf(i + 1)) +
         w.exchange * Math.max(0, exchanges[i - 1] ?? 0, exchanges[i] ?? 0) +
         // A query that names a person asks, most of the time, about what that person said.
-        (evidence.speakers.has(turn.speaker) ? w.speaker : 0) -
+        (evidence.speakers.has(turn.speaker) ? w.speaker : 0) +
+        (onDate(i) ? w.date : 0) -
         (endsAsking(turn.text) ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
       const long = exceeds(lineOf(turn), maxTurnTokens);

@@ -12,7 +12,7 @@ export interface LocoCandidate {
  * by asking (`question`), the weight of the exchange with an adjacent turn (`exchange`), at the
  * anchor terms 0.5 and 1; the heavier speaker term (0.4) at anchor term 0.5; and named speakers left in the query
  * (no masking, no speaker scope) at the previous choice; and at the shipped point, the date term
- * (`turnScore.date`) at 0 (date focus off), 0.25 and 1 beside the shipped 0.5, which every other
+ * (`turnScore.date`) at 0 (date focus off), 0.25 and 0.5 beside the shipped 1, which every other
  * candidate but the first carries. Fusion (adaptive, full BM25 trust at
  * half the query's terms) and turn anchors (10) are the earlier stops' LOCO choices over a wider
  * grid (plain reciprocal-rank fusion, no anchors, anchor terms 0.25 to 16, 20 and 30 anchors);
@@ -47,7 +47,7 @@ const GRID: readonly GridPoint[] = [
   ...[0.5, 1].flatMap((anchor) => TURN_TERMS.map((terms): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor, ...terms }))),
   ...TURN_TERMS.map((terms): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, ...terms, speaker: 0.4 })),
   ...[0.5, 1].map((exchange): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange, names: 'kept' })),
-  ...[0, 0.25, 1].map((date): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange: 0.5, speaker: 0.4, date })),
+  ...[0, 0.25, 0.5].map((date): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange: 0.5, speaker: 0.4, date })),
 ];
 
 function candidateName({ fusion, turnAnchors, anchor, question, exchange, speaker, names, date }: GridPoint): string {

@@ -89,12 +89,12 @@ export function buildUnits(
     const lexicalOf = (i: number): number => lexicalOfTurn[i] ?? 0;
     // The N1 path relevance of the Episode, shared by its turns: how close the best path to it is.
     const episodeTerm = onlyAnchored ? 0 : w.episode * episodeWeight + w.relevance * (1 - episode.cost);
-    // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
     // A query naming a date asks about what was said that day, or about what happened then.
     const sessionOnDate = fallsOn(node.time ?? chunk.time, evidence.dates);
     const onDate = (i: number): boolean =>
       sessionOnDate || (evidence.dates.length > 0 && (ofTurn[i]?.points ?? []).some((index) => fallsOn(facts.points[index]?.time ?? null, evidence.dates)));
-    const exchanges = w.exchange === 0 ? [] : ofTurn.slice(1).map((facts, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, facts?.exchangeFacet));
+    // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
+    const exchanges = w.exchange === 0 ? [] : ofTurn.slice(1).map((next, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, next?.exchangeFacet));
     chunk.turns.forEach((turn, i) => {
       const anchorCosine = anchored?.get(turn.dialogId);
       if (onlyAnchored && anchorCosine === undefined) return;

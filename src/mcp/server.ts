@@ -76,7 +76,10 @@ export function createPrismMcpServer(memory: Memory, options: PrismMcpOptions = 
       description:
         'Find what the memory holds about a question. Returns `context` (dated conversation lines, ready for a prompt) and the ranked `units` with their turns.',
       inputSchema: {
-        query: z.string().min(1).describe('The question or topic, e.g. "When did Sam adopt the dog?"'),
+        query: z
+          .string()
+          .min(1)
+          .describe('The question or topic, e.g. "When did Sam adopt the dog?". Name people and dates as written ("What did Sam say on 3 May, 2023?"): named speakers and dates focus the search.'),
         userId,
         budget: z.number().int().min(32).max(32768).optional().describe(`Most context tokens (default ${options.defaultBudget ?? DEFAULT_MCP_BUDGET}).`),
       },

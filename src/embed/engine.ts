@@ -26,7 +26,8 @@ export interface EngineSession {
 export interface OrtModule<SessionOptions> {
   Tensor: new (type: 'int64', data: BigInt64Array, dims: readonly number[]) => unknown;
   InferenceSession: {
-    create(bytes: Uint8Array, options: SessionOptions): Promise<OrtSession>;
+    /** From the model's bytes, or (onnxruntime-node) from a file path. */
+    create(model: Uint8Array | string, options: SessionOptions): Promise<OrtSession>;
   };
 }
 
@@ -38,8 +39,8 @@ interface OrtSession {
 }
 
 /** Wraps an onnxruntime session (web or node: the same JS API) as an `EngineSession`. */
-export async function ortSession<SessionOptions>(ort: OrtModule<SessionOptions>, modelBytes: Uint8Array, options: SessionOptions): Promise<EngineSession> {
-  const session = await ort.InferenceSession.create(modelBytes, options);
+export async function ortSession<SessionOptions>(ort: OrtModule<SessionOptions>, model: Uint8Array | string, options: SessionOptions): Promise<EngineSession> {
+  const session = await ort.InferenceSession.create(model, options);
   return {
     inputNames: session.inputNames,
     async run(feeds, rows, width) {

@@ -1,4 +1,6 @@
-import { availableParallelism } from 'node:os';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ortSession, type InferenceEngine, type OrtModule } from './engine.ts';
 
 /** The options of onnxruntime-node 1.14's `InferenceSession.create` that the engine sets. */
@@ -27,12 +29,21 @@ export function onnxNodeEngine(options: NodeEngineOptions = {}): InferenceEngine
       // transpile to CommonJS (tsx, vitest) as the namespace itself.
       const loaded: { default?: unknown } = await import('onnxruntime-node');
       const ort = ('InferenceSession' in loaded ? loaded : loaded.default) as OrtModule<NodeSessionOptions>;
-      return ortSession(ort, modelBytes, {
-        executionProviders: ['cpu'],
-        graphOptimizationLevel: 'all',
-        intraOpNumThreads: threads,
-        interOpNumThreads: 1,
-      });
+      const options: NodeSessionOptions = { executionProviders: ['cpu'], graphOptimizationLevel: 'all', intraOpNumThreads: threads, interOpNumThreads: 1 };
+      // onnxruntime-node 1.14 runs a session made from a file faster than one made from the same
+      // bytes in memory, with bit-identical outputs (one short query, MiniLM fp32: ~5.5 vs ~7.5 ms,
+      // measured in one process), so the bytes (after the int8 rewrite) go through a temporary file,
+      // read whole at creation. Where no temporary file can be written (read-only or full disk), the bytes are used.
+      const dir = await mkdtemp(join(tmpdir(), 'prism-onnx-')).catch(() => null);
+      if (dir === null) return ortSession(ort, modelBytes, options);
+      try {
+        const file = join(dir, 'model.onnx');
+        const written = await writeFile(file, modelBytes).then(() => true, () => false);
+        return await ortSession(ort, written ? file : modelBytes, options);
+      } finally {
+        // A leftover temporary directory is harmless; failing to remove one must not fail the load.
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      }
     },
   };
 }

@@ -182,8 +182,13 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
  */
 function beyondBundle(searched: readonly BundleEntry[], ranked: readonly RankedEpisode[]): RankedEpisode[] {
   const seen = new Set(ranked.map((e) => e.episodeId));
-  const floor = Math.min(...ranked.map((e) => e.score));
+  const floor = lowestScore(ranked);
   return searched.filter((e) => !seen.has(e.episodeId)).map((entry) => ({ ...entry, score: floor }));
+}
+
+/** The lowest score of a ranking, where Episodes joining after it are placed (0 for none). */
+function lowestScore(ranked: readonly RankedEpisode[]): number {
+  return ranked.length > 0 ? Math.min(...ranked.map((e) => e.score)) : 0;
 }
 
 /**
@@ -208,7 +213,7 @@ function datedEpisodes(
     return { id, score: vector ? dot(vector, query.queryVector) : 0 };
   });
   const withOwn: LayerAnchors = { ...anchors, episode: [...anchors.episode, ...own] };
-  const floor = selected.length > 0 ? Math.min(...selected.map((e) => e.score)) : 0;
+  const floor = lowestScore(selected);
   return bundleSearch(graph, withOwn, query.queryVector, query.intent, query.config, wanted.size, wanted).map((entry) => ({ ...entry, score: floor }));
 }
 

@@ -131,6 +131,13 @@ export interface RetrievalConfig {
    */
   unitEpisodes: number;
   /**
+   * Fine units (beyond the paper): past `unitEpisodes`, more of the cheapest N1 Episodes join
+   * while the joined ones hold fewer tokens than this many times the budget, so that a memory
+   * of many short sessions offers the packer as much text to choose from as one of long
+   * sessions does. 0 = `unitEpisodes` alone.
+   */
+  unitBudgets: number;
+  /**
    * Under `flags.speakerScope`, the anchor searches fetch (all Episodes ÷ the named speakers'
    * Episodes) times as many hits, at most this many times, so that about `anchorsPerLayer` of
    * them fall in the named speakers' Episodes.
@@ -247,6 +254,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
     turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, date: 1, question: 0.2, anchor: 0.5 },
     unitEpisodes: 15,
+    unitBudgets: 5, // LOCO's choice among 0, 3 and 5 (8 needs a second N1 search on LoCoMo sessions at 2,048: +1.5 ms)
     maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors
     // turnAnchors, turnScore.anchor/.question/.exchange/.speaker/.date, lexicalFullShare, flags.adaptiveFusion,
     // flags.maskSpeakerNames and flags.speakerScope: chosen by

@@ -29,6 +29,7 @@ import { endsAsking } from '../src/retrieve/units.ts';
 import { maskSpeakerNames, speakerFocus } from '../src/retrieve/speakers.ts';
 import { episodesOn, fallsOn, queryDates } from '../src/retrieve/dates.ts';
 import { absoluteDates } from '../src/ingest/time.ts';
+import { turnLine } from '../src/ingest/chunking.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 
@@ -70,7 +71,7 @@ class GraphBuilder {
       id: chunkId,
       sessionId: `conv-test/session_${order}`,
       header,
-      text: header,
+      text: [header, ...turns.map(([dialogId, speaker, text]) => turnLine({ dialogId, speaker, text }))].join('\n'),
       time,
       order,
       turns: turns.map(([dialogId, speaker, text]) => ({ dialogId, speaker, text })),
@@ -795,9 +796,44 @@ describe('zero-LLM precision, units and packing', () => {
     expect(replies.indexOf('D1:2')).toBeLessThan(replies.indexOf('D3:1'));
     // Turns come from unitEpisodes Episodes (at least K), not only the K of the bundle.
     const from = async (unitEpisodes: number) =>
-      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
+      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes, unitBudgets: 0, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
     expect((await from(1)).size).toBe(1);
     expect((await from(3)).size).toBe(3);
+  });
+
+  it('draws fine units from more Episodes while those joined hold less text than unitBudgets budgets', async () => {
+    // Six short sessions, the earlier ones closer to the query: N1 takes them in order.
+    const builder = new GraphBuilder();
+    for (let i = 1; i <= 6; i++) {
+      builder.episode(`ep${i}`, i, atCos(0.9 - i / 20, i), [
+        [`D${i}:1`, 'Melanie', `We went to the lake on day ${i} and painted the water.`],
+        [`D${i}:2`, 'Caroline', `That sounds like a calm day ${i}, I love the lake.`],
+      ]);
+    }
+    const graph = builder.build();
+    const deps = depsFor(graph);
+    const episodesFor = async (unitBudgets: number, budget: number) =>
+      // N3 ranks every Episode searched for fine units.
+      new Set((await retrieve('q', deps, { budget, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes: 2, unitBudgets, turnAnchors: 0 } } })).ranked.map((e) => e.episodeId));
+    const chunkTokens = (i: number) => countTokens(graph.chunks.get(`chunk-ep${i}`)!.text);
+    // The fewest Episodes, in N1 order and at least unitEpisodes, that hold `tokens`.
+    const holding = (tokens: number) => {
+      let held = 0;
+      for (let n = 1; n <= 6; n++) if ((held += chunkTokens(n)) >= tokens && n >= 2) return n;
+      return 6;
+    };
+    // Off: unitEpisodes alone, whatever the budget.
+    expect((await episodesFor(0, 2000)).size).toBe(2);
+    // A budget the first two sessions' text covers many times over needs no more of them…
+    expect((await episodesFor(1, 20)).size).toBe(2);
+    // …a larger one draws on as many as hold unitBudgets × budget tokens, in N1 order…
+    const budget = 40;
+    const wanted = holding(3 * budget);
+    expect(wanted).toBeGreaterThan(2);
+    expect(wanted).toBeLessThan(6);
+    expect([...(await episodesFor(3, budget))].sort()).toEqual(Array.from({ length: wanted }, (_, i) => `ep${i + 1}`));
+    // …and all of them when even all hold less.
+    expect((await episodesFor(5, 2000)).size).toBe(6);
   });
 
   it('scores a turn by the exchange it makes with an adjacent turn: (q·a + q·b) / |a + b|', async () => {
@@ -1041,7 +1077,7 @@ describe('dates the query names', () => {
   it('brings in the session of a date the query names and lifts its turns and those whose facts fall on it', async () => {
     const deps = depsFor(threeDays());
     // One Episode searched, one anchor per layer, no turn anchors: only date focus can reach ep3.
-    const narrow = { retrieval: { unitEpisodes: 1, anchorsPerLayer: 1, turnAnchors: 0 } };
+    const narrow = { retrieval: { unitEpisodes: 1, unitBudgets: 0, anchorsPerLayer: 1, turnAnchors: 0 } };
     const search = (query: string, flags: Partial<PrismConfig['flags']>, date = 0.5) =>
       retrieve(query, deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { ...narrow, flags, retrieval: { ...narrow.retrieval, turnScore: { date } } } });
     const score = (result: RetrieveResult, dialogId: string) => result.units.find((u) => u.dialogIds.includes(dialogId))?.score;
@@ -1106,7 +1142,7 @@ describe('session-independent turn anchors and adaptive fusion', () => {
   it('offers an anchored turn whose Episode N1 left out, with its Facet path as trace', async () => {
     const deps = depsFor(anchorGraph());
     const run = (turnAnchorCount: number) =>
-      retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes: 1, turnAnchors: turnAnchorCount } } });
+      retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes: 1, unitBudgets: 0, turnAnchors: turnAnchorCount } } });
     const without = await run(0);
     expect(without.units.map((u) => u.dialogIds[0])).toEqual(['D1:1']);
     const withAnchors = await run(1);

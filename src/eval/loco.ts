@@ -11,9 +11,10 @@ export interface LocoCandidate {
  * The settings `prism eval locomo --loco` chooses among: the weight taken off a turn that ends
  * by asking (`question`), the weight of the exchange with an adjacent turn (`exchange`), at the
  * anchor terms 0.5 and 1; the heavier speaker term (0.4) at anchor term 0.5; and named speakers left in the query
- * (no masking, no speaker scope) at the previous choice; and at the shipped point, the date term
+ * (no masking, no speaker scope) at the previous choice; at the shipped point, the date term
  * (`turnScore.date`) at 0 (date focus off), 0.25 and 0.5 beside the shipped 1, which every other
- * candidate but the first carries. Fusion (adaptive, full BM25 trust at
+ * candidate but the first carries; and at the shipped point, the fine units' Episodes sized by
+ * text (`unitBudgets`) at 0 (off) and 3 beside the shipped 5, which every other candidate carries. Fusion (adaptive, full BM25 trust at
  * half the query's terms) and turn anchors (10) are the earlier stops' LOCO choices over a wider
  * grid (plain reciprocal-rank fusion, no anchors, anchor terms 0.25 to 16, 20 and 30 anchors);
  * the first candidate, the v0.3 scoring, keeps one point of it in every report.
@@ -30,6 +31,8 @@ interface GridPoint {
   names?: 'masked' | 'kept';
   /** The date term (default: the shipped `turnScore.date`); 0 turns date focus off. */
   date?: number;
+  /** `retrieval.unitBudgets` (default: the shipped one). */
+  unitBudgets?: number;
 }
 /** The speaker term of the v0.3 scoring, which the turn terms were first tried with. */
 const BASE_SPEAKER = 0.2;
@@ -48,10 +51,11 @@ const GRID: readonly GridPoint[] = [
   ...TURN_TERMS.map((terms): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, ...terms, speaker: 0.4 })),
   ...[0.5, 1].map((exchange): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange, names: 'kept' })),
   ...[0, 0.25, 0.5].map((date): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange: 0.5, speaker: 0.4, date })),
+  ...[0, 3].map((unitBudgets): GridPoint => ({ fusion: 'adaptive0.5', turnAnchors: 10, anchor: 0.5, question: 0.2, exchange: 0.5, speaker: 0.4, unitBudgets })),
 ];
 
-function candidateName({ fusion, turnAnchors, anchor, question, exchange, speaker, names, date }: GridPoint): string {
-  const terms = `${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}${exchange ? `x${exchange}` : ''}${speaker === undefined ? '' : `s${speaker}`}${date === undefined ? '' : `d${date}`}`;
+function candidateName({ fusion, turnAnchors, anchor, question, exchange, speaker, names, date, unitBudgets }: GridPoint): string {
+  const terms = `${anchor ? `w${anchor}` : ''}${question ? `q${question}` : ''}${exchange ? `x${exchange}` : ''}${speaker === undefined ? '' : `s${speaker}`}${date === undefined ? '' : `d${date}`}${unitBudgets === undefined ? '' : `u${unitBudgets}`}`;
   return `loco:anchors${turnAnchors}${terms}+${fusion}${names === 'kept' ? '+names' : ''}`;
 }
 
@@ -69,6 +73,7 @@ export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
         ...(point.date === undefined || point.date === 0 ? {} : { date: point.date }),
       },
       ...(point.fusion === 'rrf' ? {} : { lexicalFullShare: 0.5 }),
+      ...(point.unitBudgets === undefined ? {} : { unitBudgets: point.unitBudgets }),
     },
   },
 }));

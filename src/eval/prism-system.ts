@@ -39,17 +39,18 @@ const VARIANTS = {
   'prism-no-name-masking': { mode: 'zero-llm', overlay: { flags: { maskSpeakerNames: false } } },
   'prism-no-speaker-scope': { mode: 'zero-llm', overlay: { flags: { speakerScope: false } } },
   // The last stop's retrieval, so one run holds the before and after: this stop's one change,
-  // date focus, off (so this is also date focus's ablation row).
-  'prism-last-stop': { mode: 'zero-llm', overlay: { flags: { dateFocus: false } } },
+  // fine units' Episodes sized by text, off (so this is also its ablation row).
+  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { unitBudgets: 0 } } },
+  'prism-no-date-focus': { mode: 'zero-llm', overlay: { flags: { dateFocus: false } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
-  'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0 } } },
+  'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0, unitBudgets: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both
   // with the question prior and exchange terms off too (the v0.3 scoring).
   'prism-no-turn-anchors': { mode: 'zero-llm', overlay: { retrieval: { turnAnchors: 0 } } },
   'prism-no-adaptive-fusion': { mode: 'zero-llm', overlay: { flags: { adaptiveFusion: false } } },
   'prism-v0.3-scoring': {
     mode: 'zero-llm',
-    overlay: { retrieval: { turnAnchors: 0, turnScore: { question: 0, exchange: 0, speaker: 0.2 } }, flags: { adaptiveFusion: false, maskSpeakerNames: false, speakerScope: false, dateFocus: false } },
+    overlay: { retrieval: { turnAnchors: 0, unitBudgets: 0, turnScore: { question: 0, exchange: 0, speaker: 0.2 } }, flags: { adaptiveFusion: false, maskSpeakerNames: false, speakerScope: false, dateFocus: false } },
   },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },

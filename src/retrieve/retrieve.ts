@@ -13,7 +13,7 @@ import { routeIntent, type IntentDecision } from './intent.ts';
 import { termsOf } from './lexical.ts';
 import { episodesOn, queryDates } from './dates.ts';
 import { dot } from '../util/vectors.ts';
-import { packContext } from './pack.ts';
+import { countTokens, packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
@@ -135,7 +135,10 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
   const fineBudget = config.flags.fineUnits && options.budget !== undefined ? options.budget : null;
   // Fine units may draw on more Episodes than the K that N3 and ER@K see (`unitEpisodes`).
-  const searched = bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, fineBudget === null ? k : Math.max(k, config.retrieval.unitEpisodes), scope);
+  const searched =
+    fineBudget === null
+      ? bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, k, scope)
+      : searchForUnits(deps.graph, anchors, { queryVector, intent: routed.intent, config }, Math.max(k, config.retrieval.unitEpisodes), config.retrieval.unitBudgets * fineBudget, scope);
   const bundle = searched.slice(0, k);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
@@ -174,6 +177,38 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
     ranked: compression.ranked,
     warnings: [...routed.warnings, ...compression.warnings],
   };
+}
+
+/**
+ * The cheapest N1 Episodes whose turns fine units are drawn from: at least `least` of them, and
+ * more while they hold fewer than `tokens` tokens (`unitBudgets`). When the Episodes found hold
+ * too little, the search asks again for more, until no more are reachable.
+ */
+function searchForUnits(
+  graph: MemoryGraph,
+  anchors: LayerAnchors,
+  query: { queryVector: Float32Array; intent: Intent; config: PrismConfig },
+  least: number,
+  tokens: number,
+  scope: ReadonlySet<string> | null,
+): BundleEntry[] {
+  let size = least;
+  for (;;) {
+    const found = bundleSearch(graph, anchors, query.queryVector, query.intent, query.config, size, scope);
+    let held = 0;
+    const enough = found.findIndex((entry, i) => (held += episodeTokens(graph, entry.episodeId)) >= tokens && i + 1 >= least);
+    if (enough >= 0) return found.slice(0, enough + 1);
+    if (found.length < size) return found;
+    // As many Episodes as the text per Episode found so far suggests, a quarter more, at least twice as many.
+    size = Math.max(2 * size, held > 0 ? Math.ceil((1.25 * size * tokens) / held) : 0);
+  }
+}
+
+/** Tokens of an Episode's chunk text (remembered by `countTokens`); 0 for an unknown one. */
+function episodeTokens(graph: MemoryGraph, episodeId: string): number {
+  const node = graph.nodes.get(episodeId);
+  const chunk = node?.layer === 'episode' ? graph.chunks.get(node.chunkId) : undefined;
+  return chunk ? countTokens(chunk.text) : 0;
 }
 
 /**

@@ -126,8 +126,9 @@ export interface RetrievalConfig {
    */
   lexicalFullShare: number;
   /**
-   * Fine units (beyond the paper): the turns offered to the packer come from this many of the
-   * cheapest N1 Episodes (at least K). Only a token budget uses them; N3 and ER@K keep K.
+   * Fine units (beyond the paper): the turns offered to the packer come from at least this many
+   * of the cheapest N1 Episodes (at least K; more under `unitBudgets`). Only a token budget uses
+   * them; N3 and ER@K keep K.
    */
   unitEpisodes: number;
   /**

@@ -14,8 +14,9 @@ export interface LocoCandidate {
  * (no masking, no speaker scope) at the previous choice; at the shipped point, the date term
  * (`turnScore.date`) at 0 (date focus off), 0.25 and 0.5 beside the shipped 1, which every other
  * candidate but the first carries; and at the shipped point, the fine units' Episodes sized by
- * text (`unitBudgets`) at 0 (off) and 3 beside the shipped 5, which every other candidate carries. Fusion (adaptive, full BM25 trust at
- * half the query's terms) and turn anchors (10) are the earlier stops' LOCO choices over a wider
+ * text (`unitBudgets`) at 0 (off) and 3 beside the shipped 5, which every other candidate
+ * carries. Fusion (adaptive, full BM25 trust at half the query's terms) and turn anchors (10)
+ * are the earlier stops' LOCO choices over a wider
  * grid (plain reciprocal-rank fusion, no anchors, anchor terms 0.25 to 16, 20 and 30 anchors);
  * the first candidate, the v0.3 scoring, keeps one point of it in every report.
  */

@@ -192,12 +192,17 @@ function searchForUnits(
   tokens: number,
   scope: ReadonlySet<string> | null,
 ): BundleEntry[] {
+  const search = (size: number) => bundleSearch(graph, anchors, query.queryVector, query.intent, query.config, size, scope);
+  // Off (`unitBudgets` 0): the `least` cheapest, without counting their text.
+  if (tokens <= 0) return search(least);
   let size = least;
   for (;;) {
-    const found = bundleSearch(graph, anchors, query.queryVector, query.intent, query.config, size, scope);
+    const found = search(size);
     let held = 0;
-    const enough = found.findIndex((entry, i) => (held += episodeTokens(graph, entry.episodeId)) >= tokens && i + 1 >= least);
-    if (enough >= 0) return found.slice(0, enough + 1);
+    for (const [i, entry] of found.entries()) {
+      held += episodeTokens(graph, entry.episodeId);
+      if (held >= tokens && i + 1 >= least) return found.slice(0, i + 1);
+    }
     if (found.length < size) return found;
     // As many Episodes as the text per Episode found so far suggests, a quarter more, at least twice as many.
     size = Math.max(2 * size, held > 0 ? Math.ceil((1.25 * size * tokens) / held) : 0);

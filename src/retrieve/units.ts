@@ -1,12 +1,12 @@
 import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { ChunkTurn } from '../graph/types.ts';
+import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
 import { turnLine } from '../ingest/chunking.ts';
 import { factCosines, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
-import { dot } from '../util/vectors.ts';
+import { dot, dotEach } from '../util/vectors.ts';
 import { countTokens, type ContextUnit } from './pack.ts';
 import type { PathTrace, RankedEpisode } from './types.ts';
 
@@ -67,22 +67,11 @@ export function buildUnits(
   // Anchored turns of Episodes outside the selection join on their own turn evidence alone.
   episodes.push(...anchorOnly.flatMap((episode) => resolve(episode, true)));
   const units: RetrievedUnit[] = [];
-  // A Facet holds several FacetPoints: its cosine is taken once per query.
-  const facetCosines = new Map<string, number>();
-  const facetCosine = (facetId: string): number => {
-    let cosine = facetCosines.get(facetId);
-    if (cosine === undefined) {
-      const vector = graph.vectors.get(facetId);
-      facetCosines.set(facetId, (cosine = vector ? dot(vector, evidence.queryVector) : 0));
-    }
-    return cosine;
-  };
   for (const { episode, node, chunk, onlyAnchored } of episodes) {
     const episodeWeight = onlyAnchored ? 0 : hi > lo ? (episode.score - lo) / (hi - lo) : 1;
     const anchored = evidence.turnAnchors.get(node.id);
     const facts = factCosines(graph, node.id, evidence);
-    const byTurn = turnFacts(facts, facetCosine, w.exchange === 0 ? null : graph.vectors);
-    const ofTurn = chunk.turns.map((turn) => byTurn.get(turn.dialogId));
+    const ofTurn = turnFacts(facts, chunk, graph.vectors, evidence.queryVector, w.exchange !== 0);
     const lexical = evidence.lexicalTurns.get(node.id);
     const lexicalOfTurn = chunk.turns.map((turn) => (lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0));
     const factOf = (i: number): number => Math.max(0, ofTurn[i]?.fact ?? 0);
@@ -143,38 +132,96 @@ interface TurnFacts {
   /** The Facet closest to the query among those holding one of them and having a vector (`turnScore.exchange`). */
   exchangeFacet: { vector: Float32Array; cosine: number } | undefined;
   /** Their indices in the Episode's `EpisodeFacts`, in its order (for excerpts of long turns). */
-  points: number[];
+  points: readonly number[];
 }
 
 /**
- * The Episode's fact cosines gathered by turn (dialog id). `facetVectors` is null when the
- * exchange term is off, so no Facet vector is looked up for it.
+ * Which FacetPoints and Facets each turn of an Episode has: the same for every query, so kept
+ * while the graph's FacetPoint list for the Episode is (the graph replaces that list when a node
+ * or edge changes). Vectors are not kept here: they are read from the graph every query.
  */
-function turnFacts(facts: EpisodeFacts, facetCosine: (facetId: string) => number, facetVectors: ReadonlyMap<string, Float32Array> | null): Map<string, TurnFacts> {
-  const byTurn = new Map<string, TurnFacts>();
-  facts.points.forEach((point, index) => {
-    const cosine = facts.cosines[index] ?? 0;
-    const ofFacet = facetCosine(point.facetId);
-    const facetVector = facetVectors?.get(point.facetId);
+interface TurnIndex {
+  chunk: Chunk;
+  /** The Episode's Facets, in the order their FacetPoints come. */
+  facetIds: readonly string[];
+  /** By turn position in the chunk: indices of its FacetPoints in `EpisodeFacts.points`, in order (null: none). */
+  points: readonly (readonly number[] | null)[];
+  /** By turn position: slots in `facetIds` of the Facets holding those FacetPoints, first seen first. */
+  facets: readonly (readonly number[])[];
+}
+
+const turnIndexes = new WeakMap<readonly FacetPointNode[], TurnIndex>();
+
+function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk): TurnIndex {
+  const known = turnIndexes.get(points);
+  if (known?.chunk === chunk) return known;
+  const facetSlots = new Map<string, number>();
+  const byDialog = new Map<string, { points: number[]; facets: number[] }>();
+  points.forEach((point, index) => {
+    let slot = facetSlots.get(point.facetId);
+    if (slot === undefined) facetSlots.set(point.facetId, (slot = facetSlots.size));
     for (const dialogId of point.dialogIds) {
-      let turn = byTurn.get(dialogId);
-      if (!turn) byTurn.set(dialogId, (turn = { fact: -1, facet: -1, exchangeFacet: undefined, points: [] }));
-      turn.fact = Math.max(cosine, turn.fact);
-      turn.facet = Math.max(ofFacet, turn.facet);
-      if (facetVector && ofFacet > (turn.exchangeFacet?.cosine ?? -Infinity)) turn.exchangeFacet = { vector: facetVector, cosine: ofFacet };
+      let turn = byDialog.get(dialogId);
+      if (!turn) byDialog.set(dialogId, (turn = { points: [], facets: [] }));
       turn.points.push(index);
+      if (!turn.facets.includes(slot)) turn.facets.push(slot);
     }
   });
-  return byTurn;
+  const ofTurn = chunk.turns.map((turn) => byDialog.get(turn.dialogId));
+  const index: TurnIndex = { chunk, facetIds: [...facetSlots.keys()], points: ofTurn.map((t) => t?.points ?? null), facets: ofTurn.map((t) => t?.facets ?? []) };
+  turnIndexes.set(points, index);
+  return index;
+}
+
+/**
+ * The Episode's fact cosines gathered by turn, in the chunk's turn order (undefined: the turn
+ * gave no FacetPoint). The exchange Facet is looked up only when `exchange` is on.
+ */
+function turnFacts(facts: EpisodeFacts, chunk: Chunk, vectors: ReadonlyMap<string, Float32Array>, queryVector: Float32Array, exchange: boolean): (TurnFacts | undefined)[] {
+  const index = turnIndexOf(facts.points, chunk);
+  // A Facet holds several FacetPoints: its cosine is taken once per query (0 without a vector).
+  const facetVectors = index.facetIds.map((id) => vectors.get(id));
+  const present = facetVectors.filter((vector): vector is Float32Array => vector !== undefined);
+  const presentCosines = dotEach(present, queryVector);
+  const facetCosines = new Float64Array(facetVectors.length);
+  let next = 0;
+  facetVectors.forEach((vector, slot) => {
+    if (vector) facetCosines[slot] = presentCosines[next++] ?? 0;
+  });
+  return index.points.map((points, i) => {
+    if (points === null) return undefined;
+    let fact = -1;
+    for (const p of points) fact = Math.max(facts.cosines[p] ?? 0, fact);
+    let facet = -1;
+    let exchangeFacet: TurnFacts['exchangeFacet'];
+    for (const slot of index.facets[i] ?? []) {
+      const cosine = facetCosines[slot] ?? 0;
+      facet = Math.max(cosine, facet);
+      const vector = exchange ? facetVectors[slot] : undefined;
+      if (vector && cosine > (exchangeFacet?.cosine ?? -Infinity)) exchangeFacet = { vector, cosine };
+    }
+    return { fact, facet, exchangeFacet, points };
+  });
 }
 
 /**
  * Cosine between the query and the normalised sum of two unit vectors a and b, from their own
- * cosines to the query: (q·a + q·b) / |a + b|, where |a + b|² = 2 + 2 a·b.
+ * cosines to the query: (q·a + q·b) / |a + b|, where |a + b|² = 2 + 2 a·b. The dot a·b does not
+ * depend on the query: it is kept by vector pair.
  */
 function exchangeCosine(a: { vector: Float32Array; cosine: number } | undefined, b: { vector: Float32Array; cosine: number } | undefined): number {
   if (!a || !b) return 0;
-  return (a.cosine + b.cosine) / Math.sqrt(Math.max(2 + 2 * dot(a.vector, b.vector), Number.EPSILON));
+  return (a.cosine + b.cosine) / Math.sqrt(Math.max(2 + 2 * pairDot(a.vector, b.vector), Number.EPSILON));
+}
+
+const pairDots = new WeakMap<Float32Array, WeakMap<Float32Array, number>>();
+
+function pairDot(a: Float32Array, b: Float32Array): number {
+  let withA = pairDots.get(a);
+  if (!withA) pairDots.set(a, (withA = new WeakMap()));
+  let value = withA.get(b);
+  if (value === undefined) withA.set(b, (value = dot(a, b)));
+  return value;
 }
 
 /** Characters that may close a question after its "?": quotes, brackets, spaces. */

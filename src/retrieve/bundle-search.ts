@@ -78,10 +78,11 @@ export function bundleSearch(
     const node = graph.nodes.get(id);
     return node?.layer === 'episode' ? node.order : Number.MAX_SAFE_INTEGER;
   };
+  // Traces are built for the kept Episodes only: a large memory reaches many more.
   return [...cheapest.entries()]
-    .map(([episodeId, path]) => ({ episodeId, cost: path.total, trace: traceOf(path, config.retrieval.hopCost) }))
-    .sort((a, b) => a.cost - b.cost || order(a.episodeId) - order(b.episodeId) || a.episodeId.localeCompare(b.episodeId))
-    .slice(0, Math.max(0, size));
+    .sort(([a, pa], [b, pb]) => pa.total - pb.total || order(a) - order(b) || a.localeCompare(b))
+    .slice(0, Math.max(0, size))
+    .map(([episodeId, path]) => ({ episodeId, cost: path.total, trace: traceOf(path, config.retrieval.hopCost) }));
 }
 
 /** `Entity "Melanie" —involves→ FacetPoint "…" —belongs_to→ Facet "…" —belongs_to→ Episode 12` */

@@ -1,6 +1,6 @@
 import type { PrismConfig } from '../config.ts';
 import { COMPOSABLE_EDGE_TYPES, type EdgeType, type GraphEdge } from '../graph/types.ts';
-import { dot, normalisedSumDot } from '../util/vectors.ts';
+import { dot, normalisedSumDot, pairMemo, sumNorm } from '../util/vectors.ts';
 import type { Intent } from './types.ts';
 
 export interface EdgeCostContext {
@@ -34,8 +34,11 @@ function composedCosine(edge: GraphEdge, ctx: EdgeCostContext): number | undefin
   if (ctx.config.ingest.edgeVectors !== 'composed' || !COMPOSABLE_EDGE_TYPES.has(edge.type)) return undefined;
   const from = ctx.vectors.get(edge.from);
   const to = ctx.vectors.get(edge.to);
-  return from && to ? normalisedSumDot(from, to, ctx.queryVector) : undefined;
+  return from && to ? normalisedSumDot(from, to, ctx.queryVector, composedNorm(from, to)) : undefined;
 }
+
+/** An Entity's involves edges are priced again in every query that anchors it; their norms do not change. */
+const composedNorm = pairMemo(sumNorm);
 
 /**
  * The least any edge can cost under `config`, for pruning searches by a lower bound: a cosine

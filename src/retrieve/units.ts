@@ -6,7 +6,7 @@ import { factCosines, type EpisodeFacts, type QueryEvidence } from './evidence.t
 import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
-import { dot, dotEach } from '../util/vectors.ts';
+import { dot, dotEach, pairMemo } from '../util/vectors.ts';
 import { countTokens, type ContextUnit } from './pack.ts';
 import type { PathTrace, RankedEpisode } from './types.ts';
 
@@ -214,15 +214,8 @@ function exchangeCosine(a: { vector: Float32Array; cosine: number } | undefined,
   return (a.cosine + b.cosine) / Math.sqrt(Math.max(2 + 2 * pairDot(a.vector, b.vector), Number.EPSILON));
 }
 
-const pairDots = new WeakMap<Float32Array, WeakMap<Float32Array, number>>();
-
-function pairDot(a: Float32Array, b: Float32Array): number {
-  let withA = pairDots.get(a);
-  if (!withA) pairDots.set(a, (withA = new WeakMap()));
-  let value = withA.get(b);
-  if (value === undefined) withA.set(b, (value = dot(a, b)));
-  return value;
-}
+/** Adjacent turns' Facets meet again in every query that scores their Episode. */
+const pairDot = pairMemo(dot);
 
 /** Characters that may close a question after its "?": quotes, brackets, spaces. */
 const CLOSERS = new Set(['"', "'", '\u201d', '\u2019', ')', ']', ' ', '\n', '\t']);

@@ -65,21 +65,25 @@ export function normalisedSum(...vectors: readonly Float32Array[]): Float32Array
   return out;
 }
 
-/**
- * `dot(normalisedSum(a, b), q)` without building the sum: the same operations in the same
- * order, so the same number, for the per-query edge costs that would otherwise allocate a
- * vector each.
- */
-export function normalisedSumDot(a: Float32Array, b: Float32Array, q: Float32Array): number {
-  if (a.length !== q.length) {
-    throw new PrismError('DIMENSION_MISMATCH', `vectors of ${a.length} and ${q.length} dimensions`);
-  }
+/** ‖a + b‖ as `normalisedSum` takes it (sums and norm in float64). */
+export function sumNorm(a: Float32Array, b: Float32Array): number {
   let norm = 0;
   for (let i = 0; i < a.length; i++) {
     const v = (a[i] ?? 0) + (b[i] ?? 0);
     norm += v * v;
   }
-  norm = Math.sqrt(norm);
+  return Math.sqrt(norm);
+}
+
+/**
+ * `dot(normalisedSum(a, b), q)` without building the sum: the same operations in the same
+ * order, so the same number, for the per-query edge costs that would otherwise allocate a
+ * vector each. `norm` is `sumNorm(a, b)`, which callers may keep (see `pairMemo`).
+ */
+export function normalisedSumDot(a: Float32Array, b: Float32Array, q: Float32Array, norm: number = sumNorm(a, b)): number {
+  if (a.length !== q.length) {
+    throw new PrismError('DIMENSION_MISMATCH', `vectors of ${a.length} and ${q.length} dimensions`);
+  }
   let sum = 0;
   for (let i = 0; i < a.length; i++) {
     // Each component is stored as float32, as `normalisedSum` writes it, then divided and stored again.
@@ -87,4 +91,20 @@ export function normalisedSumDot(a: Float32Array, b: Float32Array, q: Float32Arr
     sum += (norm > 0 ? Math.fround(v / norm) : v) * (q[i] ?? 0);
   }
   return sum;
+}
+
+/**
+ * `f` of two vectors, computed once per pair and kept while both vectors are: for numbers every
+ * query needs that do not depend on the query (the norm of an edge's composed vector, the dot
+ * of two adjacent turns' Facets). Weak maps, so nothing is kept for vectors the graph dropped.
+ */
+export function pairMemo(f: (a: Float32Array, b: Float32Array) => number): (a: Float32Array, b: Float32Array) => number {
+  const byFirst = new WeakMap<Float32Array, WeakMap<Float32Array, number>>();
+  return (a, b) => {
+    let withA = byFirst.get(a);
+    if (!withA) byFirst.set(a, (withA = new WeakMap()));
+    let value = withA.get(b);
+    if (value === undefined) withA.set(b, (value = f(a, b)));
+    return value;
+  };
 }

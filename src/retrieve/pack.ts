@@ -20,11 +20,11 @@ export interface ContextUnit {
   time: string | null;
 }
 
-export interface PackedContext {
+export interface PackedContext<U extends ContextUnit = ContextUnit> {
   text: string;
   tokens: number;
-  /** Units that made it into the context, in rank order. */
-  units: ContextUnit[];
+  /** Units that made it into the context, in rank order (the objects given). */
+  units: U[];
   /** Dialog ids whose turn text is inside the context. */
   dialogIds: string[];
 }
@@ -34,8 +34,8 @@ export interface PackedContext {
  * units may still fill the rest. Units sharing a header are grouped under one header line, and
  * groups are written in time order so an answer model reads a chronological record.
  */
-export function packContext(ranked: readonly ContextUnit[], budget: number): PackedContext {
-  const chosen: ContextUnit[] = [];
+export function packContext<U extends ContextUnit>(ranked: readonly U[], budget: number): PackedContext<U> {
+  const chosen: U[] = [];
   const headersUsed = new Set<string>();
   let used = 0;
   for (const unit of ranked) {

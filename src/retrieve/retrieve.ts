@@ -161,12 +161,11 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   const outside = anchorEpisodes(deps.graph, dense.facet, chosen, evidence.turnAnchors, { queryVector, intent: routed.intent, config });
   const units = buildUnits(deps.graph, chosen, evidence, config, fineBudget, outside);
   const packed = packContext(units, options.budget ?? Infinity);
-  const byId = new Map(units.map((u) => [u.id, u]));
 
   return {
     context: packed.text,
     tokens: packed.tokens,
-    units: packed.units.flatMap((u) => byId.get(u.id) ?? []),
+    units: packed.units,
     dialogIds: packed.dialogIds,
     intent: routed.intent,
     tier: routed.tier,

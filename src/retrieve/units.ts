@@ -101,14 +101,11 @@ export function buildUnits(
         (onDate(i) ? w.date : 0) -
         (endsAsking(turn.text) ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
-      const long = exceeds(lineOf(turn), maxTurnTokens);
+      const long = exceeds(turn, maxTurnTokens);
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
-      const { text, dialogIds } = long
-        ? { text: excerptTurn(turn, sentenceScore(facts, ofTurn[i]?.points ?? [], evidence.queryTerms), maxTurnTokens), dialogIds: [turn.dialogId] }
-        : turnsText([turn]);
       units.push({
-        text,
-        dialogIds,
+        text: long ? excerptTurn(turn, sentenceScore(facts, ofTurn[i]?.points ?? [], evidence.queryTerms), maxTurnTokens) : lineOf(turn),
+        dialogIds: [turn.dialogId],
         id: `${node.id}#${turn.dialogId}`,
         episodeId: node.id,
         header: chunk.header,
@@ -232,19 +229,32 @@ function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: stri
 }
 
 /**
- * Turn lines by turn, kept while the turn is: every query writes the lines of its Episodes'
- * turns, and one string per turn is also one token-count lookup that needs no rehashing.
+ * A turn's line and its UTF-8 length, kept while the turn is: every query writes the lines of its
+ * Episodes' turns and asks whether each is long, and one string per turn is also one token-count
+ * lookup that needs no rehashing.
  */
-const lines = new WeakMap<ChunkTurn, string>();
-function lineOf(turn: ChunkTurn): string {
-  let line = lines.get(turn);
-  if (line === undefined) lines.set(turn, (line = turnLine(turn)));
-  return line;
+interface TurnText {
+  line: string;
+  bytes: number;
+}
+const turnTexts = new WeakMap<ChunkTurn, TurnText>();
+function turnTextOf(turn: ChunkTurn): TurnText {
+  let known = turnTexts.get(turn);
+  if (known === undefined) {
+    const line = turnLine(turn);
+    turnTexts.set(turn, (known = { line, bytes: utf8Length(line) }));
+  }
+  return known;
 }
 
-/** Token count above `max`? Byte-level BPE spends at least one UTF-8 byte per token, so short texts skip the count. */
-function exceeds(text: string, max: number): boolean {
-  return utf8Length(text) > max && countTokens(text) > max;
+function lineOf(turn: ChunkTurn): string {
+  return turnTextOf(turn).line;
+}
+
+/** Is the turn's line over `max` tokens? Byte-level BPE spends at least one UTF-8 byte per token, so short lines skip the count. */
+function exceeds(turn: ChunkTurn, max: number): boolean {
+  const { line, bytes } = turnTextOf(turn);
+  return bytes > max && countTokens(line) > max;
 }
 
 /** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */

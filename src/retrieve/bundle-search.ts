@@ -175,11 +175,11 @@ function forEachPath(
         if (point?.layer !== 'facetPoint') continue;
         const cost = edgeCost(involves, ctx);
         if (!pruning) climb(step(start(node, score, 'En→FP→Fc→Ep'), involves, point, cost));
+        // The path's total, as `step` adds it, is checked before any path object is made.
+        if (1 - score + cost + hopCost + leastHop > bound) continue;
         for (const up of graph.edgesFrom(point.id, 'belongs_to')) {
           const facet = graph.nodes.get(up.to);
-          if (facet?.layer !== 'facet') continue;
-          const path = step(start(node, score, 'En→Fc→Ep'), involves, facet, cost);
-          if (path.total + leastHop <= bound) climb(path);
+          if (facet?.layer === 'facet') climb(step(start(node, score, 'En→Fc→Ep'), involves, facet, cost));
         }
       }
     } else {

@@ -71,7 +71,8 @@ export function buildUnits(
     const episodeWeight = onlyAnchored ? 0 : hi > lo ? (episode.score - lo) / (hi - lo) : 1;
     const anchored = evidence.turnAnchors.get(node.id);
     const facts = factCosines(graph, node.id, evidence);
-    const ofTurn = turnFacts(facts, chunk, graph.vectors, evidence.queryVector, w.exchange !== 0);
+    const index = turnIndexOf(facts.points, chunk, node.id);
+    const ofTurn = turnFacts(facts, index, graph.vectors, evidence.queryVector, w.exchange !== 0);
     const lexical = evidence.lexicalTurns.get(node.id);
     const lexicalOfTurn = chunk.turns.map((turn) => (lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0));
     const factOf = (i: number): number => Math.max(0, ofTurn[i]?.fact ?? 0);
@@ -99,14 +100,16 @@ export function buildUnits(
         // A query that names a person asks, most of the time, about what that person said.
         (evidence.speakers.has(turn.speaker) ? w.speaker : 0) +
         (onDate(i) ? w.date : 0) -
-        (endsAsking(turn.text) ? w.question : 0) +
+        (index.asks[i] ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
-      const long = exceeds(turn, maxTurnTokens);
+      const line = index.lines[i] ?? turnLine(turn);
+      // Byte-level BPE spends at least one UTF-8 byte per token, so short lines skip the count.
+      const long = (index.bytes[i] ?? Infinity) > maxTurnTokens && countTokens(line) > maxTurnTokens;
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
       units.push({
-        text: long ? excerptTurn(turn, sentenceScore(facts, ofTurn[i]?.points ?? [], evidence.queryTerms), maxTurnTokens) : lineOf(turn),
+        text: long ? excerptTurn(turn, sentenceScore(facts, ofTurn[i]?.points ?? [], evidence.queryTerms), maxTurnTokens) : line,
         dialogIds: [turn.dialogId],
-        id: `${node.id}#${turn.dialogId}`,
+        id: index.unitIds[i] ?? `${node.id}#${turn.dialogId}`,
         episodeId: node.id,
         header: chunk.header,
         score,
@@ -133,25 +136,35 @@ interface TurnFacts {
 }
 
 /**
- * Which FacetPoints and Facets each turn of an Episode has: the same for every query, so kept
- * while the graph's FacetPoint list for the Episode is (the graph replaces that list when a node
- * or edge changes). Vectors are not kept here: they are read from the graph every query.
+ * What fine units need of an Episode's turns that is the same for every query: each turn's
+ * FacetPoints and Facets, line, unit id. Kept while the graph's FacetPoint list for the Episode
+ * is (the graph replaces that list when a node or edge changes); one string per line is also one
+ * token-count lookup that needs no rehashing. Vectors are not kept here: they are read from the
+ * graph every query.
  */
 interface TurnIndex {
   chunk: Chunk;
+  episodeId: string;
   /** The Episode's Facets, in the order their FacetPoints come. */
   facetIds: readonly string[];
   /** By turn position in the chunk: indices of its FacetPoints in `EpisodeFacts.points`, in order (null: none). */
   points: readonly (readonly number[] | null)[];
   /** By turn position: slots in `facetIds` of the Facets holding those FacetPoints, first seen first. */
   facets: readonly (readonly number[])[];
+  /** By turn position: the turn's unit id, `<episodeId>#<dialogId>`. */
+  unitIds: readonly string[];
+  /** By turn position: does the turn end by asking (see `endsAsking`)? */
+  asks: readonly boolean[];
+  /** By turn position: the turn's line (`turnLine`) and its UTF-8 length (see `utf8Length`). */
+  lines: readonly string[];
+  bytes: readonly number[];
 }
 
 const turnIndexes = new WeakMap<readonly FacetPointNode[], TurnIndex>();
 
-function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk): TurnIndex {
+function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId: string): TurnIndex {
   const known = turnIndexes.get(points);
-  if (known?.chunk === chunk) return known;
+  if (known?.chunk === chunk && known.episodeId === episodeId) return known;
   const facetSlots = new Map<string, number>();
   const byDialog = new Map<string, { points: number[]; facets: number[] }>();
   points.forEach((point, index) => {
@@ -165,7 +178,18 @@ function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk): TurnIndex
     }
   });
   const ofTurn = chunk.turns.map((turn) => byDialog.get(turn.dialogId));
-  const index: TurnIndex = { chunk, facetIds: [...facetSlots.keys()], points: ofTurn.map((t) => t?.points ?? null), facets: ofTurn.map((t) => t?.facets ?? []) };
+  const lines = chunk.turns.map(turnLine);
+  const index: TurnIndex = {
+    chunk,
+    episodeId,
+    facetIds: [...facetSlots.keys()],
+    points: ofTurn.map((t) => t?.points ?? null),
+    facets: ofTurn.map((t) => t?.facets ?? []),
+    unitIds: chunk.turns.map((turn) => `${episodeId}#${turn.dialogId}`),
+    asks: chunk.turns.map((turn) => endsAsking(turn.text)),
+    lines,
+    bytes: lines.map(utf8Length),
+  };
   turnIndexes.set(points, index);
   return index;
 }
@@ -174,8 +198,7 @@ function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk): TurnIndex
  * The Episode's fact cosines gathered by turn, in the chunk's turn order (undefined: the turn
  * gave no FacetPoint). The exchange Facet is looked up only when `exchange` is on.
  */
-function turnFacts(facts: EpisodeFacts, chunk: Chunk, vectors: ReadonlyMap<string, Float32Array>, queryVector: Float32Array, exchange: boolean): (TurnFacts | undefined)[] {
-  const index = turnIndexOf(facts.points, chunk);
+function turnFacts(facts: EpisodeFacts, index: TurnIndex, vectors: ReadonlyMap<string, Float32Array>, queryVector: Float32Array, exchange: boolean): (TurnFacts | undefined)[] {
   // A Facet holds several FacetPoints: its cosine is taken once per query (0 without a vector).
   const facetVectors = index.facetIds.map((id) => vectors.get(id));
   const present = facetVectors.filter((vector): vector is Float32Array => vector !== undefined);
@@ -225,36 +248,7 @@ export function endsAsking(text: string): boolean {
 }
 
 function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: string[] } {
-  return { text: turns.map(lineOf).join('\n'), dialogIds: turns.map((t) => t.dialogId) };
-}
-
-/**
- * A turn's line and its UTF-8 length, kept while the turn is: every query writes the lines of its
- * Episodes' turns and asks whether each is long, and one string per turn is also one token-count
- * lookup that needs no rehashing.
- */
-interface TurnText {
-  line: string;
-  bytes: number;
-}
-const turnTexts = new WeakMap<ChunkTurn, TurnText>();
-function turnTextOf(turn: ChunkTurn): TurnText {
-  let known = turnTexts.get(turn);
-  if (known === undefined) {
-    const line = turnLine(turn);
-    turnTexts.set(turn, (known = { line, bytes: utf8Length(line) }));
-  }
-  return known;
-}
-
-function lineOf(turn: ChunkTurn): string {
-  return turnTextOf(turn).line;
-}
-
-/** Is the turn's line over `max` tokens? Byte-level BPE spends at least one UTF-8 byte per token, so short lines skip the count. */
-function exceeds(turn: ChunkTurn, max: number): boolean {
-  const { line, bytes } = turnTextOf(turn);
-  return bytes > max && countTokens(line) > max;
+  return { text: turns.map(turnLine).join('\n'), dialogIds: turns.map((t) => t.dialogId) };
 }
 
 /** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */

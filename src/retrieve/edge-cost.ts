@@ -19,6 +19,8 @@ export interface EdgeCostContext {
  * so it always takes its per-type fallback c0.
  */
 export function edgeCost(edge: GraphEdge, ctx: EdgeCostContext): number {
+  // Most edges a search crosses; never embedded nor composed, so no lookup could find a vector.
+  if (edge.type === 'belongs_to') return edgeDiscount(edge.type, ctx.intent, ctx.config) * ctx.config.retrieval.fallbackCost.belongs_to;
   const inRecall = ctx.anchorIds.has(edge.from) || ctx.anchorIds.has(edge.to);
   const vector = inRecall ? ctx.vectors.get(edge.id) : undefined;
   const cosine = vector !== undefined ? dot(vector, ctx.queryVector) : inRecall ? composedCosine(edge, ctx) : undefined;

@@ -917,6 +917,43 @@ describe('zero-LLM precision, units and packing', () => {
     ]);
   });
 
+  it('scores turns from the graph as it is at each query, though it keeps per-Episode turn data between queries', async () => {
+    const graph = new GraphBuilder()
+      .episode('ep1', 1, atCos(0.6, 1), [
+        ['D1:1', 'Melanie', 'We went camping.'],
+        ['D1:2', 'Caroline', 'I started pottery.'],
+      ])
+      .facet('fc1', 'ep1', 'camping', atCos(0.5, 2))
+      .point('fp1', 'fc1', 'Melanie went camping', atCos(0.7, 3), { dialogIds: ['D1:1'] })
+      .facet('fc2', 'ep1', 'pottery', atCos(0.2, 4))
+      .point('fp2', 'fc2', 'Caroline started pottery', atCos(0.3, 5), { dialogIds: ['D1:2'] })
+      .build();
+    const deps = depsFor(graph);
+    const scores = async (w: Partial<PrismConfig['retrieval']['turnScore']>) =>
+      Object.fromEntries(
+        (
+          await retrieve('What did they start?', deps, {
+            budget: 2000,
+            mode: 'zero-llm',
+            config: { retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...w } } },
+          })
+        ).units.map((u) => [u.dialogIds[0], u.score]),
+      );
+    expect((await scores({ fact: 1 }))['D1:2']).toBeCloseTo(0.3);
+    // A FacetPoint added under the turn counts at the next query.
+    graph.putNode({ layer: 'facetPoint', id: 'fp3', key: 900, chunkId: 'chunk-ep1', episodeId: 'ep1', facetId: 'fc2', content: 'Caroline loves clay', entityId: null, timeText: null, time: null, dialogIds: ['D1:2'] });
+    graph.vectors.set('fp3', atCos(0.9, 6));
+    graph.putEdge({ id: 'belongs_to:fp3->fc2', key: 901, type: 'belongs_to', from: 'fp3', to: 'fc2', chunkId: 'chunk-ep1', description: null, confidence: null });
+    expect((await scores({ fact: 1 }))['D1:2']).toBeCloseTo(0.9);
+    // So does a Facet vector replaced in place, for the facet term and for the exchange of adjacent turns.
+    const exchange = (a: number, b: number, ab: number) => (a + b) / Math.sqrt(2 + 2 * ab);
+    expect((await scores({ facet: 1 }))['D1:2']).toBeCloseTo(0.2);
+    expect((await scores({ exchange: 1 }))['D1:1']).toBeCloseTo(exchange(0.5, 0.2, 0.5 * 0.2));
+    graph.vectors.set('fc2', atCos(0.8, 4));
+    expect((await scores({ facet: 1 }))['D1:2']).toBeCloseTo(0.8);
+    expect((await scores({ exchange: 1 }))['D1:1']).toBeCloseTo(exchange(0.5, 0.8, 0.5 * 0.8));
+  });
+
   it('counts lines as the joined text, whatever joins them', () => {
     // Joints where o200k's pre-tokenizer could run across a line break: punctuation before the
     // break, whitespace or "/" after it, blank lines, carriage returns, non-Latin text.

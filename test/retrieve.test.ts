@@ -154,6 +154,11 @@ function depsFor(graph: MemoryGraph, overrides: Partial<RetrieveDeps> = {}): Ret
   };
 }
 
+/** Turn-score weights with every term but the given ones off, so a test reads one term at a time. */
+function onlyTerms(w: Partial<PrismConfig['retrieval']['turnScore']>): PrismConfig['retrieval']['turnScore'] {
+  return { ...resolveConfig().retrieval.turnScore, episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...w };
+}
+
 /** The paper's graph routing (bridges and N2 discounts), which these tests exercise; off by default. */
 const PAPER_GRAPH = { flags: { relationPaths: true, edgeDiscounts: true } };
 const config = resolveConfig(PAPER_GRAPH);
@@ -783,11 +788,8 @@ describe('zero-LLM precision, units and packing', () => {
       .episode('ep3', 3, atCos(0.1, 5), [['D3:1', 'Melanie', 'Nothing much.']])
       .build();
     const deps = depsFor(graph);
-    const only = (w: Partial<PrismConfig['retrieval']['turnScore']>) => ({
-      retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...w } },
-    });
     const order = async (query: string, w: Partial<PrismConfig['retrieval']['turnScore']>) =>
-      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: only(w) })).units.map((u) => u.dialogIds[0]);
+      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: { retrieval: { turnScore: onlyTerms(w) } } })).units.map((u) => u.dialogIds[0]);
     // Equal facts: the speaker the query names comes first, whichever speaker that is.
     expect((await order('What did Melanie paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D2:1', 'D1:1']);
     expect((await order('What did Caroline paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D1:1', 'D2:1']);
@@ -869,7 +871,7 @@ describe('zero-LLM precision, units and packing', () => {
           config: {
             retrieval: {
               turnAnchors: 0,
-              turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...turnScore },
+              turnScore: onlyTerms(turnScore),
             },
           },
         })
@@ -901,7 +903,7 @@ describe('zero-LLM precision, units and packing', () => {
         await retrieve('What books has Caroline read?', deps, {
           budget: 2000,
           mode: 'zero-llm',
-          config: { retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 1, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, anchor: 0, question } } },
+          config: { retrieval: { turnScore: onlyTerms({ fact: 1, question }) } },
         })
       ).units.map((u) => u.dialogIds[0]);
     // Equal facts, equal scores: conversation order puts the question first; the weight turns it round.
@@ -935,7 +937,7 @@ describe('zero-LLM precision, units and packing', () => {
           await retrieve('What did they start?', deps, {
             budget: 2000,
             mode: 'zero-llm',
-            config: { retrieval: { turnScore: { episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...w } } },
+            config: { retrieval: { turnScore: onlyTerms(w) } },
           })
         ).units.map((u) => [u.dialogIds[0], u.score]),
       );

@@ -36,7 +36,9 @@ function composedCosine(edge: GraphEdge, ctx: EdgeCostContext): number | undefin
   if (ctx.config.ingest.edgeVectors !== 'composed' || !COMPOSABLE_EDGE_TYPES.has(edge.type)) return undefined;
   const from = ctx.vectors.get(edge.from);
   const to = ctx.vectors.get(edge.to);
-  return from && to ? normalisedSumDot(from, to, ctx.queryVector, composedNorm(from, to)) : undefined;
+  // Kept by the edge's target first (an involves edge's Entity: few of them, each with many
+  // FacetPoints); the norm of a sum does not depend on the order of its terms, bit for bit.
+  return from && to ? normalisedSumDot(from, to, ctx.queryVector, composedNorm(to, from)) : undefined;
 }
 
 /** An Entity's involves edges are priced again in every query that anchors it; their norms do not change. */

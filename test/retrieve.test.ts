@@ -154,9 +154,12 @@ function depsFor(graph: MemoryGraph, overrides: Partial<RetrieveDeps> = {}): Ret
   };
 }
 
-/** Turn-score weights with every term but the given ones off, so a test reads one term at a time. */
-function onlyTerms(w: Partial<PrismConfig['retrieval']['turnScore']>): PrismConfig['retrieval']['turnScore'] {
-  return { ...resolveConfig().retrieval.turnScore, episode: 0, relevance: 0, facet: 0, fact: 0, lexical: 0, neighbourFact: 0, neighbourLexical: 0, exchange: 0, speaker: 0, question: 0, anchor: 0, ...w };
+type TurnScore = PrismConfig['retrieval']['turnScore'];
+
+/** Turn-score weights with every term but the given ones off, so a test reads one term at a time (a new term starts off too). */
+function onlyTerms(w: Partial<TurnScore>): TurnScore {
+  const off = Object.fromEntries(Object.keys(resolveConfig().retrieval.turnScore).map((term) => [term, 0])) as TurnScore;
+  return { ...off, ...w };
 }
 
 /** The paper's graph routing (bridges and N2 discounts), which these tests exercise; off by default. */

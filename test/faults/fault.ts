@@ -10,4 +10,8 @@ export interface FaultOutcome {
   survived: boolean;
   /** Records acknowledged as written that are gone afterwards. Must be 0. */
   recordsLost: number;
+  /** Records stored more than once (the same message id twice, two messages under one id). Must be 0. Default 0. */
+  recordsDuplicated?: number;
+  /** Bytes of deleted text still found in the store's files after the delete returned. Must be 0. Default 0. */
+  deletedBytesFound?: number;
 }

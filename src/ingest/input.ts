@@ -163,20 +163,6 @@ function lastBoundary(window: string, pattern: RegExp): number | null {
   return end;
 }
 
-/**
- * Turns of one session from checked messages: ids are the caller's, or continue the session's
- * numbering (`<session>:<n>`); a message over `passageChars` becomes passages `<id>#1`, `<id>#2`, …
- * that keep its speaker, time and id family, so evidence still resolves to the message.
- */
-export function messagesToTurns(messages: readonly NormalisedMessage[], sessionId: string, turnsBefore: number, limits: InputLimits): ChunkTurn[] {
-  return messages.flatMap((message, i) => {
-    const id = message.id ?? `${sessionId}:${turnsBefore + i + 1}`;
-    const base = { speaker: message.speaker, time: message.time, ...(message.metadata ? { metadata: message.metadata } : {}) };
-    if (message.text.length <= limits.passageChars) return [{ dialogId: id, text: message.text, ...base }];
-    return splitPassages(message.text, limits.passageChars).map((text, k) => ({ dialogId: `${id}#${k + 1}`, text, ...base }));
-  });
-}
-
 /** `YYYY-MM-DD` of an ISO time (the UTC day the default session of a message is named after). */
 export function dayOf(time: string): string {
   return time.slice(0, 10);

@@ -2,20 +2,21 @@ import { resolveConfig, type DeepPartial, type PrismConfig } from './config.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import type { MemoryGraph } from './graph/memory-graph.ts';
-import { EDGE_TYPES, LAYERS, type EdgeType, type Layer, type MemorySnapshot } from './graph/types.ts';
+import { EDGE_TYPES, LAYERS, type ChunkTurn, type EdgeType, type Layer, type MemorySnapshot } from './graph/types.ts';
 import { chunkConversation, type ChunkDraft, type ChunkingOptions } from './ingest/chunking.ts';
 import { checkConversation, type Conversation } from './ingest/conversation.ts';
 import { chainGapEdges } from './ingest/build-graph.ts';
 import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
-import { checkAddSize, dayOf, messagesToTurns, normaliseMessages, messageTime, type InputMessage } from './ingest/input.ts';
+import { planConflict, planMessageTurns, type SkippedMessage } from './ingest/identity.ts';
+import { checkAddSize, dayOf, normaliseMessages, messageTime, type InputMessage, type NormalisedMessage } from './ingest/input.ts';
 import { edgeVectorsFor, ingestChunks, type IngestDeps, type IngestOptions, type IngestReport } from './ingest/pipeline.ts';
 import { deletionBatch } from './ingest/chunk-removal.ts';
 import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type ReextractReport } from './ingest/reextract.ts';
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
-import { catchUp, loadPartition, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
+import { catchUp, checkCompatible, loadPartition, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
 import { findRecord, listSessions, storedDialogIds, turnsInSession, unitTurns, type MemoryRecord, type MemoryTurn, type SessionInfo } from './memory/records.ts';
 import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
@@ -25,9 +26,8 @@ import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/
 import type { RetrieveDeps } from './retrieve/types.ts';
 import type { RetrievedUnit } from './retrieve/units.ts';
 import { partitionOf, resolveScope, scopeOfPartition, type ResolvedScope, type Scope } from './scope.ts';
-import { decodeCheckpoint, encodeCheckpoint } from './store/checkpoint.ts';
-import { snapshotAsBatch } from './store/snapshot.ts';
-import type { GraphStore, WriteBatch } from './store/types.ts';
+import { decodeCheckpoint, encodeCheckpoint, replacePartition } from './store/checkpoint.ts';
+import type { GraphStore } from './store/types.ts';
 import type { IndexSpace } from './vector/index-set.ts';
 import type { VectorIndex } from './vector/types.ts';
 
@@ -215,26 +215,59 @@ export class Memory {
     const scope = resolveScope(merged);
     const normalised = normaliseMessages(messages);
     checkAddSize(normalised.messages, this.config.limits);
+    if (normalised.messages.length === 0 && normalised.skippedRoles === 0) throw new PrismError('INVALID_INPUT', 'messages: nothing to add (no message has text)');
+    const time = (merged.date !== undefined ? messageTime('date', merged.date) : normalised.messages[0]?.time) ?? new Date().toISOString().slice(0, 19);
+    const sessionId = merged.sessionId ?? dayOf(time);
     return this.write(scope, async (partition) => {
-      // Only messages with the caller's ids can repeat, so only they need the stored ids.
-      const ids = normalised.messages.some((m) => m.id !== null) ? storedDialogIds(partition.state.graph) : null;
-      const fresh = normalised.messages.filter((m) => m.id === null || !(ids?.has(m.id) || ids?.has(`${m.id}#1`)));
-      const warnings = skipWarnings(normalised.skippedRoles, normalised.emptyMessages, normalised.messages.length - fresh.length);
-      if (fresh.length === 0) {
-        if (normalised.messages.length === 0 && normalised.skippedRoles === 0) throw new PrismError('INVALID_INPUT', 'messages: nothing to add (no message has text)');
-        return emptyReport(warnings);
+      const report = emptyReport(skipWarnings(normalised.skippedRoles, normalised.emptyMessages, []));
+      // Identity is planned against the latest committed state and re-checked under the writer
+      // lock right before each chunk commits. When another writer (handle, process, tab) stored,
+      // generated or deleted a message id in between, the rest of the add is planned again, this
+      // time holding the lock throughout, so it cannot conflict again (and cannot starve).
+      // Turns of a message whose first passages already committed keep their ids.
+      let pending: NormalisedMessage[] = normalised.messages;
+      let pinned: ChunkTurn[] = [];
+      // A batch's chunks are numbered across attempts, so a retry never reuses a committed chunk's key.
+      let chunksBefore = 0;
+      const attempt = async (lockHeld: boolean): Promise<IngestReport> => {
+        if (!lockHeld) await catchUp(this.host, partition);
+        const { graph } = partition.state;
+        const plan = planMessageTurns(pending, sessionId, storedDialogIds(graph), turnsInSession(graph, sessionId), this.config.limits);
+        const turns = [...pinned, ...plan.turns];
+        const committed = new Set<string>();
+        try {
+          if (turns.length > 0) {
+            const conversation: Conversation = { id: '', sessions: [{ id: sessionId, dateText: merged.date ?? time, time, turns }] };
+            const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' }).map(
+              (draft, i): ChunkDraft => (merged.batchId === undefined ? draft : { ...draft, dedupKey: `batch\u001f${merged.batchId}\u001f${chunksBefore + i}` }),
+            );
+            const confirm = (chunk: { turns: readonly ChunkTurn[] }) => {
+              const conflict = planConflict(turns.filter((t) => !committed.has(t.dialogId)), plan.skipped, storedDialogIds(partition.state.graph));
+              if (conflict !== null) throw new IdentityConflict(conflict);
+              for (const turn of chunk.turns) committed.add(turn.dialogId);
+              chunksBefore++;
+            };
+            addReports(report, await this.ingestDrafts(partition, drafts, merged, { confirm, lockHeld }));
+          }
+          report.skipped.push(...plan.skipped);
+          report.warnings.push(...skipWarnings(0, 0, plan.skipped));
+          return report;
+        } catch (err) {
+          if (err instanceof IdentityConflict) {
+            // Messages with any turn stored are done, but for their passages still to come.
+            const touched = new Set(plan.sources.filter((_, j) => committed.has(plan.turns[j]?.dialogId ?? '')));
+            pinned = [...pinned, ...plan.turns.filter((_, j) => touched.has(plan.sources[j] ?? -1))].filter((t) => !committed.has(t.dialogId));
+            pending = pending.filter((_, i) => !touched.has(i));
+          }
+          throw err;
+        }
+      };
+      try {
+        return await attempt(false);
+      } catch (err) {
+        if (!(err instanceof IdentityConflict)) throw err;
+        return writerFor(this.host, partition).locked(() => attempt(true));
       }
-      const now = new Date().toISOString().slice(0, 19);
-      const time = (merged.date !== undefined ? messageTime('date', merged.date) : fresh[0]?.time) ?? now;
-      const sessionId = merged.sessionId ?? dayOf(time);
-      const turns = messagesToTurns(fresh, sessionId, turnsInSession(partition.state.graph, sessionId), this.config.limits);
-      const conversation: Conversation = { id: '', sessions: [{ id: sessionId, dateText: merged.date ?? time, time, turns }] };
-      const drafts = chunkConversation(conversation, this.options.chunking ?? { by: 'session' }).map(
-        (draft, i): ChunkDraft => (merged.batchId === undefined ? draft : { ...draft, dedupKey: `batch\u001f${merged.batchId}\u001f${i}` }),
-      );
-      const report = await this.ingestDrafts(partition, drafts, merged);
-      report.warnings.unshift(...warnings);
-      return report;
     });
   }
 
@@ -253,17 +286,23 @@ export class Memory {
     });
   }
 
-  private ingestDrafts(partition: Partition, drafts: readonly ChunkDraft[], options: IngestOptions): Promise<IngestReport> {
-    return ingestChunks(drafts, this.ingestDeps(partition), {
+  private ingestDrafts(
+    partition: Partition,
+    drafts: readonly ChunkDraft[],
+    options: IngestOptions,
+    identity?: { confirm: NonNullable<IngestDeps['confirm']>; lockHeld: boolean },
+  ): Promise<IngestReport> {
+    const deps = this.ingestDeps(partition, identity?.lockHeld);
+    return ingestChunks(drafts, identity ? { ...deps, confirm: identity.confirm } : deps, {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
   }
 
-  private ingestDeps(partition: Partition): IngestDeps {
+  private ingestDeps(partition: Partition, lockHeld = false): IngestDeps {
     return {
       state: partition.state,
-      writer: writerFor(this.host, partition),
+      writer: writerFor(this.host, partition, lockHeld),
       embedder: this.options.embedder,
       extractor: this.extractor,
       llm: this.options.llm ?? null,
@@ -383,24 +422,16 @@ export class Memory {
     for (const [name, value] of [['sessionId', sessionId], ['chunkId', chunkId]] as const) {
       if (value !== undefined && (typeof value !== 'string' || value === '')) throw new PrismError('INVALID_INPUT', `delete: ${name} must be a non-empty string`);
     }
+    if (!named) return this.replaceScope(scope, (name) => this.deleteScope(name));
     return this.write(scope, async (partition) => {
       const writer = writerFor(this.host, partition);
       return writer.locked(async () => {
         const { graph } = partition.state;
-        const chunks = [...graph.chunks.values()];
-        const chunkIds = new Set(
-          !named ? chunks.map((c) => c.id) : chunks.filter((c) => c.id === chunkId || c.sessionId === sessionId).map((c) => c.id),
-        );
+        const chunkIds = new Set([...graph.chunks.values()].filter((c) => c.id === chunkId || c.sessionId === sessionId).map((c) => c.id));
         if (chunkIds.size === 0) {
-          if (!named) return { chunksDeleted: 0 };
           throw new PrismError('NOT_FOUND', `delete: no ${sessionId !== undefined ? `session ${JSON.stringify(sessionId)}` : `chunk ${JSON.stringify(chunkId)}`} in this scope`);
         }
         await this.options.store.deleteCached([...chunkIds]);
-        if (!named) {
-          await this.options.store.clear(partition.name);
-          replaceState(this.host, partition, null, await this.options.store.revision(partition.name));
-          return { chunksDeleted: chunkIds.size };
-        }
         const batch = deletionBatch(graph, partition.state.meta, chunkIds);
         // Deleting a middle session must not cut the chronological Episode chain in two.
         let nextKey = partition.state.meta.nextKey;
@@ -416,13 +447,47 @@ export class Memory {
     });
   }
 
+  /** Deletes one scope whole (its cached LLM replies too), reading its chunk ids from the store: see `replaceScope`. */
+  private async deleteScope(name: string): Promise<ScopeReplacement<{ chunksDeleted: number }>> {
+    const store = this.options.store;
+    const chunkIds = (await store.load(name))?.chunks.map((c) => c.id) ?? [];
+    if (chunkIds.length > 0) {
+      await store.deleteCached(chunkIds);
+      await store.clear(name);
+    }
+    return { result: { chunksDeleted: chunkIds.length }, snapshot: null, revision: await store.revision(name) };
+  }
+
+  /**
+   * Runs a write that replaces a scope's whole memory (import, whole-scope delete) under the
+   * store's writer lock. `task` reads what the scope holds from the store and never loads it,
+   * so a scope whose stored memory is damaged (CORRUPT_CHECKPOINT on every read) or was written
+   * with another embedder is replaced all the same. The working set, when this process holds
+   * one, takes on what `task` left.
+   */
+  private async replaceScope<T>(scope: Scope, task: (name: string) => Promise<ScopeReplacement<T>>): Promise<T> {
+    const name = partitionOf(resolveScope(scope));
+    const replace = (partition: Partition | null): Promise<T> =>
+      this.options.store.withWriteLock(name, async () => {
+        const { result, snapshot, revision } = await task(name);
+        if (partition) replaceState(this.host, partition, snapshot, revision);
+        return result;
+      });
+    const loads = await this.partition(scope).then(
+      () => true,
+      () => false,
+    );
+    return loads ? this.write(scope, replace) : replace(null);
+  }
+
   private async deleteEverything(): Promise<{ chunksDeleted: number }> {
     let chunks = 0;
-    for (const name of await this.options.store.partitions()) chunks += (await this.partition(scopeOfPartition(name))).state.graph.chunks.size;
+    // Counted from the store, not from working sets: a scope too damaged to load goes too.
+    for (const name of await this.options.store.partitions()) chunks += (await this.options.store.load(name))?.chunks.length ?? 0;
     await this.options.store.clear();
     for (const [name, pending] of this.partitions) {
-      const partition = await pending;
-      await partition.serial(async () => replaceState(this.host, partition, null, await this.options.store.revision(name)));
+      const partition = await pending.catch(() => null);
+      await partition?.serial(async () => replaceState(this.host, partition, null, await this.options.store.revision(name)));
     }
     return { chunksDeleted: chunks };
   }
@@ -434,31 +499,18 @@ export class Memory {
     return encodeCheckpoint(snapshotOf(partition));
   }
 
-  /** Replaces one scope's memory with a checkpoint's, atomically; bad bytes throw `CORRUPT_CHECKPOINT` and change nothing. */
+  /**
+   * Replaces one scope's memory with a checkpoint's, atomically. Every record is checked first
+   * (ids, keys, references, dimensions, fields): bad bytes throw `CORRUPT_CHECKPOINT` (another
+   * embedder or schema `STORE_VERSION`) and change nothing. A scope whose stored memory is
+   * damaged is replaced all the same.
+   */
   async import(bytes: Uint8Array, options: Scope = {}): Promise<void> {
     if (!(bytes instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'import: expected checkpoint bytes (a Uint8Array)');
     checkOptions('import', options);
     const incoming = decodeCheckpoint(bytes);
-    if (incoming.meta.embedderId !== this.options.embedder.id) {
-      throw new PrismError('STORE_VERSION', `checkpoint was embedded with ${incoming.meta.embedderId}, this memory uses ${this.options.embedder.id}`);
-    }
-    return this.write(options, async (partition) => {
-      const writer = writerFor(this.host, partition);
-      await writer.locked(async () => {
-        const { graph } = partition.state;
-        // One batch: the old records go and the new ones come in the same atomic commit.
-        const batch: WriteBatch = {
-          deleteNodes: [...graph.nodes.keys()],
-          deleteEdges: [...graph.edges.keys()],
-          deleteChunks: [...graph.chunks.keys()],
-          deleteVectors: [...graph.vectors.keys()],
-          deleteHashes: [...partition.state.hashes],
-          ...snapshotAsBatch(incoming),
-        };
-        partition.revision = await this.options.store.commit(partition.name, batch);
-        replaceState(this.host, partition, incoming, partition.revision);
-      });
-    });
+    checkCompatible(incoming.meta, this.options.embedder, 'the checkpoint');
+    return this.replaceScope(options, async (name) => ({ result: undefined, snapshot: incoming, revision: await replacePartition(this.options.store, name, incoming) }));
   }
 
   /** Node, edge and chunk counts of one scope's memory. */
@@ -507,16 +559,41 @@ function snapshotOf(partition: Partition): MemorySnapshot {
   };
 }
 
-function emptyReport(warnings: string[]): IngestReport {
-  return { chunksAdded: 0, chunksSkipped: 0, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings, ms: 0 };
+/** What a write that replaces a scope's whole memory leaves: its result, the scope's memory (null: none) and its revision. */
+interface ScopeReplacement<T> {
+  result: T;
+  snapshot: MemorySnapshot | null;
+  revision: number;
 }
 
-function skipWarnings(skippedRoles: number, emptyMessages: number, alreadyHeld: number): string[] {
+function emptyReport(warnings: string[]): IngestReport {
+  return { chunksAdded: 0, chunksSkipped: 0, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings, skipped: [], ms: 0 };
+}
+
+/** Adds the counts of one ingest into `total` (an add that was planned again runs several). */
+function addReports(total: IngestReport, part: IngestReport): void {
+  total.chunksAdded += part.chunksAdded;
+  total.chunksSkipped += part.chunksSkipped;
+  total.nodesAdded += part.nodesAdded;
+  total.edgesAdded += part.edgesAdded;
+  total.causalEdgesAdded += part.causalEdgesAdded;
+  total.warnings.push(...part.warnings);
+  total.skipped.push(...part.skipped);
+  total.ms += part.ms;
+}
+
+/** Another writer changed the ids an add planned against; the rest of the add is planned again. */
+class IdentityConflict extends Error {}
+
+function skipWarnings(skippedRoles: number, emptyMessages: number, skipped: readonly SkippedMessage[]): string[] {
   const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const stored = skipped.filter((s) => s.reason === 'already-stored').length;
+  const repeated = skipped.length - stored;
   return [
     ...(skippedRoles > 0 ? [`${plural(skippedRoles, 'system/developer/tool message')} not remembered`] : []),
     ...(emptyMessages > 0 ? [`${plural(emptyMessages, 'empty message')} skipped`] : []),
-    ...(alreadyHeld > 0 ? [`${plural(alreadyHeld, 'message')} skipped: their ids are already remembered`] : []),
+    ...(stored > 0 ? [`${plural(stored, 'message')} skipped: their ids are already remembered`] : []),
+    ...(repeated > 0 ? [`${plural(repeated, 'message')} skipped: their ids repeat an earlier message of this add`] : []),
   ];
 }
 

@@ -13,6 +13,7 @@ import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVect
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
 import { chunkExtraction, type Extraction, type ExtractionOutcome, type Extractor } from './extraction.ts';
+import type { SkippedMessage } from './identity.ts';
 
 /** The mutable state of an open memory that ingestion advances batch by batch. */
 export interface MemoryState {
@@ -63,6 +64,8 @@ export interface IngestReport {
   causalEdgesAdded: number;
   /** Extraction fallbacks and failed consolidations; ingestion went on past each. */
   warnings: string[];
+  /** Messages of an `add()` not stored, each with the reason and the stored id it matched. */
+  skipped: SkippedMessage[];
   ms: number;
 }
 
@@ -75,6 +78,12 @@ export interface IngestDeps {
   config: PrismConfig;
   /** Extractions started ahead of the chunk being built (LLM mode overlaps network with building). */
   extractAhead: number;
+  /**
+   * Called under the writer lock, against the committed state, right before a chunk is built
+   * and committed; throwing stops the ingest before that chunk. `add()` re-checks message
+   * identity here. Default: none.
+   */
+  confirm?: (chunk: Omit<Chunk, 'order'>) => void;
 }
 
 const CONSOLIDATED_THROUGH = 'consolidatedThrough';
@@ -88,7 +97,7 @@ const CONSOLIDATED_THROUGH = 'consolidatedThrough';
 export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDeps, options: IngestOptions = {}): Promise<IngestReport> {
   const started = Date.now();
   const { state, config, signal } = { ...deps, signal: options.signal };
-  const report: IngestReport = { chunksAdded: 0, chunksSkipped: 0, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings: [], ms: 0 };
+  const report: IngestReport = { chunksAdded: 0, chunksSkipped: 0, nodesAdded: 0, edgesAdded: 0, causalEdgesAdded: 0, warnings: [], skipped: [], ms: 0 };
   const totalLlmCalls = () => (deps.llm ? usageTotals(deps.llm.usage()).calls : 0);
   const llmCallsBefore = totalLlmCalls();
   const llmCalls = () => totalLlmCalls() - llmCallsBefore;
@@ -181,6 +190,7 @@ async function commitChunk(
 ): Promise<BuildOutput | null> {
   const { state } = deps;
   if (state.hashes.has(draft.id)) return null;
+  deps.confirm?.(draft);
   const chunk: Chunk = { ...draft, order: state.meta.chunkCount };
   const { built, edgeVectors, nextKey } = await buildChunk(deps, chunk, extraction, vectors, signal);
   throwIfAborted(signal);

@@ -6,6 +6,7 @@ import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeli
 import type { LexicalIndex } from '../retrieve/lexical.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
 import type { GraphStore } from '../store/types.ts';
+import { checkMemoryStructure } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { IndexSet } from '../vector/index-set.ts';
 import type { VectorIndex } from '../vector/types.ts';
@@ -59,13 +60,34 @@ export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): Memory
   return state;
 }
 
-function checkEmbedder(snapshot: MemorySnapshot | null, host: PartitionHost, name: string): void {
-  if (snapshot && snapshot.meta.embedderId !== host.embedder.id) {
-    throw new PrismError(
-      'STORE_VERSION',
-      `memory ${JSON.stringify(name)} was embedded with ${snapshot.meta.embedderId}; open it with the same embedder (got ${host.embedder.id})`,
-    );
+/**
+ * A memory is used only with the embedder and schema it was written with (else STORE_VERSION),
+ * and its vectors are that embedder's size. `what` names the memory in the error.
+ */
+export function checkCompatible(meta: MemoryMeta, embedder: Embedder, what: string): void {
+  if (meta.embedderId !== embedder.id) {
+    throw new PrismError('STORE_VERSION', `${what} was embedded with ${meta.embedderId}; use it with the same embedder (got ${embedder.id})`);
   }
+  if (meta.schemaVersion !== SCHEMA_VERSION) {
+    throw new PrismError('STORE_VERSION', `${what} has schema version ${meta.schemaVersion}; this version of PRISM reads ${SCHEMA_VERSION}`);
+  }
+  if (meta.dim !== embedder.dim) {
+    throw new PrismError('CORRUPT_CHECKPOINT', `${what} holds ${meta.dim}-dimensional vectors; ${embedder.id} makes ${embedder.dim}`);
+  }
+}
+
+/**
+ * A stored memory this process can work on: written for its embedder, and whole. A damaged one
+ * (left by an older version, say) is CORRUPT_CHECKPOINT on every read and write; `import` and
+ * a whole-scope `delete` still replace it, since they do not load it.
+ */
+function checkStored(snapshot: MemorySnapshot | null, host: PartitionHost, name: string): void {
+  if (!snapshot) return;
+  const what = `memory ${JSON.stringify(name)}`;
+  checkCompatible(snapshot.meta, host.embedder, what);
+  checkMemoryStructure(snapshot, (message) => {
+    throw new PrismError('CORRUPT_CHECKPOINT', `${what} is damaged: ${message}; import a checkpoint over it or delete it whole`);
+  });
 }
 
 /** Loads a partition (empty when the store holds none under that name). */
@@ -73,7 +95,7 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
   // Revision first: a commit landing between the two reads makes the next check reload, never miss it.
   const revision = await host.store.revision(name);
   const snapshot = await host.store.load(name);
-  checkEmbedder(snapshot, host, name);
+  checkStored(snapshot, host, name);
   return {
     name,
     scope: scopeOfPartition(name),
@@ -91,7 +113,7 @@ export async function catchUp(host: PartitionHost, partition: Partition): Promis
   const revision = await host.store.revision(partition.name);
   if (revision === partition.revision) return;
   const snapshot = await host.store.load(partition.name);
-  checkEmbedder(snapshot, host, partition.name);
+  checkStored(snapshot, host, partition.name);
   replaceState(host, partition, snapshot, revision);
 }
 
@@ -104,14 +126,20 @@ export function replaceState(host: PartitionHost, partition: Partition, snapshot
   partition.revision = revision;
 }
 
-/** Commits go to the partition's store and then into its working set; `locked` catches up first. */
-export function writerFor(host: PartitionHost, partition: Partition): BatchWriter {
+/**
+ * Commits go to the partition's store and then into its working set; `locked` catches up
+ * first. With `lockHeld` the caller already holds the partition's writer lock (and caught up
+ * under it), so `locked` runs its task at once: the lock is not reentrant.
+ */
+export function writerFor(host: PartitionHost, partition: Partition, lockHeld = false): BatchWriter {
   return {
     locked: (task) =>
-      host.store.withWriteLock(partition.name, async () => {
-        await catchUp(host, partition);
-        return task();
-      }),
+      lockHeld
+        ? task()
+        : host.store.withWriteLock(partition.name, async () => {
+            await catchUp(host, partition);
+            return task();
+          }),
     commit: async (batch) => {
       partition.revision = await host.store.commit(partition.name, batch);
       applyBatch(partition.state, batch);

@@ -14,7 +14,7 @@ import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
-import { sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
+import { sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<PrismError> {
   const err = await promise.then(
@@ -341,12 +341,12 @@ describe('SqlStore on SQLite', () => {
   it('persists commits, revisions and the cache across reopen; exports the same bytes', async () => {
     const store = await openSqlite();
     await store.commit(P, snapshotAsBatch(sample));
-    await store.commit(P, { deleteNodes: ['ep:3'] });
+    await store.commit(P, sampleFollowUp());
     await store.putCached('k', 'v', ['t']);
     await store.close();
     opened.length = 0;
     const reopened = await openSqlite();
-    expect(await reopened.load(P)).toEqual(applyBatch(sample, { deleteNodes: ['ep:3'] }));
+    expect(await reopened.load(P)).toEqual(applyBatch(sample, sampleFollowUp()));
     expect(await reopened.revision(P)).toBe(2);
     expect(await reopened.getCached('k')).toBe('v');
     const memory = new MemoryStore();

@@ -88,14 +88,26 @@ export function sampleMemory({ episodes = 4, dim = 384, seed = 7 }: SampleMemory
   };
 }
 
-/** A second batch for the sample: deletions of several kinds plus new records. */
+/**
+ * A second batch for the default sample, composed as the writer composes one: session 4 deleted
+ * whole (its nodes, the edges it made and their vectors, its chunk and hash; Alice no longer
+ * names it) and a session 5 added — deletions of every kind plus new records.
+ */
 export function sampleFollowUp(): WriteBatch {
+  const sample = sampleMemory();
+  const gone = 'chunk-7-3';
+  const nodes = sample.nodes.flatMap((n) => (n.layer !== 'entity' && n.chunkId === gone ? [n.id] : []));
+  const edges = sample.edges.flatMap((e) => (e.chunkId === gone ? [e.id] : []));
+  const entities = sample.nodes.flatMap((n) => (n.layer === 'entity' ? [{ ...n, chunkIds: n.chunkIds.filter((id) => id !== gone) }] : []));
   return {
-    deleteNodes: ['ep:3'],
-    deleteVectors: ['ep:3'],
-    deleteEdges: ['belongs_to:facet:3->ep:3'],
-    deleteHashes: ['chunk-7-3'],
-    putHashes: ['follow-up-hash'],
-    putChunks: [{ id: 'follow-up', sessionId: 'session-9', header: '[Session 9]', text: 'Later.', time: null, order: 9, turns: [] }],
+    deleteNodes: nodes,
+    deleteEdges: edges,
+    deleteVectors: [...nodes, ...edges].filter((id) => sample.vectors.has(id)),
+    deleteChunks: [gone],
+    deleteHashes: [gone],
+    putNodes: entities,
+    putChunks: [{ id: 'follow-up', sessionId: 'session-5', header: '[Session 5]', text: 'Later.', time: null, order: 4, turns: [] }],
+    putHashes: ['follow-up'],
+    meta: { ...sample.meta, chunkCount: sample.meta.chunkCount + 1 },
   };
 }

@@ -260,7 +260,9 @@ async function runConsolidation(
     const pairs = await consolidateCausal(episodes, state.graph, llm, config.ingest, signal);
     const added = await exclusive(() => deps.writer.locked(async () => {
       let nextKey = state.meta.nextKey;
-      const edges: GraphEdge[] = pairs.map((p) => ({
+      // Another writer may have deleted an Episode while the LLM judged it: no edge may dangle.
+      const held = pairs.filter((p) => state.graph.nodes.has(p.causeId) && state.graph.nodes.has(p.effectId));
+      const edges: GraphEdge[] = held.map((p) => ({
         id: `causal:${p.causeId}>${p.effectId}`,
         key: nextKey++,
         type: 'causal',

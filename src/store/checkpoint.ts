@@ -1,6 +1,7 @@
 import { PrismError } from '../errors.ts';
 import type { MemorySnapshot } from '../graph/types.ts';
-import { SnapshotTable, canonicalSnapshot, snapshotAsBatch } from './snapshot.ts';
+import { canonicalSnapshot, inIdOrder, snapshotAsBatch } from './snapshot.ts';
+import { MAX_VECTOR_DIM, checkMemoryReferences, checkMemoryStructure, checkMeta, type Fail } from './validate-snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 
 /**
@@ -57,6 +58,9 @@ function corrupt(message: string, cause?: unknown): never {
   throw new PrismError('CORRUPT_CHECKPOINT', `corrupt checkpoint: ${message}`, { cause });
 }
 
+/** `Fail` for the records of a checkpoint: whatever check failed, the checkpoint is corrupt. */
+const corruptRecord: Fail = (message) => corrupt(message);
+
 const padTo4 = (n: number): number => (n + 3) & ~3;
 
 export function encodeCheckpoint(snapshot: MemorySnapshot): Uint8Array {
@@ -91,31 +95,35 @@ export function encodeCheckpoint(snapshot: MemorySnapshot): Uint8Array {
   return out;
 }
 
-function isStringArray(value: unknown): value is string[] {
-  return Array.isArray(value) && value.every((item) => typeof item === 'string');
-}
+/**
+ * Largest JSON section read. V8 holds strings of just under 2^29 UTF-16 units, so no engine
+ * PRISM runs on could have written a larger one, and parsing one costs several times its size.
+ */
+export const MAX_JSON_SECTION_BYTES = 2 ** 29;
 
-function parseSection(json: Uint8Array, vectorCount: number): JsonSection {
+function parseSection(json: Uint8Array): Partial<Record<keyof JsonSection, unknown>> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(json));
   } catch (err) {
     corrupt('the JSON section does not parse', err);
   }
-  const section = parsed as Partial<Record<keyof JsonSection, unknown>> | null;
-  if (typeof section !== 'object' || section === null) corrupt('the JSON section is not an object');
-  for (const key of ['nodes', 'edges', 'chunks'] as const) {
-    if (!Array.isArray(section[key])) corrupt(`the JSON section's ${key} is not an array`);
-  }
-  if (!isStringArray(section.hashes)) corrupt("the JSON section's hashes are not strings");
-  if (!isStringArray(section.vectorIds)) corrupt("the JSON section's vectorIds are not strings");
-  if (section.vectorIds.length !== vectorCount) {
-    corrupt(`the header counts ${vectorCount} vectors, the JSON section names ${section.vectorIds.length}`);
-  }
-  return section as JsonSection;
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) corrupt('the JSON section is not an object');
+  return parsed;
 }
 
-/** Decodes and verifies a checkpoint; any damage throws CORRUPT_CHECKPOINT naming the cause. */
+function list(section: Partial<Record<keyof JsonSection, unknown>>, key: keyof JsonSection): unknown[] {
+  const value = section[key];
+  if (!Array.isArray(value)) corrupt(`the JSON section's ${key} is not an array`);
+  return value;
+}
+
+/**
+ * Decodes and verifies a checkpoint before anything reads its content: the header's sizes
+ * against the bytes given (so a crafted header allocates nothing), the checksum, then every
+ * record (`checkMemoryStructure`, `checkMemoryReferences`). Any damage throws
+ * CORRUPT_CHECKPOINT naming the cause.
+ */
 export function decodeCheckpoint(bytes: Uint8Array): MemorySnapshot {
   if (bytes.length < MAGIC.length && MAGIC.subarray(0, bytes.length).every((b, i) => b === bytes[i])) {
     corrupt(`truncated: ${bytes.length} bytes`);
@@ -130,7 +138,10 @@ export function decodeCheckpoint(bytes: Uint8Array): MemorySnapshot {
   const jsonBytes = view.getUint32(12, true);
   const vectorCount = view.getUint32(16, true);
   const dim = view.getUint32(20, true);
+  if (jsonBytes > MAX_JSON_SECTION_BYTES) corrupt(`the header gives a ${jsonBytes}-byte JSON section; at most ${MAX_JSON_SECTION_BYTES} are read`);
+  if (dim === 0 || dim > MAX_VECTOR_DIM) corrupt(`the header gives vector dimension ${dim}; it must be between 1 and ${MAX_VECTOR_DIM}`);
   const vectorsAt = HEADER_BYTES + padTo4(jsonBytes);
+  // Below 2^32 × 2^16 × 4 = 2^50: exact in a double, so a product that overflowed cannot match.
   const expected = vectorsAt + vectorCount * dim * 4 + TRAILER_BYTES;
   if (bytes.length < expected) corrupt(`truncated: ${bytes.length} bytes, the header promises ${expected}`);
   if (bytes.length > expected) corrupt(`${bytes.length - expected} unexpected bytes after the end`);
@@ -140,8 +151,12 @@ export function decodeCheckpoint(bytes: Uint8Array): MemorySnapshot {
     corrupt(`checksum mismatch (stored ${stored.toString(16)}, computed ${computed.toString(16)}): the bytes were altered`);
   }
 
-  const section = parseSection(bytes.subarray(HEADER_BYTES, HEADER_BYTES + jsonBytes), vectorCount);
-  const vectors: Array<[string, Float32Array]> = section.vectorIds.map((id, i) => {
+  const section = parseSection(bytes.subarray(HEADER_BYTES, HEADER_BYTES + jsonBytes));
+  checkMeta(section.meta, corruptRecord);
+  if (section.meta.dim !== dim) corrupt(`the header gives vector dimension ${dim}, meta.dim is ${section.meta.dim}`);
+  const vectorIds = list(section, 'vectorIds');
+  if (vectorIds.length !== vectorCount) corrupt(`the header counts ${vectorCount} vectors, the JSON section names ${vectorIds.length}`);
+  const vectors = vectorIds.map((id, i): [unknown, Float32Array] => {
     const start = vectorsAt + i * dim * 4;
     // Copy byte-wise into a fresh vector: the input may sit at any offset (and a Node
     // Buffer's slice() would alias its pool rather than copy).
@@ -149,20 +164,12 @@ export function decodeCheckpoint(bytes: Uint8Array): MemorySnapshot {
     new Uint8Array(vector.buffer).set(bytes.subarray(start, start + dim * 4));
     return [id, vector];
   });
-  const table = new SnapshotTable();
-  try {
-    table.apply({
-      meta: section.meta,
-      putNodes: section.nodes,
-      putEdges: section.edges,
-      putChunks: section.chunks,
-      putVectors: vectors,
-      putHashes: section.hashes,
-    });
-  } catch (err) {
-    corrupt(`the content is invalid: ${err instanceof Error ? err.message : String(err)}`, err);
-  }
-  return table.view() as MemorySnapshot;
+  const snapshot = checkMemoryStructure(
+    { meta: section.meta, nodes: list(section, 'nodes'), edges: list(section, 'edges'), chunks: list(section, 'chunks'), vectors, hashes: list(section, 'hashes') },
+    corruptRecord,
+  );
+  checkMemoryReferences(snapshot, corruptRecord);
+  return inIdOrder(snapshot);
 }
 
 /** One partition's memory as checkpoint bytes; an empty partition has nothing to export. */
@@ -173,25 +180,31 @@ export async function exportCheckpoint(store: GraphStore, partition: string): Pr
 }
 
 /**
- * Replaces one partition's memory with the checkpoint's, in one commit: records absent from
- * the checkpoint are deleted by the same batch, so an interrupted import leaves the old
- * memory, never a mix. Other partitions and the cache area are left as they are. Returns the
- * partition's new revision. Callers that share the store hold its writer lock around this.
+ * Replaces one partition's memory with `incoming` (a decoded checkpoint) in one commit: every
+ * record the partition holds is deleted by the same batch that puts the new ones (deletes go
+ * first), so an interrupted import leaves the old memory, never a mix. What the partition
+ * holds is read from the store as it is: a memory too damaged to open is replaced all the
+ * same. Other partitions and the cache area are left as they are. Returns the partition's new
+ * revision. Callers that share the store hold its writer lock around this.
  */
-export async function importCheckpoint(store: GraphStore, partition: string, bytes: Uint8Array): Promise<number> {
-  const incoming = decodeCheckpoint(bytes);
+export async function replacePartition(store: GraphStore, partition: string, incoming: MemorySnapshot): Promise<number> {
   const current = await store.load(partition);
-  const batch: WriteBatch = snapshotAsBatch(incoming);
-  if (current) {
-    const absent = <T>(ids: Iterable<T>, keep: (id: T) => boolean): T[] => [...ids].filter((id) => !keep(id));
-    const nodeIds = new Set(incoming.nodes.map((n) => n.id));
-    const edgeIds = new Set(incoming.edges.map((e) => e.id));
-    const chunkIds = new Set(incoming.chunks.map((c) => c.id));
-    batch.deleteNodes = absent(current.nodes.map((n) => n.id), (id) => nodeIds.has(id));
-    batch.deleteEdges = absent(current.edges.map((e) => e.id), (id) => edgeIds.has(id));
-    batch.deleteChunks = absent(current.chunks.map((c) => c.id), (id) => chunkIds.has(id));
-    batch.deleteVectors = absent(current.vectors.keys(), (id) => incoming.vectors.has(id));
-    batch.deleteHashes = absent(current.hashes, (hash) => incoming.hashes.has(hash));
-  }
+  const batch: WriteBatch = {
+    ...(current
+      ? {
+          deleteNodes: current.nodes.map((n) => n.id),
+          deleteEdges: current.edges.map((e) => e.id),
+          deleteChunks: current.chunks.map((c) => c.id),
+          deleteVectors: [...current.vectors.keys()],
+          deleteHashes: [...current.hashes],
+        }
+      : {}),
+    ...snapshotAsBatch(incoming),
+  };
   return store.commit(partition, batch);
+}
+
+/** `replacePartition` with checkpoint bytes; bad bytes throw CORRUPT_CHECKPOINT and change nothing. */
+export async function importCheckpoint(store: GraphStore, partition: string, bytes: Uint8Array): Promise<number> {
+  return replacePartition(store, partition, decodeCheckpoint(bytes));
 }

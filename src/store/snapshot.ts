@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
-import { EDGE_TYPES, LAYERS } from '../graph/types.ts';
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import type { WriteBatch } from './types.ts';
+import { checkChunk, checkEdge, checkId, checkMeta, checkNode, checkVector, type Fail } from './validate-snapshot.ts';
 
 /**
  * Batch validation and the in-memory table every backend shares. A batch is checked in
@@ -12,74 +12,13 @@ import type { WriteBatch } from './types.ts';
  * between records — the writer composes consistent batches.
  */
 
-function invalid(message: string): never {
-  throw new PrismError('INVALID_INPUT', message);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function checkId(what: string, id: unknown): void {
-  if (typeof id !== 'string' || id.length === 0) invalid(`${what} id must be a non-empty string`);
-}
-
-function checkCount(what: string, value: unknown): void {
-  if (!Number.isSafeInteger(value) || (value as number) < 0) {
-    invalid(`${what} must be a non-negative integer, got ${String(value)}`);
-  }
-}
-
-function checkMeta(meta: unknown): asserts meta is MemoryMeta {
-  if (!isRecord(meta)) invalid('meta must be an object');
-  checkCount('meta.schemaVersion', meta.schemaVersion);
-  if (typeof meta.embedderId !== 'string') invalid('meta.embedderId must be a string');
-  checkCount('meta.dim', meta.dim);
-  if (meta.dim === 0) invalid('meta.dim must be positive');
-  checkCount('meta.nextKey', meta.nextKey);
-  checkCount('meta.chunkCount', meta.chunkCount);
-  if (!isRecord(meta.settings)) invalid('meta.settings must be an object');
-}
-
-function checkNode(node: unknown): void {
-  if (!isRecord(node)) invalid('node must be an object');
-  checkId('node', node.id);
-  checkCount(`node ${String(node.id)} key`, node.key);
-  if (!LAYERS.includes(node.layer as GraphNode['layer'])) {
-    invalid(`node ${String(node.id)} has unknown layer ${String(node.layer)}`);
-  }
-}
-
-function checkEdge(edge: unknown): void {
-  if (!isRecord(edge)) invalid('edge must be an object');
-  checkId('edge', edge.id);
-  checkCount(`edge ${String(edge.id)} key`, edge.key);
-  if (!EDGE_TYPES.includes(edge.type as GraphEdge['type'])) {
-    invalid(`edge ${String(edge.id)} has unknown type ${String(edge.type)}`);
-  }
-  checkId(`edge ${String(edge.id)} endpoint`, edge.from);
-  checkId(`edge ${String(edge.id)} endpoint`, edge.to);
-}
-
-function checkChunk(chunk: unknown): void {
-  if (!isRecord(chunk)) invalid('chunk must be an object');
-  checkId('chunk', chunk.id);
-  if (typeof chunk.text !== 'string') invalid(`chunk ${String(chunk.id)} text must be a string`);
-}
-
-function checkVector(id: unknown, vector: unknown, dim: number): void {
-  checkId('vector', id);
-  if (!(vector instanceof Float32Array)) invalid(`vector ${String(id)} must be a Float32Array`);
-  if (vector.length !== dim) {
-    throw new PrismError('DIMENSION_MISMATCH', `vector ${String(id)} has ${vector.length} dimensions, the memory has ${dim}`);
-  }
-  for (const x of vector) {
-    if (!Number.isFinite(x)) throw new PrismError('NON_FINITE_VECTOR', `vector ${String(id)} contains ${x}`);
-  }
-}
+/** A batch the writer composed wrongly: INVALID_INPUT, unless the check names a more specific code. */
+const invalid: Fail = (message, code = 'INVALID_INPUT') => {
+  throw new PrismError(code, message);
+};
 
 function checkIds(what: string, ids: readonly unknown[] | undefined): void {
-  for (const id of ids ?? []) checkId(what, id);
+  for (const id of ids ?? []) checkId(id, `${what} id`, invalid);
 }
 
 /** True when the batch sets a meta whose dimension differs from the stored one. */
@@ -93,7 +32,7 @@ export function changesDimension(current: MemoryMeta | null, batch: WriteBatch):
  * vector must then be deleted by the same batch, so no vector of the old size survives.
  */
 export function validateBatch(batch: WriteBatch, current: MemoryMeta | null, storedVectorIds: Iterable<string>): MemoryMeta {
-  if (batch.meta !== undefined) checkMeta(batch.meta);
+  if (batch.meta !== undefined) checkMeta(batch.meta, invalid);
   const meta = batch.meta ?? current;
   if (meta === null) invalid('the first batch written to an empty store must carry meta');
   if (changesDimension(current, batch)) {
@@ -104,12 +43,13 @@ export function validateBatch(batch: WriteBatch, current: MemoryMeta | null, sto
       }
     }
   }
-  for (const node of batch.putNodes ?? []) checkNode(node);
-  for (const edge of batch.putEdges ?? []) checkEdge(edge);
-  for (const chunk of batch.putChunks ?? []) checkChunk(chunk);
+  for (const node of batch.putNodes ?? []) checkNode(node, invalid);
+  for (const edge of batch.putEdges ?? []) checkEdge(edge, invalid);
+  for (const chunk of batch.putChunks ?? []) checkChunk(chunk, invalid);
   for (const entry of batch.putVectors ?? []) {
     if (!Array.isArray(entry)) invalid('putVectors entries must be [id, vector] pairs');
-    checkVector(entry[0], entry[1], meta.dim);
+    checkId(entry[0], 'vector id', invalid);
+    checkVector(entry[0], entry[1], meta.dim, invalid);
   }
   checkIds('hash', batch.putHashes);
   checkIds('node', batch.deleteNodes);
@@ -147,13 +87,9 @@ function checkUnique(what: string, sorted: readonly { id: string }[]): void {
   }
 }
 
-/**
- * The snapshot validated and in canonical (id) order. Records are shared, not copied:
- * this is for reading (e.g. encoding), not for keeping.
- */
-export function canonicalSnapshot(snapshot: MemorySnapshot): MemorySnapshot {
-  validateBatch(snapshotAsBatch(snapshot), null, []);
-  const canonical: MemorySnapshot = {
+/** The snapshot in canonical (id) order, unchecked; records are shared, not copied. */
+export function inIdOrder(snapshot: MemorySnapshot): MemorySnapshot {
+  return {
     meta: snapshot.meta,
     nodes: sortById(snapshot.nodes),
     edges: sortById(snapshot.edges),
@@ -161,6 +97,15 @@ export function canonicalSnapshot(snapshot: MemorySnapshot): MemorySnapshot {
     vectors: sortedVectors(snapshot.vectors),
     hashes: new Set([...snapshot.hashes].sort(compareIds)),
   };
+}
+
+/**
+ * The snapshot validated and in canonical (id) order. Records are shared, not copied:
+ * this is for reading (e.g. encoding), not for keeping.
+ */
+export function canonicalSnapshot(snapshot: MemorySnapshot): MemorySnapshot {
+  validateBatch(snapshotAsBatch(snapshot), null, []);
+  const canonical = inIdOrder(snapshot);
   checkUnique('node', canonical.nodes);
   checkUnique('edge', canonical.edges);
   checkUnique('chunk', canonical.chunks);
@@ -209,14 +154,14 @@ export class SnapshotTable {
    */
   view(): MemorySnapshot | null {
     if (this.meta === null) return null;
-    return {
+    return inIdOrder({
       meta: this.meta,
-      nodes: sortById(this.nodes.values()),
-      edges: sortById(this.edges.values()),
-      chunks: sortById(this.chunks.values()),
-      vectors: sortedVectors(this.vectors),
-      hashes: new Set([...this.hashes].sort(compareIds)),
-    };
+      nodes: [...this.nodes.values()],
+      edges: [...this.edges.values()],
+      chunks: [...this.chunks.values()],
+      vectors: this.vectors,
+      hashes: this.hashes,
+    });
   }
 }
 

@@ -1,0 +1,270 @@
+import type { PrismErrorCode } from '../errors.ts';
+import { EDGE_TYPES } from '../graph/types.ts';
+import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+
+/**
+ * What a memory must hold to be usable, checked wherever records come from outside the code
+ * that wrote them: every write batch (record by record), every partition loaded from a store
+ * (its structure), and every checkpoint before it is imported (structure and references). A
+ * memory that passes cannot make `add`, `list`, `search` or `delete` fail on its scope.
+ */
+
+/**
+ * Reports what is wrong and does not return. `code` is what a write batch is refused with; a
+ * memory read back from a checkpoint or a store is damaged (`CORRUPT_CHECKPOINT`) whatever broke.
+ */
+export type Fail = (message: string, code?: PrismErrorCode) => never;
+
+/** Largest vector dimension a memory may declare (embedding models stay far below it). */
+export const MAX_VECTOR_DIM = 65_536;
+
+/**
+ * Largest `meta.nextKey`. Keys cross into the WASM index as f64: above 2^53 they stop being
+ * exact, and a memory whose next key were close to that could fail its next add.
+ */
+export const MAX_NEXT_KEY = 2 ** 52;
+
+/**
+ * Deepest nesting of a turn's metadata. Structured clones (IndexedDB) and `JSON.stringify`
+ * (SQLite) overflow the stack a few thousand levels down, after embedding, as an untyped error.
+ */
+export const MAX_METADATA_DEPTH = 256;
+
+const ENTITY_TYPES: Record<EntityType, true> = { person: true, organization: true, place: true, concept: true, event: true, other: true };
+const EXTRACTIONS: Record<ChunkExtraction, true> = { llm: true, local: true, fallback: true };
+
+type Fields = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function checkId(value: unknown, what: string, fail: Fail): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0) fail(`${what} must be a non-empty string`);
+}
+
+function checkString(value: unknown, what: string, fail: Fail): asserts value is string {
+  if (typeof value !== 'string') fail(`${what} must be a string`);
+}
+
+function checkStringOrNull(value: unknown, what: string, fail: Fail): void {
+  if (value !== null) checkString(value, what, fail);
+}
+
+function checkIdList(value: unknown, what: string, fail: Fail): void {
+  if (!Array.isArray(value)) fail(`${what} must be an array`);
+  value.forEach((item, i) => checkId(item, `${what}[${i}]`, fail));
+}
+
+function checkCount(value: unknown, what: string, fail: Fail): asserts value is number {
+  if (!Number.isSafeInteger(value) || (value as number) < 0) fail(`${what} must be a non-negative integer, got ${String(value)}`);
+}
+
+function checkDepth(value: unknown, what: string, fail: Fail, depth = 1): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (depth > MAX_METADATA_DEPTH) fail(`${what} is nested deeper than ${MAX_METADATA_DEPTH} levels`);
+  for (const item of Object.values(value)) checkDepth(item, what, fail, depth + 1);
+}
+
+export function checkMeta(meta: unknown, fail: Fail): asserts meta is MemoryMeta {
+  if (!isRecord(meta)) fail('meta must be an object');
+  checkCount(meta.schemaVersion, 'meta.schemaVersion', fail);
+  checkId(meta.embedderId, 'meta.embedderId', fail);
+  checkCount(meta.dim, 'meta.dim', fail);
+  if (meta.dim === 0 || meta.dim > MAX_VECTOR_DIM) fail(`meta.dim must be between 1 and ${MAX_VECTOR_DIM}, got ${meta.dim}`);
+  checkCount(meta.nextKey, 'meta.nextKey', fail);
+  if (meta.nextKey > MAX_NEXT_KEY) fail(`meta.nextKey must be at most 2^52, got ${meta.nextKey}`);
+  checkCount(meta.chunkCount, 'meta.chunkCount', fail);
+  if (!isRecord(meta.settings)) fail('meta.settings must be an object');
+  for (const [name, value] of Object.entries(meta.settings)) {
+    if (!['string', 'number', 'boolean'].includes(typeof value)) fail(`meta.settings.${name} must be a string, number or boolean`);
+  }
+}
+
+/** The fields of each layer beyond id, key and layer. */
+const LAYER_FIELDS: Record<Layer, (node: Fields, what: string, fail: Fail) => void> = {
+  episode: (node: Fields, what: string, fail: Fail) => {
+    checkId(node.chunkId, `${what} chunkId`, fail);
+    checkString(node.summary, `${what} summary`, fail);
+    checkStringOrNull(node.time, `${what} time`, fail);
+    checkCount(node.order, `${what} order`, fail);
+  },
+  facet: (node: Fields, what: string, fail: Fail) => {
+    checkId(node.chunkId, `${what} chunkId`, fail);
+    checkId(node.episodeId, `${what} episodeId`, fail);
+    checkString(node.theme, `${what} theme`, fail);
+  },
+  facetPoint: (node: Fields, what: string, fail: Fail) => {
+    checkId(node.chunkId, `${what} chunkId`, fail);
+    checkId(node.episodeId, `${what} episodeId`, fail);
+    checkId(node.facetId, `${what} facetId`, fail);
+    checkString(node.content, `${what} content`, fail);
+    if (node.entityId !== null) checkId(node.entityId, `${what} entityId`, fail);
+    checkStringOrNull(node.timeText, `${what} timeText`, fail);
+    checkStringOrNull(node.time, `${what} time`, fail);
+    if (!Array.isArray(node.dialogIds)) fail(`${what} dialogIds must be an array`);
+    node.dialogIds.forEach((id, i) => checkString(id, `${what} dialogIds[${i}]`, fail));
+  },
+  entity: (node: Fields, what: string, fail: Fail) => {
+    checkString(node.name, `${what} name`, fail);
+    if (typeof node.entityType !== 'string' || !Object.hasOwn(ENTITY_TYPES, node.entityType)) fail(`${what} has unknown entityType ${String(node.entityType)}`);
+    checkIdList(node.chunkIds, `${what} chunkIds`, fail);
+  },
+};
+
+export function checkNode(node: unknown, fail: Fail): asserts node is GraphNode {
+  if (!isRecord(node)) fail('node must be an object');
+  checkId(node.id, 'node id', fail);
+  const what = `node ${node.id}`;
+  checkCount(node.key, `${what} key`, fail);
+  if (typeof node.layer !== 'string' || !Object.hasOwn(LAYER_FIELDS, node.layer)) fail(`${what} has unknown layer ${String(node.layer)}`);
+  LAYER_FIELDS[node.layer as Layer](node, what, fail);
+}
+
+export function checkEdge(edge: unknown, fail: Fail): asserts edge is GraphEdge {
+  if (!isRecord(edge)) fail('edge must be an object');
+  checkId(edge.id, 'edge id', fail);
+  const what = `edge ${edge.id}`;
+  checkCount(edge.key, `${what} key`, fail);
+  if (!EDGE_TYPES.includes(edge.type as GraphEdge['type'])) fail(`${what} has unknown type ${String(edge.type)}`);
+  checkId(edge.from, `${what} endpoint`, fail);
+  checkId(edge.to, `${what} endpoint`, fail);
+  checkString(edge.chunkId, `${what} chunkId`, fail);
+  checkStringOrNull(edge.description, `${what} description`, fail);
+  if (edge.confidence !== null && !Number.isFinite(edge.confidence)) fail(`${what} confidence must be a finite number or null`);
+}
+
+function checkTurn(turn: unknown, what: string, fail: Fail): void {
+  if (!isRecord(turn)) fail(`${what} must be an object`);
+  checkString(turn.dialogId, `${what}.dialogId`, fail);
+  checkString(turn.speaker, `${what}.speaker`, fail);
+  checkString(turn.text, `${what}.text`, fail);
+  if (turn.time !== undefined) checkStringOrNull(turn.time, `${what}.time`, fail);
+  if (turn.metadata !== undefined) {
+    if (!isRecord(turn.metadata)) fail(`${what}.metadata must be an object`);
+    checkDepth(turn.metadata, `${what}.metadata`, fail);
+  }
+}
+
+export function checkChunk(chunk: unknown, fail: Fail): asserts chunk is Chunk {
+  if (!isRecord(chunk)) fail('chunk must be an object');
+  checkId(chunk.id, 'chunk id', fail);
+  const what = `chunk ${chunk.id}`;
+  checkString(chunk.sessionId, `${what} sessionId`, fail);
+  checkString(chunk.header, `${what} header`, fail);
+  checkString(chunk.text, `${what} text`, fail);
+  checkStringOrNull(chunk.time, `${what} time`, fail);
+  checkCount(chunk.order, `${what} order`, fail);
+  if (!Array.isArray(chunk.turns)) fail(`${what} turns must be an array`);
+  chunk.turns.forEach((turn, i) => checkTurn(turn, `${what} turns[${i}]`, fail));
+  if (chunk.extraction !== undefined && (typeof chunk.extraction !== 'string' || !Object.hasOwn(EXTRACTIONS, chunk.extraction))) {
+    fail(`${what} has unknown extraction ${String(chunk.extraction)}`);
+  }
+}
+
+export function checkVector(id: string, vector: unknown, dim: number, fail: Fail): asserts vector is Float32Array {
+  if (!(vector instanceof Float32Array)) fail(`vector ${id} must be a Float32Array`);
+  if (vector.length !== dim) fail(`vector ${id} has ${vector.length} dimensions, the memory has ${dim}`, 'DIMENSION_MISMATCH');
+  for (const x of vector) {
+    if (!Number.isFinite(x)) fail(`vector ${id} contains ${x}`, 'NON_FINITE_VECTOR');
+  }
+}
+
+/** A memory as read from outside: records not yet known to be well-formed; a checkpoint's vector list may repeat an id. */
+export interface UncheckedMemory {
+  meta: unknown;
+  nodes: readonly unknown[];
+  edges: readonly unknown[];
+  chunks: readonly unknown[];
+  vectors: Iterable<readonly [unknown, unknown]>;
+  hashes: Iterable<unknown>;
+}
+
+/**
+ * Everything the working set and its vector indexes rely on: well-formed records, unique ids
+ * (node and edge ids share the vector namespace), index keys unique across nodes and edges and
+ * below `meta.nextKey` (new records take keys from there), chunk orders unique and below
+ * `meta.chunkCount` (a new chunk takes that order), vectors of the memory's dimension. Returns
+ * the memory typed; records are shared, not copied.
+ */
+export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): MemorySnapshot {
+  const { meta } = memory;
+  checkMeta(meta, fail);
+  const ids = new Set<string>();
+  const claimId = (what: string, id: string) => {
+    if (ids.has(id)) fail(`${what} id ${id} occurs twice`);
+    ids.add(id);
+  };
+  const keys = new Map<number, string>();
+  const claimKey = (id: string, key: number) => {
+    if (key >= meta.nextKey) fail(`${id} has key ${key}, not below meta.nextKey ${meta.nextKey}`);
+    const owner = keys.get(key);
+    if (owner !== undefined) fail(`${owner} and ${id} share key ${key}`);
+    keys.set(key, id);
+  };
+  const nodes = memory.nodes.map((node) => {
+    checkNode(node, fail);
+    claimId('node', node.id);
+    claimKey(`node ${node.id}`, node.key);
+    return node;
+  });
+  const edges = memory.edges.map((edge) => {
+    checkEdge(edge, fail);
+    claimId('node or edge', edge.id);
+    claimKey(`edge ${edge.id}`, edge.key);
+    return edge;
+  });
+  const chunkIds = new Set<string>();
+  const orders = new Map<number, string>();
+  const chunks = memory.chunks.map((chunk) => {
+    checkChunk(chunk, fail);
+    if (chunkIds.has(chunk.id)) fail(`chunk id ${chunk.id} occurs twice`);
+    chunkIds.add(chunk.id);
+    if (chunk.order >= meta.chunkCount) fail(`chunk ${chunk.id} has order ${chunk.order}, not below meta.chunkCount ${meta.chunkCount}`);
+    const other = orders.get(chunk.order);
+    if (other !== undefined) fail(`chunks ${other} and ${chunk.id} share order ${chunk.order}`);
+    orders.set(chunk.order, chunk.id);
+    return chunk;
+  });
+  const vectors = new Map<string, Float32Array>();
+  for (const [id, vector] of memory.vectors) {
+    checkId(id, 'vector id', fail);
+    checkVector(id, vector, meta.dim, fail);
+    if (vectors.has(id)) fail(`vector id ${id} occurs twice`);
+    vectors.set(id, vector);
+  }
+  const hashes = new Set<string>();
+  for (const hash of memory.hashes) {
+    checkId(hash, 'hash', fail);
+    if (hashes.has(hash)) fail(`hash ${hash} occurs twice`);
+    hashes.add(hash);
+  }
+  return { meta, nodes, edges, chunks, vectors, hashes };
+}
+
+/**
+ * The references between records that deletion follows: an edge's endpoints, a node's chunk
+ * (an Entity's chunks), a vector's node or edge, a chunk's ingested hash. The writer keeps them;
+ * a record whose reference dangles could never be deleted with its session, so an import refuses it.
+ */
+export function checkMemoryReferences(memory: MemorySnapshot, fail: Fail): void {
+  const chunkIds = new Set(memory.chunks.map((chunk) => chunk.id));
+  const nodeIds = new Set(memory.nodes.map((node) => node.id));
+  const edgeIds = new Set(memory.edges.map((edge) => edge.id));
+  for (const chunk of memory.chunks) {
+    if (!memory.hashes.has(chunk.id)) fail(`chunk ${chunk.id} has no ingested hash`);
+  }
+  for (const node of memory.nodes) {
+    for (const chunkId of node.layer === 'entity' ? node.chunkIds : [node.chunkId]) {
+      if (!chunkIds.has(chunkId)) fail(`node ${node.id} names chunk ${chunkId}, which the memory does not hold`);
+    }
+  }
+  for (const edge of memory.edges) {
+    for (const end of [edge.from, edge.to]) {
+      if (!nodeIds.has(end)) fail(`edge ${edge.id} ends at node ${end}, which the memory does not hold`);
+    }
+  }
+  for (const id of memory.vectors.keys()) {
+    if (!nodeIds.has(id) && !edgeIds.has(id)) fail(`vector ${id} belongs to no node or edge`);
+  }
+}

@@ -35,6 +35,13 @@ const EXTRACTIONS: Record<ChunkExtraction, true> = { llm: true, local: true, fal
 
 type Fields = Record<string, unknown>;
 
+/** A value as an error message shows it: short, and never walked (a crafted one may nest deeply or run to megabytes). */
+function shown(value: unknown): string {
+  if (typeof value === 'string') return value.length > 80 ? `${value.slice(0, 80)}…` : value;
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object';
+  return String(value);
+}
+
 function isRecord(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -57,7 +64,7 @@ function checkIdList(value: unknown, what: string, fail: Fail): void {
 }
 
 function checkCount(value: unknown, what: string, fail: Fail): asserts value is number {
-  if (!Number.isSafeInteger(value) || (value as number) < 0) fail(`${what} must be a non-negative integer, got ${String(value)}`);
+  if (!Number.isSafeInteger(value) || (value as number) < 0) fail(`${what} must be a non-negative integer, got ${shown(value)}`);
 }
 
 function checkDepth(value: unknown, what: string, fail: Fail, depth = 1): void {
@@ -77,7 +84,7 @@ export function checkMeta(meta: unknown, fail: Fail): asserts meta is MemoryMeta
   checkCount(meta.chunkCount, 'meta.chunkCount', fail);
   if (!isRecord(meta.settings)) fail('meta.settings must be an object');
   for (const [name, value] of Object.entries(meta.settings)) {
-    if (!['string', 'number', 'boolean'].includes(typeof value)) fail(`meta.settings.${name} must be a string, number or boolean`);
+    if (!['string', 'number', 'boolean'].includes(typeof value)) fail(`meta.settings.${shown(name)} must be a string, number or boolean`);
   }
 }
 
@@ -107,7 +114,7 @@ const LAYER_FIELDS: Record<Layer, (node: Fields, what: string, fail: Fail) => vo
   },
   entity: (node: Fields, what: string, fail: Fail) => {
     checkString(node.name, `${what} name`, fail);
-    if (typeof node.entityType !== 'string' || !Object.hasOwn(ENTITY_TYPES, node.entityType)) fail(`${what} has unknown entityType ${String(node.entityType)}`);
+    if (typeof node.entityType !== 'string' || !Object.hasOwn(ENTITY_TYPES, node.entityType)) fail(`${what} has unknown entityType ${shown(node.entityType)}`);
     checkIdList(node.chunkIds, `${what} chunkIds`, fail);
   },
 };
@@ -115,18 +122,18 @@ const LAYER_FIELDS: Record<Layer, (node: Fields, what: string, fail: Fail) => vo
 export function checkNode(node: unknown, fail: Fail): asserts node is GraphNode {
   if (!isRecord(node)) fail('node must be an object');
   checkId(node.id, 'node id', fail);
-  const what = `node ${node.id}`;
+  const what = `node ${shown(node.id)}`;
   checkCount(node.key, `${what} key`, fail);
-  if (typeof node.layer !== 'string' || !Object.hasOwn(LAYER_FIELDS, node.layer)) fail(`${what} has unknown layer ${String(node.layer)}`);
+  if (typeof node.layer !== 'string' || !Object.hasOwn(LAYER_FIELDS, node.layer)) fail(`${what} has unknown layer ${shown(node.layer)}`);
   LAYER_FIELDS[node.layer as Layer](node, what, fail);
 }
 
 export function checkEdge(edge: unknown, fail: Fail): asserts edge is GraphEdge {
   if (!isRecord(edge)) fail('edge must be an object');
   checkId(edge.id, 'edge id', fail);
-  const what = `edge ${edge.id}`;
+  const what = `edge ${shown(edge.id)}`;
   checkCount(edge.key, `${what} key`, fail);
-  if (!EDGE_TYPES.includes(edge.type as GraphEdge['type'])) fail(`${what} has unknown type ${String(edge.type)}`);
+  if (!EDGE_TYPES.includes(edge.type as GraphEdge['type'])) fail(`${what} has unknown type ${shown(edge.type)}`);
   checkId(edge.from, `${what} endpoint`, fail);
   checkId(edge.to, `${what} endpoint`, fail);
   checkString(edge.chunkId, `${what} chunkId`, fail);
@@ -149,7 +156,7 @@ function checkTurn(turn: unknown, what: string, fail: Fail): void {
 export function checkChunk(chunk: unknown, fail: Fail): asserts chunk is Chunk {
   if (!isRecord(chunk)) fail('chunk must be an object');
   checkId(chunk.id, 'chunk id', fail);
-  const what = `chunk ${chunk.id}`;
+  const what = `chunk ${shown(chunk.id)}`;
   checkString(chunk.sessionId, `${what} sessionId`, fail);
   checkString(chunk.header, `${what} header`, fail);
   checkString(chunk.text, `${what} text`, fail);
@@ -158,15 +165,15 @@ export function checkChunk(chunk: unknown, fail: Fail): asserts chunk is Chunk {
   if (!Array.isArray(chunk.turns)) fail(`${what} turns must be an array`);
   chunk.turns.forEach((turn, i) => checkTurn(turn, `${what} turns[${i}]`, fail));
   if (chunk.extraction !== undefined && (typeof chunk.extraction !== 'string' || !Object.hasOwn(EXTRACTIONS, chunk.extraction))) {
-    fail(`${what} has unknown extraction ${String(chunk.extraction)}`);
+    fail(`${what} has unknown extraction ${shown(chunk.extraction)}`);
   }
 }
 
 export function checkVector(id: string, vector: unknown, dim: number, fail: Fail): asserts vector is Float32Array {
-  if (!(vector instanceof Float32Array)) fail(`vector ${id} must be a Float32Array`);
-  if (vector.length !== dim) fail(`vector ${id} has ${vector.length} dimensions, the memory has ${dim}`, 'DIMENSION_MISMATCH');
+  if (!(vector instanceof Float32Array)) fail(`vector ${shown(id)} must be a Float32Array`);
+  if (vector.length !== dim) fail(`vector ${shown(id)} has ${vector.length} dimensions, the memory has ${dim}`, 'DIMENSION_MISMATCH');
   for (const x of vector) {
-    if (!Number.isFinite(x)) fail(`vector ${id} contains ${x}`, 'NON_FINITE_VECTOR');
+    if (!Number.isFinite(x)) fail(`vector ${shown(id)} contains ${x}`, 'NON_FINITE_VECTOR');
   }
 }
 
@@ -192,37 +199,37 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
   checkMeta(meta, fail);
   const ids = new Set<string>();
   const claimId = (what: string, id: string) => {
-    if (ids.has(id)) fail(`${what} id ${id} occurs twice`);
+    if (ids.has(id)) fail(`${what} id ${shown(id)} occurs twice`);
     ids.add(id);
   };
   const keys = new Map<number, string>();
-  const claimKey = (id: string, key: number) => {
-    if (key >= meta.nextKey) fail(`${id} has key ${key}, not below meta.nextKey ${meta.nextKey}`);
-    const owner = keys.get(key);
-    if (owner !== undefined) fail(`${owner} and ${id} share key ${key}`);
-    keys.set(key, id);
+  const claimKey = (owner: string, key: number) => {
+    if (key >= meta.nextKey) fail(`${owner} has key ${key}, not below meta.nextKey ${meta.nextKey}`);
+    const other = keys.get(key);
+    if (other !== undefined) fail(`${other} and ${owner} share key ${key}`);
+    keys.set(key, owner);
   };
   const nodes = memory.nodes.map((node) => {
     checkNode(node, fail);
     claimId('node', node.id);
-    claimKey(`node ${node.id}`, node.key);
+    claimKey(`node ${shown(node.id)}`, node.key);
     return node;
   });
   const edges = memory.edges.map((edge) => {
     checkEdge(edge, fail);
     claimId('node or edge', edge.id);
-    claimKey(`edge ${edge.id}`, edge.key);
+    claimKey(`edge ${shown(edge.id)}`, edge.key);
     return edge;
   });
   const chunkIds = new Set<string>();
   const orders = new Map<number, string>();
   const chunks = memory.chunks.map((chunk) => {
     checkChunk(chunk, fail);
-    if (chunkIds.has(chunk.id)) fail(`chunk id ${chunk.id} occurs twice`);
+    if (chunkIds.has(chunk.id)) fail(`chunk id ${shown(chunk.id)} occurs twice`);
     chunkIds.add(chunk.id);
-    if (chunk.order >= meta.chunkCount) fail(`chunk ${chunk.id} has order ${chunk.order}, not below meta.chunkCount ${meta.chunkCount}`);
+    if (chunk.order >= meta.chunkCount) fail(`chunk ${shown(chunk.id)} has order ${chunk.order}, not below meta.chunkCount ${meta.chunkCount}`);
     const other = orders.get(chunk.order);
-    if (other !== undefined) fail(`chunks ${other} and ${chunk.id} share order ${chunk.order}`);
+    if (other !== undefined) fail(`chunks ${shown(other)} and ${shown(chunk.id)} share order ${chunk.order}`);
     orders.set(chunk.order, chunk.id);
     return chunk;
   });
@@ -230,13 +237,13 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
   for (const [id, vector] of memory.vectors) {
     checkId(id, 'vector id', fail);
     checkVector(id, vector, meta.dim, fail);
-    if (vectors.has(id)) fail(`vector id ${id} occurs twice`);
+    if (vectors.has(id)) fail(`vector id ${shown(id)} occurs twice`);
     vectors.set(id, vector);
   }
   const hashes = new Set<string>();
   for (const hash of memory.hashes) {
     checkId(hash, 'hash', fail);
-    if (hashes.has(hash)) fail(`hash ${hash} occurs twice`);
+    if (hashes.has(hash)) fail(`hash ${shown(hash)} occurs twice`);
     hashes.add(hash);
   }
   return { meta, nodes, edges, chunks, vectors, hashes };
@@ -252,19 +259,19 @@ export function checkMemoryReferences(memory: MemorySnapshot, fail: Fail): void 
   const nodeIds = new Set(memory.nodes.map((node) => node.id));
   const edgeIds = new Set(memory.edges.map((edge) => edge.id));
   for (const chunk of memory.chunks) {
-    if (!memory.hashes.has(chunk.id)) fail(`chunk ${chunk.id} has no ingested hash`);
+    if (!memory.hashes.has(chunk.id)) fail(`chunk ${shown(chunk.id)} has no ingested hash`);
   }
   for (const node of memory.nodes) {
     for (const chunkId of node.layer === 'entity' ? node.chunkIds : [node.chunkId]) {
-      if (!chunkIds.has(chunkId)) fail(`node ${node.id} names chunk ${chunkId}, which the memory does not hold`);
+      if (!chunkIds.has(chunkId)) fail(`node ${shown(node.id)} names chunk ${shown(chunkId)}, which the memory does not hold`);
     }
   }
   for (const edge of memory.edges) {
     for (const end of [edge.from, edge.to]) {
-      if (!nodeIds.has(end)) fail(`edge ${edge.id} ends at node ${end}, which the memory does not hold`);
+      if (!nodeIds.has(end)) fail(`edge ${shown(edge.id)} ends at node ${shown(end)}, which the memory does not hold`);
     }
   }
   for (const id of memory.vectors.keys()) {
-    if (!nodeIds.has(id) && !edgeIds.has(id)) fail(`vector ${id} belongs to no node or edge`);
+    if (!nodeIds.has(id) && !edgeIds.has(id)) fail(`vector ${shown(id)} belongs to no node or edge`);
   }
 }

@@ -195,8 +195,27 @@ export interface RetrievalFlags {
 export interface InputLimits {
   /** A message longer than this many characters is stored as passages of at most this length. Default 2,000. */
   passageChars: number;
-  /** One add above this many characters is refused with `INPUT_TOO_LARGE`. Default 4,000,000 (≈ 4 MB of text). */
+  /**
+   * One add above this many characters is refused with `INPUT_TOO_LARGE`. Everything a message
+   * stores counts: text, speaker, id, time, and its metadata's JSON (in UTF-8 bytes, at least its
+   * characters); a conversation counts its ids, dates as written, speakers and texts. Default
+   * 4,000,000 (≈ 4 MB of text).
+   */
   maxAddChars: number;
+  /**
+   * A speaker name, a message, session, batch or conversation id, or a session's date as written
+   * longer than this many characters is refused with `INPUT_TOO_LARGE` naming the field. Each is
+   * repeated on every context line or header of its messages, and the o200k token counter's
+   * byte-pair merge is quadratic in the length of one word: counting a line with a new
+   * 20,000-character name took 0.3–1 s, with a 200-character one about a millisecond
+   * (test/faults/input.fault.ts). Default 200. `get` and `delete` take any non-empty id, so
+   * lowering it never hides what was stored.
+   */
+  labelChars: number;
+  /** A message's `metadata` whose JSON is longer than this many UTF-8 bytes is refused with `INPUT_TOO_LARGE`. Default 65,536 (64 KiB). */
+  metadataBytes: number;
+  /** A message's `metadata` nested deeper than this many objects or arrays is refused with `INPUT_TOO_LARGE` (the top object is depth 1). Default 32. */
+  metadataDepth: number;
 }
 
 /** Every constant of the paper and PRISM's limits; `DEFAULT_CONFIG` (prism-memory/advanced) holds the defaults. */
@@ -223,6 +242,9 @@ export const DEFAULT_CONFIG: PrismConfig = {
   limits: {
     passageChars: 2000, // not in the paper: about 500 o200k tokens, twice MiniLM's 256-piece window
     maxAddChars: 4_000_000, // not in the paper: a 1 MB message fits; a pasted book does not
+    labelChars: 200, // not in the paper: a name or id, never a paragraph
+    metadataBytes: 65_536, // not in the paper: tags and references, not documents
+    metadataDepth: 32, // not in the paper: deeper than any record shape, far from a stack overflow
   },
   retrieval: {
     anchorsPerLayer: 30, // §3 N1, §6

@@ -6,7 +6,7 @@ import { planConflict, planMessageTurns } from '../src/ingest/identity.ts';
 import type { NormalisedMessage } from '../src/ingest/input.ts';
 import { handlesAdding, openHandle, processesAdding, staleHandleAfterDelete } from './faults/identity-scenarios.ts';
 
-const message = (text: string, id: string | null = null): NormalisedMessage => ({ id, speaker: 'Ann', text, time: null });
+const message = (text: string, id: string | null = null): NormalisedMessage => ({ at: 'messages[0]', id, speaker: 'Ann', text, time: null });
 const limits = { passageChars: 40 };
 
 describe('message identity, planned', () => {

@@ -1,7 +1,10 @@
-import * as chrono from 'chrono-node';
+import { DEFAULT_CONFIG, type InputLimits } from '../config.ts';
 import { PrismError } from '../errors.ts';
 
-/** A conversation as PRISM ingests it: sessions of speaker turns, each turn with a dialog id. */
+/**
+ * A conversation as PRISM ingests it: sessions of speaker turns, each turn with a dialog id. Ids,
+ * speakers and `dateText` are at most `limits.labelChars` characters.
+ */
 export interface ConversationTurn {
   /** LoCoMo-style dialog id, e.g. `D3:12`; generated as `D<session>:<turn>` when absent. */
   dialogId: string;
@@ -9,13 +12,16 @@ export interface ConversationTurn {
   text: string;
 }
 
-/** One session of a conversation: its turns and when it took place (as written, and as ISO time when it parses). */
+/** One session of a conversation: its turns and when it took place (as written, and as a stored time). */
 export interface ConversationSession {
   /** Stable id within the conversation, e.g. `session_3`. */
   id: string;
-  /** The session's date/time as written (e.g. `1:56 pm on 8 May, 2023`), if any. */
+  /** The session's date/time as written (e.g. `1:56 pm on 8 May, 2023`), if any; shown in the session's header. */
   dateText: string | null;
-  /** The same, normalised to ISO-8601, when it parses. */
+  /**
+   * When it took place, the time that orders and dates the session: a date in one of the forms
+   * `readDate` reads (`SpeakerMessage.date` lists them), stored as `2023-05-08T13:56:00` (UTC).
+   */
   time: string | null;
   turns: ConversationTurn[];
 }
@@ -26,35 +32,116 @@ export interface Conversation {
   sessions: ConversationSession[];
 }
 
-const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/** Longer than any accepted form (`12:30 pm on 30 September, 2023`, an ISO time with nine fraction digits and an offset): not read further. */
+const MAX_DATE_CHARS = 64;
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+const CLOCK = String.raw`(\d{1,2}):(\d{2})(?:\s*([ap])\.?m\.?)?`;
+const CLOCK_BEFORE = new RegExp(`^${CLOCK}\\s+on\\s+`, 'i');
+const CLOCK_AFTER = new RegExp(`(?:\\s*,\\s*|\\s+at\\s+|\\s+)${CLOCK}$`, 'i');
+const DAY_MONTH_YEAR = /^(\d{1,2})\s+([a-z]+)\.?,?\s+(\d{4})$/i;
+const MONTH_DAY_YEAR = /^([a-z]+)\.?\s+(\d{1,2}),?\s+(\d{4})$/i;
+/** Earlier years are a failed parse or a zero value (`0000-01-01`, the epoch minus a day), not a conversation. */
+const FIRST_YEAR = 1970;
+const LAST_YEAR = 9999;
+
+/** A date read from text: its stored form, or why it is not a calendar date and time. */
+export type DateReading = { time: string } | { problem: string };
 
 /**
- * Parses LoCoMo's `1:56 pm on 8 May, 2023`, ISO strings and other written dates into an
- * ISO date-time without a zone, read the same on every machine: a date with an explicit zone
- * or offset is converted to UTC, one without keeps its wall-clock time (the data gives no
- * zone, and a date must never move by a day with the machine's `TZ`).
+ * Reads a date as callers write it into the stored form, a zone-less ISO date-time
+ * (`2023-05-08T13:56:00`) read the same on every machine. The whole text (trimmed) must be one
+ * of these forms, else it is not a date:
+ *
+ * - ISO 8601: `2023-05-08`, `2023-05-08T13:56`, `2023-05-08T13:56:00` (a space for `T`, and a
+ *   fraction of a second, are read too), optionally with `Z` or an offset (`+09:00`, `-0500`):
+ *   a time with a zone is converted to UTC, one without keeps its wall-clock time.
+ * - Written: `8 May 2023`, `8 May, 2023`, `May 8 2023`, `May 8, 2023` (an English month name,
+ *   whole or as three letters: `Sep`, `Sep.`, `Sept`), with a time before it as LoCoMo writes it
+ *   (`1:56 pm on 8 May, 2023`) or after it (`May 8, 2023, 1:56 pm`, `8 May 2023 at 13:56`). A
+ *   time is `h:mm am|pm` (h 1–12; `pm`, `p.m.`, `PM`) or `HH:MM` (00–23). No zone: wall-clock time.
+ *
+ * The day must exist (`31 February` does not), hours and minutes must be on the clock, and the
+ * year (after a zone's conversion) within 1970–9999. Relative words (`yesterday`, `last week`)
+ * are not dates: they need a reference the text does not give.
  */
-export function parseSessionDate(text: string): string | null {
-  const m = /(?:(\d{1,2}):(\d{2})\s*([ap]m)\s*on\s*)?(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})/i.exec(text);
-  if (m) {
-    const month = MONTHS.findIndex((name) => name.startsWith((m[5] ?? '').toLowerCase().slice(0, 3)));
-    if (month >= 0) {
-      let hour = m[1] ? Number(m[1]) % 12 : 0;
-      if (m[3]?.toLowerCase() === 'pm') hour += 12;
-      const minute = m[2] ? Number(m[2]) : 0;
-      return isoLocal(Number(m[6]), month + 1, Number(m[4]), hour, minute);
+export function readDate(written: string): DateReading {
+  const text = written.trim();
+  const shown = JSON.stringify(written.length > MAX_DATE_CHARS ? `${written.slice(0, MAX_DATE_CHARS)}…` : written);
+  if (text.length <= MAX_DATE_CHARS) {
+    const iso = ISO_DATE.exec(text);
+    if (iso) {
+      const [, year, month, day, hour = '0', minute = '0', second = '0', zone = 'Z'] = iso;
+      return calendarTime(shown, { year: Number(year), month: Number(month), day: Number(day) }, { hour: Number(hour), minute: Number(minute), second: Number(second) }, zone);
+    }
+    let rest = text;
+    let clock = CLOCK_BEFORE.exec(rest);
+    if (clock) rest = rest.slice(clock[0].length);
+    else if ((clock = CLOCK_AFTER.exec(rest))) rest = rest.slice(0, clock.index);
+    const date = writtenDate(rest);
+    if (date) {
+      const time = clock ? clockTime(shown, clock) : { hour: 0, minute: 0, second: 0 };
+      return 'problem' in time ? time : calendarTime(shown, date, time, 'Z');
     }
   }
-  const [parsed] = chrono.parse(text, { instant: new Date(0), timezone: 0 });
-  const start = parsed?.start;
-  if (!start || !start.isCertain('year')) return null;
-  if (start.isCertain('timezoneOffset')) return start.date().toISOString().slice(0, 19);
-  return isoLocal(start.get('year') ?? 1970, start.get('month') ?? 1, start.get('day') ?? 1, start.isCertain('hour') ? (start.get('hour') ?? 0) : 0, start.isCertain('minute') ? (start.get('minute') ?? 0) : 0);
+  return {
+    problem: `not a date: ${shown}; write the day itself, as 2023-05-08, 2023-05-08T13:56:00Z, 8 May 2023, May 8, 2023 or 1:56 pm on 8 May, 2023 (relative dates like "yesterday" are not read)`,
+  };
 }
 
-function isoLocal(y: number, mo: number, d: number, h: number, mi: number): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${y}-${p(mo)}-${p(d)}T${p(h)}:${p(mi)}:00`;
+/** The stored time of a date as written (see `readDate`), or null when it is not one. */
+export function parseSessionDate(text: string): string | null {
+  const reading = readDate(text);
+  return 'time' in reading ? reading.time : null;
+}
+
+interface CalendarDay {
+  year: number;
+  month: number;
+  day: number;
+}
+
+interface ClockTime {
+  hour: number;
+  minute: number;
+  second: number;
+}
+
+/** `8 May, 2023` or `May 8, 2023` (see `readDate`); null for anything else. */
+function writtenDate(text: string): CalendarDay | null {
+  const dayFirst = DAY_MONTH_YEAR.exec(text);
+  const monthFirst = MONTH_DAY_YEAR.exec(text);
+  const [day, name, year] = dayFirst ? dayFirst.slice(1) : monthFirst ? [monthFirst[2], monthFirst[1], monthFirst[3]] : [];
+  const word = name?.toLowerCase();
+  const month = MONTHS.findIndex((m) => word === m.toLowerCase() || word === m.slice(0, 3).toLowerCase() || (m === 'September' && word === 'sept'));
+  return month < 0 ? null : { year: Number(year), month: month + 1, day: Number(day) };
+}
+
+/** A clock match (`h:mm am|pm`, or `HH:MM`) as a 24-hour time, or why an am/pm hour is off the clock. */
+function clockTime(shown: string, clock: RegExpExecArray): ClockTime | { problem: string } {
+  const hour = Number(clock[1]);
+  const minute = Number(clock[2]);
+  const half = clock[3]?.toLowerCase();
+  if (half === undefined) return { hour, minute, second: 0 };
+  if (hour < 1 || hour > 12) return { problem: `not a time: ${shown}; an am/pm hour is 1 to 12` };
+  return { hour: (hour % 12) + (half === 'p' ? 12 : 0), minute, second: 0 };
+}
+
+/** The stored form of a calendar day and wall-clock time in `zone` (`Z`, `+09:00`, `-0500`), or why there is no such time. */
+function calendarTime(shown: string, { year, month, day }: CalendarDay, { hour, minute, second }: ClockTime, zone: string): DateReading {
+  const outOfRange = (y: number) => y < FIRST_YEAR || y > LAST_YEAR;
+  if (outOfRange(year)) return { problem: `not a date: ${shown}; the year must be within ${FIRST_YEAR}–${LAST_YEAR}` };
+  if (month < 1 || month > 12) return { problem: `not a date: ${shown}; there is no month ${month}` };
+  const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (day < 1 || day > days) return { problem: `not a date: ${shown}; ${MONTHS[month - 1] ?? ''} ${year} has ${days} days` };
+  if (hour > 23 || minute > 59 || second > 59) return { problem: `not a time: ${shown}; hours run 00–23, minutes and seconds 00–59` };
+  const [, sign = '+', zoneHours = '0', zoneMinutes = '0'] = /^([+-])(\d{2}):?(\d{2})$/.exec(zone) ?? [];
+  if (Number(zoneHours) > 23 || Number(zoneMinutes) > 59) return { problem: `not a time zone: ${shown}; offsets run -23:59 to +23:59` };
+  const offset = (sign === '-' ? -1 : 1) * (Number(zoneHours) * 60 + Number(zoneMinutes));
+  const utc = new Date(Date.UTC(year, month - 1, day, hour, minute, second) - offset * 60_000);
+  if (outOfRange(utc.getUTCFullYear())) return { problem: `not a date: ${shown}; in UTC the year is outside ${FIRST_YEAR}–${LAST_YEAR}` };
+  return { time: utc.toISOString().slice(0, 19) };
 }
 
 function fail(where: string, expected: string, value: unknown): never {
@@ -85,35 +172,70 @@ function list(where: string, value: unknown): unknown[] {
   return value;
 }
 
+/** A label (id, speaker, date as written) within `limits.labelChars`, else INPUT_TOO_LARGE naming the field. */
+export function checkLabel(where: string, value: string, limits: Pick<InputLimits, 'labelChars'>): string {
+  if (value.length > limits.labelChars) {
+    throw new PrismError('INPUT_TOO_LARGE', `${where}: ${value.length} characters; the limit is ${limits.labelChars} (limits.labelChars)`);
+  }
+  return value;
+}
+
 /** The shape check, by hand: it runs on every add, and a schema library would weigh on every page. */
-function parseConversation(input: unknown): Conversation {
+function parseConversation(input: unknown, limits: InputLimits): Conversation {
   const root = record('conversation', input);
+  const label = (from: Record<string, unknown>, where: string, key: string, nonEmpty: boolean) => checkLabel(`${where}.${key}`, text(from, where, key, nonEmpty), limits);
   return {
-    id: text(root, 'conversation', 'id', true),
+    id: label(root, 'conversation', 'id', true),
     sessions: list('sessions', root['sessions']).map((raw, i) => {
       const at = `sessions.${i}`;
       const session = record(at, raw);
+      const dateText = textOrNull(session, at, 'dateText');
+      const time = textOrNull(session, at, 'time');
       return {
-        id: text(session, at, 'id', true),
-        dateText: textOrNull(session, at, 'dateText'),
-        time: textOrNull(session, at, 'time'),
+        id: label(session, at, 'id', true),
+        dateText: dateText === null ? null : checkLabel(`${at}.dateText`, dateText, limits),
+        time: time === null ? null : storedTime(`${at}.time`, time),
         turns: list(`${at}.turns`, session['turns']).map((rawTurn, j) => {
           const turnAt = `${at}.turns.${j}`;
           const turn = record(turnAt, rawTurn);
-          return { dialogId: text(turn, turnAt, 'dialogId', true), speaker: text(turn, turnAt, 'speaker', false), text: text(turn, turnAt, 'text', false) };
+          return { dialogId: label(turn, turnAt, 'dialogId', true), speaker: label(turn, turnAt, 'speaker', false), text: text(turn, turnAt, 'text', false) };
         }),
       };
     }),
   };
 }
 
+/** The stored form of a date (see `readDate`); INVALID_INPUT naming the field when it is not a real calendar date and time. */
+export function storedTime(where: string, written: string): string {
+  const reading = readDate(written);
+  if ('problem' in reading) throw new PrismError('INVALID_INPUT', `${where}: ${reading.problem}`);
+  return reading.time;
+}
+
+/** Characters of everything a conversation stores: ids, dates, speakers and texts. */
+function conversationChars(conversation: Conversation): number {
+  let chars = conversation.id.length;
+  for (const session of conversation.sessions) {
+    chars += session.id.length + (session.dateText?.length ?? 0) + (session.time?.length ?? 0);
+    for (const turn of session.turns) chars += turn.dialogId.length + turn.speaker.length + turn.text.length;
+  }
+  return chars;
+}
+
 /**
  * Checks a conversation handed in from outside (plain JS callers, parsed JSON) before anything
- * is written: wrong shapes and a conversation without one non-empty turn are INVALID_INPUT.
- * Returns how many empty turns will be skipped, for the ingest report.
+ * is written: wrong shapes, a session `time` that is not a real date and time, and a
+ * conversation without one non-empty turn are INVALID_INPUT; an id, speaker or `dateText` over
+ * `limits.labelChars`, or a conversation over `limits.maxAddChars`, is INPUT_TOO_LARGE. Session
+ * times come back in the stored form (`2023-05-08T13:56:00`, UTC). Returns how many empty turns
+ * will be skipped, for the ingest report.
  */
-export function checkConversation(input: unknown): { conversation: Conversation; emptyTurns: number } {
-  const conversation = parseConversation(input);
+export function checkConversation(input: unknown, limits: InputLimits = DEFAULT_CONFIG.limits): { conversation: Conversation; emptyTurns: number } {
+  const conversation = parseConversation(input, limits);
+  const chars = conversationChars(conversation);
+  if (chars > limits.maxAddChars) {
+    throw new PrismError('INPUT_TOO_LARGE', `conversation ${conversation.id} holds ${chars} characters; the limit is ${limits.maxAddChars} (limits.maxAddChars): add its sessions in several conversations`);
+  }
   const turns = conversation.sessions.flatMap((s) => s.turns);
   const emptyTurns = turns.filter((t) => t.text.trim() === '').length;
   if (emptyTurns === turns.length) {

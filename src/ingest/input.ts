@@ -1,16 +1,31 @@
 import type { InputLimits } from '../config.ts';
 import { PrismError } from '../errors.ts';
-import type { ChunkTurn, JsonValue } from '../graph/types.ts';
-import { parseSessionDate } from './conversation.ts';
+import type { JsonValue } from '../graph/types.ts';
+import { checkLabel, storedTime } from './conversation.ts';
 
 /** A message as chat logs have it: who said it and what. */
 export interface SpeakerMessage {
+  /** Who said it; at most `limits.labelChars` (200) characters. */
   speaker: string;
   text: string;
-  /** The caller's message id. Re-adding a message whose id the scope already holds is a no-op. */
+  /** The caller's message id, at most `limits.labelChars` characters. Re-adding a message whose id the scope already holds is a no-op. */
   id?: string;
-  /** When the message was written (ISO-8601 or as written, e.g. `1:56 pm on 8 May, 2023`). */
+  /**
+   * When the message was written, one of (the whole string, any case):
+   * `2023-05-08`, `2023-05-08T13:56`, `2023-05-08T13:56:00` (`T` or a space; a fraction of a
+   * second is read), each optionally with `Z` or an offset (`+09:00`, `-0500`), converted to UTC;
+   * or written out: `8 May 2023`, `8 May, 2023`, `May 8 2023`, `May 8, 2023` (English month
+   * names, whole or as three letters), with a time before it (`1:56 pm on 8 May, 2023`) or after
+   * it (`May 8, 2023, 1:56 pm`, `8 May 2023 at 13:56`), kept as wall-clock time; a time is
+   * `h:mm am|pm` (h 1–12) or `HH:MM` (00–23). The day must exist and the year be within
+   * 1970–9999. Relative dates (`yesterday`) and anything else are `INVALID_INPUT`.
+   */
   date?: string;
+  /**
+   * Plain JSON kept with the message: objects, arrays, strings, finite numbers, booleans, null
+   * (a key whose value is `undefined` is left out, as JSON does). At most `limits.metadataBytes`
+   * (64 KiB) of JSON and `limits.metadataDepth` (32) levels; it counts toward `limits.maxAddChars`.
+   */
   metadata?: Record<string, JsonValue>;
 }
 
@@ -24,10 +39,13 @@ export interface ContentPart {
 export interface RoleMessage {
   role: 'user' | 'assistant' | 'system' | 'developer' | 'tool';
   content: string | null | readonly ContentPart[];
-  /** Used as the speaker when present; otherwise `User` / `Assistant`. */
+  /** Used as the speaker when present (at most `limits.labelChars` characters); otherwise `User` / `Assistant`. */
   name?: string;
+  /** As `SpeakerMessage.id`. */
   id?: string;
+  /** As `SpeakerMessage.date`: an ISO or written-out calendar date, optionally with a time. */
   date?: string;
+  /** As `SpeakerMessage.metadata`: plain JSON within `limits.metadataBytes` and `limits.metadataDepth`. */
   metadata?: Record<string, JsonValue>;
 }
 
@@ -36,6 +54,8 @@ export type InputMessage = SpeakerMessage | RoleMessage;
 
 /** A message checked and reduced to what a turn stores; `id` only when the caller gave one. */
 export interface NormalisedMessage {
+  /** Where the caller's message was (`messages[3]`), so that checks after normalising name its fields. */
+  at: string;
   id: string | null;
   speaker: string;
   text: string;
@@ -53,7 +73,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)}`.slice(0, 60);
+  if (typeof value === 'object') return 'an object';
+  return `${typeof value} ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`.slice(0, 60);
 }
 
 function optionalString(where: string, value: unknown): string | undefined {
@@ -62,12 +83,23 @@ function optionalString(where: string, value: unknown): string | undefined {
   return value;
 }
 
-/** The time of a message's `date`, in UTC; a date that does not parse is an error naming the message. */
+/**
+ * An id a caller gives (`sessionId`, `batchId`, a message's `id`): undefined when absent, else a
+ * non-empty string (INVALID_INPUT) of at most `limits.labelChars` characters (INPUT_TOO_LARGE),
+ * with `where` named in the error. Whatever it lets through, `get` and `delete` accept.
+ */
+export function checkId(where: string, value: unknown, limits: Pick<InputLimits, 'labelChars'>): string | undefined {
+  const id = optionalString(where, value);
+  return id === undefined ? undefined : checkLabel(where, id, limits);
+}
+
+/**
+ * The stored time of a `date` (see `SpeakerMessage.date`), or null when absent; a date that is
+ * not a real calendar date and time is INVALID_INPUT naming the field `where` (`messages[3].date`,
+ * or the add's own `date`).
+ */
 export function messageTime(where: string, date: string | undefined): string | null {
-  if (date === undefined) return null;
-  const time = parseSessionDate(date);
-  if (time === null) throw new PrismError('INVALID_INPUT', `${where}.date: not a date: ${JSON.stringify(date)}`);
-  return time;
+  return date === undefined ? null : storedTime(where, date);
 }
 
 function roleText(where: string, content: unknown): string {
@@ -83,7 +115,7 @@ function roleText(where: string, content: unknown): string {
 /**
  * Checks a caller's messages and reduces each to speaker, text, id and time. Errors name the
  * message (`messages[3].text: …`). Empty messages and roles that are not remembered are
- * dropped and counted.
+ * dropped and counted. Sizes, and metadata beyond being an object, are `checkAddSize`'s.
  */
 export function normaliseMessages(input: unknown, where = 'messages'): { messages: NormalisedMessage[]; skippedRoles: number; emptyMessages: number } {
   if (!Array.isArray(input)) throw new PrismError('INVALID_INPUT', `${where}: expected an array of { speaker, text } or { role, content } messages, got ${describe(input)}`);
@@ -115,24 +147,108 @@ export function normaliseMessages(input: unknown, where = 'messages'): { message
       text = raw['text'];
     }
     const id = optionalString(`${at}.id`, raw['id']) ?? null;
-    const time = messageTime(at, optionalString(`${at}.date`, raw['date']));
+    const time = messageTime(`${at}.date`, optionalString(`${at}.date`, raw['date']));
     const metadata = raw['metadata'];
     if (metadata !== undefined && !isObject(metadata)) throw new PrismError('INVALID_INPUT', `${at}.metadata: expected an object, got ${describe(metadata)}`);
     if (text.trim() === '') {
       emptyMessages++;
       return;
     }
-    messages.push({ id, speaker: speaker.trim(), text, time, ...(metadata ? { metadata: metadata as Record<string, JsonValue> } : {}) });
+    messages.push({ at, id, speaker: speaker.trim(), text, time, ...(metadata ? { metadata: metadata as Record<string, JsonValue> } : {}) });
   });
   return { messages, skippedRoles, emptyMessages };
 }
 
-/** Refuses an add whose text is above the hard cap, before anything is parsed further or written. */
+/**
+ * Refuses, before anything is embedded or written, an add that breaks the input limits
+ * (INPUT_TOO_LARGE naming the field): a speaker or id over `limits.labelChars`, metadata over
+ * `limits.metadataBytes` or `limits.metadataDepth`, or more than `limits.maxAddChars` in all
+ * (text, speaker, id, time and metadata of every message). Metadata that is not plain JSON is
+ * INVALID_INPUT: it is only known by walking it, and the walk stops at the limits.
+ */
 export function checkAddSize(messages: readonly NormalisedMessage[], limits: InputLimits): void {
-  const chars = messages.reduce((sum, m) => sum + m.text.length, 0);
+  let chars = 0;
+  for (const message of messages) {
+    checkLabel(`${message.at}.speaker`, message.speaker, limits);
+    if (message.id !== null) checkLabel(`${message.at}.id`, message.id, limits);
+    const metadataBytes = message.metadata ? jsonBytes(`${message.at}.metadata`, message.metadata, limits) : 0;
+    chars += message.text.length + message.speaker.length + (message.id?.length ?? 0) + (message.time?.length ?? 0) + metadataBytes;
+  }
   if (chars > limits.maxAddChars) {
     throw new PrismError('INPUT_TOO_LARGE', `one add holds ${chars} characters; the limit is ${limits.maxAddChars} (limits.maxAddChars): split it into several adds`);
   }
+}
+
+/**
+ * UTF-8 bytes of the JSON of `value`, checked to be plain JSON on the way: objects (plain ones,
+ * not class instances, Dates or Maps), arrays without holes or `undefined`, strings, finite
+ * numbers, booleans and null. A key whose value is `undefined` is left out, as JSON does.
+ * Cycles, BigInt, functions, symbols and non-finite numbers are INVALID_INPUT naming the path;
+ * the walk stops with INPUT_TOO_LARGE as soon as it passes `limits.metadataBytes` or
+ * `limits.metadataDepth`, so a huge or endlessly nested object costs no more than the limit.
+ */
+function jsonBytes(where: string, value: unknown, limits: Pick<InputLimits, 'metadataBytes' | 'metadataDepth'>): number {
+  const open = new Set<object>();
+  let bytes = 0;
+  const add = (path: string, n: number) => {
+    bytes += n;
+    if (bytes > limits.metadataBytes) throw new PrismError('INPUT_TOO_LARGE', `${where}: its JSON passes ${limits.metadataBytes} bytes at ${path} (limits.metadataBytes)`);
+  };
+  // JSON's escapes only lengthen a string, and UTF-8 takes at least a byte per UTF-16 unit: a
+  // string too long for the limit is refused before it is escaped.
+  const addString = (path: string, text: string) => {
+    add(path, text.length + 2);
+    add(path, utf8Bytes(JSON.stringify(text)) - text.length - 2);
+  };
+  const refuse = (path: string, what: string): never => {
+    throw new PrismError('INVALID_INPUT', `${path}: metadata must be plain JSON, got ${what}`);
+  };
+  const walk = (path: string, item: unknown, depth: number): void => {
+    if (typeof item === 'string') return addString(path, item);
+    if (typeof item === 'number') return Number.isFinite(item) ? add(path, JSON.stringify(item).length) : refuse(path, String(item));
+    if (typeof item === 'boolean') return add(path, item ? 4 : 5);
+    if (item === null) return add(path, 4);
+    if (typeof item !== 'object') return refuse(path, item === undefined ? 'undefined' : `a ${typeof item}`);
+    if (depth > limits.metadataDepth) throw new PrismError('INPUT_TOO_LARGE', `${where}: nested deeper than ${limits.metadataDepth} levels at ${path} (limits.metadataDepth)`);
+    if (open.has(item)) refuse(path, 'a cycle');
+    open.add(item);
+    if (Array.isArray(item)) {
+      add(path, 2 + Math.max(0, item.length - 1));
+      for (let i = 0; i < item.length; i++) {
+        if (!(i in item)) refuse(`${path}[${i}]`, 'a hole in an array');
+        walk(`${path}[${i}]`, item[i], depth + 1);
+      }
+    } else {
+      const prototype: unknown = Object.getPrototypeOf(item);
+      // A plain object's prototype is some realm's Object.prototype (itself without one), or none.
+      if (prototype !== null && Object.getPrototypeOf(prototype) !== null) refuse(path, `a ${item.constructor?.name ?? 'class'} instance`);
+      add(path, 1); // {
+      let fields = 0;
+      const fieldsOf = item as Record<string, unknown>;
+      for (const key of Object.keys(fieldsOf)) {
+        const field = fieldsOf[key];
+        if (field === undefined) continue;
+        addString(path, key);
+        add(path, 2); // the colon, and the comma or } after the value
+        fields++;
+        walk(`${path}.${key.length > 40 ? `${key.slice(0, 40)}…` : key}`, field, depth + 1);
+      }
+      if (fields === 0) add(path, 1); // }
+    }
+    open.delete(item);
+  };
+  walk(where, value, 1);
+  return bytes;
+}
+
+/** Bytes of `text` in UTF-8 (lone surrogates, which JSON escapes, never reach here). */
+function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    bytes += unit < 0x80 ? 1 : unit < 0x800 ? 2 : unit >= 0xd800 && unit <= 0xdfff ? 2 : 3;
+  }
+  return bytes;
 }
 
 /**

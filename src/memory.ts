@@ -10,7 +10,7 @@ import { createLlmExtractor } from './ingest/extract-llm.ts';
 import { createLocalExtractor } from './ingest/extract-local.ts';
 import type { Extractor } from './ingest/extraction.ts';
 import { planConflict, planMessageTurns, type SkippedMessage } from './ingest/identity.ts';
-import { checkAddSize, dayOf, normaliseMessages, messageTime, type InputMessage, type NormalisedMessage } from './ingest/input.ts';
+import { checkAddSize, checkId, dayOf, normaliseMessages, messageTime, type InputMessage, type NormalisedMessage } from './ingest/input.ts';
 import { edgeVectorsFor, ingestChunks, type IngestDeps, type IngestOptions, type IngestReport } from './ingest/pipeline.ts';
 import { deletionBatch } from './ingest/chunk-removal.ts';
 import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type ReextractReport } from './ingest/reextract.ts';
@@ -64,7 +64,7 @@ export interface Message {
 export interface AddOptions extends Scope, IngestOptions {
   /** The session the messages belong to. Default: the UTC day of `date` (or of now), `YYYY-MM-DD`. */
   sessionId?: string;
-  /** When the session took place (ISO-8601 or as written). Default: the first message's `date`, else now. */
+  /** When the session took place, in a form `SpeakerMessage.date` lists. Default: the first message's `date`, else now. */
   date?: string;
   /** Idempotency key of the whole batch: adding a batch id the scope already holds is a no-op. */
   batchId?: string;
@@ -73,7 +73,7 @@ export interface AddOptions extends Scope, IngestOptions {
 /** The v0.2 form of an add: one session's messages, with the scope beside them. */
 export interface MessagesInput extends Scope {
   sessionId: string;
-  /** Session date/time as written, e.g. `1:56 pm on 8 May, 2023`, or an ISO string. */
+  /** When the session took place, e.g. `1:56 pm on 8 May, 2023` or ISO 8601: the forms `SpeakerMessage.date` lists. */
   date?: string;
   messages: ReadonlyArray<Message | InputMessage>;
 }
@@ -212,6 +212,8 @@ export class Memory {
     if (typeof input === 'object' && input !== null && !Array.isArray(input) && 'sessions' in input) return this.addConversation(input, options);
     const { messages, ...rest } = Array.isArray(input) ? { messages: input } : checkMessagesInput(input);
     const merged: AddOptions = { ...options, ...rest };
+    checkId('sessionId', merged.sessionId, this.config.limits);
+    checkId('batchId', merged.batchId, this.config.limits);
     const scope = resolveScope(merged);
     const normalised = normaliseMessages(messages);
     checkAddSize(normalised.messages, this.config.limits);
@@ -277,7 +279,7 @@ export class Memory {
    * (same SHA-256) are skipped, so re-adding is a no-op and an interrupted add resumes.
    */
   async addConversation(conversation: Conversation, options: Scope & IngestOptions = {}): Promise<IngestReport> {
-    const checked = checkConversation(conversation);
+    const checked = checkConversation(conversation, this.config.limits);
     return this.write(options, async (partition) => {
       const drafts = chunkConversation(checked.conversation, this.options.chunking ?? { by: 'session' });
       const report = await this.ingestDrafts(partition, drafts, options);

@@ -27,6 +27,12 @@ export const DEFAULT_USER_ID = 'default';
 /** The store partition of the default scope. */
 export const DEFAULT_PARTITION = DEFAULT_USER_ID;
 
+/**
+ * Longest user, agent or run id, in UTF-16 units: a scope's ids name its partition in every
+ * stored record and lock, so they are bounded like the other ids (`limits.labelChars`).
+ */
+export const SCOPE_ID_CHARS = 200;
+
 /** Separates the fields of a partition name; a control character no id may contain. */
 const SEPARATOR = '\u001f';
 
@@ -40,7 +46,10 @@ export function resolveScope(scope: Scope | ResolvedScope | undefined): Resolved
     const value = scope?.[name];
     if (value === undefined || value === null) return null;
     if (typeof value !== 'string' || value.trim() === '' || value.includes(SEPARATOR)) {
-      throw new PrismError('INVALID_INPUT', `scope.${name}: expected a non-empty string, got ${JSON.stringify(value)}`);
+      throw new PrismError('INVALID_INPUT', `scope.${name}: expected a non-empty string, got ${JSON.stringify(value)?.slice(0, 80)}`);
+    }
+    if (value.length > SCOPE_ID_CHARS) {
+      throw new PrismError('INPUT_TOO_LARGE', `scope.${name}: ${value.length} characters; the limit is ${SCOPE_ID_CHARS}`);
     }
     return value;
   };

@@ -1,4 +1,4 @@
-import { DEFAULT_CONFIG, type InputLimits } from '../config.ts';
+import type { InputLimits } from '../config.ts';
 import { PrismError } from '../errors.ts';
 
 /**
@@ -230,7 +230,7 @@ function conversationChars(conversation: Conversation): number {
  * times come back in the stored form (`2023-05-08T13:56:00`, UTC). Returns how many empty turns
  * will be skipped, for the ingest report.
  */
-export function checkConversation(input: unknown, limits: InputLimits = DEFAULT_CONFIG.limits): { conversation: Conversation; emptyTurns: number } {
+export function checkConversation(input: unknown, limits: InputLimits): { conversation: Conversation; emptyTurns: number } {
   const conversation = parseConversation(input, limits);
   const chars = conversationChars(conversation);
   if (chars > limits.maxAddChars) {

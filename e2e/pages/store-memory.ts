@@ -1,7 +1,8 @@
 /// <reference types="vite/client" />
 import { openBrowserMemory } from '../../src/browser.ts';
-import type { Memory } from '../../src/memory.ts';
+import type { DeleteTarget, Memory } from '../../src/memory.ts';
 import type { SessionInfo } from '../../src/memory/records.ts';
+import type { Scope } from '../../src/scope.ts';
 import usearchWasmUrl from '../../wasm/usearch.wasm?url';
 import { MODELS_URL_PATH } from '../support/site.ts';
 
@@ -33,19 +34,23 @@ const memoryHarness = {
     });
   },
 
-  /** Adds one session; resolves with the chunks it committed. */
-  async add(sessionId: string, date: string, messages: HarnessMessage[]): Promise<number> {
-    return (await opened().add(messages, { sessionId, date })).chunksAdded;
+  /** Adds one session (to `scope`, default the default scope); resolves with the chunks it committed. */
+  async add(sessionId: string, date: string, messages: HarnessMessage[], scope: Scope = {}): Promise<number> {
+    return (await opened().add(messages, { ...scope, sessionId, date })).chunksAdded;
   },
 
-  async list(): Promise<SessionInfo[]> {
-    return opened().list();
+  async list(scope: Scope = {}): Promise<SessionInfo[]> {
+    return opened().list(scope);
   },
 
   /** The dialog ids and message texts a search finds. */
   async search(query: string): Promise<{ dialogIds: string[]; texts: string[] }> {
     const result = await opened().search(query, { budget: 256 });
     return { dialogIds: result.dialogIds, texts: result.units.flatMap((unit) => unit.turns.map((turn) => turn.text)) };
+  },
+
+  async delete(target: DeleteTarget): Promise<number> {
+    return (await opened().delete(target)).chunksDeleted;
   },
 
   async close(): Promise<void> {

@@ -1,12 +1,16 @@
 import { openDB } from 'idb';
 import { PrismError } from '../../src/errors.ts';
+import { MemoryGraph } from '../../src/graph/memory-graph.ts';
+import type { GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
+import { deletionBatch } from '../../src/ingest/chunk-removal.ts';
 import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import { encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../../src/store/checkpoint.ts';
 import { IDB_SCHEMA_VERSION, IndexedDbStore } from '../../src/store/idb.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
-import type { GraphStore } from '../../src/store/types.ts';
+import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
+import { mulberry32 } from '../../src/eval/stats.ts';
 import { sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
 import { sha256Hex } from '../support/site.ts';
 import { withStore } from './with-store.ts';
@@ -138,6 +142,63 @@ const storeHarness = {
     });
   },
 
+  /** Caches one reply tagged `tag` and one untagged. */
+  async cacheTwo(name: string, tag: string, tagged: string, untagged: string): Promise<void> {
+    await withStore(name, async (store) => {
+      await store.putCached('tagged', tagged, [tag]);
+      await store.putCached('untagged', untagged);
+    });
+  },
+
+  /** Forgets the replies tagged `tag`; returns what `cacheTwo`'s two keys then read. */
+  async forgetTag(name: string, tag: string): Promise<Array<string | undefined>> {
+    return withStore(name, async (store) => {
+      await store.deleteCached([tag]);
+      return [await store.getCached('tagged'), await store.getCached('untagged')];
+    });
+  },
+
+  /**
+   * What sealing costs: the sample memory with `episodes` chunks (two messages each) and two
+   * entities per chunk, committed, loaded, one chunk deleted (as `Memory.delete` composes it) and
+   * the partition cleared, by the IndexedDB store and by plain IndexedDB puts and reads of the
+   * same records (what the store did before values were sealed). Milliseconds, median of `runs`.
+   */
+  async sealCost(name: string, episodes: number, runs: number): Promise<{ records: number; sealed: SealCost; plain: SealCost; loadedWhole: boolean }> {
+    const memory = withEntities(sampleMemory({ episodes }));
+    const records = memory.nodes.length + memory.edges.length + memory.chunks.length + memory.vectors.size;
+    const gone = new Set([memory.chunks[Math.floor(episodes / 2)]?.id ?? '']);
+    const deletion = deletionBatch(new MemoryGraph(memory), memory.meta, gone);
+    const timed = async (run: () => Promise<unknown>): Promise<number> => {
+      const start = performance.now();
+      await run();
+      return performance.now() - start;
+    };
+    const sealed: SealCost[] = [];
+    const plain: SealCost[] = [];
+    let loadedWhole = true;
+    for (let i = 0; i < runs; i++) {
+      sealed.push(
+        await withStore(`${name}-sealed`, async (store) => {
+          await store.clear();
+          const commitMs = await timed(() => store.commit(P, snapshotAsBatch(memory)));
+          let loaded: MemorySnapshot | null = null;
+          const loadMs = await timed(async () => (loaded = await store.load(P)));
+          loadedWhole &&= loaded !== null && (await sha256Hex(encodeCheckpoint(loaded))) === (await sha256Hex(encodeCheckpoint(memory)));
+          const deleteChunkMs = await timed(() => store.commit(P, deletion));
+          const clearMs = await timed(() => store.clear(P));
+          return { commitMs, loadMs, deleteChunkMs, clearMs };
+        }),
+      );
+      plain.push(await plainCost(`${name}-plain`, memory, deletion, timed));
+    }
+    const median = (costs: SealCost[]): SealCost => {
+      const of = (key: keyof SealCost): number => costs.map((c) => c[key]).sort((a, b) => a - b)[Math.floor(costs.length / 2)] ?? Number.NaN;
+      return { commitMs: of('commitMs'), loadMs: of('loadMs'), deleteChunkMs: of('deleteChunkMs'), clearMs: of('clearMs') };
+    };
+    return { records, sealed: median(sealed), plain: median(plain), loadedWhole };
+  },
+
   /** Holds the writer lock of database `name` until `release()`; a second tab then times out. */
   async holdLock(name: string): Promise<void> {
     const store = await IndexedDbStore.open({ name });
@@ -226,6 +287,66 @@ const storeHarness = {
     return { displaced, reopened };
   },
 };
+
+export interface SealCost {
+  commitMs: number;
+  loadMs: number;
+  deleteChunkMs: number;
+  clearMs: number;
+}
+
+/** The sample with two more entities per chunk (and their vectors): the records a chunk delete seals again. */
+function withEntities(memory: MemorySnapshot): MemorySnapshot {
+  let key = memory.meta.nextKey;
+  const random = mulberry32(11);
+  const entities: GraphNode[] = memory.chunks.flatMap((chunk, i) =>
+    [0, 1].map((k): GraphNode => ({ layer: 'entity', id: `entity:${i}:${k}`, key: key++, name: `Person ${i}-${k}`, entityType: 'person', chunkIds: [chunk.id] })),
+  );
+  const vectors = new Map(memory.vectors);
+  for (const entity of entities) vectors.set(entity.id, sampleVector(random, memory.meta.dim));
+  return { ...memory, nodes: [...memory.nodes, ...entities], vectors, meta: { ...memory.meta, nextKey: key } };
+}
+
+/** The same work as plain IndexedDB puts, reads and deletes of structured clones, keyed by [partition, id] as before sealing. */
+async function plainCost(name: string, memory: MemorySnapshot, deletion: WriteBatch, timed: (run: () => Promise<unknown>) => Promise<number>): Promise<SealCost> {
+  const stores = ['nodes', 'edges', 'chunks', 'vectors', 'meta'] as const;
+  const db = await openDB(name, 1, { upgrade: (db) => stores.forEach((store) => db.createObjectStore(store)) });
+  try {
+    await Promise.all(stores.map((store) => db.clear(store)));
+    const range = IDBKeyRange.bound([P], [P, []]);
+    const commitMs = await timed(async () => {
+      const tx = db.transaction(stores, 'readwrite');
+      await Promise.all([
+        ...memory.nodes.map((n) => tx.objectStore('nodes').put(n, [P, n.id])),
+        ...memory.edges.map((e) => tx.objectStore('edges').put(e, [P, e.id])),
+        ...memory.chunks.map((c) => tx.objectStore('chunks').put(c, [P, c.id])),
+        ...[...memory.vectors].map(([id, v]) => tx.objectStore('vectors').put(v, [P, id])),
+        tx.objectStore('meta').put(memory.meta, P),
+        tx.done,
+      ]);
+    });
+    const loadMs = await timed(() => Promise.all([...stores.filter((s) => s !== 'meta').map((store) => db.getAll(store, range)), db.get('meta', P)]));
+    const deleteChunkMs = await timed(async () => {
+      const tx = db.transaction(stores, 'readwrite');
+      await Promise.all([
+        ...(deletion.deleteNodes ?? []).map((id) => tx.objectStore('nodes').delete([P, id])),
+        ...(deletion.deleteEdges ?? []).map((id) => tx.objectStore('edges').delete([P, id])),
+        ...(deletion.deleteChunks ?? []).map((id) => tx.objectStore('chunks').delete([P, id])),
+        ...(deletion.deleteVectors ?? []).map((id) => tx.objectStore('vectors').delete([P, id])),
+        ...(deletion.putNodes ?? []).map((n) => tx.objectStore('nodes').put(n, [P, n.id])),
+        tx.objectStore('meta').put(memory.meta, P),
+        tx.done,
+      ]);
+    });
+    const clearMs = await timed(async () => {
+      const tx = db.transaction(stores, 'readwrite');
+      await Promise.all([...stores.filter((s) => s !== 'meta').map((store) => tx.objectStore(store).delete(range)), tx.objectStore('meta').delete(P), tx.done]);
+    });
+    return { commitMs, loadMs, deleteChunkMs, clearMs };
+  } finally {
+    db.close();
+  }
+}
 
 declare global {
   interface Window {

@@ -3,44 +3,96 @@ import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import { PrismError } from '../errors.ts';
 import type { Chunk, GraphEdge, GraphNode, Layer, EdgeType, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { DEFAULT_PARTITION } from '../scope.ts';
+import { KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
-import { changesDimension, ownVector, validateBatch } from './snapshot.ts';
+import { changesDimension, snapshotAsBatch, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 
-/** A record's key: its partition, then its own id (or hash). */
-type RecordKey = [partition: string, id: string];
+/**
+ * A partition as the database names it: a random number, never its name, so that clearing a
+ * partition leaves nothing on disk that names it (its name is sealed inside its meta).
+ */
+type Token = number;
 
-interface CacheEntry {
-  value: string;
+/** A record's key: its partition's token, then its own id (or hash). Ids are hashes of the text, never the text. */
+type RecordKey = [token: Token, id: string];
+
+/** A value as stored: AES-GCM sealed under key `keyId` of its partition's (or the cache's) key ring. */
+interface Sealed {
+  keyId: string;
+  sealed: ArrayBuffer;
+}
+
+/** Nodes and edges keep their layer and type in the clear, for the indexes. */
+interface SealedNode extends Sealed {
+  layer: Layer;
+}
+
+interface SealedEdge extends Sealed {
+  type: EdgeType;
+}
+
+interface SealedCacheEntry extends Sealed {
   tags: string[];
 }
 
+/** What a partition's sealed meta holds: the partition's name and its memory's meta. */
+interface PartitionMeta {
+  partition: string;
+  meta: MemoryMeta;
+}
+
+/**
+ * Counters of the whole database. `generation` moves whenever a partition is created or
+ * cleared (tabs then re-read which token is whose); `retiredRevision` is the highest revision
+ * a cleared partition reached, so a name's next partition starts above every revision the
+ * name had; `legacy` is set while values written before v3 wait to be sealed.
+ */
+type Counter = 'generation' | 'retiredRevision' | 'legacy';
+
+/** A key ring to finish after a crash: remove its file, or drop the keys nothing references. */
+type RingCleanup = 'remove' | 'prune';
+
 interface PrismDb extends DBSchema {
-  nodes: { key: RecordKey; value: GraphNode; indexes: { layer: Layer } };
-  edges: { key: RecordKey; value: GraphEdge; indexes: { type: EdgeType } };
-  chunks: { key: RecordKey; value: Chunk };
-  vectors: { key: RecordKey; value: Float32Array };
+  nodes: { key: RecordKey; value: SealedNode; indexes: { layer: Layer; keyId: string } };
+  edges: { key: RecordKey; value: SealedEdge; indexes: { type: EdgeType; keyId: string } };
+  chunks: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
+  vectors: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
   /** The value carries nothing; the key is the hash. */
   hashes: { key: RecordKey; value: true };
-  /** By partition; a partition holds a memory exactly when it has meta. */
-  meta: { key: string; value: MemoryMeta };
-  /** By partition; kept when the partition is cleared, so its revision only grows. */
-  revisions: { key: string; value: number };
-  cache: { key: string; value: CacheEntry; indexes: { tags: string } };
+  /** By token; a partition holds a memory exactly when it has meta. */
+  meta: { key: Token; value: Sealed; indexes: { keyId: string } };
+  /** By token; kept when the partition is cleared, so its revision only grows. */
+  revisions: { key: Token; value: number };
+  cache: { key: string; value: SealedCacheEntry; indexes: { tags: string; keyId: string } };
+  counters: { key: Counter; value: number };
+  /** By ring file name: a clear or delete that had not finished with its key ring when the page died. */
+  ringCleanups: { key: string; value: RingCleanup };
 }
 
 type StoreName = StoreNames<PrismDb>;
 type UpgradeTransaction = IDBPTransaction<unknown, string[], 'versionchange'>;
 
-const MEMORY_STORES = ['nodes', 'edges', 'chunks', 'vectors', 'hashes', 'meta'] as const satisfies readonly StoreName[];
 const RECORD_STORES = ['nodes', 'edges', 'chunks', 'vectors', 'hashes'] as const satisfies readonly StoreName[];
-const COMMIT_STORES = [...MEMORY_STORES, 'revisions'] as const satisfies readonly StoreName[];
-const ALL_STORES = [...COMMIT_STORES, 'cache'] as const satisfies readonly StoreName[];
+/** Stores whose values are sealed, each with an index on the key id. */
+const SEALED_STORES = ['nodes', 'edges', 'chunks', 'vectors', 'meta', 'cache'] as const satisfies readonly StoreName[];
+const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
+
+/** The key ring of the LLM cache: one key per entry, dropped with the entry. */
+const CACHE_RING = 'cache';
+const ringOf = (token: Token): string => `p${token}`;
 
 /** Every key of one partition: `[p]` sorts before `[p, id]`, and `[p, []]` after (arrays sort after strings). */
-function partitionRange(partition: string): IDBKeyRange {
+function partitionRange(partition: string | Token): IDBKeyRange {
   return IDBKeyRange.bound([partition], [partition, []]);
 }
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const jsonBytes = (value: unknown): Uint8Array<ArrayBuffer> => encoder.encode(JSON.stringify(value));
+const fromJson = <T>(bytes: Uint8Array): T => JSON.parse(decoder.decode(bytes)) as T;
+/** A copy of the vector's bytes: a view into a larger matrix would otherwise seal the whole matrix. */
+const vectorBytes = (vector: Float32Array): Uint8Array<ArrayBuffer> => new Uint8Array(vector.slice().buffer);
 
 /**
  * Schema migrations: entry i upgrades a database from version i to i + 1, so a database at
@@ -87,6 +139,18 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
     }
     await Promise.all(writes);
   },
+  // v3 (issue 24): sealed values. Records are keyed by a random partition token instead of the
+  // partition's name, and their values are sealed under keys kept in the key folder (OPFS);
+  // every sealed store gets an index on the key id. What v2 wrote stays as it is here (sealing
+  // needs WebCrypto, which an upgrade transaction cannot wait for): the `legacy` counter
+  // tells the first open to seal it (`IndexedDbStore.sealLegacy`).
+  async (db, tx) => {
+    for (const name of ['nodes', 'edges', 'chunks', 'vectors', 'meta', 'cache']) tx.objectStore(name).createIndex('keyId', 'keyId');
+    db.createObjectStore('counters');
+    db.createObjectStore('ringCleanups');
+    const held = await Promise.all(['meta', 'revisions', 'cache'].map((name) => tx.objectStore(name).count()));
+    if (held.some((count) => count > 0)) await tx.objectStore('counters').put(1, 'legacy');
+  },
 ];
 
 export const IDB_SCHEMA_VERSION = MIGRATIONS.length;
@@ -117,32 +181,78 @@ function storeError(err: unknown, action: string): PrismError {
   }
 }
 
+type WriteTransaction = IDBPTransaction<PrismDb, StoreName[], 'readwrite'>;
+type UntypedTransaction<Mode extends IDBTransactionMode> = IDBPTransaction<unknown, string[], Mode>;
+
+/** One request of a readwrite transaction, prepared (and sealed) before the transaction opens: WebCrypto cannot run inside one. */
+type Write = (tx: WriteTransaction) => Promise<unknown>;
+
+/**
+ * Which key seals what, for one batch: a chunk's records under the chunk's key, entities and
+ * meta under the partition's shared key. An owner whose key is `retired` gets a fresh one.
+ */
+function keyAssigner(ring: KeyRing, retired: ReadonlySet<string>): (owner: string | null) => string {
+  const fresh = new Map<string | null, string>();
+  return (owner) => {
+    const current = ring.keyOf(owner);
+    if (current !== undefined && !retired.has(current)) return current;
+    let id = fresh.get(owner);
+    if (id === undefined) {
+      id = ring.add(owner);
+      fresh.set(owner, id);
+    }
+    return id;
+  };
+}
+
+const ownerOfNode = (node: GraphNode): string | null => (node.layer === 'entity' ? null : node.chunkId);
+
 /**
  * The browser backend: the memory in IndexedDB, one object store per record kind, keyed by
- * [partition, id]. `commit` is one readwrite transaction over every store, so a batch lands
- * whole or not at all — a crash, a quota error or an invalid batch leaves the last committed
- * batch. Tabs share the database: writers serialise on a Web Lock, and every tab reads the
- * partition's revision from the database itself, so each sees the others' commits.
+ * [partition token, id]. Every value is sealed (AES-GCM) under a key in the partition's key
+ * ring in the Origin Private File System: one key per chunk for the chunk and the nodes, edges
+ * and vectors made from it, and one shared key for entities and meta. A delete drops the keys of
+ * what it deleted (and replaces the shared key), so the copies LevelDB keeps until it compacts
+ * are noise; clearing a partition unlinks its ring, and its name, sealed in its meta, goes too.
+ *
+ * `commit` is one readwrite transaction over every store, so a batch lands whole or not at all —
+ * a crash, a quota error or an invalid batch leaves the last committed batch. Tabs share the
+ * database: writers serialise on a Web Lock per partition, key rings change under a Web Lock
+ * per database, and every tab reads the partition's revision from the database itself, so
+ * each sees the others' commits.
  */
 export class IndexedDbStore implements GraphStore {
   /** Set when another connection needs a newer schema: this one closes to let it upgrade. */
   private displacedBy: number | null = null;
   /** Serialises writers where the Web Locks API is missing (then only this tab can be held back). */
   private readonly localLocks = new KeyedMutex();
+  /** Which token each live partition has, as of the database's `generation` counter. */
+  private directory: { generation: number; tokens: Map<string, Token> } | null = null;
+  /** The last token each partition name had here, kept once it is cleared: its final revision is the name's. */
+  private readonly lastTokens = new Map<string, Token>();
+  /** Key rings as last read for reading values, by file name. */
+  private readonly readRings = new Map<string, KeyRing>();
 
   private constructor(
     private readonly db: IDBPDatabase<PrismDb>,
     readonly name: string,
     private readonly lockTimeoutMs: number,
+    private readonly keys: KeyFolder,
   ) {}
 
   /**
    * Opens or creates the database, upgrading an older schema. A newer schema throws
    * STORE_VERSION; an upgrade held up by an older connection in another tab throws
-   * STORE_BLOCKED rather than waiting indefinitely.
+   * STORE_BLOCKED rather than waiting indefinitely. Needs a secure context (OPFS, WebCrypto).
    */
   static async open(options: IndexedDbStoreOptions = {}): Promise<IndexedDbStore> {
     const name = options.name ?? DEFAULT_IDB_NAME;
+    let keys: KeyFolder;
+    try {
+      keys = await KeyFolder.open(name);
+    } catch (err) {
+      throw storeError(err, `opening the keys of ${name}`);
+    }
     let store: IndexedDbStore | undefined;
     let rejectBlocked: (err: PrismError) => void = () => undefined;
     const blocked = new Promise<never>((_, reject) => {
@@ -179,15 +289,22 @@ export class IndexedDbStore implements GraphStore {
         if (store) store.displacedBy = blockedVersion;
       },
     });
+    let db: IDBPDatabase<PrismDb>;
     try {
-      const db = await Promise.race([opening, blocked]);
-      store = new IndexedDbStore(db, name, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
-      return store;
+      db = await Promise.race([opening, blocked]);
     } catch (err) {
       // A blocked open may still complete later; close that connection when it does.
       opening.then((db) => db.close(), () => undefined);
       throw storeError(err, `opening ${name}`);
     }
+    store = new IndexedDbStore(db, name, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS, keys);
+    try {
+      await store.withKeys('exclusive', () => store.finishOpening());
+    } catch (err) {
+      db.close();
+      throw storeError(err, `opening ${name}`);
+    }
+    return store;
   }
 
   private usable(action: string): IDBPDatabase<PrismDb> {
@@ -200,59 +317,14 @@ export class IndexedDbStore implements GraphStore {
     return this.db;
   }
 
-  async partitions(): Promise<string[]> {
-    try {
-      return await this.usable('listing partitions').getAllKeys('meta');
-    } catch (err) {
-      throw storeError(err, `listing the partitions of ${this.name}`);
-    }
-  }
-
-  async load(partition: string): Promise<MemorySnapshot | null> {
-    const tx = this.usable('loading').transaction(MEMORY_STORES, 'readonly');
-    const range = partitionRange(partition);
-    try {
-      const [meta, nodes, edges, chunks, vectorKeys, vectors, hashKeys] = await Promise.all([
-        tx.objectStore('meta').get(partition),
-        tx.objectStore('nodes').getAll(range),
-        tx.objectStore('edges').getAll(range),
-        tx.objectStore('chunks').getAll(range),
-        tx.objectStore('vectors').getAllKeys(range),
-        tx.objectStore('vectors').getAll(range),
-        tx.objectStore('hashes').getAllKeys(range),
-        tx.done,
-      ]);
-      if (meta === undefined) return null;
-      return {
-        meta,
-        nodes,
-        edges,
-        chunks,
-        vectors: new Map(vectorKeys.map(([, id], i) => [id, vectors[i] as Float32Array])),
-        hashes: new Set(hashKeys.map(([, hash]) => hash)),
-      };
-    } catch (err) {
-      throw storeError(err, `loading ${this.name}`);
-    }
-  }
-
-  async revision(partition: string): Promise<number> {
-    try {
-      return (await this.usable('reading the revision').get('revisions', partition)) ?? 0;
-    } catch (err) {
-      throw storeError(err, `reading the revision of ${this.name}`);
-    }
-  }
-
-  /** The lock is a Web Lock named after the database and partition, shared by every tab of the origin. */
-  async withWriteLock<T>(partition: string, fn: () => Promise<T>): Promise<T> {
-    const what = `locking ${this.name} for partition ${JSON.stringify(partition)}`;
+  /** Runs `fn` holding the Web Lock `name` (or, without Web Locks, this realm's mutex), up to the lock timeout. */
+  private async locked<T>(name: string, mode: LockMode, what: string, fn: () => Promise<T>): Promise<T> {
     const locks = globalThis.navigator?.locks;
-    if (!locks) return this.localLocks.run(partition, fn, { ms: this.lockTimeoutMs, what });
+    if (!locks) return this.localLocks.run(name, fn, { ms: this.lockTimeoutMs, what });
     const signal = AbortSignal.timeout(this.lockTimeoutMs);
     let granted = false;
     try {
-      return await locks.request(`prism-memory:${this.name}:${partition}`, { signal }, () => {
+      return await locks.request(name, { mode, signal }, () => {
         granted = true;
         return fn();
       });
@@ -262,91 +334,499 @@ export class IndexedDbStore implements GraphStore {
     }
   }
 
-  async commit(partition: string, batch: WriteBatch): Promise<number> {
-    const tx = this.usable('committing').transaction(COMMIT_STORES, 'readwrite');
-    try {
-      // Validation reads the stored meta inside the same transaction, so it judges the
-      // batch against exactly the state it will be applied to.
-      const current = (await tx.objectStore('meta').get(partition)) ?? null;
-      const storedVectorIds = changesDimension(current, batch)
-        ? (await tx.objectStore('vectors').getAllKeys(partitionRange(partition))).map(([, id]) => id)
-        : [];
-      const meta = validateBatch(batch, current, storedVectorIds);
-      const requests: Array<Promise<unknown>> = [tx.done];
-      const write = (request: Promise<unknown>): void => {
-        requests.push(request);
-      };
-      const key = (id: string): RecordKey => [partition, id];
-      for (const id of batch.deleteNodes ?? []) write(tx.objectStore('nodes').delete(key(id)));
-      for (const id of batch.deleteEdges ?? []) write(tx.objectStore('edges').delete(key(id)));
-      for (const id of batch.deleteChunks ?? []) write(tx.objectStore('chunks').delete(key(id)));
-      for (const id of batch.deleteVectors ?? []) write(tx.objectStore('vectors').delete(key(id)));
-      for (const hash of batch.deleteHashes ?? []) write(tx.objectStore('hashes').delete(key(hash)));
-      for (const node of batch.putNodes ?? []) write(tx.objectStore('nodes').put(node, key(node.id)));
-      for (const edge of batch.putEdges ?? []) write(tx.objectStore('edges').put(edge, key(edge.id)));
-      for (const chunk of batch.putChunks ?? []) write(tx.objectStore('chunks').put(chunk, key(chunk.id)));
-      for (const [id, vector] of batch.putVectors ?? []) write(tx.objectStore('vectors').put(ownVector(vector), key(id)));
-      for (const hash of batch.putHashes ?? []) write(tx.objectStore('hashes').put(true, key(hash)));
-      if (batch.meta !== undefined || current === null) write(tx.objectStore('meta').put(meta, partition));
-      const revision = ((await tx.objectStore('revisions').get(partition)) ?? 0) + 1;
-      write(tx.objectStore('revisions').put(revision, partition));
-      await Promise.all(requests);
-      return revision;
-    } catch (err) {
-      abortQuietly(tx);
-      // A failed request aborts the transaction; its own error (e.g. QuotaExceededError)
-      // names the cause better than the AbortError the other requests report.
-      throw storeError(tx.error ?? err, `committing to ${this.name}`);
+  /**
+   * The database's key lock: shared by readers that unseal, exclusive for whatever changes a
+   * key ring with the records it seals, so no reader meets a record whose key is not yet (or no
+   * longer) in its ring. Never held while waiting for a partition's writer lock.
+   */
+  private withKeys<T>(mode: LockMode, fn: () => Promise<T>): Promise<T> {
+    return this.locked(`prism-memory-keys:${this.name}`, mode, `locking the keys of ${this.name}`, fn);
+  }
+
+  /** Finishes the key rings a page that died mid-delete left, then seals values written before v3. Hold the key lock. */
+  private async finishOpening(): Promise<void> {
+    const tx = this.db.transaction('ringCleanups', 'readonly');
+    const [rings, cleanups] = await Promise.all([tx.store.getAllKeys(), tx.store.getAll(), tx.done]);
+    for (const [i, ring] of rings.entries()) {
+      if (cleanups[i] === 'remove') await this.keys.remove(ring);
+      else await this.pruneRing(ring);
+      await this.db.delete('ringCleanups', ring);
+    }
+    if ((await this.db.get('counters', 'legacy')) !== undefined) await this.sealLegacy();
+  }
+
+  /** Drops the keys of ring `name` that no stored value names. Hold the key lock. */
+  private async pruneRing(name: string): Promise<void> {
+    const ring = await this.keys.read(name);
+    const tx = this.db.transaction(SEALED_STORES, 'readonly');
+    const used = await Promise.all(
+      ring.ids.map(async (id) => (await Promise.all(SEALED_STORES.map((store) => tx.objectStore(store).index('keyId').count(id)))).some((n) => n > 0)),
+    );
+    await tx.done;
+    if (ring.retain(new Set(ring.ids.filter((_, i) => used[i])))) await this.keys.write(ring);
+  }
+
+  /** Ring `name` as last read, or read again when it lacks a key some value names (a newer key). */
+  private async ringFor(name: string, values: readonly Sealed[]): Promise<KeyRing> {
+    const cached = this.readRings.get(name);
+    if (cached && values.every((value) => cached.has(value.keyId))) return cached;
+    const ring = await this.keys.read(name);
+    this.readRings.set(name, ring);
+    return ring;
+  }
+
+  /** The live partitions by name; read again (unsealing every meta) only when another writer created or cleared one. Hold the key lock. */
+  private async liveTokens(): Promise<Map<string, Token>> {
+    const db = this.usable('reading the partitions');
+    const generation = (await db.get('counters', 'generation')) ?? 0;
+    if (this.directory?.generation === generation) return this.directory.tokens;
+    const tx = db.transaction('meta', 'readonly');
+    const [tokens, metas] = await Promise.all([tx.store.getAllKeys(), tx.store.getAll(), tx.done]);
+    const names = await Promise.all(tokens.map(async (token, i) => (await this.openMeta(token, metas[i] as Sealed)).partition));
+    const live = new Map(names.map((name, i) => [name, tokens[i] as Token]));
+    for (const [name, token] of live) this.lastTokens.set(name, token);
+    this.directory = { generation, tokens: live };
+    return live;
+  }
+
+  private async openMeta(token: Token, sealed: Sealed): Promise<PartitionMeta> {
+    const ring = await this.ringFor(ringOf(token), [sealed]);
+    return fromJson<PartitionMeta>(await this.keys.unseal(ring, sealed.keyId, sealed.sealed));
+  }
+
+  /** A token no partition has had in this database. */
+  private async newToken(): Promise<Token> {
+    for (;;) {
+      const [high = 0, low = 0] = crypto.getRandomValues(new Uint32Array(2));
+      const token = (high % 2 ** 21) * 2 ** 32 + low;
+      if (token > 0 && (await this.db.count('revisions', token)) === 0) return token;
     }
   }
 
+  async partitions(): Promise<string[]> {
+    try {
+      return await this.withKeys('shared', async () => [...(await this.liveTokens()).keys()]);
+    } catch (err) {
+      throw storeError(err, `listing the partitions of ${this.name}`);
+    }
+  }
+
+  async load(partition: string): Promise<MemorySnapshot | null> {
+    try {
+      return await this.withKeys('shared', async () => {
+        const token = (await this.liveTokens()).get(partition);
+        if (token === undefined) return null;
+        const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
+        const range = partitionRange(token);
+        const [meta, nodes, edges, chunks, vectorKeys, vectors, hashKeys] = await Promise.all([
+          tx.objectStore('meta').get(token),
+          tx.objectStore('nodes').getAll(range),
+          tx.objectStore('edges').getAll(range),
+          tx.objectStore('chunks').getAll(range),
+          tx.objectStore('vectors').getAllKeys(range),
+          tx.objectStore('vectors').getAll(range),
+          tx.objectStore('hashes').getAllKeys(range),
+          tx.done,
+        ]);
+        if (meta === undefined) return null;
+        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...chunks, ...vectors]);
+        const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
+        const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
+        const [opened, openedNodes, openedEdges, openedChunks, openedVectors] = await Promise.all([
+          openJson<PartitionMeta>(meta),
+          Promise.all(nodes.map((node) => openJson<GraphNode>(node))),
+          Promise.all(edges.map((edge) => openJson<GraphEdge>(edge))),
+          Promise.all(chunks.map((chunk) => openJson<Chunk>(chunk))),
+          Promise.all(vectors.map(async (vector) => new Float32Array((await open(vector)).buffer))),
+        ]);
+        return {
+          meta: opened.meta,
+          nodes: openedNodes,
+          edges: openedEdges,
+          chunks: openedChunks,
+          vectors: new Map(vectorKeys.map(([, id], i) => [id, openedVectors[i] as Float32Array])),
+          hashes: new Set(hashKeys.map(([, hash]) => hash)),
+        };
+      });
+    } catch (err) {
+      throw storeError(err, `loading ${this.name}`);
+    }
+  }
+
+  async revision(partition: string): Promise<number> {
+    try {
+      return await this.withKeys('shared', async () => {
+        const token = (await this.liveTokens()).get(partition) ?? this.lastTokens.get(partition);
+        return token === undefined ? 0 : ((await this.usable('reading the revision').get('revisions', token)) ?? 0);
+      });
+    } catch (err) {
+      throw storeError(err, `reading the revision of ${this.name}`);
+    }
+  }
+
+  /** The lock is a Web Lock named after the database and partition, shared by every tab of the origin. */
+  withWriteLock<T>(partition: string, fn: () => Promise<T>): Promise<T> {
+    return this.locked(`prism-memory:${this.name}:${partition}`, 'exclusive', `locking ${this.name} for partition ${JSON.stringify(partition)}`, fn);
+  }
+
+  async commit(partition: string, batch: WriteBatch): Promise<number> {
+    try {
+      return await this.withKeys('exclusive', () => this.commitLocked(partition, batch));
+    } catch (err) {
+      throw storeError(err, `committing to ${this.name}`);
+    }
+  }
+
+  /**
+   * Reads what the batch is judged against, validates it, seals its values (new keys are
+   * written to the ring first), applies it in one transaction, and — when it deleted chunks —
+   * drops the retired keys from the ring. Everything happens under the exclusive key lock,
+   * which every writer of the database holds, so the reads still hold when the write lands.
+   */
+  private async commitLocked(partition: string, batch: WriteBatch): Promise<number> {
+    const db = this.usable('committing');
+    const live = await this.liveTokens();
+    const existing = live.get(partition);
+    const token = existing ?? (await this.newToken());
+    const ring = await this.keys.read(ringOf(token));
+    const before = new Set(ring.ids);
+
+    const state = db.transaction(['meta', 'revisions', 'counters'], 'readonly');
+    const [sealedMeta, storedRevision = 0, retiredRevision = 0, generation = 0] = await Promise.all([
+      existing === undefined ? undefined : state.objectStore('meta').get(existing),
+      existing === undefined ? undefined : state.objectStore('revisions').get(existing),
+      state.objectStore('counters').get('retiredRevision'),
+      state.objectStore('counters').get('generation'),
+      state.done,
+    ]);
+    const current = sealedMeta === undefined ? null : (await this.openMeta(token, sealedMeta)).meta;
+    const storedVectorIds = changesDimension(current, batch) ? (await db.getAllKeys('vectors', partitionRange(token))).map(([, id]) => id) : [];
+    const meta = validateBatch(batch, current, storedVectorIds);
+
+    // Deleting chunks retires their keys and the shared key: every copy of what those sealed,
+    // wherever LevelDB still keeps it, turns to noise once they leave the ring.
+    const deletedChunks = batch.deleteChunks ?? [];
+    const retired = new Set(deletedChunks.length === 0 ? [] : [...deletedChunks, null].flatMap((owner) => ring.keyOf(owner) ?? []));
+    const keyFor = keyAssigner(ring, retired);
+    const { writes: resealed, vectorKeys } = await this.resealSurvivors(token, ring, batch, retired, keyFor);
+    const writes: Write[] = [...deletionsOf(token, batch), ...(await this.sealPuts(token, ring, batch, keyFor, vectorKeys)), ...resealed];
+    if (batch.meta !== undefined || current === null || retired.size > 0) writes.push(await this.sealMeta(token, ring, keyFor(null), partition, meta));
+    const revision = (existing === undefined ? retiredRevision : storedRevision) + 1;
+    writes.push((tx) => tx.objectStore('revisions').put(revision, token));
+    if (existing === undefined) writes.push((tx) => tx.objectStore('counters').put(generation + 1, 'generation'));
+    if (retired.size > 0) writes.push((tx) => tx.objectStore('ringCleanups').put('prune', ring.name));
+
+    if (ring.ids.some((id) => !before.has(id))) await this.keys.write(ring);
+    try {
+      await applyWrites(db, writes);
+    } catch (err) {
+      // The batch is not there, so neither are the keys made for it.
+      ring.retain(before);
+      await (before.size === 0 ? this.keys.remove(ring.name) : this.keys.write(ring)).catch(() => undefined);
+      throw err;
+    }
+    if (retired.size > 0) {
+      ring.retain(new Set(ring.ids.filter((id) => !retired.has(id))));
+      await this.keys.write(ring);
+      await db.delete('ringCleanups', ring.name);
+    }
+    if (existing === undefined) {
+      live.set(partition, token);
+      this.lastTokens.set(partition, token);
+      this.directory = { generation: generation + 1, tokens: live };
+    }
+    return revision;
+  }
+
+  /**
+   * Records the batch leaves in place although their key retires (those of the shared key,
+   * and any a deleted chunk's key sealed), sealed again under their owner's key now; and the
+   * key of every stored node or edge a put vector belongs to.
+   */
+  private async resealSurvivors(
+    token: Token,
+    ring: KeyRing,
+    batch: WriteBatch,
+    retired: ReadonlySet<string>,
+    keyFor: (owner: string | null) => string,
+  ): Promise<{ writes: Write[]; vectorKeys: Map<string, string> }> {
+    const touched = {
+      nodes: new Set([...(batch.deleteNodes ?? []), ...(batch.putNodes ?? []).map((n) => n.id)]),
+      edges: new Set([...(batch.deleteEdges ?? []), ...(batch.putEdges ?? []).map((e) => e.id)]),
+      chunks: new Set([...(batch.deleteChunks ?? []), ...(batch.putChunks ?? []).map((c) => c.id)]),
+      vectors: new Set([...(batch.deleteVectors ?? []), ...(batch.putVectors ?? []).map(([id]) => id)]),
+    };
+    const strayVectors = (batch.putVectors ?? []).map(([id]) => id).filter((id) => !touched.nodes.has(id) && !touched.edges.has(id));
+    const tx = this.db.transaction(['nodes', 'edges', 'chunks', 'vectors'], 'readonly');
+    const stores = ['nodes', 'edges', 'chunks', 'vectors'] as const;
+    const [owners, survivors] = await Promise.all([
+      Promise.all(strayVectors.map(async (id) => (await tx.objectStore('nodes').get([token, id])) ?? (await tx.objectStore('edges').get([token, id])))),
+      Promise.all(
+        [...retired].flatMap((keyId) =>
+          stores.map(async (store) => {
+            const index = tx.objectStore(store).index('keyId');
+            const [keys, values] = await Promise.all([index.getAllKeys(keyId), index.getAll(keyId)]);
+            return keys.flatMap(([, id], i) => (touched[store].has(id) ? [] : [{ store, id, value: values[i] as Sealed }]));
+          }),
+        ),
+      ),
+      tx.done,
+    ]);
+    const vectorKeys = new Map<string, string>();
+    strayVectors.forEach((id, i) => {
+      const keyId = owners[i]?.keyId;
+      vectorKeys.set(id, keyId === undefined || retired.has(keyId) ? keyFor(null) : keyId);
+    });
+    const shared = keyFor(null);
+    const writes = await Promise.all(
+      survivors.flat().map(async ({ store, id, value }): Promise<Write> => {
+        const plain = await this.keys.unseal(ring, value.keyId, value.sealed);
+        const resealed = { ...value, keyId: shared, sealed: await this.keys.seal(ring, shared, plain) };
+        return (tx) => tx.objectStore(store).put(resealed as SealedNode & SealedEdge, [token, id]);
+      }),
+    );
+    return { writes, vectorKeys };
+  }
+
+  /** The batch's puts, sealed: a chunk's records under its key, entities under the shared key, vectors under their node's or edge's. */
+  private async sealPuts(token: Token, ring: KeyRing, batch: WriteBatch, keyFor: (owner: string | null) => string, vectorKeys: Map<string, string>): Promise<Write[]> {
+    const key = (id: string): RecordKey => [token, id];
+    const seal = (keyId: string, plain: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer> => this.keys.seal(ring, keyId, plain);
+    for (const node of batch.putNodes ?? []) vectorKeys.set(node.id, keyFor(ownerOfNode(node)));
+    for (const edge of batch.putEdges ?? []) vectorKeys.set(edge.id, keyFor(edge.chunkId));
+    const writes = await Promise.all([
+      ...(batch.putNodes ?? []).map(async (node): Promise<Write> => {
+        const keyId = keyFor(ownerOfNode(node));
+        const value: SealedNode = { keyId, layer: node.layer, sealed: await seal(keyId, jsonBytes(node)) };
+        return (tx) => tx.objectStore('nodes').put(value, key(node.id));
+      }),
+      ...(batch.putEdges ?? []).map(async (edge): Promise<Write> => {
+        const keyId = keyFor(edge.chunkId);
+        const value: SealedEdge = { keyId, type: edge.type, sealed: await seal(keyId, jsonBytes(edge)) };
+        return (tx) => tx.objectStore('edges').put(value, key(edge.id));
+      }),
+      ...(batch.putChunks ?? []).map(async (chunk): Promise<Write> => {
+        const keyId = keyFor(chunk.id);
+        const value: Sealed = { keyId, sealed: await seal(keyId, jsonBytes(chunk)) };
+        return (tx) => tx.objectStore('chunks').put(value, key(chunk.id));
+      }),
+      ...(batch.putVectors ?? []).map(async ([id, vector]): Promise<Write> => {
+        const keyId = vectorKeys.get(id) ?? keyFor(null);
+        const value: Sealed = { keyId, sealed: await seal(keyId, vectorBytes(vector)) };
+        return (tx) => tx.objectStore('vectors').put(value, key(id));
+      }),
+    ]);
+    for (const hash of batch.putHashes ?? []) writes.push((tx) => tx.objectStore('hashes').put(true, key(hash)));
+    return writes;
+  }
+
+  private async sealMeta(token: Token, ring: KeyRing, keyId: string, partition: string, meta: MemoryMeta): Promise<Write> {
+    const opened: PartitionMeta = { partition, meta };
+    const value: Sealed = { keyId, sealed: await this.keys.seal(ring, keyId, jsonBytes(opened)) };
+    return (tx) => tx.objectStore('meta').put(value, token);
+  }
+
   async clear(partition?: string): Promise<void> {
-    const stores = partition === undefined ? ALL_STORES : COMMIT_STORES;
-    const tx = this.usable('clearing').transaction(stores, 'readwrite');
+    try {
+      await this.withKeys('exclusive', () => (partition === undefined ? this.clearAll() : this.clearPartition(partition)));
+    } catch (err) {
+      throw storeError(err, `clearing ${this.name}`);
+    }
+  }
+
+  private async clearPartition(partition: string): Promise<void> {
+    const live = await this.liveTokens();
+    const token = live.get(partition);
+    if (token === undefined) return;
+    const rings = [ringOf(token)];
+    const generation = await this.retire([token], rings, (tx) => [
+      ...RECORD_STORES.map((name) => tx.objectStore(name).delete(partitionRange(token))),
+      tx.objectStore('meta').delete(token),
+    ]);
+    live.delete(partition);
+    this.directory = { generation, tokens: live };
+    await this.removeRings(rings);
+  }
+
+  private async clearAll(): Promise<void> {
+    const tokens = await this.usable('clearing').getAllKeys('meta');
+    const rings = [...tokens.map(ringOf), CACHE_RING];
+    const generation = await this.retire(tokens, rings, (tx) => [...RECORD_STORES, 'meta', 'cache'].map((name) => tx.objectStore(name as StoreName).clear()));
+    this.directory = { generation, tokens: new Map() };
+    await this.removeRings(rings);
+  }
+
+  /**
+   * One transaction: `clear`'s requests, each of `tokens` retired (its revision bumped and kept,
+   * `retiredRevision` raised to it), the generation moved, and `rings` journaled for removal
+   * (the journal finishes them if the page dies before `removeRings`). Returns the new generation.
+   */
+  private async retire(tokens: readonly Token[], rings: readonly string[], clear: (tx: WriteTransaction) => Array<Promise<unknown>>): Promise<number> {
+    const tx = this.usable('clearing').transaction([...ALL_STORES], 'readwrite');
     try {
       const revisions = tx.objectStore('revisions');
-      const bumped = partition === undefined ? await revisions.getAllKeys() : [partition];
-      const requests: Array<Promise<unknown>> = [tx.done];
-      if (partition === undefined) {
-        for (const name of ALL_STORES) if (name !== 'revisions') requests.push(tx.objectStore(name).clear());
-      } else {
-        for (const name of RECORD_STORES) requests.push(tx.objectStore(name).delete(partitionRange(partition)));
-        requests.push(tx.objectStore('meta').delete(partition));
-      }
-      for (const name of bumped) requests.push(revisions.put(((await revisions.get(name)) ?? 0) + 1, name));
-      await Promise.all(requests);
+      const counters = tx.objectStore('counters');
+      const [generation = 0, retiredRevision = 0, ...current] = await Promise.all([
+        counters.get('generation'),
+        counters.get('retiredRevision'),
+        ...tokens.map((token) => revisions.get(token)),
+      ]);
+      const finals = tokens.map((_, i) => (current[i] ?? 0) + 1);
+      await Promise.all([
+        tx.done,
+        ...clear(tx),
+        ...tokens.map((token, i) => revisions.put(finals[i] ?? 1, token)),
+        counters.put(generation + 1, 'generation'),
+        counters.put(Math.max(retiredRevision, ...finals), 'retiredRevision'),
+        ...rings.map((ring) => tx.objectStore('ringCleanups').put('remove', ring)),
+      ]);
+      return generation + 1;
     } catch (err) {
       abortQuietly(tx);
-      throw storeError(tx.error ?? err, `clearing ${this.name}`);
+      throw tx.error ?? err;
     }
+  }
+
+  /** Unlinks the rings' files (and with them their keys), then clears their journal entries. */
+  private async removeRings(rings: readonly string[]): Promise<void> {
+    for (const ring of rings) {
+      await this.keys.remove(ring);
+      this.readRings.delete(ring);
+    }
+    const tx = this.db.transaction('ringCleanups', 'readwrite');
+    await Promise.all([...rings.map((ring) => tx.store.delete(ring)), tx.done]);
   }
 
   async getCached(key: string): Promise<string | undefined> {
     try {
-      return (await this.usable('reading the cache').get('cache', key))?.value;
+      const entry = await this.usable('reading the cache').get('cache', key);
+      if (!entry) return undefined;
+      const ring = await this.ringFor(CACHE_RING, [entry]);
+      // Deleted by another tab since it was read: a miss, as it would be a moment later.
+      if (!ring.has(entry.keyId)) return undefined;
+      return decoder.decode(await this.keys.unseal(ring, entry.keyId, entry.sealed));
     } catch (err) {
       throw storeError(err, `reading the cache of ${this.name}`);
     }
   }
 
+  /** Each entry is sealed under a key of its own, dropped from the cache ring when the entry goes. */
   async putCached(key: string, value: string, tags: readonly string[] = []): Promise<void> {
     try {
-      await this.usable('writing the cache').put('cache', { value, tags: [...tags] }, key);
+      await this.withKeys('exclusive', async () => {
+        const ring = await this.keys.read(CACHE_RING);
+        const keyId = ring.add(null);
+        const entry: SealedCacheEntry = { keyId, tags: [...tags], sealed: await this.keys.seal(ring, keyId, encoder.encode(value)) };
+        await this.keys.write(ring);
+        const tx = this.usable('writing the cache').transaction('cache', 'readwrite');
+        let replaced: SealedCacheEntry | undefined;
+        try {
+          [replaced] = await Promise.all([tx.store.get(key), tx.store.put(entry, key), tx.done]);
+        } catch (err) {
+          abortQuietly(tx);
+          await this.dropKeys(ring, [keyId]).catch(() => undefined);
+          throw tx.error ?? err;
+        }
+        if (replaced) await this.dropKeys(ring, [replaced.keyId]);
+      });
     } catch (err) {
       throw storeError(err, `writing the cache of ${this.name}`);
     }
   }
 
   async deleteCached(tags: readonly string[]): Promise<void> {
-    const tx = this.usable('deleting from the cache').transaction('cache', 'readwrite');
     try {
-      const index = tx.store.index('tags');
-      const keys = (await Promise.all(tags.map((tag) => index.getAllKeys(tag)))).flat();
-      await Promise.all([...new Set(keys)].map((key) => tx.store.delete(key)));
-      await tx.done;
+      await this.withKeys('exclusive', async () => {
+        const tx = this.usable('deleting from the cache').transaction(['cache', 'ringCleanups'], 'readwrite');
+        let dropped: string[];
+        try {
+          const cache = tx.objectStore('cache');
+          const keys = [...new Set((await Promise.all(tags.map((tag) => cache.index('tags').getAllKeys(tag)))).flat())];
+          const entries = await Promise.all(keys.map((key) => cache.get(key)));
+          dropped = entries.flatMap((entry) => (entry ? [entry.keyId] : []));
+          await Promise.all([
+            tx.done,
+            ...keys.map((key) => cache.delete(key)),
+            ...(dropped.length > 0 ? [tx.objectStore('ringCleanups').put('prune', CACHE_RING)] : []),
+          ]);
+        } catch (err) {
+          abortQuietly(tx);
+          throw tx.error ?? err;
+        }
+        if (dropped.length === 0) return;
+        await this.dropKeys(await this.keys.read(CACHE_RING), dropped);
+        await this.db.delete('ringCleanups', CACHE_RING);
+      });
     } catch (err) {
-      tx.done.catch(() => undefined);
-      throw storeError(tx.error ?? err, `deleting from the cache of ${this.name}`);
+      throw storeError(err, `deleting from the cache of ${this.name}`);
+    }
+  }
+
+  private async dropKeys(ring: KeyRing, ids: readonly string[]): Promise<void> {
+    const dropped = new Set(ids);
+    if (ring.retain(new Set(ring.ids.filter((id) => !dropped.has(id))))) await this.keys.write(ring);
+  }
+
+  /**
+   * Seals what a v2 database holds (the v3 migration could not: an upgrade transaction cannot
+   * wait for WebCrypto): each partition moves from its name to a new token, every value is
+   * sealed, and the revisions that named cleared partitions go. All in one transaction; LevelDB
+   * keeps the v2 bytes until it compacts. Hold the key lock.
+   */
+  private async sealLegacy(): Promise<void> {
+    const raw = this.db as unknown as IDBPDatabase;
+    const read = raw.transaction([...RECORD_STORES, 'meta', 'revisions', 'cache'], 'readonly');
+    const [metaNames, revisionNames, cacheKeys, cacheValues] = await Promise.all([
+      read.objectStore('meta').getAllKeys(),
+      read.objectStore('revisions').getAllKeys(),
+      read.objectStore('cache').getAllKeys(),
+      read.objectStore('cache').getAll(),
+    ]);
+    const legacy = await Promise.all(
+      metaNames.filter((name): name is string => typeof name === 'string').map(async (name) => ({ name, ...(await readLegacyPartition(read, name)) })),
+    );
+    await read.done;
+
+    const writes: Write[] = [];
+    const rings: KeyRing[] = [];
+    for (const { name, snapshot, revision } of legacy) {
+      const token = await this.newToken();
+      const ring = new KeyRing(ringOf(token));
+      const keyFor = keyAssigner(ring, new Set());
+      writes.push(...(await this.sealPuts(token, ring, snapshotAsBatch(snapshot), keyFor, new Map())), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
+      writes.push((tx) => tx.objectStore('revisions').put(revision, token));
+      rings.push(ring);
+    }
+    const cacheRing = await this.keys.read(CACHE_RING);
+    const cacheWrites = await Promise.all(
+      cacheKeys.map(async (key, i): Promise<Write> => {
+        const { value, tags } = cacheValues[i] as { value: string; tags: string[] };
+        const keyId = cacheRing.add(null);
+        const entry: SealedCacheEntry = { keyId, tags, sealed: await this.keys.seal(cacheRing, keyId, encoder.encode(value)) };
+        return (tx) => tx.objectStore('cache').put(entry, key as string);
+      }),
+    );
+    rings.push(cacheRing);
+    const generation = (await this.db.get('counters', 'generation')) ?? 0;
+    for (const ring of rings) await this.keys.write(ring);
+    try {
+      await applyWrites(this.db, [
+        // The v2 records, keyed by partition name, go before the sealed ones come.
+        (tx) => {
+          const untyped = tx as unknown as UntypedTransaction<'readwrite'>;
+          return Promise.all([
+            ...legacy.flatMap(({ name }) => [...RECORD_STORES.map((store) => untyped.objectStore(store).delete(partitionRange(name))), untyped.objectStore('meta').delete(name)]),
+            ...revisionNames.filter((name) => typeof name === 'string').map((name) => untyped.objectStore('revisions').delete(name)),
+          ]);
+        },
+        ...writes,
+        ...cacheWrites,
+        (tx) => tx.objectStore('counters').put(generation + 1, 'generation'),
+        (tx) => tx.objectStore('counters').delete('legacy'),
+      ]);
+    } catch (err) {
+      for (const ring of rings) await (ring === cacheRing ? this.pruneRing(CACHE_RING) : this.keys.remove(ring.name)).catch(() => undefined);
+      throw err;
     }
   }
 
@@ -355,8 +835,60 @@ export class IndexedDbStore implements GraphStore {
   }
 }
 
+/** The batch's deletions, which a transaction applies before its puts (so a batch can replace a record). */
+function deletionsOf(token: Token, batch: WriteBatch): Write[] {
+  const key = (id: string): RecordKey => [token, id];
+  return [
+    ...(batch.deleteNodes ?? []).map((id): Write => (tx) => tx.objectStore('nodes').delete(key(id))),
+    ...(batch.deleteEdges ?? []).map((id): Write => (tx) => tx.objectStore('edges').delete(key(id))),
+    ...(batch.deleteChunks ?? []).map((id): Write => (tx) => tx.objectStore('chunks').delete(key(id))),
+    ...(batch.deleteVectors ?? []).map((id): Write => (tx) => tx.objectStore('vectors').delete(key(id))),
+    ...(batch.deleteHashes ?? []).map((hash): Write => (tx) => tx.objectStore('hashes').delete(key(hash))),
+  ];
+}
+
+/** Runs `writes`, in order, in one readwrite transaction over every store: all land, or none. */
+async function applyWrites(db: IDBPDatabase<PrismDb>, writes: readonly Write[]): Promise<void> {
+  const tx = db.transaction([...ALL_STORES], 'readwrite');
+  try {
+    // A write that throws at once (not only one whose request fails) rejects here too, so every request's failure is awaited.
+    await Promise.all([tx.done, ...writes.map(async (write) => write(tx))]);
+  } catch (err) {
+    abortQuietly(tx);
+    // A failed request aborts the transaction; its own error (e.g. QuotaExceededError)
+    // names the cause better than the AbortError the other requests report.
+    throw tx.error ?? err;
+  }
+}
+
+/** One partition as a v2 database holds it, under its name. */
+async function readLegacyPartition(tx: UntypedTransaction<'readonly'>, name: string): Promise<{ snapshot: MemorySnapshot; revision: number }> {
+  const range = partitionRange(name);
+  const [meta, nodes, edges, chunks, vectorKeys, vectors, hashKeys, revision] = await Promise.all([
+    tx.objectStore('meta').get(name) as Promise<MemoryMeta>,
+    tx.objectStore('nodes').getAll(range) as Promise<GraphNode[]>,
+    tx.objectStore('edges').getAll(range) as Promise<GraphEdge[]>,
+    tx.objectStore('chunks').getAll(range) as Promise<Chunk[]>,
+    tx.objectStore('vectors').getAllKeys(range) as Promise<Array<[string, string]>>,
+    tx.objectStore('vectors').getAll(range) as Promise<Float32Array[]>,
+    tx.objectStore('hashes').getAllKeys(range) as Promise<Array<[string, string]>>,
+    tx.objectStore('revisions').get(name) as Promise<number | undefined>,
+  ]);
+  return {
+    snapshot: {
+      meta,
+      nodes,
+      edges,
+      chunks,
+      vectors: new Map(vectorKeys.map(([, id], i) => [id, vectors[i] as Float32Array])),
+      hashes: new Set(hashKeys.map(([, hash]) => hash)),
+    },
+    revision: revision ?? 1,
+  };
+}
+
 /** Aborts a transaction that may already have finished or aborted on its own. */
-function abortQuietly(tx: IDBPTransaction<PrismDb, StoreName[], 'readwrite'>): void {
+function abortQuietly(tx: { done: Promise<void>; abort(): void }): void {
   // The caller reports the failure; `done` rejecting too must not surface as unhandled.
   tx.done.catch(() => undefined);
   try {

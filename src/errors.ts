@@ -15,6 +15,7 @@ export type PrismErrorCode =
   | 'STORE_BLOCKED'
   | 'STORE_VERSION'
   | 'STORE_IO'
+  | 'STORE_READONLY'
   | 'STORE_BUSY'
   | 'CORRUPT_CHECKPOINT'
   | 'LLM_HTTP'

@@ -20,7 +20,8 @@ import { recordingEmbedder, type VectorTable } from './edge/vector-table.ts';
 import { runMemoryAction, type ActionAnswer, type AddAnswer, type MemoryAction, type OverviewAnswer, type SearchAnswer } from './edge/memory-actions.ts';
 import type { MemoryRequest } from './edge/workerd-memory.ts';
 import { conversation } from './helpers/conversation.ts';
-import type { StoreReport } from './edge/workerd-store.ts';
+import { FORGOTTEN, type StoreReport } from './edge/workerd-store.ts';
+import { findOnDisk } from './faults/erase-scenarios.ts';
 
 // The same scenario (test/edge/scenario.ts) runs in Node, in Deno and in workerd, each the real
 // runtime binary from npm (`deno`, `workerd`), and must give the same graph, the same units and
@@ -186,8 +187,25 @@ describe('workerd Durable Object (SQLite-backed) as the graph store', () => {
     expect(await post<StoreReport>('read')).toEqual(expected);
     const cleared = await post<StoreReport>('clear-other');
     expect(cleared.partitions).toEqual([DEFAULT_PARTITION]);
-    expect(cleared.revisions).toEqual({ ...expected.revisions, [other]: 2 });
+    // Above every revision the store handed out: the cleared partition leaves no row of its own.
+    expect(cleared.revisions).toEqual({ ...expected.revisions, [other]: 3 });
     expect(cleared.digests).toEqual({ ...expected.digests, [other]: null });
+  });
+
+  // workerd refuses `secure_delete`, checkpoints and VACUUM (see DurableObjectSqlDriver.eraseDeleted),
+  // so a delete cannot reach the bytes. This shows where they stay; the README says so.
+  it('keeps deleted rows on disk: in the -wal while the object runs, in the database file after it stops', async () => {
+    await workerd?.stop();
+    workerd = await startWorkerd(config, port, ['--experimental']);
+    const report = await post<StoreReport>('forget');
+    expect(report.partitions).not.toContain(FORGOTTEN.partition);
+    const objects = join(dir, 'objects');
+    const running = await findOnDisk(objects, [FORGOTTEN.text]);
+    expect(running.filter((hit) => hit.file.endsWith('.sqlite-wal')).length).toBeGreaterThan(0);
+    await workerd.stop();
+    workerd = undefined;
+    const stopped = await findOnDisk(objects, [FORGOTTEN.text, FORGOTTEN.partition]);
+    expect(stopped.filter((hit) => hit.file.endsWith('.sqlite') && hit.needle === FORGOTTEN.text).length).toBeGreaterThan(0);
   });
 });
 

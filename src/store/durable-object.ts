@@ -58,6 +58,15 @@ class DurableObjectSqlDriver implements SqlDriver {
     }
   }
 
+  /**
+   * Nothing can be erased from here: workerd refuses `PRAGMA secure_delete` and
+   * `PRAGMA wal_checkpoint` (SQLITE_AUTH) and `VACUUM` (always inside a transaction). Deleted
+   * rows stay in the object's `-wal` file while the object runs and then in the free space of
+   * its database file until SQLite reuses it; `ctx.storage.deleteAll()` is the erase that
+   * reaches them (it empties the object's whole database, other data included).
+   */
+  async eraseDeleted(): Promise<void> {}
+
   /** The runtime owns the database; there is nothing to close. */
   close(): void {}
 }

@@ -79,7 +79,7 @@ export async function migrateFileStore(dir: string, store: GraphStore): Promise<
     const checkpoint = await readIfExists(checkpointPath);
     const cache = await readIfExists(cachePath);
     let imported = false;
-    if (checkpoint !== null && (await store.revision(DEFAULT_PARTITION)) === 0) {
+    if (checkpoint !== null && (await store.load(DEFAULT_PARTITION)) === null) {
       try {
         await importCheckpoint(store, DEFAULT_PARTITION, checkpoint);
       } catch (err) {

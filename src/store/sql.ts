@@ -24,6 +24,13 @@ export interface SqlDriver {
    * and fail the upgrade to writing when another connection commits meanwhile.
    */
   transaction<T>(mode: 'read' | 'write', fn: () => T): T;
+  /**
+   * Runs after a committed delete of text (chunks, a partition, everything): drops the copies
+   * of deleted rows the runtime still keeps outside the live database pages (the write-ahead
+   * log's older frames), where the runtime lets it. Freed cells and pages are zeroed as they are
+   * freed where the connection allows `secure_delete`.
+   */
+  eraseDeleted(): Promise<void>;
   close(): void;
 }
 
@@ -56,11 +63,19 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     'CREATE TABLE cache_tags (tag TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, key)) WITHOUT ROWID',
     'CREATE INDEX cache_tags_by_key ON cache_tags (key)',
   ],
+  // A cleared partition leaves no row naming it. Its revision falls back to the store-wide
+  // `clear_revision`, set at each clear above every revision any partition had: so a
+  // partition's revision never returns to a value a handle saw before (see `bump`).
+  [
+    'CREATE TABLE clear_revision (revision INTEGER NOT NULL)',
+    'INSERT INTO clear_revision (revision) SELECT coalesce(max(revision), 0) FROM revisions',
+    'DELETE FROM revisions WHERE partition NOT IN (SELECT partition FROM meta)',
+  ],
 ];
 
 export const SQL_SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Tables holding one partition's memory (the revision survives a clear). */
+/** Tables holding one partition's memory. */
 const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'chunks', 'vectors', 'hashes'] as const;
 
 function text(row: SqlRow, column: string): string {
@@ -90,6 +105,17 @@ function vectorOf(id: string, blob: Uint8Array, dim: number): Float32Array {
   return vector;
 }
 
+/** The stored schema version (0 for a new database); STORE_VERSION when a newer PRISM wrote it. */
+function schemaVersion(driver: SqlDriver): number {
+  if (driver.all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'prism_schema'").length === 0) return 0;
+  const stored = driver.all('SELECT version FROM prism_schema')[0]?.['version'];
+  const version = typeof stored === 'number' ? stored : 0;
+  if (version > SQL_SCHEMA_VERSION) {
+    throw new PrismError('STORE_VERSION', `the database was written by a newer PRISM (schema ${version}; this build reads up to ${SQL_SCHEMA_VERSION})`);
+  }
+  return version;
+}
+
 function chunkIdOf(node: GraphNode): string | null {
   return 'chunkId' in node ? node.chunkId : null;
 }
@@ -107,21 +133,21 @@ export class SqlStore implements GraphStore {
 
   /**
    * Creates or upgrades the schema and returns the store. A database written by a newer
-   * PRISM throws STORE_VERSION and is left untouched.
+   * PRISM throws STORE_VERSION and is left untouched. A current schema is only read, so a
+   * read-only connection opens it.
    */
   static open(driver: SqlDriver, lock: WriteLock): SqlStore {
-    driver.transaction('write', () => {
-      driver.run('CREATE TABLE IF NOT EXISTS prism_schema (version INTEGER NOT NULL)');
-      const stored = driver.all('SELECT version FROM prism_schema')[0]?.['version'];
-      const version = typeof stored === 'number' ? stored : 0;
-      if (version > SQL_SCHEMA_VERSION) {
-        throw new PrismError('STORE_VERSION', `the database was written by a newer PRISM (schema ${version}; this build reads up to ${SQL_SCHEMA_VERSION})`);
-      }
-      if (version === SQL_SCHEMA_VERSION) return;
-      for (const statement of MIGRATIONS.slice(version).flat()) driver.run(statement);
-      if (stored === undefined) driver.run('INSERT INTO prism_schema (version) VALUES (?)', [SQL_SCHEMA_VERSION]);
-      else driver.run('UPDATE prism_schema SET version = ?', [SQL_SCHEMA_VERSION]);
-    });
+    if (schemaVersion(driver) < SQL_SCHEMA_VERSION) {
+      driver.transaction('write', () => {
+        // Again under the write lock: another connection may have upgraded meanwhile.
+        const version = schemaVersion(driver);
+        if (version === SQL_SCHEMA_VERSION) return;
+        driver.run('CREATE TABLE IF NOT EXISTS prism_schema (version INTEGER NOT NULL)');
+        for (const statement of MIGRATIONS.slice(version).flat()) driver.run(statement);
+        driver.run('DELETE FROM prism_schema');
+        driver.run('INSERT INTO prism_schema (version) VALUES (?)', [SQL_SCHEMA_VERSION]);
+      });
+    }
     return new SqlStore(driver, lock);
   }
 
@@ -153,8 +179,11 @@ export class SqlStore implements GraphStore {
   }
 
   async revision(partition: string): Promise<number> {
-    const stored = this.driver.all('SELECT revision FROM revisions WHERE partition = ?', [partition])[0]?.['revision'];
-    return typeof stored === 'number' ? stored : 0;
+    const row = this.driver.all(
+      'SELECT coalesce((SELECT revision FROM revisions WHERE partition = ?), (SELECT revision FROM clear_revision)) AS revision',
+      [partition],
+    )[0];
+    return Number(row?.['revision']);
   }
 
   withWriteLock<T>(partition: string, fn: () => Promise<T>): Promise<T> {
@@ -163,7 +192,7 @@ export class SqlStore implements GraphStore {
 
   async commit(partition: string, batch: WriteBatch): Promise<number> {
     const { driver } = this;
-    return driver.transaction('write', () => {
+    const revision = driver.transaction('write', () => {
       const current = this.readMeta(partition);
       const storedVectorIds = changesDimension(current, batch)
         ? driver.all('SELECT id FROM vectors WHERE partition = ?', [partition]).map((row) => text(row, 'id'))
@@ -195,19 +224,23 @@ export class SqlStore implements GraphStore {
       }
       return this.bump(partition);
     });
+    // A chunk holds the text; a batch deleting chunks is a delete the caller expects gone from disk.
+    if ((batch.deleteChunks?.length ?? 0) > 0) await driver.eraseDeleted();
+    return revision;
   }
 
   async clear(partition?: string): Promise<void> {
     const { driver } = this;
     driver.transaction('write', () => {
+      // Before the rows go: the new clear revision must exceed the cleared partitions' own.
+      driver.run('UPDATE clear_revision SET revision = max(revision, coalesce((SELECT max(revision) FROM revisions), 0)) + 1');
       if (partition !== undefined) {
-        for (const table of MEMORY_TABLES) driver.run(`DELETE FROM ${table} WHERE partition = ?`, [partition]);
-        this.bump(partition);
+        for (const table of [...MEMORY_TABLES, 'revisions']) driver.run(`DELETE FROM ${table} WHERE partition = ?`, [partition]);
         return;
       }
-      for (const table of [...MEMORY_TABLES, 'cache', 'cache_tags']) driver.run(`DELETE FROM ${table}`);
-      driver.run('UPDATE revisions SET revision = revision + 1');
+      for (const table of [...MEMORY_TABLES, 'revisions', 'cache', 'cache_tags']) driver.run(`DELETE FROM ${table}`);
     });
+    await driver.eraseDeleted();
   }
 
   async getCached(key: string): Promise<string | undefined> {
@@ -247,9 +280,14 @@ export class SqlStore implements GraphStore {
     return row ? (JSON.parse(text(row, 'json')) as MemoryMeta) : null;
   }
 
+  /**
+   * The partition's next revision: one above its current one, which for a partition without a
+   * row is the clear revision. Each partition's revisions only grow, across clears too, so a
+   * handle that saw revision r never mistakes a later state for it.
+   */
   private bump(partition: string): number {
     const row = this.driver.all(
-      'INSERT INTO revisions (partition, revision) VALUES (?, 1) ON CONFLICT (partition) DO UPDATE SET revision = revision + 1 RETURNING revision',
+      'INSERT INTO revisions (partition, revision) SELECT ?, revision + 1 FROM clear_revision WHERE true ON CONFLICT (partition) DO UPDATE SET revision = revision + 1 RETURNING revision',
       [partition],
     )[0];
     return Number(row?.['revision']);

@@ -36,8 +36,10 @@ export interface GraphStore {
   /** Loads one partition's whole memory, or `null` when it holds none. */
   load(partition: string): Promise<MemorySnapshot | null>;
   /**
-   * The partition's revision: 0 when empty, then bumped by every `commit` and `clear` from any
-   * writer (this one, another process, another tab). Cheap enough to read before every search.
+   * The partition's revision, changed by every `commit` and `clear` from any writer (this one,
+   * another process, another tab): 0 in a new store, then only growing, never back to a value
+   * a reader saw before. Compare it for equality only (a store may also change the revision of
+   * a partition it holds nothing for). Cheap enough to read before every search.
    */
   revision(partition: string): Promise<number>;
   /**

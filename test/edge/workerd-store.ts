@@ -15,6 +15,9 @@ import { sampleFollowUp, sampleMemory } from '../../e2e/support/sample-memory.ts
 
 const OTHER_PARTITION = 'bob\u001fagent\u001f';
 
+/** The partition and text the `forget` action commits and clears; the test looks for them on disk. */
+export const FORGOTTEN = { partition: 'eve-forgotten\u001f\u001f', text: 'Eve whispered the vault code zq-do-9431.' };
+
 /** What `read` reports; the test compares the digests with checkpoints encoded in Node. */
 export interface StoreReport {
   partitions: string[];
@@ -78,6 +81,13 @@ export class MemoryObject {
       if (action === 'read') return Response.json(await report(store));
       if (action === 'clear-other') {
         await store.clear(OTHER_PARTITION);
+        return Response.json(await report(store));
+      }
+      if (action === 'forget') {
+        const batch = snapshotAsBatch(sampleMemory({ episodes: 2, seed: 5 }));
+        batch.putChunks = batch.putChunks?.map((chunk) => ({ ...chunk, text: `${FORGOTTEN.text} (${chunk.id})` }));
+        await store.commit(FORGOTTEN.partition, batch);
+        await store.clear(FORGOTTEN.partition);
         return Response.json(await report(store));
       }
       return new Response(`unknown action ${action}`, { status: 404 });

@@ -1,0 +1,112 @@
+/**
+ * Delete on disk: a real Memory on a real SQLite file holds two users' sessions; one session
+ * and then one whole user are deleted, and every file of the store directory is searched,
+ * byte for byte, for the deleted text and the deleted user's name. Shared by the fault suite
+ * (erase.fault.ts) and the vitest tests (test/store-erase.test.ts).
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Embedder } from '../../src/embed/types.ts';
+import { Memory } from '../../src/memory.ts';
+import { openSqliteStore } from '../../src/store/sqlite.node.ts';
+import type { VectorIndex } from '../../src/vector/types.ts';
+
+export interface EraseRuntime {
+  embedder: Embedder;
+  createIndex: (dim: number) => VectorIndex;
+}
+
+/** Where the search found a needle: the file (relative to the store directory) and the bytes found. */
+export interface Hit {
+  file: string;
+  needle: string;
+  bytes: number;
+}
+
+/** The bytes of `needles` (UTF-8) found in every file under `dir`, one hit per occurrence. */
+export async function findOnDisk(dir: string, needles: readonly string[]): Promise<Hit[]> {
+  const hits: Hit[] = [];
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    const content = await readFile(path);
+    for (const needle of needles) {
+      const bytes = Buffer.from(needle, 'utf8');
+      for (let at = content.indexOf(bytes); at !== -1; at = content.indexOf(bytes, at + 1)) {
+        hits.push({ file: path.slice(dir.length + 1), needle, bytes: bytes.length });
+      }
+    }
+  }
+  return hits;
+}
+
+export const bytesOf = (hits: readonly Hit[]): number => hits.reduce((sum, hit) => sum + hit.bytes, 0);
+
+/** One user's sessions: every message carries a word found nowhere else, `<tag>s<session>m<message>`. */
+function sessionsOf(tag: string, sessions: number, messages: number): { sessionId: string; texts: string[] }[] {
+  return Array.from({ length: sessions }, (_, s) => ({
+    sessionId: `${tag}-session-${String(s).padStart(2, '0')}`,
+    texts: Array.from(
+      { length: messages },
+      (_, m) => `Grüße aus Łódź: note ${tag}s${s}m${m} says the ${['harbour', 'violin', 'orchard', 'lantern'][m % 4]} key is under stone ${s * messages + m}.`,
+    ),
+  }));
+}
+
+export interface EraseOutcome {
+  /** Deleted text or name found after each step: the session delete and the user delete (store open), and after close. */
+  afterSessionDelete: Hit[];
+  afterUserDelete: Hit[];
+  afterClose: Hit[];
+  /** Kept messages whose bytes are still on disk after close (the search itself works). */
+  keptOnDisk: number;
+  /** Kept messages a search still finds in the reopened store. */
+  keptSearchable: number;
+  kept: number;
+  /** Milliseconds of the session delete and of the user delete. */
+  sessionDeleteMs: number;
+  userDeleteMs: number;
+}
+
+/**
+ * `keeper` (kept) and `gone` (deleted whole) each add `sessions` sessions of `messages`
+ * messages; then one of the keeper's sessions is deleted, then the whole `gone` user.
+ */
+export async function deleteOnDisk(dir: string, runtime: EraseRuntime, size: { sessions: number; messages: number }, users = { keeper: 'keeper-ana', gone: 'gone-zephyrine' }): Promise<EraseOutcome> {
+  const path = join(dir, 'memory.sqlite');
+  const open = async () => Memory.open({ store: await openSqliteStore(path), embedder: runtime.embedder, createIndex: runtime.createIndex, llm: null });
+  const keeper = sessionsOf(users.keeper, size.sessions, size.messages);
+  const gone = sessionsOf(users.gone, size.sessions, size.messages);
+  let memory = await open();
+  for (const [userId, sessions] of [[users.keeper, keeper], [users.gone, gone]] as const) {
+    for (const [s, session] of sessions.entries()) {
+      const messages = session.texts.map((text, m) => ({ speaker: m % 2 === 0 ? 'Ana' : 'Ben', text, id: `${session.sessionId}:${m}` }));
+      await memory.add(messages, { userId, sessionId: session.sessionId, date: `2024-03-${String(s + 1).padStart(2, '0')}` });
+    }
+  }
+  // The middle session: its delete also bridges the episode chain around it.
+  const [deletedSession, keptSessions] = [keeper[Math.floor(size.sessions / 2)]!, keeper.filter((_, s) => s !== Math.floor(size.sessions / 2))];
+  let started = performance.now();
+  await memory.delete({ userId: users.keeper, sessionId: deletedSession.sessionId });
+  const sessionDeleteMs = performance.now() - started;
+  const afterSessionDelete = await findOnDisk(dir, [...deletedSession.texts, deletedSession.sessionId]);
+  started = performance.now();
+  await memory.delete({ userId: users.gone });
+  const userDeleteMs = performance.now() - started;
+  const goneNeedles = [...gone.flatMap((session) => [...session.texts, session.sessionId]), users.gone];
+  const afterUserDelete = await findOnDisk(dir, [...deletedSession.texts, ...goneNeedles]);
+  await memory.close();
+  const afterClose = await findOnDisk(dir, [...deletedSession.texts, deletedSession.sessionId, ...goneNeedles]);
+
+  const keptTexts = keptSessions.flatMap((session) => session.texts);
+  const onDisk = new Set((await findOnDisk(dir, keptTexts)).map((hit) => hit.needle));
+  memory = await open();
+  let keptSearchable = 0;
+  for (const text of keptTexts) {
+    const word = /note (\S+) says/.exec(text)?.[1] ?? '';
+    const found = await memory.search(`What does note ${word} say?`, { userId: users.keeper, budget: 256 });
+    if (found.context.includes(word)) keptSearchable++;
+  }
+  await memory.close();
+  return { afterSessionDelete, afterUserDelete, afterClose, keptOnDisk: onDisk.size, keptSearchable, kept: keptTexts.length, sessionDeleteMs, userDeleteMs };
+}

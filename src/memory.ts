@@ -452,8 +452,10 @@ export class Memory {
   /** Deletes one scope whole (its cached LLM replies too), reading its chunk ids from the store: see `replaceScope`. */
   private async deleteScope(name: string): Promise<ScopeReplacement<{ chunksDeleted: number }>> {
     const store = this.options.store;
-    const chunkIds = (await store.load(name))?.chunks.map((c) => c.id) ?? [];
-    if (chunkIds.length > 0) {
+    const held = await store.load(name);
+    const chunkIds = held?.chunks.map((c) => c.id) ?? [];
+    // Cleared even without chunks: a damaged meta alone would fail every read of the scope.
+    if (held) {
       await store.deleteCached(chunkIds);
       await store.clear(name);
     }

@@ -74,7 +74,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const handle of opened) await handle.close();
-  await rm(dir, { recursive: true, force: true });
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe('crafted checkpoints with valid CRCs', () => {
@@ -139,6 +139,19 @@ describe('a scope damaged in the store by an older version', () => {
     expect(await third.delete('all')).toEqual({ chunksDeleted: sessions.length + 1 });
     expect(await memory.scopes()).toEqual([]);
     for (const [scope, bytes] of restore) await memory.import(bytes, scope);
+    expect(await memory.export(VICTIM)).toEqual(valid);
+  });
+
+  it('a damaged meta with no chunks left goes with delete({ userId }) too', async () => {
+    for (const session of await memory.list(VICTIM)) await memory.delete({ ...VICTIM, sessionId: session.sessionId });
+    const wrongDim = STORED_DAMAGE.find((damage) => damage.name.startsWith('meta.dim 383'));
+    if (!wrongDim) throw new Error('no meta.dim damage to apply');
+    damageStoredScope(path, VICTIM, wrongDim);
+    await expect(memory.list(VICTIM)).rejects.toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
+    expect(await memory.delete(VICTIM)).toEqual({ chunksDeleted: 0 });
+    expect(await (await open()).list(VICTIM)).toEqual([]);
+    expect((await memory.scopes()).map((s) => s.userId)).toEqual(['bystander']);
+    await memory.import(valid, VICTIM);
     expect(await memory.export(VICTIM)).toEqual(valid);
   });
 });

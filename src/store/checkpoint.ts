@@ -99,7 +99,7 @@ export function encodeCheckpoint(snapshot: MemorySnapshot): Uint8Array {
  * Largest JSON section read. V8 holds strings of just under 2^29 UTF-16 units, so no engine
  * PRISM runs on could have written a larger one, and parsing one costs several times its size.
  */
-export const MAX_JSON_SECTION_BYTES = 2 ** 29;
+const MAX_JSON_SECTION_BYTES = 2 ** 29;
 
 function parseSection(json: Uint8Array): Partial<Record<keyof JsonSection, unknown>> {
   let parsed: unknown;

@@ -22,13 +22,13 @@ export const MAX_VECTOR_DIM = 65_536;
  * Largest `meta.nextKey`. Keys cross into the WASM index as f64: above 2^53 they stop being
  * exact, and a memory whose next key were close to that could fail its next add.
  */
-export const MAX_NEXT_KEY = 2 ** 52;
+const MAX_NEXT_KEY = 2 ** 52;
 
 /**
  * Deepest nesting of a turn's metadata. Structured clones (IndexedDB) and `JSON.stringify`
  * (SQLite) overflow the stack a few thousand levels down, after embedding, as an untyped error.
  */
-export const MAX_METADATA_DEPTH = 256;
+const MAX_METADATA_DEPTH = 256;
 
 const ENTITY_TYPES: Record<EntityType, true> = { person: true, organization: true, place: true, concept: true, event: true, other: true };
 const EXTRACTIONS: Record<ChunkExtraction, true> = { llm: true, local: true, fallback: true };

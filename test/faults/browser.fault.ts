@@ -1,7 +1,8 @@
 /**
  * Faults in a real browser: two tabs of Chromium (driven with playwright-core) adding to one
- * IndexedDB memory at once (e2e/support/two-tab-memory.ts). The e2e site is built once with
- * Vite into a temporary folder and served by `vite preview` for the whole row.
+ * IndexedDB memory at once (e2e/support/two-tab-memory.ts), and deletes searched for on disk in
+ * the Chromium profile (e2e/support/delete-on-disk.ts). The e2e site is built with Vite into a
+ * temporary folder and served by `vite preview` for each row.
  */
 import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../e2e/support/chromium.ts';
+import { bytesFound, deleteOnDisk } from '../../e2e/support/delete-on-disk.ts';
 import { addFromTwoTabs, tabSessions } from '../../e2e/support/two-tab-memory.ts';
 import type { Fault } from './fault.ts';
 
@@ -53,16 +55,29 @@ const chromiumPresent = await access(CHROMIUM_PATH).then(
 );
 if (!chromiumPresent) process.stderr.write(`browser.fault.ts: skipped, no Chromium at ${CHROMIUM_PATH} (set PRISM_CHROMIUM)\n`);
 
-const TWO_TAB_RUNS = 3;
 let site: Promise<Site> | undefined;
+
+/** Runs `fn` on the shared site, built and served on first use; `last` closes it afterwards (a later row opens it again). */
+async function onSite<T>(last: boolean, fn: (site: Site) => Promise<T>): Promise<T> {
+  site ??= openSite();
+  try {
+    return await fn(await site);
+  } finally {
+    if (last) {
+      const closing = site;
+      site = undefined;
+      await closing.then((opened) => opened.close(), () => undefined);
+    }
+  }
+}
+
+const TWO_TAB_RUNS = 3;
 
 const twoTabs: Fault = {
   name: 'two tabs adding to one IndexedDB memory (Chromium)',
   runs: TWO_TAB_RUNS,
-  run: async (i) => {
-    site ??= openSite();
-    try {
-      const { url, browser } = await site;
+  run: (i) =>
+    onSite(i === TWO_TAB_RUNS - 1, async ({ url, browser }) => {
       // A fresh profile per run: its own, empty IndexedDB.
       const context = await browser.newContext();
       try {
@@ -78,10 +93,37 @@ const twoTabs: Fault = {
       } finally {
         await context.close();
       }
-    } finally {
-      if (i === TWO_TAB_RUNS - 1) await site.then((opened) => opened.close(), () => undefined);
-    }
-  },
+    }),
 };
 
-export const faults: Fault[] = chromiumPresent ? [twoTabs] : [];
+const DELETE_ON_DISK_RUNS = 3;
+
+/**
+ * Issue 24: a session, a cached reply and a whole user deleted, then everything; each time
+ * every file of the Chromium profile is searched for the deleted words and for the keys the
+ * deletes retired, with the page open and after the browser closed (e2e/support/delete-on-disk.ts).
+ */
+const deleteOnDiskRow: Fault = {
+  name: 'delete on disk (IndexedDB, Chromium)',
+  runs: DELETE_ON_DISK_RUNS,
+  run: (i) =>
+    onSite(i === DELETE_ON_DISK_RUNS - 1, async ({ url }) => {
+      const outcome = await deleteOnDisk(url);
+      for (const problem of outcome.problems) process.stderr.write(`delete on disk, run ${i}: ${problem}\n`);
+      const checks = [outcome.afterDeletesOpen, outcome.afterDeletesClosed, outcome.afterDeleteAllOpen, outcome.afterDeleteAllClosed];
+      const keptSession = outcome.reopened.sessions.includes('session-kept') && outcome.reopened.foundKept;
+      const keptReply = outcome.cacheReads[1] !== undefined;
+      return {
+        survived:
+          outcome.problems.length === 0 &&
+          outcome.reopened.sessions.length === 1 &&
+          outcome.reopened.otherUserSessions.length === 0 &&
+          outcome.cacheReads[0] === undefined &&
+          outcome.liveKeysFound === outcome.liveKeys,
+        recordsLost: (keptSession ? 0 : 1) + (keptReply ? 0 : 1),
+        deletedBytesFound: checks.reduce((sum, check) => sum + bytesFound(check), 0),
+      };
+    }),
+};
+
+export const faults: Fault[] = chromiumPresent ? [twoTabs, deleteOnDiskRow] : [];

@@ -28,6 +28,12 @@ test("delete({ sessionId }), delete({ userId }), deleteCached and delete('all') 
   expect(bytesFound(outcome.afterDeleteAllClosed)).toBe(0);
 });
 
+test('a lost key folder leaves its partitions unreadable, not the database: none listed, clear() removes them, new commits work', async ({ page }) => {
+  await page.goto('/store.html');
+  const result = await page.evaluate(() => window.storeHarness.lostKeys('e2e-lost-keys'));
+  expect(result).toEqual({ partitions: [], loaded: false, afterClear: ['default'], reloaded: true });
+});
+
 test('what sealing costs: commit, load, chunk delete and clear of 300 chunks (600 messages), sealed and plain', async ({ page }) => {
   test.setTimeout(240_000);
   await page.goto('/store.html');

@@ -159,6 +159,28 @@ const storeHarness = {
   },
 
   /**
+   * The key folder lost (its files removed by hand): what the store still does. Partitions
+   * whose keys are gone are unreadable, so listed as none; `clear()` removes them and the
+   * store takes new commits.
+   */
+  async lostKeys(name: string): Promise<{ partitions: string[]; loaded: boolean; afterClear: string[]; reloaded: boolean }> {
+    return withStore(name, async (store) => {
+      await store.clear();
+      await store.commit(P, snapshotAsBatch(sampleMemory()));
+      await store.commit('bob', snapshotAsBatch(sampleMemory({ episodes: 2, seed: 3 })));
+      const root = await navigator.storage.getDirectory();
+      await root.removeEntry(`prism-memory-keys-${encodeURIComponent(name)}`, { recursive: true });
+      return withStore(name, async (reopened) => {
+        const partitions = await reopened.partitions();
+        const loaded = (await reopened.load(P)) !== null;
+        await reopened.clear();
+        await reopened.commit(P, snapshotAsBatch(sampleMemory()));
+        return { partitions, loaded, afterClear: await reopened.partitions(), reloaded: (await reopened.load(P)) !== null };
+      });
+    });
+  },
+
+  /**
    * What sealing costs: the sample memory with `episodes` chunks (two messages each) and two
    * entities per chunk, committed, loaded, one chunk deleted (as `Memory.delete` composes it) and
    * the partition cleared, by the IndexedDB store and by plain IndexedDB puts and reads of the

@@ -382,8 +382,20 @@ export class IndexedDbStore implements GraphStore {
     if (this.directory?.generation === generation) return this.directory.tokens;
     const tx = db.transaction('meta', 'readonly');
     const [tokens, metas] = await Promise.all([tx.store.getAllKeys(), tx.store.getAll(), tx.done]);
-    const names = await Promise.all(tokens.map(async (token, i) => (await this.openMeta(token, metas[i] as Sealed)).partition));
-    const live = new Map(names.map((name, i) => [name, tokens[i] as Token]));
+    // A meta whose key ring is lost or damaged names no partition anyone can reach by name;
+    // `clear()` still removes its records.
+    const names = await Promise.all(
+      tokens.map((token, i) =>
+        this.openMeta(token, metas[i] as Sealed).then(
+          ({ partition }) => partition,
+          (err: unknown) => {
+            if (err instanceof PrismError && err.code === 'CORRUPT_CHECKPOINT') return null;
+            throw err;
+          },
+        ),
+      ),
+    );
+    const live = new Map(names.flatMap((name, i) => (name === null ? [] : [[name, tokens[i] as Token] as const])));
     for (const [name, token] of live) this.lastTokens.set(name, token);
     this.directory = { generation, tokens: live };
     return live;

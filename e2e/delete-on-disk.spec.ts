@@ -28,6 +28,13 @@ test("delete({ sessionId }), delete({ userId }), deleteCached and delete('all') 
   expect(bytesFound(outcome.afterDeleteAllClosed)).toBe(0);
 });
 
+test('a PRISM 0.3 database (schema 2) opens sealed: its partition under a token, revisions kept, the cleared partition\'s name gone', async ({ page }) => {
+  await page.goto('/store.html');
+  const result = await page.evaluate(() => window.storeHarness.migrateV2('e2e-migrate-v2'));
+  expect(result.digest).toBe(result.expected);
+  expect(result).toMatchObject({ partitions: ['bob'], revision: 2, cached: 'cached reply', committed: 3, namedKeys: 0 });
+});
+
 test('a lost key folder leaves its partitions unreadable, not the database: none listed, clear() removes them, new commits work', async ({ page }) => {
   await page.goto('/store.html');
   const result = await page.evaluate(() => window.storeHarness.lostKeys('e2e-lost-keys'));

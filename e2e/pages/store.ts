@@ -277,6 +277,61 @@ const storeHarness = {
     }));
   },
 
+  /**
+   * A database as PRISM 0.3 wrote it (schema 2: records keyed by partition name, values in the
+   * clear) with partition `bob`, the revision of a cleared partition `gone`, and a tagged cache
+   * entry; then opened by this build, which seals it. What the store and the raw stores show.
+   */
+  async migrateV2(name: string): Promise<{
+    partitions: string[];
+    digest: string;
+    expected: string;
+    revision: number;
+    cached: string | undefined;
+    namedKeys: number;
+    committed: number;
+  }> {
+    const sample = sampleMemory({ episodes: 2, seed: 3 });
+    const v2 = await openDB(name, 2, {
+      upgrade(db) {
+        db.createObjectStore('nodes').createIndex('layer', 'layer');
+        db.createObjectStore('edges').createIndex('type', 'type');
+        for (const store of ['chunks', 'vectors', 'hashes', 'meta', 'revisions']) db.createObjectStore(store);
+        db.createObjectStore('cache').createIndex('tags', 'tags', { multiEntry: true });
+      },
+    });
+    const tx = v2.transaction(['nodes', 'edges', 'chunks', 'vectors', 'hashes', 'meta', 'revisions', 'cache'], 'readwrite');
+    await Promise.all([
+      ...sample.nodes.map((n) => tx.objectStore('nodes').put(n, ['bob', n.id])),
+      ...sample.edges.map((e) => tx.objectStore('edges').put(e, ['bob', e.id])),
+      ...sample.chunks.map((c) => tx.objectStore('chunks').put(c, ['bob', c.id])),
+      ...[...sample.vectors].map(([id, v]) => tx.objectStore('vectors').put(v, ['bob', id])),
+      ...[...sample.hashes].map((h) => tx.objectStore('hashes').put(true, ['bob', h])),
+      tx.objectStore('meta').put(sample.meta, 'bob'),
+      tx.objectStore('revisions').put(2, 'bob'),
+      tx.objectStore('revisions').put(5, 'gone'),
+      tx.objectStore('cache').put({ value: 'cached reply', tags: ['chunk-3-0'] }, 'prompt#1'),
+      tx.done,
+    ]);
+    v2.close();
+    const opened = await withStore(name, async (store) => ({
+      partitions: await store.partitions(),
+      digest: await digestOf(store, 'bob'),
+      expected: await sha256Hex(encodeCheckpoint(sample)),
+      revision: await store.revision('bob'),
+      cached: await store.getCached('prompt#1'),
+      committed: await store.commit('bob', { deleteNodes: ['ep:0'] }),
+    }));
+    const raw = await openDB(name);
+    try {
+      const keys = await Promise.all(['nodes', 'meta', 'revisions'].map((store) => raw.getAllKeys(store)));
+      const named = keys.flat().filter((key) => typeof key === 'string' || (Array.isArray(key) && typeof key[0] === 'string'));
+      return { ...opened, namedKeys: named.length };
+    } finally {
+      raw.close();
+    }
+  },
+
   /** Commits the sample, then a batch of `megabytes` of vectors; reports what happened. */
   async overfill(name: string, megabytes: number): Promise<{ before: string; after: string; failure: Failure | null }> {
     return withStore(name, async (store) => {

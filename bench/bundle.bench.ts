@@ -2,29 +2,17 @@
  * JS a zero-LLM browser page downloads: bench/fixtures/zero-llm-page.ts bundled by esbuild
  * (minified, ESM, code-split), gzip sizes of the eager part (the entry chunk and every chunk it
  * imports statically) and of the lazy part (chunks behind dynamic imports: the embedder's
- * tokenizer and onnxruntime, compromise, o200k, the LLM client). @xenova/transformers' own
- * onnxruntime-web is resolved to PRISM's `onnxruntime-web/wasm`, as demo/vite.config.ts does,
- * so the page carries one onnxruntime.
+ * tokenizer and onnxruntime, compromise, o200k, the LLM client).
  *
  * Standalone: `npx tsx bench/bundle.bench.ts`.
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { build, type Metafile, type Plugin } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
 import type { Row } from './table.ts';
 
 const ENTRY = fileURLToPath(new URL('./fixtures/zero-llm-page.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const EAGER_BUDGET_KB = 150;
-
-const oneOnnxRuntime: Plugin = {
-  name: 'one-onnxruntime',
-  setup(b) {
-    b.onResolve({ filter: /^onnxruntime-web$/ }, (args) =>
-      args.importer.includes('@xenova') ? b.resolve('onnxruntime-web/wasm', { kind: args.kind, resolveDir: ROOT }) : undefined,
-    );
-  },
-};
 
 /** Output files reachable from the entry through static imports. */
 function eagerOutputs(metafile: Metafile, entryOut: string): Set<string> {
@@ -51,7 +39,6 @@ export async function benchBundle(): Promise<Row[]> {
     write: false,
     metafile: true,
     logLevel: 'silent',
-    plugins: [oneOnnxRuntime],
     // Assets the page serves itself (WASM, model files) are not JS.
     loader: { '.wasm': 'file' },
   });

@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineConfig, type Plugin } from 'vite';
+import { defineConfig } from 'vite';
 import { serveLocalFiles } from './local-files.ts';
 import { DEV_LOCOMO_URL, MODELS_PATH } from './paths.ts';
 
@@ -15,22 +15,6 @@ const repoRoot = resolve(here, '..');
 const modelDir = resolve(process.env.PRISM_MODEL_DIR ?? resolve(repoRoot, '../shared/models/all-MiniLM-L6-v2'));
 const locomoFile = resolve(process.env.PRISM_LOCOMO ?? resolve(repoRoot, '../shared/data/locomo/locomo10-dev.json'));
 
-/**
- * PRISM's embedder imports `onnxruntime-web`, whose default bundle carries the WebGPU/JSEP
- * build (28 MB of WASM). The demo runs on the CPU, so it takes the plain WASM bundle (14 MB);
- * @xenova/transformers keeps its own onnxruntime-web (only its tokenizers are used).
- */
-function cpuOnnxRuntime(): Plugin {
-  return {
-    name: 'prism-demo-ort-wasm',
-    enforce: 'pre',
-    resolveId(source, importer, options) {
-      if (source !== 'onnxruntime-web' || importer?.includes('@xenova')) return null;
-      return this.resolve('onnxruntime-web/wasm', importer, { ...options, skipSelf: true });
-    },
-  };
-}
-
 export default defineConfig({
   root: here,
   build: {
@@ -40,14 +24,13 @@ export default defineConfig({
     // The ONNX runtime's WASM is large by nature; Vite's 500 kB warning says nothing useful here.
     chunkSizeWarningLimit: 4096,
   },
-  worker: { format: 'es', plugins: () => [cpuOnnxRuntime()] },
+  worker: { format: 'es' },
   cacheDir: resolve(repoRoot, 'node_modules/.vite/demo'),
   // The dev server pre-bundles dependencies it finds from these entries (the worker is not
-  // found from the page on its own), including the ONNX runtime the plugin above picks.
+  // found from the page on its own), including the WASM-only ONNX runtime PRISM imports.
   optimizeDeps: { entries: ['index.html', 'memory.worker.ts'], include: ['onnxruntime-web/wasm'] },
   server: { fs: { allow: [repoRoot] } },
   plugins: [
-    cpuOnnxRuntime(),
     serveLocalFiles('prism-demo-local-files', [
       { urlPath: MODELS_PATH, dir: modelDir },
       { urlPath: DEV_LOCOMO_URL, file: locomoFile, devOnly: true },

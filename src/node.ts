@@ -3,9 +3,10 @@
  * and a one-call `openNodeMemory`. Nothing here may be imported by the universal entry.
  */
 import { join, resolve } from 'node:path';
-import type { MiniLmPrecision } from './embed/minilm.ts';
+import { LazyEmbedder } from './embed/lazy.ts';
+import { MINILM_DIM, miniLmEmbedderId, type MiniLmPrecision } from './embed/minilm.ts';
 import { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
-import { defaultModelSource } from './embed/model-source.node.ts';
+import { defaultModelSource, type NodeModelOptions } from './embed/model-source.node.ts';
 import type { ModelSource } from './embed/model-source.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
@@ -22,8 +23,18 @@ import { packageRoot } from './util/package-root.node.ts';
 export * from './index.ts';
 export { migrateFileStore } from './store/file.node.ts';
 export { openSqliteStore, type SqliteStoreOptions } from './store/sqlite.node.ts';
-export { defaultModelDir, defaultModelSource, fileModelSource } from './embed/model-source.node.ts';
+export {
+  cachedModelSource,
+  defaultModelDir,
+  defaultModelSource,
+  fileModelSource,
+  modelCacheDir,
+  MINILM_DOWNLOAD,
+  type ModelDownload,
+  type NodeModelOptions,
+} from './embed/model-source.node.ts';
 export { createNodeMiniLmEmbedder } from './embed/minilm.node.ts';
+export { LazyEmbedder } from './embed/lazy.ts';
 export { onnxNodeEngine, type NodeEngineOptions } from './embed/ort.node.ts';
 export { readUsearchWasm } from './vector/wasm-bytes.node.ts';
 
@@ -40,12 +51,30 @@ export function nodeUsearch(): Promise<UsearchWasm> {
 }
 
 const embedders = new Map<string, Promise<Embedder>>();
-/** A MiniLM embedder (by default over the local model directory), shared per (location, precision). */
+/**
+ * A loaded MiniLM embedder (by default from `defaultModelSource()`), shared per (location,
+ * precision); a load that failed is not kept, so the next call tries again.
+ */
 export function nodeEmbedder(precision: MiniLmPrecision = 'int8', source: ModelSource = defaultModelSource()): Promise<Embedder> {
   const key = `${source.location}|${precision}`;
   let embedder = embedders.get(key);
-  if (!embedder) embedders.set(key, (embedder = createNodeMiniLmEmbedder({ source, precision })));
+  if (!embedder) {
+    const loading = createNodeMiniLmEmbedder({ source, precision });
+    loading.catch(() => {
+      if (embedders.get(key) === loading) embedders.delete(key);
+    });
+    embedders.set(key, (embedder = loading));
+  }
   return embedder;
+}
+
+/**
+ * A MiniLM embedder that loads (through `nodeEmbedder`, so shared) on its first `embed`: a memory
+ * opened with it lists, gets, counts, exports, imports and deletes without reading the model.
+ */
+export function lazyNodeEmbedder(precision: MiniLmPrecision = 'int8', model: NodeModelOptions = {}): LazyEmbedder {
+  const source = defaultModelSource(model);
+  return new LazyEmbedder(miniLmEmbedderId(precision), MINILM_DIM, () => nodeEmbedder(precision, source));
 }
 
 /** Options of `openNodeMemory`: where the store is, the model precision, and the settings every open function takes. */
@@ -56,6 +85,12 @@ export interface NodeMemoryOptions extends MemorySettings {
   name?: string;
   /** MiniLM weights. Default `int8`. */
   precision?: MiniLmPrecision;
+  /**
+   * Where MiniLM is read from (see `defaultModelSource`): an explicit `source`, else env
+   * `PRISM_MODEL_DIR`, else the per-user cache (`cacheDir`), downloaded into once with
+   * `onProgress` reporting. The model is read on the first `add` or `search`, not at open.
+   */
+  model?: NodeModelOptions;
   /**
    * Node convenience: `llm` without `llm` settings reads them from PRISM_LLM_BASE_URL /
    * PRISM_LLM_MODEL / PRISM_LLM_API_KEY (`PRISM_LLM_MODEL_<ROLE>` per role). Default `zero-llm`.
@@ -68,9 +103,13 @@ export interface NodeMemoryOptions extends MemorySettings {
   lockTimeoutMs?: number;
 }
 
-/** Opens (or creates) a memory in `<dir>/memory.sqlite` with the local MiniLM and the usearch WASM index. */
+/**
+ * Opens (or creates) a memory in `<dir>/memory.sqlite` with MiniLM (loaded on the first `add`
+ * or `search`) and the usearch WASM index.
+ */
 export async function openNodeMemory(options: NodeMemoryOptions = {}): Promise<Memory> {
-  const [embedder, usearch] = await Promise.all([nodeEmbedder(options.precision), nodeUsearch()]);
+  const embedder = lazyNodeEmbedder(options.precision, options.model);
+  const usearch = await nodeUsearch();
   const dir = options.dir ?? resolve('.prism', options.name ?? 'default');
   const store = await openSqliteStore(join(dir, 'memory.sqlite'), options.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: options.lockTimeoutMs });
   // A v0.2 directory (memory.prism) moves into the SQLite store once, on first open.

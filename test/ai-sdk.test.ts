@@ -79,4 +79,17 @@ describe('prismMemoryMiddleware', () => {
     const sam = await memory.list({ userId: 'sam' });
     expect(sam.find((s) => s.sessionId === 'chat')?.messages).toBe(4);
   }, 60_000);
+
+  it('an exchange stored again (a retried call) adds nothing; the same question with another answer is a new exchange', async () => {
+    const model = modelFor('rita');
+    const messagesIn = async () => (await memory.list({ userId: 'rita' })).find((s) => s.sessionId === 'chat')?.messages;
+    await generateText({ model, prompt: 'What is my dog called?' });
+    expect(await messagesIn()).toBe(2);
+    await generateText({ model, prompt: 'What is my dog called?' });
+    expect(await streamText({ model, prompt: 'What is my dog called?' }).text).toBe('Your beagle is Biscuit.');
+    expect(await messagesIn()).toBe(2);
+    server.enqueue(reply.content('I do not know yet.'));
+    await generateText({ model, prompt: 'What is my dog called?' });
+    expect(await messagesIn()).toBe(4);
+  }, 60_000);
 });

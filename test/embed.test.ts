@@ -3,13 +3,13 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { AutoTokenizer, env as transformersEnv } from '@xenova/transformers';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
 import { LruCache } from '../src/embed/lru-cache.ts';
 import { MINILM_DIM, MINILM_MAX_TOKENS, type MiniLmEmbedder, type MiniLmOptions, type MiniLmPrecision } from '../src/embed/minilm.ts';
 import { createNodeMiniLmEmbedder } from '../src/embed/minilm.node.ts';
 import { MINILM_HUB_ID } from '../src/embed/model-source.ts';
-import { defaultModelDir, defaultModelSource, fileModelSource } from '../src/embed/model-source.node.ts';
+import { defaultModelDir, fileModelSource } from '../src/embed/model-source.node.ts';
 import { BUCKET_MIN_FILL, lengthBuckets } from '../src/embed/batching.ts';
 import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
 import { bytesField, fieldString, joinChunks, readFields, varintField, type Chunks } from '../src/embed/protobuf.ts';
@@ -158,19 +158,6 @@ describe('MiniLM embedder', () => {
   it('reports a missing model directory as MODEL_LOAD_FAILED', async () => {
     const missing = join(tmpdir(), 'prism-no-such-model');
     await expectPrismError(createNodeMiniLmEmbedder({ source: fileModelSource(missing) }), 'MODEL_LOAD_FAILED');
-  });
-
-  it('falls back to the Hugging Face hub only when no model directory is configured or present', () => {
-    const missing = join(tmpdir(), 'prism-no-such-model');
-    vi.stubEnv('PRISM_MODEL_DIR', '');
-    try {
-      expect(defaultModelSource(missing).location).toBe(`https://huggingface.co/${MINILM_HUB_ID}/resolve/main/`);
-      expect(defaultModelSource(defaultModelDir()).location).toBe(defaultModelDir());
-      vi.stubEnv('PRISM_MODEL_DIR', missing);
-      expect(defaultModelSource(missing).location).toBe(missing);
-    } finally {
-      vi.unstubAllEnvs();
-    }
   });
 });
 

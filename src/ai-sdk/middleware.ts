@@ -10,6 +10,7 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
 } from '@ai-sdk/provider';
+import { sessionDay, withContentIds } from '../ingest/content-ids.ts';
 import type { Memory } from '../memory.ts';
 import type { Scope } from '../scope.ts';
 
@@ -18,7 +19,7 @@ export interface PrismMiddlewareOptions extends Scope {
   memory: Pick<Memory, 'search' | 'add'>;
   /** Most context tokens put into the prompt (default 1024). */
   budget?: number;
-  /** Session the exchanges are stored under (default: the UTC day, as `memory.add`). */
+  /** Session the exchanges are stored under (default: the UTC day of the exchange). */
   sessionId?: string;
   /** Whether to store each exchange after the answer (default true); false only reads. */
   store?: boolean;
@@ -56,8 +57,11 @@ function withMemoryMessage(prompt: LanguageModelV3Prompt, content: string): Lang
  * ```ts
  * const model = wrapLanguageModel({ model: openai('gpt-4o-mini'), middleware: prismMemoryMiddleware({ memory, userId: 'alice' }) });
  * ```
- * An answer without text (a tool-call step) is not stored. Errors of the memory propagate to
- * the `generateText` / `streamText` call.
+ * An answer without text (a tool-call step) is not stored. An exchange already stored is not
+ * stored again: the same question with the same answer in the same session (a retried call, a
+ * re-sent turn) adds nothing, while the same question with another answer is stored as a new
+ * exchange (both messages get ids from the pair's content, see `withContentIds`). Errors of the
+ * memory propagate to the `generateText` / `streamText` call.
  */
 export function prismMemoryMiddleware(options: PrismMiddlewareOptions): LanguageModelV3Middleware {
   const { memory, budget = DEFAULT_MIDDLEWARE_BUDGET, sessionId, store = true, formatContext = defaultFormat, ...scopeFields } = options;
@@ -65,13 +69,15 @@ export function prismMemoryMiddleware(options: PrismMiddlewareOptions): Language
 
   async function remember(question: string, answer: string): Promise<void> {
     if (!store || answer.trim() === '') return;
-    await memory.add(
+    const session = sessionId ?? sessionDay(undefined);
+    const exchange = await withContentIds(
       [
         { role: 'user', content: question },
         { role: 'assistant', content: answer },
       ],
-      { ...scope, ...(sessionId === undefined ? {} : { sessionId }) },
+      { sessionId: session, together: true },
     );
+    await memory.add(exchange, { ...scope, sessionId: session });
   }
 
   return {

@@ -4,7 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { buffer as readBytes, text as readText } from 'node:stream/consumers';
+import type { DownloadProgress } from '../embed/model-source.ts';
 import { PrismError } from '../errors.ts';
 import type { IngestReport } from '../ingest/pipeline.ts';
 import type { Memory, MemoryStats } from '../memory.ts';
@@ -52,17 +54,39 @@ function scopeOf(flags: Globals): Scope {
   };
 }
 
-/** Opens the store in `--dir`, runs `fn`, and always closes the store. */
+/**
+ * Opens the store in `--dir`, runs `fn`, and always closes the store. The model is read only by
+ * commands that embed (`add`, `search`, `mcp` tools), on first use; its one-time download into
+ * the per-user cache shows progress on stderr.
+ */
 async function withMemory<T>(flags: Globals, fn: (memory: Memory) => Promise<T>): Promise<T> {
   const mode = choiceFlag('mode', flags.mode, ['zero-llm', 'llm'] as const);
   // Loaded on use, so `--help` and argument errors answer at once.
   const { openNodeMemory } = await import('../node.ts');
-  const memory = await openNodeMemory({ ...(flags.dir === undefined ? {} : { dir: flags.dir }), ...(mode ? { mode } : {}) });
+  const memory = await openNodeMemory({
+    ...(flags.dir === undefined ? {} : { dir: flags.dir }),
+    ...(mode ? { mode } : {}),
+    model: { onProgress: downloadProgress(new ProgressLine()) },
+  });
   try {
     return await fn(memory);
   } finally {
     await memory.close();
   }
+}
+
+/** Shows a model download on the progress line, and says when another process's download is awaited. */
+function downloadProgress(line: ProgressLine): (progress: DownloadProgress) => void {
+  const megabytes = (bytes: number) => (bytes / 1e6).toFixed(1);
+  return (progress) => {
+    if (progress.status === 'waiting') console.error(`waiting for another process to download ${progress.file}`);
+    if (progress.status !== 'progress') return;
+    const name = basename(progress.file);
+    // Without a length from the server the bar stays at 0 until the file is there.
+    const total = progress.total ?? Number.POSITIVE_INFINITY;
+    line.update(`downloading ${name}: ${megabytes(progress.loaded)}${progress.total === null ? '' : ` of ${megabytes(progress.total)}`} MB`, progress.loaded, total);
+    if (progress.loaded === total) line.finish();
+  };
 }
 
 function printJson(value: unknown): void {
@@ -374,23 +398,27 @@ const mcp = command(
   {
     name: 'mcp',
     summary: 'serve the memory to an MCP client over stdio',
-    usage: 'prism mcp [--dir <path>] [--user <id>]   (--user: the default user of calls that name none)',
-    example: 'prism mcp --dir ~/.prism/assistant',
+    usage:
+      'prism mcp --user <id> [--agent <id>] [--run <id>] [--dir <path>]   (locked: every call reads and writes only this scope)\n' +
+      '       prism mcp [--dir <path>]   (unlocked: each call names its scope; only for a client you trust with every user\'s memory)',
+    example: 'prism mcp --user alice --dir ~/.prism/assistant',
     flags: { ...MODE_FLAG },
   },
   async (flags) => {
     const { serveMcpOverStdio } = await import('../mcp/stdio.node.ts');
     // stdout carries the protocol: the memory opens quietly and stays open until the client leaves.
     const version = await packageVersion();
+    const scope = scopeOf(flags);
+    const locked = Object.keys(scope).length > 0;
     return withMemory(flags, async (memory) => {
-      await serveMcpOverStdio(memory, { scope: scopeOf(flags), version });
+      await serveMcpOverStdio(memory, { ...(locked ? { lockedScope: scope } : {}), version });
       return 0;
     });
   },
 );
 
 const EVAL_FLAGS = {
-  data: { type: 'string', value: '<locomo.json>', description: 'LoCoMo data (default $PRISM_LOCOMO or ../shared/data/locomo/locomo10-dev.json)' },
+  data: { type: 'string', value: '<file>', description: 'LoCoMo data (default $PRISM_LOCOMO or ../shared/data/locomo/locomo10-dev.json), or LongMemEval in the official format (.json or .json.gz; required)' },
   out: { type: 'string', value: '<dir>', description: 'output directory (results.json, report.md, frontier.svg, caches)' },
   mode: { type: 'string', value: 'zero-llm|llm', description: 'retrieval mode (llm needs PRISM_LLM_* in the environment)' },
   budgets: { type: 'string', value: '<n,n,...>', description: 'token budgets (default 256,512,1024,2048,4096)' },
@@ -401,22 +429,34 @@ const EVAL_FLAGS = {
   compare: { type: 'string', value: '<a:b,...>', description: 'paired differences to report' },
   pooled: { type: 'boolean', description: 'also ask every question against one memory holding all selected conversations (pooled block in the same report)' },
   loco: { type: 'boolean', description: 'also run the weight candidates and report their leave-one-conversation-out choice' },
+  sample: { type: 'string', value: '<n>', description: 'LongMemEval: n questions of each type (a fixed-seed draw; a larger n keeps the smaller draw)' },
   help: GLOBAL_FLAGS.help,
 } as const satisfies FlagSpecs;
 
 /** `prism eval` belongs to the evaluation harness; its flags are its own (no store, no scope). */
 const evalCommand: Command = {
   name: 'eval',
-  summary: 'run the LoCoMo evaluation harness',
-  usage: 'prism eval locomo --out <dir> [--data <file>] [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled] [--loco]',
+  summary: 'run the evaluation harness (LoCoMo, LongMemEval)',
+  usage:
+    'prism eval locomo --out <dir> [--data <file>] [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled] [--loco]\n' +
+    '       prism eval longmemeval --data <file.json[.gz]> --out <dir> [--sample <n>] [--budgets ...] [--systems ...] [--compare a:b,...]',
   example: 'prism eval locomo --out eval-out --conversations conv-26 --systems bm25-turns,prism',
   flags: EVAL_FLAGS,
   run: async (argv) => {
     const { flags, positionals } = parseArgv(argv, EVAL_FLAGS, 'prism eval');
     if (flags.help) return printHelp('eval');
-    const { evalCommand: runEval } = await import('../eval/cli.node.ts');
-    return runEval(positionals, flags);
+    return (await loadEvalHarness()).evalCommand(positionals, flags);
   },
 };
+
+/** The evaluation harness ships with the source checkout only (`npm run build` there), not with the package. */
+async function loadEvalHarness(): Promise<typeof import('../eval/cli.node.ts')> {
+  try {
+    return await import('../eval/cli.node.ts');
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw cause;
+    throw new PrismError('INVALID_INPUT', 'prism eval runs from a source checkout of prism-memory (the evaluation harness is not part of the installed package)', { cause });
+  }
+}
 
 export const COMMANDS: readonly Command[] = [add, search, list, get, remove, exportCommand, importCommand, stats, mcp, evalCommand];

@@ -1,11 +1,11 @@
-import type { PreTrainedTokenizer } from '@xenova/transformers';
+import type { Tokenizer } from '@huggingface/tokenizers';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { lengthBuckets } from './batching.ts';
 import type { EngineSession, InferenceEngine } from './engine.ts';
 import { LruCache } from './lru-cache.ts';
 import { MINILM_HUB_ID, huggingFaceModelSource, type ModelSource } from './model-source.ts';
 import { onnxWebEngine, type WebEngineOptions } from './ort-web.ts';
-import { weightOnlyInt8 } from './weight-only-int8.ts';
+import { weightOnlyInt8, type Int8Dequantize } from './weight-only-int8.ts';
 import type { EmbedOptions, Embedder } from './types.ts';
 
 export type MiniLmPrecision = 'int8' | 'fp32';
@@ -44,6 +44,12 @@ export interface MiniLmOptions extends Omit<WebEngineOptions, 'load'> {
    * `wasmPaths`, `wasmBinary` and `device`; the Node entry passes onnxruntime-node.
    */
   engine?: InferenceEngine;
+  /**
+   * With `int8`, when its weights become float: `at-load` (default) once, holding the fp32 model's
+   * 55 MB in the runtime's memory; `per-run` before each use, holding the int8 weights only — for
+   * Cloudflare Workers (128 MB per isolate). Same vectors; inference is slower.
+   */
+  dequantize?: Int8Dequantize;
   /** Aborts model loading. */
   signal?: AbortSignal;
 }
@@ -62,8 +68,13 @@ export interface MiniLmEmbedder extends Embedder {
   dispose(): Promise<void>;
 }
 
+/** The id of the embedder `createMiniLmEmbedder` makes with these settings, known before any model file is read. */
+export function miniLmEmbedderId(precision: MiniLmPrecision = 'int8', maxTokens: number = MINILM_MAX_TOKENS): string {
+  return maxTokens === MINILM_MAX_TOKENS ? `${MINILM_HUB_ID}/${precision}` : `${MINILM_HUB_ID}/${precision}/max${maxTokens}`;
+}
+
 /**
- * Loads all-MiniLM-L6-v2 (tokenizer via @xenova/transformers, inference via `options.engine`,
+ * Loads all-MiniLM-L6-v2 (tokenizer via @huggingface/tokenizers, inference via `options.engine`,
  * by default onnxruntime-web's WASM backend) and returns an embedder producing mean-pooled, L2-normalised 384-d vectors, i.e. what
  * sentence-transformers produces for this model.
  *
@@ -95,17 +106,17 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
 
   const engine = options.engine ?? onnxWebEngine(options);
   // The tokenizer library is loaded lazily (as the engine is) so that importing PRISM costs nothing until an embedder is made.
-  const [{ AutoTokenizer }, tokenizerJson, tokenizerConfig, modelBytes] = await Promise.all([
-    import('@xenova/transformers'),
+  const [{ Tokenizer }, tokenizerJson, tokenizerConfig, modelBytes] = await Promise.all([
+    import('@huggingface/tokenizers'),
     readJson(source, 'tokenizer.json', options.signal),
     readJson(source, 'tokenizer_config.json', options.signal),
     source.read(MODEL_FILES[precision], options.signal),
   ]);
 
-  const tokenizer = buildTokenizer(AutoTokenizer.TOKENIZER_CLASS_MAPPING, tokenizerJson, tokenizerConfig, source);
+  const tokenizer = buildTokenizer(Tokenizer, tokenizerJson, tokenizerConfig, source);
   throwIfAborted(options.signal);
   // Every engine runs the int8 weights on float activations, so Node and browsers give the same vectors.
-  const graph = weightOnlyInt8(modelBytes);
+  const graph = weightOnlyInt8(modelBytes, options.dequantize);
   let session: EngineSession;
   try {
     session = await engine.createSession(graph);
@@ -113,9 +124,9 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
     throw new PrismError('MODEL_LOAD_FAILED', `${engine.label} cannot load ${MODEL_FILES[precision]} from ${source.location}`, { cause });
   }
 
-  const model: Model = { tokenizer, session };
+  const model: Model = { ...tokenizer, session };
   return new MiniLm(model, {
-    id: maxTokens === MINILM_MAX_TOKENS ? `${MINILM_HUB_ID}/${precision}` : `${MINILM_HUB_ID}/${precision}/max${maxTokens}`,
+    id: miniLmEmbedderId(precision, maxTokens),
     precision,
     maxTokens,
     batchSize,
@@ -123,8 +134,15 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
   });
 }
 
-interface Model {
-  tokenizer: PreTrainedTokenizer;
+/** The tokenizer with the ids of its special tokens, as `buildTokenizer` makes it. */
+interface MiniLmTokenizer {
+  tokenizer: Tokenizer;
+  cls: number;
+  sep: number;
+  pad: number;
+}
+
+interface Model extends MiniLmTokenizer {
   session: EngineSession;
 }
 
@@ -144,9 +162,6 @@ class MiniLm implements MiniLmEmbedder {
   readonly #model: Model;
   readonly #batchSize: number;
   readonly #cache: LruCache<string, Float32Array>;
-  readonly #cls: number;
-  readonly #sep: number;
-  readonly #pad: number;
   /** onnxruntime sessions must not run concurrently; each run waits for the previous one. */
   #lastRun: Promise<unknown> = Promise.resolve();
 
@@ -157,17 +172,14 @@ class MiniLm implements MiniLmEmbedder {
     this.maxTokens = settings.maxTokens;
     this.#batchSize = settings.batchSize;
     this.#cache = new LruCache(settings.cacheSize);
-    this.#cls = specialTokenId(model.tokenizer, 'cls_token');
-    this.#sep = specialTokenId(model.tokenizer, 'sep_token');
-    this.#pad = specialTokenId(model.tokenizer, 'pad_token');
   }
 
   tokenize(text: string): number[] {
     // Truncation is done here rather than by the tokenizer: tokenizer.json carries a 128-token
     // setting that sentence-transformers does not use, and cutting must keep the final [SEP].
-    const pieces = this.#model.tokenizer.encode(text, null, { add_special_tokens: false });
+    const pieces = this.#model.tokenizer.encode(text, { add_special_tokens: false }).ids;
     const kept = pieces.length > this.maxTokens - 2 ? pieces.slice(0, this.maxTokens - 2) : pieces;
-    return [this.#cls, ...kept, this.#sep];
+    return [this.#model.cls, ...kept, this.#model.sep];
   }
 
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
@@ -256,7 +268,7 @@ class MiniLm implements MiniLmEmbedder {
   async #infer(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
     const rows = batch.length;
     const width = Math.max(...batch.map((ids) => ids.length));
-    const inputIds = new BigInt64Array(rows * width).fill(BigInt(this.#pad));
+    const inputIds = new BigInt64Array(rows * width).fill(BigInt(this.#model.pad));
     const attentionMask = new BigInt64Array(rows * width);
     batch.forEach((ids, r) => {
       ids.forEach((id, t) => {
@@ -303,29 +315,32 @@ function meanPoolNormalised(hidden: Float32Array, row: number, width: number, le
   return vector;
 }
 
-function specialTokenId(tokenizer: PreTrainedTokenizer, key: string): number {
-  const token = tokenizer.getToken(key);
-  const id = token === null ? undefined : tokenizer.model.tokens_to_ids.get(token);
-  if (id === undefined) throw new PrismError('MODEL_LOAD_FAILED', `tokenizer has no ${key}`);
-  return id;
-}
-
-type TokenizerClass = new (tokenizerJson: unknown, tokenizerConfig: unknown) => PreTrainedTokenizer;
-
-/** What AutoTokenizer.from_pretrained does after downloading, minus the download (we read the files ourselves). */
+/** Turns tokenizer.json and tokenizer_config.json into the tokenizer and the ids of [CLS], [SEP] and [PAD]. */
 function buildTokenizer(
-  classes: Record<string, TokenizerClass>,
+  TokenizerClass: typeof Tokenizer,
   tokenizerJson: unknown,
   tokenizerConfig: unknown,
   source: ModelSource,
-): PreTrainedTokenizer {
-  const declared = (tokenizerConfig as { tokenizer_class?: unknown }).tokenizer_class;
-  const name = typeof declared === 'string' ? declared.replace(/Fast$/, '') : '';
-  const Tokenizer = classes[name];
-  if (!Tokenizer) {
-    throw new PrismError('MODEL_LOAD_FAILED', `${source.location}: unsupported tokenizer_class "${String(declared)}"`);
+): MiniLmTokenizer {
+  let tokenizer: Tokenizer;
+  try {
+    tokenizer = new TokenizerClass(tokenizerJson as object, tokenizerConfig as object);
+  } catch (cause) {
+    throw new PrismError('MODEL_LOAD_FAILED', `${source.location}: tokenizer.json cannot be read as a tokenizer`, { cause });
   }
-  return new Tokenizer(tokenizerJson, tokenizerConfig);
+  const specialTokenId = (key: 'cls_token' | 'sep_token' | 'pad_token'): number => {
+    const declared = isRecord(tokenizerConfig) ? tokenizerConfig[key] : undefined;
+    // tokenizer_config.json writes a special token as its text, or as an added-token object.
+    const token = typeof declared === 'string' ? declared : isRecord(declared) && typeof declared['content'] === 'string' ? declared['content'] : undefined;
+    const id = token === undefined ? undefined : tokenizer.token_to_id(token);
+    if (id === undefined) throw new PrismError('MODEL_LOAD_FAILED', `${source.location}: tokenizer_config.json names no ${key} the vocabulary holds`);
+    return id;
+  };
+  return { tokenizer, cls: specialTokenId('cls_token'), sep: specialTokenId('sep_token'), pad: specialTokenId('pad_token') };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 async function readJson(source: ModelSource, relPath: string, signal: AbortSignal | undefined): Promise<unknown> {

@@ -14,14 +14,38 @@ export interface ModelSource {
 /** The Hugging Face repository whose file layout (and, by default, files) the MiniLM embedder uses. */
 export const MINILM_HUB_ID = 'Xenova/all-MiniLM-L6-v2';
 
+/** The commit of `MINILM_HUB_ID` whose files PRISM downloads: a fixed revision, so the bytes (and `MINILM_FILES`) never change. */
+export const MINILM_REVISION = '751bff37182d3f1213fa05d7196b954e230abad9';
+
+/** A model file as a download must deliver it. */
+export interface ModelFile {
+  /** Path in the Hugging Face layout, e.g. `onnx/model_quantized.onnx`. */
+  path: string;
+  bytes: number;
+  /** Lowercase hex SHA-256 of the file. */
+  sha256: string;
+}
+
+/** The files of `MINILM_HUB_ID` at `MINILM_REVISION` that the embedder reads (int8 and fp32 weights, tokenizer). */
+export const MINILM_FILES: readonly ModelFile[] = [
+  { path: 'tokenizer.json', bytes: 711_661, sha256: 'da0e79933b9ed51798a3ae27893d3c5fa4a201126cef75586296df9b4d2c62a0' },
+  { path: 'tokenizer_config.json', bytes: 366, sha256: '9261e7d79b44c8195c1cada2b453e55b00aeb81e907a6664974b4d7776172ab3' },
+  { path: 'onnx/model_quantized.onnx', bytes: 22_972_370, sha256: 'afdb6f1a0e45b715d0bb9b11772f032c399babd23bfc31fed1c170afc848bdb1' },
+  { path: 'onnx/model.onnx', bytes: 90_387_606, sha256: '759c3cd2b7fe7e93933ad23c4c9181b7396442a2ed746ec7c1d46192c469c46e' },
+];
+
 /**
  * Download progress of one file, in transformers.js's vocabulary: `initiate` when a download
  * starts, `progress` per received piece (`total` is null when the server sends no length), `done`
- * when the bytes are there — `fromCache` when they came from the Cache API and nothing was fetched.
+ * when the bytes are there — `fromCache` when they came from a cache (the Cache API, or in Node
+ * the model cache directory) and this call fetched nothing. `waiting` (Node): another process is
+ * downloading the file into the shared model cache, and this one waits for it instead of
+ * downloading it again.
  */
 export type DownloadProgress =
   | { status: 'initiate'; file: string }
   | { status: 'progress'; file: string; loaded: number; total: number | null }
+  | { status: 'waiting'; file: string }
   | { status: 'done'; file: string; loaded: number; total: number | null; fromCache: boolean };
 
 export interface UrlFetchOptions {
@@ -46,9 +70,21 @@ export function urlModelSource(baseUrl: string | URL, options: UrlFetchOptions =
   };
 }
 
-/** Files of a Hugging Face hub repository, for users with network access. */
-export function huggingFaceModelSource(repoId: string = MINILM_HUB_ID, revision = 'main', options: UrlFetchOptions = {}): ModelSource {
-  return urlModelSource(`https://huggingface.co/${repoId}/resolve/${revision}/`, options);
+/** The folder URL of a Hugging Face hub repository's files at `revision`. */
+export function huggingFaceUrl(repoId: string, revision: string): string {
+  return `https://huggingface.co/${repoId}/resolve/${revision}/`;
+}
+
+/**
+ * Files of a Hugging Face hub repository, for users with network access. The default is MiniLM
+ * at `MINILM_REVISION`; another repository defaults to its `main` branch.
+ */
+export function huggingFaceModelSource(
+  repoId: string = MINILM_HUB_ID,
+  revision: string = repoId === MINILM_HUB_ID ? MINILM_REVISION : 'main',
+  options: UrlFetchOptions = {},
+): ModelSource {
+  return urlModelSource(huggingFaceUrl(repoId, revision), options);
 }
 
 /** The bytes at `url`: from the Cache API when it holds them, else fetched (with progress) and then cached. */

@@ -17,8 +17,9 @@ export interface NodeEngineOptions {
 }
 
 /**
- * onnxruntime-node (native CPU kernels; ~4× onnxruntime-web's WASM on MiniLM in Node), the 1.14
- * build @xenova/transformers also installs. Same model files and graph as the browser engine.
+ * onnxruntime-node (native CPU kernels; ~4× onnxruntime-web's WASM on MiniLM in Node), pinned at
+ * 1.14, whose npm package carries the binaries of every platform and runs no install script, so
+ * installing it needs nothing but the npm registry. Same model files and graph as the browser engine.
  */
 export function onnxNodeEngine(options: NodeEngineOptions = {}): InferenceEngine {
   const threads = options.numThreads ?? availableParallelism();

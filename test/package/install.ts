@@ -140,9 +140,10 @@ describe('the installed package', () => {
   });
 
   it('MCP over stdio: a server locked to alice adds, searches and lists, and refuses another user', async () => {
+    // The registration the README shows: node with the installed bin/prism.js.
     const transport = new StdioClientTransport({
-      command: join(project, 'node_modules', '.bin', 'prism'),
-      args: ['mcp', '--user', 'alice', '--dir', join(work, 'mcp-store')],
+      command: process.execPath,
+      args: [join(project, 'node_modules', 'prism-memory', 'bin', 'prism.js'), 'mcp', '--user', 'alice', '--dir', join(work, 'mcp-store')],
       env: env as Record<string, string>,
       stderr: 'pipe',
     });

@@ -15,7 +15,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Embedder } from '../src/embed/types.ts';
-import { mulberry32 } from '../src/eval/stats.ts';
 import { percentile } from '../src/eval/metrics.ts';
 import { turnLine } from '../src/ingest/chunking.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
@@ -25,6 +24,7 @@ import { createNodeMiniLmEmbedder, defaultLocomoPath, nodeUsearch } from '../src
 import { MemoryStore } from '../src/store/memory.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import type { GraphStore } from '../src/store/types.ts';
+import { standInEmbedder } from './stand-in.ts';
 import type { Row } from './table.ts';
 
 const CONVERSATION = process.env['PRISM_BENCH_CONVERSATION'] ?? 'conv-26';
@@ -32,24 +32,6 @@ const SMALL_NODES = 1_000;
 const LARGE_NODES = 20_000;
 const TIMED_ADDS = 25;
 const REPEATS = 2;
-
-/** 32-bit FNV-1a of a string's UTF-16 units: a seed, not a checksum. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
-  return hash >>> 0;
-}
-
-/** Unit vectors drawn from a PRNG seeded by the text: the same text always gets the same vector. */
-function standInEmbedder(id: string, dim: number): Embedder {
-  const vectorOf = (text: string) => {
-    const random = mulberry32(fnv1a(text));
-    const v = Float32Array.from({ length: dim }, () => random() * 2 - 1);
-    const norm = Math.hypot(...v);
-    return v.map((x) => x / norm);
-  };
-  return { id, dim, embed: async (texts) => texts.map(vectorOf) };
-}
 
 /** `conversation` under another id, so its chunks hash differently and ingest again. */
 function copyOf(conversation: Conversation, copy: number): Conversation {

@@ -27,6 +27,7 @@ import type { RetrieveDeps } from './retrieve/types.ts';
 import type { RetrievedUnit } from './retrieve/units.ts';
 import { partitionOf, resolveScope, scopeOfPartition, type ResolvedScope, type Scope } from './scope.ts';
 import { decodeCheckpoint, encodeCheckpoint, replacePartition } from './store/checkpoint.ts';
+import { roundVectors } from './store/vector-codec.ts';
 import type { GraphStore } from './store/types.ts';
 import type { IndexSpace } from './vector/index-set.ts';
 import type { VectorIndex } from './vector/types.ts';
@@ -512,8 +513,10 @@ export class Memory {
   async import(bytes: Uint8Array, options: Scope = {}): Promise<void> {
     if (!(bytes instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'import: expected checkpoint bytes (a Uint8Array)');
     checkOptions('import', options);
-    const incoming = decodeCheckpoint(bytes);
-    checkCompatible(incoming.meta, this.options.embedder, 'the checkpoint');
+    const decoded = decodeCheckpoint(bytes);
+    checkCompatible(decoded.meta, this.options.embedder, 'the checkpoint');
+    // As every commit: the working set holds the vectors as this store keeps them.
+    const incoming = { ...decoded, vectors: new Map(roundVectors([...decoded.vectors], this.options.store.vectorPrecision)) };
     return this.replaceScope(options, async (name) => ({ result: undefined, snapshot: incoming, revision: await replacePartition(this.options.store, name, incoming) }));
   }
 

@@ -1,7 +1,7 @@
 import type { IngestConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { Chunk, EdgeType, EntityNode, EpisodeNode, FacetNode, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
+import { COMPOSABLE_EDGE_TYPES, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
@@ -69,8 +69,12 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   const nodes: GraphNode[] = [];
   const edges: GraphEdge[] = [];
   const nodeVectors: Array<[string, Float32Array]> = [];
+  // A description is the text an edge is embedded from; edges whose vector is composed from
+  // their endpoints (or that get none) are never embedded, so they keep none: on LongMemEval
+  // chat the descriptions of involves_entity and evolution edges were ~4 KB per message.
+  const describes = (type: EdgeType) => config.edgeVectors === 'embedded' || !COMPOSABLE_EDGE_TYPES.has(type);
   const edge = (type: EdgeType, from: string, to: string, description: string | null, confidence: number | null = null) => {
-    edges.push({ id: `${type}:${from}>${to}`, key: input.nextKey(), type, from, to, chunkId: chunk.id, description, confidence });
+    edges.push({ id: `${type}:${from}>${to}`, key: input.nextKey(), type, from, to, chunkId: chunk.id, description: describes(type) ? description : null, confidence });
   };
 
   // Episode, linked into the chronological chain.

@@ -81,8 +81,10 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
   const facets: Extraction['facets'] = [];
   const temporal: Extraction['temporal'] = [];
 
+  const speakers = new Set<string>();
   for (const turn of input.turns) {
     const speaker = addEntity(turn.speaker, 'person');
+    if (speaker !== null) speakers.add(speaker.toLowerCase());
     const indices: number[] = [];
     // One parse per turn: its sentence views carry the same tags a parse of each sentence alone
     // gives (checked on LoCoMo: identical entities and concepts) at half the cost.
@@ -112,9 +114,13 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
   }
 
   const summary = summarise(input, facetPoints, opts.summaryChars);
+  // Entities are what a fact is about, and the speakers. Any other name or noun would get no
+  // involves_entity edge, so no N1 path would reach an Episode from it: stored, it would only
+  // take a slot among the Entity anchors (on LongMemEval chat, 3 of every 4 names found).
+  const about = new Set([...facetPoints.flatMap((p) => (p.entityName ? [p.entityName.toLowerCase()] : [])), ...speakers]);
   return {
     summary: summary.text,
-    entities: [...entities.values()],
+    entities: [...entities.values()].filter((e) => about.has(e.name.toLowerCase())),
     facetPoints,
     facets,
     temporal,

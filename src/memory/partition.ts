@@ -6,6 +6,7 @@ import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeli
 import type { LexicalIndex } from '../retrieve/lexical.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
 import type { GraphStore } from '../store/types.ts';
+import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { IndexSet } from '../vector/index-set.ts';
@@ -140,7 +141,9 @@ export function writerFor(host: PartitionHost, partition: Partition, lockHeld = 
             await catchUp(host, partition);
             return task();
           }),
-    commit: async (batch) => {
+    commit: async (written) => {
+      // Rounded to the store's precision first: the working set then holds what a reload reads.
+      const batch = written.putVectors ? { ...written, putVectors: roundVectors(written.putVectors, host.store.vectorPrecision) } : written;
       partition.revision = await host.store.commit(partition.name, batch);
       applyBatch(partition.state, batch);
     },

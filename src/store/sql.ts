@@ -2,6 +2,7 @@ import { PrismError } from '../errors.ts';
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
+import { DEFAULT_VECTOR_PRECISION, decodeVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -90,19 +91,13 @@ function bytesOf(value: SqlValue | undefined): Uint8Array {
   throw new PrismError('CORRUPT_CHECKPOINT', `a vector is stored as ${typeof value}, not a blob`);
 }
 
-/** A vector's blob: its own bytes (SQLite copies them when binding). */
-function vectorBlob(vector: Float32Array): Uint8Array {
-  return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
-}
-
-/** A fresh vector from a blob at any alignment; the floats were validated when committed. */
+/** A stored vector (any precision, told by its length) as floats; a length that fits none is CORRUPT_CHECKPOINT naming it. */
 function vectorOf(id: string, blob: Uint8Array, dim: number): Float32Array {
-  if (blob.byteLength !== dim * 4) {
-    throw new PrismError('CORRUPT_CHECKPOINT', `vector ${id} has ${blob.byteLength} bytes, the memory's dimension ${dim} needs ${dim * 4}`);
+  try {
+    return decodeVector(blob, dim);
+  } catch (err) {
+    throw new PrismError('CORRUPT_CHECKPOINT', `vector ${id}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const vector = new Float32Array(dim);
-  new Uint8Array(vector.buffer).set(blob);
-  return vector;
 }
 
 /** The stored schema version (0 for a new database); STORE_VERSION when a newer PRISM wrote it. */
@@ -129,6 +124,7 @@ export class SqlStore implements GraphStore {
   private constructor(
     private readonly driver: SqlDriver,
     private readonly lock: WriteLock,
+    readonly vectorPrecision: VectorPrecision,
   ) {}
 
   /**
@@ -136,7 +132,7 @@ export class SqlStore implements GraphStore {
    * PRISM throws STORE_VERSION and is left untouched. A current schema is only read, so a
    * read-only connection opens it.
    */
-  static open(driver: SqlDriver, lock: WriteLock): SqlStore {
+  static open(driver: SqlDriver, lock: WriteLock, vectorPrecision: VectorPrecision = DEFAULT_VECTOR_PRECISION): SqlStore {
     if (schemaVersion(driver) < SQL_SCHEMA_VERSION) {
       driver.transaction('write', () => {
         // Again under the write lock: another connection may have upgraded meanwhile.
@@ -148,7 +144,7 @@ export class SqlStore implements GraphStore {
         driver.run('INSERT INTO prism_schema (version) VALUES (?)', [SQL_SCHEMA_VERSION]);
       });
     }
-    return new SqlStore(driver, lock);
+    return new SqlStore(driver, lock, vectorPrecision);
   }
 
   async partitions(): Promise<string[]> {
@@ -216,7 +212,7 @@ export class SqlStore implements GraphStore {
         driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, JSON.stringify(chunk)]);
       }
       for (const [id, vector] of batch.putVectors ?? []) {
-        driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, vectorBlob(vector)]);
+        driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, encodeVector(vector, this.vectorPrecision)]);
       }
       for (const hash of batch.putHashes ?? []) driver.run('INSERT OR IGNORE INTO hashes (partition, hash) VALUES (?, ?)', [partition, hash]);
       if (batch.meta !== undefined || current === null) {

@@ -1,4 +1,5 @@
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import type { VectorPrecision } from './vector-codec.ts';
 
 /**
  * One atomic write. A store applies all of it or none of it, so a crash between two
@@ -31,6 +32,11 @@ export interface WriteBatch {
  * `revision` with the one it last saw, reloading when another writer committed in between.
  */
 export interface GraphStore {
+  /**
+   * The precision the store keeps vectors in (default `f32`). A memory rounds every vector to
+   * it before committing, so what a reopened memory reads is exactly what the writing one held.
+   */
+  readonly vectorPrecision?: VectorPrecision;
   /** Partitions that hold a memory, in no particular order. */
   partitions(): Promise<string[]>;
   /** Loads one partition's whole memory, or `null` when it holds none. */

@@ -463,7 +463,7 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
       editMeta(db, partition, (meta) => {
         meta.dim = 383;
       });
-      db.prepare('UPDATE vectors SET data = substr(data, 1, 383 * 4) WHERE partition = ?').run(partition);
+      db.prepare('UPDATE vectors SET data = substr(data, 1, length(data) / 384 * 383) WHERE partition = ?').run(partition);
     },
   },
 ];

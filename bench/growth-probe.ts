@@ -1,0 +1,63 @@
+/**
+ * One measurement of the growth bench (bench/growth.bench.ts), in a fresh process so that its
+ * memory figures are this memory's alone: `growth-probe.ts <sqlite path> <queries json>`.
+ * With the real MiniLM loaded first, it times a cold open to the first search result, search
+ * p50/p95 (query embedding included), resident memory and JS heap after the searches, add()
+ * of one message p50, and the delete of one session; it prints one JSON line.
+ */
+import { readFile } from 'node:fs/promises';
+import { percentile } from '../src/eval/metrics.ts';
+import { Memory } from '../src/memory.ts';
+import { nodeEmbedder, nodeUsearch, openSqliteStore } from '../src/node.ts';
+
+export interface ProbeResult {
+  coldOpenMs: number;
+  searchP50: number;
+  searchP95: number;
+  addP50: number;
+  deleteMs: number;
+  rssMb: number;
+  heapMb: number;
+}
+
+const [path, queriesPath] = process.argv.slice(2);
+if (!path || !queriesPath) throw new Error('usage: growth-probe.ts <sqlite path> <queries json>');
+const queries = JSON.parse(await readFile(queriesPath, 'utf8')) as string[];
+const [embedder, usearch] = await Promise.all([nodeEmbedder(), nodeUsearch()]);
+await embedder.embed(['warm up the model']);
+
+const t0 = performance.now();
+const memory = await Memory.open({ store: await openSqliteStore(path), embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
+await memory.search(queries[0] ?? 'what did I say?', { budget: 2048 });
+const coldOpenMs = performance.now() - t0;
+
+const searches: number[] = [];
+for (const query of queries.slice(1)) {
+  const t = performance.now();
+  await memory.search(query, { budget: 2048 });
+  searches.push(performance.now() - t);
+}
+(globalThis as { gc?: () => void }).gc?.();
+const { rss, heapUsed } = process.memoryUsage();
+
+const adds: number[] = [];
+for (let i = 0; i < 10; i++) {
+  const t = performance.now();
+  await memory.add([{ role: 'user', content: `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.` }], { sessionId: 'growth-probe', date: '2030-01-01' });
+  adds.push(performance.now() - t);
+}
+const t1 = performance.now();
+await memory.delete({ sessionId: 'growth-probe' });
+const deleteMs = performance.now() - t1;
+await memory.close();
+
+const result: ProbeResult = {
+  coldOpenMs,
+  searchP50: percentile(searches, 50) ?? Number.NaN,
+  searchP95: percentile(searches, 95) ?? Number.NaN,
+  addP50: percentile(adds, 50) ?? Number.NaN,
+  deleteMs,
+  rssMb: rss / 2 ** 20,
+  heapMb: heapUsed / 2 ** 20,
+};
+console.log(JSON.stringify(result));

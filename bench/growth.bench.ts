@@ -1,0 +1,136 @@
+/**
+ * A year of real assistant chat in one memory (issue #25): grows one SQLite scope with the
+ * LongMemEval S haystack sessions in order (one session per `add()`; after the last one they
+ * come again under new ids, a year later each round) and measures at each size, in a fresh
+ * process (bench/growth-probe.ts): nodes and edges per message, store bytes per message beyond
+ * the text, cold open to the first search result, search p50/p95 (query embedding included),
+ * `add()` p50 of one message, the delete of one session, resident memory and JS heap.
+ *
+ * Growth uses stand-in vectors (sizes, counts and costs do not depend on them); the probe's
+ * queries and adds use the real MiniLM. Sizes: `PRISM_GROWTH_SIZES` (messages, comma-separated),
+ * default 1000,10000,30000,100000. Also the zero-LLM ingest of real chat with the real
+ * embedder against embedding each of its turns once, in the same run.
+ *
+ * Standalone: `npx tsx bench/growth.bench.ts`.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { Memory } from '../src/memory.ts';
+import { createNodeMiniLmEmbedder, nodeEmbedder, nodeUsearch, openSqliteStore } from '../src/node.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import type { ProbeResult } from './growth-probe.ts';
+import { longMemEvalChat, type ChatSession } from './longmemeval-chat.ts';
+import { standInEmbedder } from './stand-in.ts';
+import type { Row } from './table.ts';
+
+const SIZES = (process.env['PRISM_GROWTH_SIZES'] ?? '1000,10000,30000,100000').split(',').map(Number);
+const PROBE_QUERIES = 41;
+/** Sessions ingested for real (MiniLM) to compare ingest with embedding each turn once. */
+const REAL_INGEST_SESSIONS = 12;
+
+/** Session `i` of an endless stream: the file's sessions, then again under new ids a year later per round. */
+function sessionAt(sessions: readonly ChatSession[], i: number): ChatSession {
+  const base = sessions[i % sessions.length] as ChatSession;
+  const round = Math.floor(i / sessions.length);
+  if (round === 0) return base;
+  const year = Number(base.date.slice(0, 4)) + round;
+  return { ...base, id: `${base.id}~${round}`, date: `${year}${base.date.slice(4)}` };
+}
+
+async function storeBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const name of await readdir(dir)) if (name.startsWith('memory.sqlite')) total += (await stat(join(dir, name))).size;
+  return total;
+}
+
+async function probe(path: string, queriesPath: string): Promise<ProbeResult> {
+  const script = join(import.meta.dirname, 'growth-probe.ts');
+  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', script, path, queriesPath], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as ProbeResult;
+}
+
+/** Zero-LLM ingest of real chat (long assistant turns) against embedding each turn once, same embedder build. */
+async function realChatIngest(sessions: readonly ChatSession[]): Promise<Row[]> {
+  const usearch = await nodeUsearch();
+  const sample = sessions.slice(0, REAL_INGEST_SESSIONS);
+  const turns = sample.flatMap((s) => s.messages.map((m) => `${m.role}: ${m.content}`));
+  const baseline = await createNodeMiniLmEmbedder({ cacheSize: 0 });
+  await baseline.embed(['warm up']);
+  const t0 = performance.now();
+  await baseline.embed(turns);
+  const denseMs = performance.now() - t0;
+  await baseline.dispose();
+  const embedder = await createNodeMiniLmEmbedder();
+  await embedder.embed(['warm up, too']);
+  const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
+  const t1 = performance.now();
+  for (const session of sample) await memory.add(session.messages, { sessionId: session.id, date: session.date });
+  const prismMs = performance.now() - t1;
+  await memory.close();
+  await embedder.dispose();
+  const dense = `embedding each turn once (${(denseMs / 1000).toFixed(1)} s)`;
+  return [
+    { name: `embed each turn once, ${sample.length} LongMemEval sessions (${turns.length} turns)`, metric: 'ms', value: denseMs },
+    { name: `PRISM zero-LLM ingest of the same sessions`, metric: 'ms', value: prismMs, baseline: dense, ratio: prismMs / denseMs },
+  ];
+}
+
+export async function benchGrowth(): Promise<Row[]> {
+  const { sessions, questions } = await longMemEvalChat();
+  const rows = await realChatIngest(sessions);
+  const dir = await mkdtemp(join(tmpdir(), 'prism-bench-growth-'));
+  const path = join(dir, 'memory.sqlite');
+  const queriesPath = join(dir, 'queries.json');
+  await writeFile(queriesPath, JSON.stringify(questions.slice(0, PROBE_QUERIES)));
+  const usearch = await nodeUsearch();
+  // The probe opens the memory with the shared int8 MiniLM: the stand-in takes its id.
+  const real = await nodeEmbedder();
+  let messages = 0;
+  let textBytes = 0;
+  let next = 0;
+  let addAt1k: number | null = null;
+  try {
+    for (const size of [...SIZES].sort((a, b) => a - b)) {
+      const memory = await Memory.open({ store: await openSqliteStore(path), embedder: standInEmbedder(real.id, real.dim), createIndex: (dim) => usearch.createIndex({ dim }) });
+      while (messages < size) {
+        const session = sessionAt(sessions, next++);
+        await memory.add(session.messages, { sessionId: session.id, date: session.date });
+        messages += session.messages.length;
+        textBytes += session.messages.reduce((sum, m) => sum + Buffer.byteLength(m.content), 0);
+      }
+      const stats = await memory.stats();
+      await memory.close();
+      const nodes = Object.values(stats.nodes).reduce((a, b) => a + b, 0);
+      const edges = Object.values(stats.edges).reduce((a, b) => a + b, 0);
+      const bytes = await storeBytes(dir);
+      const result = await probe(path, queriesPath);
+      addAt1k ??= result.addP50;
+      const at = `${messages} messages`;
+      rows.push(
+        { name: `${at}: graph nodes per message`, metric: 'nodes', value: nodes / messages },
+        { name: `${at}: graph edges per message`, metric: 'edges', value: edges / messages },
+        { name: `${at}: store bytes per message beyond the text`, metric: 'KB', value: (bytes - textBytes) / messages / 1024 },
+        { name: `${at}: cold open to first search result`, metric: 'ms', value: result.coldOpenMs },
+        { name: `${at}: search p50 (query embedding incl.)`, metric: 'ms', value: result.searchP50 },
+        { name: `${at}: search p95 (query embedding incl.)`, metric: 'ms', value: result.searchP95 },
+        { name: `${at}: add() of one message`, metric: 'p50 ms', value: result.addP50, baseline: 'add() at the first size', ratio: result.addP50 / addAt1k },
+        { name: `${at}: delete of one session`, metric: 'ms', value: result.deleteMs },
+        { name: `${at}: resident memory after searches`, metric: 'MB', value: result.rssMb },
+        { name: `${at}: JS heap after searches`, metric: 'MB', value: result.heapMb },
+      );
+      console.error(`growth: ${at} measured`);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { formatTable } = await import('./table.ts');
+  console.log(formatTable('Growth: one scope of real assistant chat (LongMemEval S sessions), SQLite', await benchGrowth()));
+}

@@ -1,6 +1,7 @@
 /** `npm run bench`: every speed figure from one run, each against a baseline measured in the same run. */
 import { benchBundle } from './bundle.bench.ts';
 import { benchEmbed } from './embed.bench.ts';
+import { benchGrowth } from './growth.bench.ts';
 import { benchIndex } from './index.bench.ts';
 import { benchIngest } from './ingest.bench.ts';
 import { benchRetrieval } from './retrieval.bench.ts';
@@ -14,6 +15,7 @@ const sections = [
   ['Exact top-10 search: usearch WASM vs plain JS loop vs native usearch addon', benchIndex],
   ['Retrieval latency incl. query embedding (zero-LLM)', benchRetrieval],
   ['Store (≈19K-node memory): cold open and one-chunk commit, SQLite vs the v0.2 file checkpoint', benchStore],
+  ['Growth: one scope of real assistant chat (LongMemEval S sessions) at 1K–100K messages, SQLite', benchGrowth],
 ] as const;
 
 const only = process.env['PRISM_BENCH_ONLY']?.split(',');

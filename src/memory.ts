@@ -436,7 +436,8 @@ export class Memory {
         }
         await this.options.store.deleteCached([...chunkIds]);
         const batch = deletionBatch(graph, partition.state.meta, chunkIds);
-        // Deleting a middle session must not cut the chronological Episode chain in two.
+        // Deleting a middle session must not cut the chronological Episode chain in two. The bridge
+        // gets its vector as the chain's own edges do (composed by default: no model is loaded).
         let nextKey = partition.state.meta.nextKey;
         const bridges = chainGapEdges(graph, new Set(batch.deleteNodes), () => nextKey++);
         if (bridges.length > 0) {

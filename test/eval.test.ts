@@ -14,7 +14,8 @@ import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from '../src/eval/implic
 import { comparePooled, pooledSample } from '../src/eval/pooled.ts';
 import { leaveOneConversationOut, renderLoco } from '../src/eval/loco.ts';
 import { defaultLocomoPath } from '../src/node.ts';
-import { runLocomoEval, type LocomoEvalOptions, type LocomoEvalResults } from '../src/eval/runner.ts';
+import { runEval, type EvalOptions, type EvalResults } from '../src/eval/runner.ts';
+import { LOCOMO_CATEGORIES, locomoBenchmark } from '../src/eval/locomo-benchmark.ts';
 import { bootstrapMeanCI, mcNemarMidP, mcNemarMidPFromCounts, pairedBootstrapCI } from '../src/eval/stats.ts';
 import { BASELINE_NAMES, bm25TurnsSystem, fullContextSystem, type EvalSystem } from '../src/eval/systems.ts';
 import { sessionHeader, turnLine } from '../src/ingest/chunking.ts';
@@ -97,9 +98,13 @@ describe('metrics', () => {
     const outcome = (key: string, category: 1 | 2 | 3 | 4, er: number | null, tokens: number): QuestionOutcome => ({
       key,
       conversationId: 'c',
-      category,
+      category: LOCOMO_CATEGORIES[category - 1]!,
+      abstention: false,
       lexicalGap: category === 3,
       recall: er === null ? null : { atBudget: { '100': er }, atK: { '1': er, '5': er, '10': er } },
+      sessions: null,
+      latest: null,
+      topScore: null,
       contextTokens: { '100': tokens },
       latencyMs: tokens,
       llmCalls: 1,
@@ -110,13 +115,14 @@ describe('metrics', () => {
     const summary = summariseOutcomes(
       [outcome('a', 1, 1, 10), outcome('b', 1, 0.5, 20), outcome('c', 2, 0, 30), outcome('d', 4, null, 40)],
       [100],
+      LOCOMO_CATEGORIES,
     );
     expect(summary.erAtBudget['100']).toBe(0.5);
     expect(summary.n).toBe(3);
     expect(summary.perCategory['multi-hop']).toMatchObject({ n: 2, questions: 2, erAtBudget: { '100': 0.75 } });
     // ER is never null: over no scored question it is 0, and n = 0 says so.
     expect(summary.perCategory['single-hop']).toMatchObject({ n: 0, questions: 1, erAtBudget: { '100': 0 }, erAtK: { '1': 0 } });
-    expect(summariseOutcomes([], [100])).toMatchObject({ n: 0, erAtBudget: { '100': 0 } });
+    expect(summariseOutcomes([], [100], LOCOMO_CATEGORIES)).toMatchObject({ n: 0, erAtBudget: { '100': 0 } });
     expect(summary.questionsWithoutEvidence).toBe(1);
     // Context tokens and latency are over every question, scored or not.
     expect(summary.meanContextTokens).toBe(25);
@@ -124,7 +130,7 @@ describe('metrics', () => {
     expect(summary.judge).toBeNull();
     // Only the open-domain outcome is in the lexical-gap slice here, and it has no evidence.
     expect(summary.lexicalGap).toMatchObject({ n: 0 });
-    expect(summariseOutcomes([outcome('e', 3, 0.25, 5), outcome('f', 1, 1, 5)], [100]).lexicalGap).toMatchObject({ n: 1, erAtBudget: { '100': 0.25 } });
+    expect(summariseOutcomes([outcome('e', 3, 0.25, 5), outcome('f', 1, 1, 5)], [100], LOCOMO_CATEGORIES).lexicalGap).toMatchObject({ n: 1, erAtBudget: { '100': 0.25 } });
   });
 
   it('puts a question in the lexical-gap slice only when no gold turn shares a content word with it', () => {
@@ -200,9 +206,9 @@ describe('runLocomoEval', () => {
     countTokens(sessionHeader('conv-t', session2)) + 1 + lastTwoTurns.reduce((n, t) => n + countTokens(turnLine(t)) + 1, 0) + 2;
   const largeBudget = 100_000;
 
-  async function run(systems: EvalSystem[], cacheDir?: string, judge?: LocomoEvalOptions['judge']): Promise<LocomoEvalResults> {
-    return runLocomoEval({
-      samples,
+  async function run(systems: EvalSystem[], cacheDir?: string, judge?: EvalOptions['judge']): Promise<EvalResults> {
+    return runEval({
+      benchmark: locomoBenchmark(samples),
       systems,
       budgets: [largeBudget, smallBudget],
       dataPath: 'hand-made',
@@ -216,7 +222,7 @@ describe('runLocomoEval', () => {
     expect(results.questions).toBe(6);
     expect(results.mode).toBe('zero-llm');
     expect(results.budgets).toEqual([smallBudget, largeBudget]);
-    expect(results.dataset.adversarialSkipped).toBe(1);
+    expect(results.dataset.skipped).toEqual({ count: 1, reason: 'adversarial (category 5)' });
     expect(results.dataset.unresolvedIds).toEqual([
       { question: 'conv-t#5', id: 'D' },
       { question: 'conv-t#6', id: 'D9:9' },
@@ -277,7 +283,7 @@ describe('runLocomoEval', () => {
       return { ...inner, fingerprint, prepare: (s, o) => (prepares++, inner.prepare(s, o)) };
     };
     const runWith = (fingerprint: string, version: string) =>
-      runLocomoEval({ samples, systems: [counted(fingerprint)], budgets: [largeBudget], cache: createDirectoryCache(dir), version });
+      runEval({ benchmark: locomoBenchmark(samples), systems: [counted(fingerprint)], budgets: [largeBudget], cache: createDirectoryCache(dir), version });
     const first = await runWith('config-a', '1.0.0');
     expect(first.config.version).toBe('1.0.0');
     await runWith('config-a', '1.0.0');
@@ -304,8 +310,8 @@ describe('runLocomoEval', () => {
   });
 
   it('compares requested pairs and rejects pairs outside the run', async () => {
-    const results = await runLocomoEval({
-      samples,
+    const results = await runEval({
+      benchmark: locomoBenchmark(samples),
       systems: [bm25TurnsSystem(), fullContextSystem()],
       budgets: [smallBudget],
       compare: [{ system: 'bm25-turns', reference: 'full-context' }],
@@ -316,10 +322,10 @@ describe('runLocomoEval', () => {
     const er = (name: string) => results.systems[name]!.erAtBudget[String(smallBudget)]!;
     expect(pair!.diff).toBeCloseTo(er('bm25-turns') - er('full-context'), 12);
     expect(results.comparisons.every((c) => c.kind === 'best-baseline')).toBe(true);
-    await expect(runLocomoEval({ samples, systems: [bm25TurnsSystem()], compare: [{ system: 'bm25-turns', reference: 'prism' }] })).rejects.toThrow(
+    await expect(runEval({ benchmark: locomoBenchmark(samples), systems: [bm25TurnsSystem()], compare: [{ system: 'bm25-turns', reference: 'prism' }] })).rejects.toThrow(
       /not in the run: prism/,
     );
-    await expect(runLocomoEval({ samples, systems: [bm25TurnsSystem()], compare: [{ system: 'bm25-turns', reference: 'bm25-turns' }] })).rejects.toThrow(
+    await expect(runEval({ benchmark: locomoBenchmark(samples), systems: [bm25TurnsSystem()], compare: [{ system: 'bm25-turns', reference: 'bm25-turns' }] })).rejects.toThrow(
       /with itself/,
     );
   });
@@ -375,9 +381,9 @@ describe('runLocomoEval', () => {
       const full = results.systems['full-context']!;
       // Its small context holds D2:2 (sneakers) and D2:3 (marathon): q2 and q5 right, 2 of 6.
       expect(full.judge).toBeCloseTo(2 / 6, 12);
-      expect(full.perCategory.temporal.judge).toBe(1);
-      expect(full.perCategory['single-hop'].judge).toBe(0.5);
-      expect(full.perCategory['multi-hop'].judge).toBe(0);
+      expect(full.perCategory['temporal']!.judge).toBe(1);
+      expect(full.perCategory['single-hop']!.judge).toBe(0.5);
+      expect(full.perCategory['multi-hop']!.judge).toBe(0);
       expect(full.answerLlm?.callsPerQuery).toBe(2);
       expect(full.judgePer1k).toBeCloseTo(full.judge! / (full.meanContextTokensAtBudget[String(smallBudget)]! / 1000), 12);
       const [comparison] = results.judgeComparisons;
@@ -395,8 +401,12 @@ describe('eval command settings', () => {
   const zeroLlmVariants = ['prism', 'prism+n1', 'prism+n1+n2+n4', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-no-question-prior', 'prism-no-exchange', 'prism-no-name-masking', 'prism-no-speaker-scope', 'prism-last-stop', 'prism-no-date-focus', 'prism-bundle-turns', 'prism-no-turn-anchors', 'prism-no-adaptive-fusion', 'prism-v0.3-scoring'];
 
   it('runs the baselines, PRISM and every ablation by default, and adds prism-llm in LLM mode', () => {
-    expect(evalSystemNames(undefined, 'zero-llm')).toEqual([...BASELINE_NAMES, ...zeroLlmVariants]);
-    expect(evalSystemNames(undefined, 'llm')).toEqual([...BASELINE_NAMES, ...zeroLlmVariants, 'prism-llm']);
+    const locomoBaselines = ['bm25-turns', 'dense-turns', 'dense-sessions', 'full-context'];
+    expect(evalSystemNames(undefined, 'zero-llm')).toEqual([...locomoBaselines, ...zeroLlmVariants]);
+    expect(evalSystemNames(undefined, 'llm')).toEqual([...locomoBaselines, ...zeroLlmVariants, 'prism-llm']);
+    // LongMemEval: PRISM and the baselines of its anchors, the flat search over user turns among them.
+    expect(evalSystemNames(undefined, 'zero-llm', 'longmemeval')).toEqual(['prism', 'dense-turns', 'bm25-turns', 'dense-user-turns']);
+    expect(BASELINE_NAMES).toContain('dense-user-turns');
     expect(evalSystemNames(' prism , bm25-turns', 'llm')).toEqual(['prism', 'bm25-turns']);
     expect(() => evalSystemNames('prism-llm', 'zero-llm')).toThrow(/--mode llm/);
     expect(() => evalSystemNames('prism,prism-no-n9', 'zero-llm')).toThrow(/unknown systems: prism-no-n9/);
@@ -474,7 +484,7 @@ describe('PRISM systems in the harness', () => {
 
   it('compares prism with each of its ablations, paired by question', async () => {
     const systems = [bm25TurnsSystem(), ...(await variants(zeroLlm.source, ['prism', 'prism-no-n3', 'prism-whole-episodes', 'prism+n4']))];
-    const results = await runLocomoEval({ samples, systems, budgets });
+    const results = await runEval({ benchmark: locomoBenchmark(samples), systems, budgets });
     const variantPairs = results.paired.filter((c) => c.kind === 'variant');
     expect(variantPairs.map((c) => `${c.system}:${c.reference}@${c.budget}`)).toEqual([
       'prism:prism-no-n3@256',
@@ -525,7 +535,7 @@ describe('PRISM systems in the harness', () => {
       await memory.add(sample.conversation);
       const source: MemorySource = { key: 'test', open: async () => memory };
       const systems = await variants(source, ['prism', 'prism-llm'], { baseConfig, llmModels: { default: 'memory-model' } });
-      const results = await runLocomoEval({ samples, systems, budgets, judge: { client, budget: 256, models: { answer: 'answer-model', judge: 'judge-model' } } });
+      const results = await runEval({ benchmark: locomoBenchmark(samples), systems, budgets, judge: { client, budget: 256, models: { answer: 'answer-model', judge: 'judge-model' } } });
       expect(results.mode).toBe('llm');
       const prism = results.systems['prism']!;
       const prismLlm = results.systems['prism-llm']!;
@@ -601,9 +611,13 @@ describe('pooled pairing and leave-one-conversation-out choice', () => {
   const outcome = (conversationId: string, index: number, er512: number | null, er2048: number | null = er512): QuestionOutcome => ({
     key: `${conversationId}#${index}`,
     conversationId,
-    category: 4,
+    category: 'single-hop',
+    abstention: false,
     lexicalGap: false,
     recall: er512 === null || er2048 === null ? null : { atBudget: { '512': er512, '2048': er2048 }, atK: {} },
+    sessions: null,
+    latest: null,
+    topScore: null,
     contextTokens: {},
     latencyMs: 1,
     llmCalls: 0,

@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
 import { resolveConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { ChunkingOptions } from '../ingest/chunking.ts';
@@ -12,14 +14,17 @@ import { defaultLocomoPath, nodeEmbedder, openNodeMemory } from '../node.ts';
 import type { RetrievalMode } from '../retrieve/types.ts';
 import { packageVersion } from '../util/package-root.node.ts';
 import { ProgressLine } from '../util/progress-line.node.ts';
+import type { Benchmark, BenchmarkName, EvalSample } from './benchmark.ts';
 import { createDirectoryCache } from './cache.node.ts';
+import { locomoBenchmark } from './locomo-benchmark.ts';
+import { longMemEvalBenchmark, sampleByType } from './longmemeval.ts';
 import { writeEvalOutputs } from './output.node.ts';
 import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
 import { LOCO_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
 import { comparePooled, pooledSample, renderPooled } from './pooled.ts';
-import { DEFAULT_BUDGETS, runLocomoEval, type EvalProgress, type LocomoEvalResults, type SystemPair } from './runner.ts';
+import { DEFAULT_BUDGETS, runEval, type EvalProgress, type EvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
 
 /** The flags `prism eval` reads (a subset of the CLI's). */
@@ -40,7 +45,19 @@ export interface EvalFlags {
   pooled?: boolean | undefined;
   /** Also the weight candidates (`LOCO_CANDIDATES`), chosen leave-one-conversation-out in the report. */
   loco?: boolean | undefined;
+  /** LongMemEval: this many questions of each type (a seeded draw, see `sampleByType`). */
+  sample?: string | undefined;
 }
+
+const BENCHMARKS: readonly BenchmarkName[] = ['locomo', 'longmemeval'];
+
+const USAGE = [
+  'usage: prism eval locomo --out <dir> [--data <file.json>] [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled] [--loco]',
+  '       prism eval longmemeval --data <file.json|file.json.gz> --out <dir> [--sample N] [--budgets ...] [--systems ...] [--compare a:b,...]',
+].join('\n');
+
+/** The systems a LongMemEval run has by default: PRISM, and the baselines its anchors are reported against. */
+const LONGMEMEVAL_SYSTEMS: readonly string[] = ['prism', 'dense-turns', 'bm25-turns', 'dense-user-turns'];
 
 const KNOWN_SYSTEMS: readonly string[] = [...BASELINE_NAMES, ...PRISM_VARIANT_NAMES];
 
@@ -59,14 +76,17 @@ function splitList(text: string): string[] {
 }
 
 /**
- * The systems of a run: `--systems` as given, else every baseline and every zero-LLM PRISM
- * variant (so a default run has the ablations and the N4 routing table), plus `prism-llm` in LLM
- * mode, so one report compares the two modes. LLM-mode variants need `--mode llm`.
+ * The systems of a run: `--systems` as given, else, for LoCoMo, the baselines of issue 5 and
+ * every zero-LLM PRISM variant (so a default run has the ablations and the N4 routing table),
+ * plus `prism-llm` in LLM mode, so one report compares the two modes; for LongMemEval, PRISM
+ * and the baselines of its anchors (`LONGMEMEVAL_SYSTEMS`). LLM-mode variants need `--mode llm`.
  */
-export function evalSystemNames(list: string | undefined, mode: RetrievalMode): string[] {
-  const names = list
-    ? splitList(list)
-    : [...BASELINE_NAMES, ...PRISM_VARIANT_NAMES.filter((name) => mode === 'llm' || PRISM_VARIANTS[name].mode === 'zero-llm')];
+export function evalSystemNames(list: string | undefined, mode: RetrievalMode, benchmark: BenchmarkName = 'locomo'): string[] {
+  const byDefault =
+    benchmark === 'longmemeval'
+      ? [...LONGMEMEVAL_SYSTEMS]
+      : [...BASELINE_NAMES.filter((name) => name !== 'dense-user-turns'), ...PRISM_VARIANT_NAMES.filter((name) => mode === 'llm' || PRISM_VARIANTS[name].mode === 'zero-llm')];
+  const names = list ? splitList(list) : byDefault;
   const unknown = names.filter((name) => !KNOWN_SYSTEMS.includes(name));
   if (unknown.length > 0) {
     throw new PrismError('INVALID_INPUT', `unknown systems: ${unknown.join(', ')} (known: ${KNOWN_SYSTEMS.join(', ')})`);
@@ -78,8 +98,15 @@ export function evalSystemNames(list: string | undefined, mode: RetrievalMode): 
   return names;
 }
 
-async function loadSamples(path: string): Promise<LocomoSample[]> {
-  return parseLocomo(JSON.parse(await readFile(path, 'utf8')));
+/** A data file's JSON, gunzipped first when it starts with gzip's magic bytes (`.json.gz`). */
+async function readJsonFile(path: string): Promise<unknown> {
+  const bytes = await readFile(path);
+  const text = bytes[0] === 0x1f && bytes[1] === 0x8b ? (await promisify(gunzip)(bytes)).toString('utf8') : bytes.toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new PrismError('INVALID_INPUT', `${path} is not JSON: ${(cause as Error).message}`, { cause });
+  }
 }
 
 /** `--chunking session|turns:N|tokens:N`. */
@@ -118,23 +145,89 @@ function roleModels(config: LlmConfig, roles: readonly LlmRole[]): Partial<Recor
   return Object.fromEntries(roles.map((role) => [role, config.models[role] ?? config.models.default]));
 }
 
+/** `--sample N` (LongMemEval only): questions per type. */
+function parseSample(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const perType = Number(text);
+  if (!/^\d+$/.test(text) || perType < 1) throw new PrismError('INVALID_INPUT', `--sample: expected a whole number ≥ 1 of questions per type, got "${text}"`);
+  return perType;
+}
+
 /**
- * `prism eval locomo --data <file> --out <dir> [...]`: runs every system over the data, writes
- * results.json, report.md and frontier.svg into `--out`. Finished (system, conversation) work is
- * kept under `<out>/cache` and PRISM's ingested memories under `<out>/memories/<build>`, both
- * keyed by the package version and the resolved config, so Ctrl-C and a re-run resume while a
- * changed config recomputes. Code edited without a version bump still needs `<out>/cache` cleared.
+ * The benchmark named on the command line, read from its data file and narrowed as the flags
+ * say; for LoCoMo also its samples, which the pooled memory and the implicit-recall cases are
+ * made from (none for LongMemEval).
+ */
+async function loadBenchmark(name: BenchmarkName, dataPath: string, flags: EvalFlags): Promise<{ benchmark: Benchmark; locomo: LocomoSample[] }> {
+  if (name === 'longmemeval') {
+    const perType = parseSample(flags.sample);
+    const benchmark = longMemEvalBenchmark(await readJsonFile(dataPath));
+    return { benchmark: perType === undefined ? benchmark : sampleByType(benchmark, perType), locomo: [] };
+  }
+  const loaded = parseLocomo(await readJsonFile(dataPath));
+  const selected = flags.conversations ? splitList(flags.conversations) : null;
+  const chosen = selected === null ? loaded : loaded.filter((s) => selected.includes(s.conversation.id));
+  if (selected !== null && chosen.length !== selected.length) {
+    const known = loaded.map((s) => s.conversation.id);
+    throw new PrismError('INVALID_INPUT', `unknown conversations: ${selected.filter((id) => !known.includes(id)).join(', ')} (known: ${known.join(', ')})`);
+  }
+  return { benchmark: locomoBenchmark(chosen), locomo: chosen };
+}
+
+/**
+ * How a memory takes in its sample. LoCoMo: the whole conversation in one add (progress in
+ * chunks). LongMemEval: one add per haystack session, in order, as an assistant remembers each
+ * chat when it ends (progress in sessions); sessions already in the memory are skipped by their
+ * chunk hash, so an interrupted ingest resumes.
+ */
+function ingestSample(benchmark: BenchmarkName): (memory: Memory, sample: EvalSample, prepare: PrepareOptions) => Promise<void> {
+  if (benchmark === 'locomo') {
+    return async (memory, sample, prepare) => {
+      await memory.addConversation(sample.conversation, {
+        ...(prepare.signal ? { signal: prepare.signal } : {}),
+        // chunksDone already counts the chunks skipped as ingested before.
+        onProgress: (p) => prepare.onProgress?.(p.chunksDone, p.chunksTotal),
+      });
+    };
+  }
+  return async (memory, sample, prepare) => {
+    const { id, sessions } = sample.conversation;
+    // A session of empty messages only has nothing to remember (and add refuses it).
+    const withText = sessions.filter((session) => session.turns.some((turn) => turn.text.trim() !== ''));
+    for (const [i, session] of withText.entries()) {
+      await memory.addConversation({ id, sessions: [session] }, prepare.signal ? { signal: prepare.signal } : {});
+      prepare.onProgress?.(i + 1, withText.length);
+    }
+  };
+}
+
+/**
+ * `prism eval locomo|longmemeval --data <file> --out <dir> [...]`: runs every system over the
+ * benchmark, writes results.json, report.md and frontier.svg into `--out`. Finished (system,
+ * memory) work is kept under `<out>/cache` and PRISM's ingested memories under
+ * `<out>/memories/<build>`, both keyed by the package version and the resolved config, so Ctrl-C
+ * and a re-run resume while a changed config recomputes. Code edited without a version bump
+ * still needs `<out>/cache` cleared.
  */
 export async function evalCommand(positionals: readonly string[], flags: EvalFlags): Promise<number> {
-  if (positionals[0] !== 'locomo') {
-    console.error(
-      'usage: prism eval locomo --data <file.json> --out <dir> [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...]',
-    );
+  const benchmarkName = BENCHMARKS.find((name) => name === positionals[0]);
+  if (benchmarkName === undefined) {
+    console.error(USAGE);
     return 2;
   }
   if (!flags.out) {
-    console.error('prism eval locomo: --out <dir> is required');
+    console.error(`prism eval ${benchmarkName}: --out <dir> is required`);
     return 2;
+  }
+  if (benchmarkName === 'longmemeval') {
+    if (!flags.data) {
+      console.error('prism eval longmemeval: --data <file> is required (the official format, .json or .json.gz)');
+      return 2;
+    }
+    const locomoOnly = (['pooled', 'loco', 'conversations'] as const).filter((flag) => flags[flag] !== undefined);
+    if (locomoOnly.length > 0) throw new PrismError('INVALID_INPUT', `prism eval longmemeval: ${locomoOnly.map((f) => `--${f}`).join(', ')} apply to LoCoMo only`);
+  } else if (flags.sample !== undefined) {
+    throw new PrismError('INVALID_INPUT', 'prism eval locomo: --sample applies to LongMemEval only (LoCoMo selects with --conversations)');
   }
   const out = resolve(flags.out);
   const dataPath = resolve(flags.data ?? defaultLocomoPath());
@@ -143,7 +236,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const chunking = parseChunking(flags.chunking);
   const chunkingLabel = flags.chunking ?? 'session';
   const budgets = flags.budgets ? parseBudgets(flags.budgets) : [...DEFAULT_BUDGETS];
-  const names = evalSystemNames(flags.systems, mode);
+  const names = evalSystemNames(flags.systems, mode, benchmarkName);
   const compare = parseComparePairs(flags.compare);
   await loadVega();
 
@@ -154,19 +247,14 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const version = await packageVersion();
   // The memories are opened with this config and every PRISM fingerprint hashes it (with its overlay).
   const baseConfig = resolveConfig();
-  const loaded = await loadSamples(dataPath);
-  const selected = flags.conversations ? splitList(flags.conversations) : null;
-  const perConversation = selected === null ? loaded : loaded.filter((s) => selected.includes(s.conversation.id));
-  if (selected !== null && perConversation.length !== selected.length) {
-    const known = loaded.map((s) => s.conversation.id);
-    throw new PrismError('INVALID_INPUT', `unknown conversations: ${selected.filter((id) => !known.includes(id)).join(', ')} (known: ${known.join(', ')})`);
-  }
+  const { benchmark, locomo: locomoSamples } = await loadBenchmark(benchmarkName, dataPath, flags);
   const embedder = await nodeEmbedder(precision);
 
   // One shelf of memories per retrieval mode in use: zero-LLM variants read locally extracted
   // graphs, LLM-mode ones LLM-extracted graphs (openNodeMemory extracts with the LLM it is given).
   const prismNames = names.filter(isPrismVariant);
   if (flags.loco && !prismNames.includes('prism')) prismNames.push('prism');
+  const ingest = ingestSample(benchmarkName);
   const shelves = new Map<RetrievalMode, MemoryShelf>();
   for (const shelfMode of new Set(prismNames.map((name) => PRISM_VARIANTS[name].mode))) {
     const extraction = shelfMode === 'llm' ? 'llm' : 'local';
@@ -181,11 +269,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     const shelf = new MemoryShelf(key, resolve(out, 'memories', key), (sample, dir, prepare) =>
       openNodeMemory({ dir, name: sample.conversation.id, precision, mode: shelfMode, config: baseConfig, ...(chunking ? { chunking } : {}) }).then(
         async (memory) => {
-          await memory.addConversation(sample.conversation, {
-            ...(prepare.signal ? { signal: prepare.signal } : {}),
-            // chunksDone already counts the chunks skipped as ingested before.
-            onProgress: (p) => prepare.onProgress?.(p.chunksDone, p.chunksTotal),
-          });
+          await ingest(memory, sample, prepare);
           return memory;
         },
       ),
@@ -212,9 +296,9 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const onInterrupt = () => controller.abort();
   process.once('SIGINT', onInterrupt);
   const progress = new ProgressLine();
-  const runOn = (evalSamples: readonly LocomoSample[], evalSystems: readonly EvalSystem[], pooled = false) =>
-    runLocomoEval({
-      samples: evalSamples,
+  const runOn = (evalBenchmark: Benchmark, evalSystems: readonly EvalSystem[], pooled = false) =>
+    runEval({
+      benchmark: evalBenchmark,
       systems: evalSystems,
       dataPath,
       budgets,
@@ -232,6 +316,8 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       version,
       // The pooled run holds the PRISM systems only.
       compare: compare.filter((pair) => [pair.system, pair.reference].every((name) => evalSystems.some((s) => s.name === name))),
+      // PRISM as shipped (not its ablations) against every baseline, per category.
+      compareByCategory: evalSystems.filter((s) => !s.baseline && s.variantOf === undefined && names.includes(s.name)).map((s) => s.name),
       runConfig: {
         embedder: embedder.id,
         precision,
@@ -243,12 +329,12 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       },
     });
   try {
-    const results = await runOn(perConversation, [...systems, ...candidates]);
+    const results = await runOn(benchmark, [...systems, ...candidates]);
     progress.finish();
     const sections: string[] = [];
     if (flags.pooled) {
       // PRISM only: the pooled memory is PRISM's question (the baselines have no memory to pool).
-      const pooled = await runOn([pooledSample(perConversation)], systems.filter((s) => !s.baseline), true);
+      const pooled = await runOn(locomoBenchmark([pooledSample(locomoSamples)]), systems.filter((s) => !s.baseline), true);
       progress.finish();
       await writeEvalOutputs(join(out, 'pooled'), pooled);
       sections.push(renderPooled(comparePooled(results, pooled), pooled));
@@ -256,11 +342,11 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       printSummary(pooled);
     }
     // The system check on hand-written implicit-recall cases, over the same systems and memories.
-    const cases = IMPLICIT_RECALL_CASES.filter((c) => perConversation.some((s) => s.conversation.id === c.conversation));
-    const implicit = cases.length > 0 ? await runOn(implicitRecallSamples(perConversation, cases), [...systems, ...candidates]) : null;
+    const cases = IMPLICIT_RECALL_CASES.filter((c) => locomoSamples.some((s) => s.conversation.id === c.conversation));
+    const implicit = cases.length > 0 ? await runOn(locomoBenchmark(implicitRecallSamples(locomoSamples, cases)), [...systems, ...candidates]) : null;
     progress.finish();
     if (flags.loco) {
-      const slice = (name: string, run: LocomoEvalResults) => ({ name, outcomes: Object.fromEntries(candidates.map((c) => [c.name, run.outcomes[c.name] ?? []])) });
+      const slice = (name: string, run: EvalResults) => ({ name, outcomes: Object.fromEntries(candidates.map((c) => [c.name, run.outcomes[c.name] ?? []])) });
       // The implicit-recall cases guard the choice: the chosen weights must not recall less there than the strongest baseline.
       const reference = implicit ? strongestBaseline(implicit, systems) : undefined;
       const guard = implicit && reference ? [{ ...slice('implicit recall', implicit), floor: { name: reference, outcomes: implicit.outcomes[reference] ?? [] } }] : [];
@@ -293,7 +379,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
 }
 
 /** The baseline with the highest mean ER over the run's budgets, if the run has one. */
-function strongestBaseline(results: LocomoEvalResults, systems: readonly EvalSystem[]): string | undefined {
+function strongestBaseline(results: EvalResults, systems: readonly EvalSystem[]): string | undefined {
   const meanEr = (name: string) => results.budgets.reduce((sum, b) => sum + (results.systems[name]?.erAtBudget[String(b)] ?? 0), 0);
   return systems
     .filter((system) => system.baseline)
@@ -301,27 +387,28 @@ function strongestBaseline(results: LocomoEvalResults, systems: readonly EvalSys
     .reduce<string | undefined>((best, name) => (best === undefined || meanEr(name) > meanEr(best) ? name : best), undefined);
 }
 
-function printSummary(results: LocomoEvalResults): void {
+function printSummary(results: EvalResults): void {
   for (const [name, system] of Object.entries(results.systems)) {
     const ers = results.budgets.map((b) => `${b}:${system.erAtBudget[String(b)]?.toFixed(3) ?? '–'}`).join(' ');
-    console.log(`${name.padEnd(22)} ER ${ers}`);
+    const sessions = system.sessions.n > 0 ? ` · sessions R@5 ${system.sessions.recallAny['5']?.toFixed(3)} R@10 ${system.sessions.recallAny['10']?.toFixed(3)}` : '';
+    console.log(`${name.padEnd(22)} ER ${ers}${sessions}`);
   }
 }
 
 /**
- * Holds the PRISM memory of one build for the conversation being evaluated. The runner goes
- * conversation by conversation, so the memory is shared by every PRISM variant of that build and
- * closed when the next conversation's opens.
+ * Holds the PRISM memory of one build for the sample being evaluated. The runner goes sample by
+ * sample, so the memory is shared by every PRISM variant of that build and closed when the next
+ * sample's opens.
  */
 class MemoryShelf implements MemorySource {
   private current: { conversationId: string; memory: Promise<Memory> } | null = null;
   constructor(
     readonly key: string,
     private readonly root: string,
-    private readonly openMemory: (sample: LocomoSample, dir: string, prepare: PrepareOptions) => Promise<Memory>,
+    private readonly openMemory: (sample: EvalSample, dir: string, prepare: PrepareOptions) => Promise<Memory>,
   ) {}
 
-  async open(sample: LocomoSample, prepare: PrepareOptions): Promise<Memory> {
+  async open(sample: EvalSample, prepare: PrepareOptions): Promise<Memory> {
     const conversationId = sample.conversation.id;
     if (this.current?.conversationId !== conversationId) {
       await this.close();
@@ -337,9 +424,9 @@ class MemoryShelf implements MemorySource {
   }
 }
 
-/** The harness's progress event as one line: which phase, conversation and system. */
+/** The harness's progress event as one line: which phase, memory and system. */
 function progressText(event: EvalProgress): string {
   return event.phase === 'prepare'
-    ? `ingest ${event.conversationId} (${event.system}) ${event.done}/${event.total} chunks`
+    ? `ingest ${event.conversationId} (${event.system}) ${event.done}/${event.total}`
     : `questions ${event.done}/${event.total} · ${event.system} ${event.conversationId}${event.cached ? ' (cached)' : ''}`;
 }

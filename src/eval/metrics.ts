@@ -1,20 +1,16 @@
-import { CATEGORY_NAMES, type LocomoCategory } from '../ingest/locomo.ts';
-
-/** Categories that are scored; 5 (adversarial) has no evidence to recall and is skipped. */
-export type EvalCategory = Exclude<LocomoCategory, 5>;
-export const EVAL_CATEGORIES: readonly EvalCategory[] = [1, 2, 3, 4];
-export type CategoryName = 'multi-hop' | 'temporal' | 'open-domain' | 'single-hop';
-
-export function categoryName(category: EvalCategory): CategoryName {
-  return CATEGORY_NAMES[category] as CategoryName;
-}
-
-export function isEvalCategory(category: LocomoCategory): category is EvalCategory {
-  return category !== 5;
-}
-
 /** The K of ER@K reported (paper-compatible). */
 export const RECALL_KS = [1, 5, 10] as const;
+
+/** The K of session recall_any@K (LongMemEval's retrieval metric), and of NDCG over sessions. */
+export const SESSION_KS = [5, 10] as const;
+export const NDCG_K = 10;
+
+/**
+ * Share of abstention questions a system's best score leaves below this percentile of its best
+ * scores on the answerable questions: the questions a threshold that gives up 10% of the
+ * answerable ones would flag as having no answer in memory.
+ */
+const LOW_SCORE_PERCENTILE = 10;
 
 /** Anything ranked that names the turns it covers: a ContextUnit, an Episode. */
 export interface CoversTurns {
@@ -31,6 +27,35 @@ export function evidenceRecall(gold: readonly string[], covered: Iterable<string
 /** ER@K: share of the gold turns inside the first `k` ranked items. */
 export function recallAtK(gold: readonly string[], ranked: readonly CoversTurns[], k: number): number | null {
   return evidenceRecall(gold, ranked.slice(0, k).flatMap((item) => item.dialogIds));
+}
+
+/**
+ * Session labels in the order a ranking first reaches them: a session ranks where its
+ * best-ranked item does. Items may cover several turns (an Episode); unknown dialog ids are skipped.
+ */
+export function sessionRanking(ranked: readonly CoversTurns[], sessionOf: ReadonlyMap<string, string>): string[] {
+  const order = new Set<string>();
+  for (const item of ranked) {
+    for (const dialogId of item.dialogIds) {
+      const session = sessionOf.get(dialogId);
+      if (session !== undefined) order.add(session);
+    }
+  }
+  return [...order];
+}
+
+/** recall_any@K: 1 when any gold session is among the first `k` of the ranking, else 0. */
+export function recallAny(gold: readonly string[], ranking: readonly string[], k: number): number {
+  return ranking.slice(0, k).some((session) => gold.includes(session)) ? 1 : 0;
+}
+
+/** NDCG@K with binary relevance: DCG of the gold sessions' ranks over the DCG of the ideal ranking. */
+export function ndcgAtK(gold: readonly string[], ranking: readonly string[], k: number): number {
+  const gain = (rank: number) => 1 / Math.log2(rank + 2);
+  const dcg = ranking.slice(0, k).reduce((sum, session, rank) => sum + (gold.includes(session) ? gain(rank) : 0), 0);
+  let ideal = 0;
+  for (let rank = 0; rank < Math.min(k, new Set(gold).size); rank++) ideal += gain(rank);
+  return ideal === 0 ? 0 : dcg / ideal;
 }
 
 /** Arithmetic mean; null for no values (a metric over nothing is undefined, not zero). */
@@ -59,7 +84,10 @@ export interface QuestionOutcome {
   /** `<conversationId>#<index in the sample's qa list>`: pairs outcomes across systems. */
   key: string;
   conversationId: string;
-  category: EvalCategory;
+  /** The benchmark's category name. */
+  category: string;
+  /** An abstention question (no answer in memory): no recall, reported apart. */
+  abstention: boolean;
   /** No gold turn shares a content word with the question (see `isLexicalGap`). */
   lexicalGap: boolean;
   /** Evidence recall, or null when the question has no resolvable gold turn (excluded from ER). */
@@ -69,6 +97,16 @@ export interface QuestionOutcome {
     /** ER@K over the ranked Episodes (or units) before packing (keys are K). */
     atK: Record<string, number>;
   } | null;
+  /** Session ranking (see `sessionRanking`), or null when the question has no gold sessions. */
+  sessions: {
+    /** recall_any@K, 1 or 0 (keys are K). */
+    recallAny: Record<string, number>;
+    ndcg: number;
+  } | null;
+  /** Whether a turn holding the latest value (`EvalQuestion.latestGold`) is inside the context at each budget, 1 or 0; null for other questions. */
+  latest: Record<string, number> | null;
+  /** Score of the system's best unit (on its own scale), null when it ranked nothing. */
+  topScore: number | null;
   /** Tokens of the packed context at each budget, counted with the fixed tokenizer. */
   contextTokens: Record<string, number>;
   /** Wall time of the system's retrieval for this question (its largest-budget call, if budget-sensitive). */
@@ -100,6 +138,35 @@ export interface CategorySummary {
   n: number;
   /** All questions of the category, scored or not. */
   questions: number;
+  sessions: SessionSummary;
+  latest: LatestSummary;
+}
+
+/** Session ranking figures over the `n` questions with gold sessions (0 with n = 0). */
+export interface SessionSummary {
+  recallAny: Record<string, number>;
+  ndcg: number;
+  n: number;
+}
+
+/** Share of the `n` questions with a latest value whose latest-value turn is in the context, per budget. */
+export interface LatestSummary {
+  atBudget: Record<string, number>;
+  n: number;
+}
+
+/**
+ * Abstention questions: how often the context is empty, and how far the best score tells them
+ * from the answerable ones (null without both kinds).
+ */
+export interface AbstentionSummary {
+  n: number;
+  /** Share with an empty context, per budget. */
+  emptyAtBudget: Record<string, number>;
+  /** Share whose best score is below the answerable questions' 10th percentile (see `LOW_SCORE_PERCENTILE`). */
+  lowScoring: number | null;
+  /** Probability that an answerable question's best score beats an abstention question's (ties half): 0.5 is no signal. */
+  auroc: number | null;
 }
 
 export interface OutcomeSummary {
@@ -116,7 +183,10 @@ export interface OutcomeSummary {
   llmCallsPerQuery: number | null;
   llmTokensPerQuery: number | null;
   latencyMs: { p50: number | null; p95: number | null };
-  perCategory: Record<CategoryName, CategorySummary>;
+  perCategory: Record<string, CategorySummary>;
+  sessions: SessionSummary;
+  latest: LatestSummary;
+  abstention: AbstentionSummary;
   /** The lexical-gap slice: questions whose gold turns share no content word with them. */
   lexicalGap: Pick<CategorySummary, 'erAtBudget' | 'erAtK' | 'n'>;
   questions: number;
@@ -124,22 +194,27 @@ export interface OutcomeSummary {
   questionsWithoutEvidence: number;
 }
 
-/** Averages per-question outcomes into one system's figures. */
-export function summariseOutcomes(outcomes: readonly QuestionOutcome[], budgets: readonly number[]): OutcomeSummary {
+/** Averages per-question outcomes into one system's figures, per category in `categories` too. */
+export function summariseOutcomes(outcomes: readonly QuestionOutcome[], budgets: readonly number[], categories: readonly string[]): OutcomeSummary {
   const largest = Math.max(...budgets);
   const tokensAt = (b: number) => mean(outcomes.map((o) => o.contextTokens[String(b)] ?? 0));
   const latencies = outcomes.map((o) => o.latencyMs);
-  const perCategory = {} as Record<CategoryName, CategorySummary>;
-  for (const category of EVAL_CATEGORIES) {
+  const perCategory: Record<string, CategorySummary> = {};
+  for (const category of categories) {
     const inCategory = outcomes.filter((o) => o.category === category);
-    perCategory[categoryName(category)] = {
+    perCategory[category] = {
       ...recallSummary(inCategory, budgets),
       judge: judgeScore(inCategory),
       questions: inCategory.length,
+      sessions: sessionSummary(inCategory),
+      latest: latestSummary(inCategory, budgets),
     };
   }
   return {
     ...recallSummary(outcomes, budgets),
+    sessions: sessionSummary(outcomes),
+    latest: latestSummary(outcomes, budgets),
+    abstention: abstentionSummary(outcomes, budgets),
     meanContextTokens: tokensAt(largest),
     meanContextTokensAtBudget: Object.fromEntries(budgets.map((b) => [String(b), tokensAt(b)])),
     judge: judgeScore(outcomes),
@@ -165,6 +240,37 @@ export function recallSummary(
     erAtBudget: Object.fromEntries(budgets.map((b) => [String(b), average(scored.map((r) => r.atBudget[String(b)] ?? 0))])),
     erAtK: Object.fromEntries(RECALL_KS.map((k) => [String(k), average(scored.map((r) => r.atK[String(k)] ?? 0))])),
     n: scored.length,
+  };
+}
+
+function sessionSummary(outcomes: readonly QuestionOutcome[]): SessionSummary {
+  const ranked = outcomes.flatMap((o) => (o.sessions ? [o.sessions] : []));
+  return {
+    recallAny: Object.fromEntries(SESSION_KS.map((k) => [String(k), mean(ranked.map((s) => s.recallAny[String(k)] ?? 0)) ?? 0])),
+    ndcg: mean(ranked.map((s) => s.ndcg)) ?? 0,
+    n: ranked.length,
+  };
+}
+
+function latestSummary(outcomes: readonly QuestionOutcome[], budgets: readonly number[]): LatestSummary {
+  const latest = outcomes.flatMap((o) => (o.latest ? [o.latest] : []));
+  return { atBudget: Object.fromEntries(budgets.map((b) => [String(b), mean(latest.map((l) => l[String(b)] ?? 0)) ?? 0])), n: latest.length };
+}
+
+function abstentionSummary(outcomes: readonly QuestionOutcome[], budgets: readonly number[]): AbstentionSummary {
+  const abstaining = outcomes.filter((o) => o.abstention);
+  // Nothing ranked is the lowest score there is.
+  const best = (o: QuestionOutcome) => o.topScore ?? -Infinity;
+  const answerable = outcomes.filter((o) => !o.abstention).map(best);
+  const both = abstaining.length > 0 && answerable.length > 0;
+  const floor = both ? percentile(answerable.filter(Number.isFinite), LOW_SCORE_PERCENTILE) : null;
+  let wins = 0;
+  for (const a of answerable) for (const o of abstaining) wins += a > best(o) ? 1 : a === best(o) ? 0.5 : 0;
+  return {
+    n: abstaining.length,
+    emptyAtBudget: Object.fromEntries(budgets.map((b) => [String(b), mean(abstaining.map((o) => ((o.contextTokens[String(b)] ?? 0) === 0 ? 1 : 0))) ?? 0])),
+    lowScoring: both ? (mean(abstaining.map((o) => (floor !== null && best(o) < floor ? 1 : 0))) ?? 0) : null,
+    auroc: both ? wins / (answerable.length * abstaining.length) : null,
   };
 }
 

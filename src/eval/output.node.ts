@@ -1,12 +1,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { renderFrontier, renderReport } from './report.ts';
-import type { LocomoEvalResults } from './runner.ts';
+import type { EvalResults } from './runner.ts';
 
 /** Writes `results.json`, `report.md` (with `sections` appended) and `frontier.svg` into `dir`; returns their paths. */
 export async function writeEvalOutputs(
   dir: string,
-  results: LocomoEvalResults,
+  results: EvalResults,
   sections: readonly string[] = [],
 ): Promise<{ results: string; report: string; frontier: string }> {
   await mkdir(dir, { recursive: true });

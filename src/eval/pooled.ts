@@ -3,7 +3,7 @@ import type { LocomoSample } from '../ingest/locomo.ts';
 import { normaliseEvidence } from './evidence.ts';
 import { mean } from './metrics.ts';
 import { decimal, signed } from './report.ts';
-import type { LocomoEvalResults } from './runner.ts';
+import type { EvalResults } from './runner.ts';
 import { pairedBootstrapCI, type BootstrapOptions } from './stats.ts';
 
 /** Id of the one conversation the pooled mode evaluates. */
@@ -61,8 +61,8 @@ export interface PooledComparison {
  * keeps the question order), for every system in both runs, at every budget of both.
  */
 export function comparePooled(
-  perConversation: Pick<LocomoEvalResults, 'budgets' | 'outcomes'>,
-  pooled: Pick<LocomoEvalResults, 'budgets' | 'outcomes'>,
+  perConversation: Pick<EvalResults, 'budgets' | 'outcomes'>,
+  pooled: Pick<EvalResults, 'budgets' | 'outcomes'>,
   bootstrap: BootstrapOptions = {},
 ): PooledComparison[] {
   const budgets = pooled.budgets.filter((b) => perConversation.budgets.includes(b));
@@ -89,7 +89,7 @@ export function comparePooled(
 }
 
 /** The pooled block of the report: ER per budget both ways with the paired difference, and pooled latency. */
-export function renderPooled(comparisons: readonly PooledComparison[], pooled: LocomoEvalResults): string {
+export function renderPooled(comparisons: readonly PooledComparison[], pooled: EvalResults): string {
   const lines = [
     '## Pooled memory (all conversations in one memory)',
     '',

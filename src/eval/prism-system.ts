@@ -1,11 +1,11 @@
 import { resolveConfig, type DeepPartial, type IngestConfig, type PrismConfig } from '../config.ts';
 import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { LocomoSample } from '../ingest/locomo.ts';
 import type { LlmModels } from '../llm/client.ts';
 import type { LlmRole } from '../llm/types.ts';
 import type { Memory } from '../memory.ts';
 import type { RetrievalMode } from '../retrieve/types.ts';
+import type { EvalSample } from './benchmark.ts';
 import { shortHash } from './fingerprint.ts';
 import type { LocoCandidate } from './loco.ts';
 import type { EvalSystem, PrepareOptions } from './systems.ts';
@@ -83,15 +83,15 @@ export async function memoryBuildKey(build: MemoryBuild): Promise<string> {
   return `${build.extraction}-${await shortHash(build)}`;
 }
 
-/** Ingested memories of one build, one conversation at a time. */
+/** Ingested memories of one build, one at a time. */
 export interface MemorySource {
   /** The `memoryBuildKey` of the memories it opens. */
   readonly key: string;
   /**
    * The memory holding `sample`'s conversation, ingested (or restored from its checkpoint).
-   * Variants share one memory per conversation, so the source decides when to close it.
+   * Variants share one memory per sample, so the source decides when to close it.
    */
-  open(sample: LocomoSample, options: PrepareOptions): Promise<Memory>;
+  open(sample: EvalSample, options: PrepareOptions): Promise<Memory>;
 }
 
 export interface PrismSystemOptions {

@@ -1,28 +1,32 @@
 import { PrismError } from '../errors.ts';
-import { EVAL_CATEGORIES, RECALL_KS, categoryName, type CategoryName } from './metrics.ts';
-import type { ComparisonKind, JudgeComparison, LocomoEvalResults, PairedComparison } from './runner.ts';
-
-const CATEGORY_COLUMNS: readonly CategoryName[] = EVAL_CATEGORIES.map(categoryName);
+import { NDCG_K, RECALL_KS, SESSION_KS, mean, percentile, type SessionSummary } from './metrics.ts';
+import type { BreakdownComparison, ComparisonKind, JudgeComparison, EvalResults, PairedComparison } from './runner.ts';
 
 const METRIC_DEFINITIONS = [
   '**ER at budget B** (evidence recall): each system\'s ranked units are packed greedily, in rank order, into at most B tokens of the fixed o200k_base tokenizer (the same packer for every system); ER is the share of a question\'s gold evidence turns whose text is inside the packed context, averaged over questions. Systems that return summaries rather than turn text count a turn as covered when its Episode is included.',
   '**ER@K**: the share of a question\'s gold evidence turns inside the top K returned Episodes (or units, for systems that return no Episodes), before any packing — the paper\'s measure.',
+  `**Session recall_any@K** (R@K): 1 when any gold session is among the first K sessions of the ranking, else 0, averaged over the questions with gold sessions (LongMemEval: \`answer_session_ids\`; abstention questions have none). A session ranks where its best-ranked unit does: for the baselines, their best turn; for PRISM, its best turn in the context at the largest budget, then its best Episode of the ranking. **NDCG@${NDCG_K}**: binary-relevance NDCG over that session ranking.`,
+  '**Latest value** (LongMemEval knowledge-update): share of the questions whose turn holding the latest value (the gold turns of the latest-dated gold session) is inside the context at the budget.',
+  '**Abstention questions** (the memory holds no answer) are scored for neither recall: *empty* is the share whose context is empty; *low-scoring* the share whose best unit score is below the 10th percentile of the same system\'s best scores on the answerable questions; *AUROC* the probability that an answerable question\'s best score beats an abstention question\'s (0.5: the score says nothing about whether the answer is there).',
   '**Questions without resolvable evidence** (every evidence id unresolved after normalisation) are excluded from ER and ER@K and counted under dataset statistics; `n` is the number of questions scored. Where n = 0, results.json holds ER 0 and the tables show –.',
   '**Mean context tokens**: tokens of the packed context, averaged over all questions; the summary column is at the largest budget.',
   '**Latency p50/p95**: wall time of one retrieval call per question (linear-interpolated percentiles), excluding packing and answering.',
   '**LLM calls per query**: calls the system itself made while retrieving (answer and judge calls are listed apart).',
   '**Judge score** (LLM mode): CORRECT / (CORRECT + WRONG) of the judge model on answers generated from the context packed at the judge budget; **per-1K** = judge score / (mean context tokens at that budget / 1000).',
-  '**Paired 95% CI**: percentile bootstrap of the per-question difference system − reference, resampling questions (same questions for both systems). References: the best baseline at each budget; for the ablation protocol, `prism` against each of its variants (Δ = what the variant gives up); and any pair asked for with `--compare system:reference`. **McNemar mid-p**: exact binomial test on the discordant judge labels with the mid-p correction.',
+  '**Paired 95% CI**: percentile bootstrap of the per-question difference system − reference, resampling questions (same questions for both systems). References: the best baseline at each budget; for the ablation protocol, `prism` against each of its variants (Δ = what the variant gives up); any pair asked for with `--compare system:reference`; and, per category, every baseline. **McNemar mid-p**: exact binomial test on the discordant judge labels with the mid-p correction.',
+  '**Ingest per memory**: wall time of preparing one memory (PRISM: ingesting it, or restoring it when it was ingested before; baselines: embedding or indexing its turns), over the memories of the run. The dense baselines share turn and query vectors, so the first of them in the run pays for the embedding (its prepare time and latency) and the others reuse it.',
 ];
 
 /** report.md for one evaluation run. */
-export function renderReport(results: LocomoEvalResults): string {
+export function renderReport(results: EvalResults): string {
   const names = Object.keys(results.systems);
   const out: string[] = [];
-  out.push('# LoCoMo evaluation', '');
+  const categories = results.categories;
+  const sessionsRanked = Object.values(results.systems).some((s) => s.sessions.n > 0);
+  out.push(`# ${results.title} evaluation`, '');
   out.push(
-    `Data: \`${results.data ?? '(in memory)'}\` · mode: ${results.mode} · ${results.questions} questions (categories 1–4) · ` +
-      `${results.dataset.conversations} conversations · wall time ${formatDuration(results.timings.wallMs)}`,
+    `Data: \`${results.data ?? '(in memory)'}\` · mode: ${results.mode} · ${results.questions} questions · ` +
+      `${results.dataset.conversations} memories · wall time ${formatDuration(results.timings.wallMs)}`,
     '',
   );
 
@@ -31,12 +35,14 @@ export function renderReport(results: LocomoEvalResults): string {
     'system',
     ...results.budgets.map((b) => `ER@${b} tok`),
     ...RECALL_KS.map((k) => `ER@${k}`),
+    ...(sessionsRanked ? sessionHeads() : []),
     'ctx tokens',
     'judge',
     'per-1K',
     'LLM calls/q',
     'p50 ms',
     'p95 ms',
+    'ingest/memory',
   ];
   out.push(
     ...table(
@@ -48,12 +54,14 @@ export function renderReport(results: LocomoEvalResults): string {
           systemLabel(name, s.baseline),
           ...results.budgets.map((b) => recall(s.erAtBudget[String(b)], s.n)),
           ...RECALL_KS.map((k) => recall(s.erAtK[String(k)], s.n)),
+          ...(sessionsRanked ? sessionCells(s.sessions) : []),
           integer(s.meanContextTokens),
           ratio(s.judge),
           ratio(s.judgePer1k),
           decimal(s.llmCallsPerQuery, 2),
           decimal(s.latencyMs.p50, 1),
           decimal(s.latencyMs.p95, 1),
+          formatDuration(mean(results.timings.systems[name]?.prepareMsByMemory ?? []) ?? 0),
         ];
       }),
     ),
@@ -64,7 +72,7 @@ export function renderReport(results: LocomoEvalResults): string {
     const key = String(budget);
     out.push(`## ER at ${budget} tokens, by category`, '');
     const anySystem = results.systems[names[0] ?? ''];
-    const head = ['system', ...CATEGORY_COLUMNS.map((c) => `${c} (n=${anySystem?.perCategory[c].n ?? 0})`), 'overall', 'mean tokens'];
+    const head = ['system', ...categories.map((c) => `${c} (n=${anySystem?.perCategory[c]?.n ?? 0})`), 'overall', 'mean tokens'];
     out.push(
       ...table(
         head,
@@ -73,7 +81,7 @@ export function renderReport(results: LocomoEvalResults): string {
           if (!s) return [name];
           return [
             systemLabel(name, s.baseline),
-            ...CATEGORY_COLUMNS.map((c) => recall(s.perCategory[c].erAtBudget[key], s.perCategory[c].n)),
+            ...categories.map((c) => recall(s.perCategory[c]?.erAtBudget[key], s.perCategory[c]?.n ?? 0)),
             recall(s.erAtBudget[key], s.n),
             integer(s.meanContextTokensAtBudget[key]),
           ];
@@ -82,6 +90,9 @@ export function renderReport(results: LocomoEvalResults): string {
       '',
     );
   }
+
+  if (sessionsRanked) out.push(...sessionSection(results));
+  out.push(...latestSection(results), ...abstentionSection(results));
 
   const gapSize = results.systems[names[0] ?? '']?.lexicalGap.n ?? 0;
   out.push(
@@ -102,13 +113,13 @@ export function renderReport(results: LocomoEvalResults): string {
     out.push('## Judge score by category', '');
     out.push(
       ...table(
-        ['system', ...CATEGORY_COLUMNS, 'overall', 'per-1K', 'answer+judge calls/q', 'answer+judge tokens/q'],
+        ['system', ...categories, 'overall', 'per-1K', 'answer+judge calls/q', 'answer+judge tokens/q'],
         names.map((name) => {
           const s = results.systems[name];
           if (!s) return [name];
           return [
             systemLabel(name, s.baseline),
-            ...CATEGORY_COLUMNS.map((c) => ratio(s.perCategory[c].judge)),
+            ...categories.map((c) => ratio(s.perCategory[c]?.judge)),
             ratio(s.judge),
             ratio(s.judgePer1k),
             decimal(s.answerLlm?.callsPerQuery ?? null, 2),
@@ -127,6 +138,7 @@ export function renderReport(results: LocomoEvalResults): string {
     out.push('## Paired comparison with the best baseline (judge labels)', '');
     out.push(...judgeComparisonTable(results.judgeComparisons), '');
   }
+  if (results.breakdown.length > 0) out.push(...breakdownSection(results.breakdown));
   if (results.paired.length > 0) {
     out.push('## Paired comparisons: PRISM against its variants, and requested pairs (ER at budget)', '');
     out.push(...erComparisonTable(results.paired), '');
@@ -140,12 +152,12 @@ export function renderReport(results: LocomoEvalResults): string {
     out.push(`## N4 routing: ${name}`, '');
     out.push(
       ...table(
-        ['tier', 'questions', 'share', ...CATEGORY_COLUMNS],
+        ['tier', 'questions', 'share', ...categories],
         Object.entries(breakdown).map(([tier, row]) => [
           tier,
           String(row.total),
           `${(row.share * 100).toFixed(1)}%`,
-          ...CATEGORY_COLUMNS.map((c) => String(row.byCategory[c])),
+          ...categories.map((c) => String(row.byCategory[c] ?? 0)),
         ]),
       ),
       '',
@@ -155,11 +167,13 @@ export function renderReport(results: LocomoEvalResults): string {
   const d = results.dataset;
   out.push('## Dataset', '');
   out.push(
-    `${d.conversations} conversations, ${d.sessions} sessions, ${d.turns} turns. Questions per category: ` +
-      CATEGORY_COLUMNS.map((c) => `${c} ${d.questionsPerCategory[c]}`).join(', ') +
-      `; adversarial (category 5) skipped: ${d.adversarialSkipped}.`,
+    `${d.conversations} memories, ${d.sessions} sessions, ${d.turns} turns. Questions per category: ` +
+      categories.map((c) => `${c} ${d.questionsPerCategory[c] ?? 0}`).join(', ') +
+      (d.abstention > 0 ? `; of them abstention: ${d.abstention}` : '') +
+      (d.skipped ? `; ${d.skipped.reason} skipped: ${d.skipped.count}` : '') +
+      '.',
     '',
-    `Evidence ids after normalisation: ${d.evidenceIds}; unresolved: ${d.unresolvedIds.length}` +
+    `Evidence turns named: ${d.evidenceIds}; unresolved ids: ${d.unresolvedIds.length}` +
       (d.unresolvedIds.length > 0 ? ` (${d.unresolvedIds.map((u) => `\`${u.id}\` in ${u.question}`).join(', ')})` : '') +
       `. Questions without any resolvable evidence (excluded from ER): ${d.questionsWithoutEvidence.length}` +
       (d.questionsWithoutEvidence.length > 0 ? ` (${d.questionsWithoutEvidence.join(', ')})` : '') +
@@ -168,21 +182,26 @@ export function renderReport(results: LocomoEvalResults): string {
   );
 
   out.push('## Run config and timings', '');
-  const config = Object.entries(results.config).map(([key, value]) => `- ${key}: \`${JSON.stringify(value)}\``);
+  // A LongMemEval run lists hundreds of memories: results.json keeps them, the report counts them.
+  const shown = (value: unknown) => (Array.isArray(value) && value.length > 12 ? `${value.length} items: ${JSON.stringify(value.slice(0, 3)).slice(0, -1)}, …]` : JSON.stringify(value));
+  const config = Object.entries(results.config).map(([key, value]) => `- ${key}: \`${shown(value)}\``);
   out.push(...config, '');
   out.push(
     ...table(
-      ['system', 'prepare', 'retrieve', 'answer+judge', 'conversations from cache'],
+      ['system', 'prepare', 'per memory: mean', 'p50', 'p95', 'retrieve', 'answer+judge', 'memories from cache'],
       Object.entries(results.timings.systems).map(([name, t]) => [
         name,
         formatDuration(t.prepareMs),
+        formatDuration(mean(t.prepareMsByMemory) ?? 0),
+        formatDuration(percentile(t.prepareMsByMemory, 50) ?? 0),
+        formatDuration(percentile(t.prepareMsByMemory, 95) ?? 0),
         formatDuration(t.retrieveMs),
         formatDuration(t.judgeMs),
         String(t.cachedConversations),
       ]),
     ),
     '',
-    'Timings of conversations restored from the cache are those of the run that computed them.',
+    'Timings of memories restored from the cache are those of the run that computed them.',
     '',
   );
 
@@ -216,7 +235,7 @@ export async function loadVega(): Promise<[typeof import('vega-lite'), typeof im
  * budgets. vega-lite compiles the chart and vega renders it headless (no canvas needed); both
  * load on demand so the rest of the harness does not pull them in.
  */
-export async function renderFrontier(results: LocomoEvalResults): Promise<string> {
+export async function renderFrontier(results: EvalResults): Promise<string> {
   const [vegaLite, vega] = await loadVega();
   const points: FrontierPoint[] = Object.entries(results.systems).flatMap(([system, s]) =>
     results.budgets.flatMap((budget) => {
@@ -227,7 +246,7 @@ export async function renderFrontier(results: LocomoEvalResults): Promise<string
   );
   const spec = vegaLite.compile({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: 'Evidence recall against context size (LoCoMo)',
+    title: `Evidence recall against context size (${results.title})`,
     width: 560,
     height: 360,
     data: { values: points },
@@ -248,6 +267,92 @@ export async function renderFrontier(results: LocomoEvalResults): Promise<string
   } finally {
     view.finalize();
   }
+}
+
+function sessionHeads(): string[] {
+  return [...SESSION_KS.map((k) => `sess R@${k}`), `sess NDCG@${NDCG_K}`];
+}
+
+function sessionCells(s: SessionSummary): string[] {
+  return [...SESSION_KS.map((k) => recall(s.recallAny[String(k)], s.n)), recall(s.ndcg, s.n)];
+}
+
+/** Session recall_any@K and NDCG by category, one row per system and category. */
+function sessionSection(results: EvalResults): string[] {
+  return [
+    '## Session ranking by category',
+    '',
+    ...table(
+      ['system', 'category', 'n', ...sessionHeads()],
+      Object.entries(results.systems).flatMap(([name, s]) => [
+        ...results.categories.flatMap((c) => {
+          const summary = s.perCategory[c];
+          return summary ? [[systemLabel(name, s.baseline), c, String(summary.sessions.n), ...sessionCells(summary.sessions)]] : [];
+        }),
+        [systemLabel(name, s.baseline), 'all', String(s.sessions.n), ...sessionCells(s.sessions)],
+      ]),
+    ),
+    '',
+  ];
+}
+
+/** The latest-value share per budget, when the benchmark has such questions. */
+function latestSection(results: EvalResults): string[] {
+  const n = Object.values(results.systems)[0]?.latest.n ?? 0;
+  if (n === 0) return [];
+  return [
+    `## Latest value in the context (n=${n})`,
+    '',
+    ...table(
+      ['system', ...results.budgets.map((b) => `@${b}`)],
+      Object.entries(results.systems).map(([name, s]) => [systemLabel(name, s.baseline), ...results.budgets.map((b) => ratio(s.latest.atBudget[String(b)]))]),
+    ),
+    '',
+  ];
+}
+
+/** What each system does on the abstention questions, when the benchmark has them. */
+function abstentionSection(results: EvalResults): string[] {
+  const n = Object.values(results.systems)[0]?.abstention.n ?? 0;
+  if (n === 0) return [];
+  return [
+    `## Abstention questions (n=${n}): the memory holds no answer`,
+    '',
+    ...table(
+      ['system', ...results.budgets.map((b) => `empty @${b}`), 'low-scoring', 'AUROC'],
+      Object.entries(results.systems).map(([name, s]) => [
+        systemLabel(name, s.baseline),
+        ...results.budgets.map((b) => ratio(s.abstention.emptyAtBudget[String(b)])),
+        ratio(s.abstention.lowScoring),
+        ratio(s.abstention.auroc),
+      ]),
+    ),
+    '',
+  ];
+}
+
+/** Per-category paired differences against every baseline: one row per (system, baseline, category), one column per metric. */
+function breakdownSection(comparisons: readonly BreakdownComparison[]): string[] {
+  const metrics = [...new Set(comparisons.map((c) => c.metric))];
+  const rows = new Map<string, { head: string[]; cells: Map<string, BreakdownComparison> }>();
+  for (const c of comparisons) {
+    const key = `${c.system}\u0000${c.reference}\u0000${c.category ?? ''}`;
+    let row = rows.get(key);
+    if (!row) rows.set(key, (row = { head: [c.system, c.reference, c.category ?? 'all'], cells: new Map() }));
+    row.cells.set(c.metric, c);
+  }
+  const cell = (c: BreakdownComparison | undefined) => (c ? `${signed(c.diff)} [${signed(c.low)}, ${signed(c.high)}] (n=${c.n})` : '–');
+  return [
+    '## Paired comparison with every baseline, by category',
+    '',
+    'Δ = system − baseline, paired by question, with its bootstrap 95% CI and the questions compared (ER: those with gold turns; session metrics: those with gold sessions).',
+    '',
+    ...table(
+      ['system', 'baseline', 'category', ...metrics],
+      [...rows.values()].map((row) => [...row.head, ...metrics.map((m) => cell(row.cells.get(m)))]),
+    ),
+    '',
+  ];
 }
 
 const KIND_LABELS: Record<ComparisonKind, string> = { 'best-baseline': 'best baseline', variant: 'variant', requested: 'requested' };

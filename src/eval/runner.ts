@@ -1,36 +1,34 @@
 import { DEFAULT_CONFIG } from '../config.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
-import type { LocomoSample } from '../ingest/locomo.ts';
 import { packContext, type PackedContext } from '../retrieve/pack.ts';
 import { loadTokenCounter } from '../util/tokens.ts';
 import { sha256Hex } from '../util/hash.ts';
-import { createEvidenceResolver } from './evidence.ts';
+import { sessionOfTurn, type Benchmark, type BenchmarkName, type DatasetStats, type EvalQuestion, type EvalSample } from './benchmark.ts';
 import { shortHash } from './fingerprint.ts';
 import { answerAndJudge, type JudgeConfig } from './judge.ts';
 import {
-  EVAL_CATEGORIES,
+  NDCG_K,
   RECALL_KS,
-  categoryName,
+  SESSION_KS,
   evidenceRecall,
-  isEvalCategory,
+  ndcgAtK,
+  recallAny,
   recallAtK,
+  sessionRanking,
   summariseOutcomes,
-  type CategoryName,
-  type EvalCategory,
   type JudgedAnswer,
   type OutcomeSummary,
   type QuestionOutcome,
 } from './metrics.ts';
-import { isLexicalGap } from './slices.ts';
 import { BOOTSTRAP_RESAMPLES, mcNemarMidP, pairedBootstrapCI, type BootstrapOptions } from './stats.ts';
 import type { EvalSystem, RetrievalResult } from './systems.ts';
 
 export const DEFAULT_BUDGETS: readonly number[] = [256, 512, 1024, 2048, 4096];
 
 /** Bump when the meaning of a stored outcome changes, so old partial results are not reused. */
-const OUTCOME_FORMAT = 2;
+const OUTCOME_FORMAT = 3;
 
-/** Key-value persistence of finished (system, conversation) work; values are JSON text. */
+/** Key-value persistence of finished (system, memory) work; values are JSON text. */
 export interface EvalCache {
   get(key: string): Promise<string | undefined>;
   set(key: string, value: string): Promise<void>;
@@ -42,18 +40,17 @@ export type EvalProgress =
   /** Questions answered so far over the whole run (all systems); `cached` when restored, not run. */
   | { phase: 'questions'; system: string; conversationId: string; done: number; total: number; cached: boolean };
 
-export interface LocomoEvalOptions {
-  samples: readonly LocomoSample[];
+export interface EvalOptions {
+  /** The questions and their memories (see `locomoBenchmark`, `longMemEvalBenchmark`). */
+  benchmark: Benchmark;
   systems: readonly EvalSystem[];
   /** Path of the data file, echoed into the results. */
   dataPath?: string;
   /** Context budgets in tokens; default 256, 512, 1024, 2048, 4096. */
   budgets?: readonly number[];
-  /** Conversation (sample) ids to evaluate; all when absent. */
-  conversations?: readonly string[];
   /** LLM mode: answer + judge each question. Zero-LLM mode when absent. */
   judge?: JudgeConfig;
-  /** Where finished (system, conversation) outcomes are kept, so an interrupted run resumes. */
+  /** Where finished (system, memory) outcomes are kept, so an interrupted run resumes. */
   cache?: EvalCache;
   onProgress?: (event: EvalProgress) => void;
   signal?: AbortSignal;
@@ -67,6 +64,11 @@ export interface LocomoEvalOptions {
    * variant's parent against the variant); both names must be among `systems`.
    */
   compare?: readonly SystemPair[];
+  /**
+   * Systems compared with every baseline of the run per category and overall, on ER at every
+   * budget and on the session ranking, paired by question (`breakdown` in the results).
+   */
+  compareByCategory?: readonly string[];
 }
 
 export interface SystemPair {
@@ -108,6 +110,19 @@ export interface PairedComparison {
   high: number;
 }
 
+/** One system against one baseline on one metric, over one category's questions (all: null), paired by question. */
+export interface BreakdownComparison {
+  system: string;
+  reference: string;
+  category: string | null;
+  /** `ER@<budget>`, `R@<K>` (session recall_any) or `NDCG@<K>`. */
+  metric: string;
+  n: number;
+  diff: number;
+  low: number;
+  high: number;
+}
+
 export interface JudgeComparison {
   system: string;
   reference: string;
@@ -122,34 +137,27 @@ export interface JudgeComparison {
   midP: number;
 }
 
-export interface DatasetStats {
-  conversations: number;
-  sessions: number;
-  turns: number;
-  /** Evaluated questions per category (category 5 is skipped and counted apart). */
-  questionsPerCategory: Record<CategoryName, number>;
-  adversarialSkipped: number;
-  evidenceIds: number;
-  /** Evidence ids (after normalisation) naming no turn of their conversation. */
-  unresolvedIds: { question: string; id: string }[];
-  /** Questions excluded from ER because none of their evidence resolves. */
-  questionsWithoutEvidence: string[];
-}
-
 /** N4 routing: how many questions each tier decided, by category. */
-export type RoutingBreakdown = Record<string, { total: number; share: number; byCategory: Record<CategoryName, number> }>;
+export type RoutingBreakdown = Record<string, { total: number; share: number; byCategory: Record<string, number> }>;
 
 export interface SystemTimings {
   prepareMs: number;
+  /** Preparing (ingesting, or restoring) each memory, in run order. */
+  prepareMsByMemory: number[];
   retrieveMs: number;
   judgeMs: number;
-  /** Conversations restored from the cache (their timings are those of the run that computed them). */
+  /** Memories restored from the cache (their timings are those of the run that computed them). */
   cachedConversations: number;
 }
 
-export interface LocomoEvalResults {
+export interface EvalResults {
+  benchmark: BenchmarkName;
+  /** The benchmark's name in reports. */
+  title: string;
+  /** The benchmark's categories, in report order. */
+  categories: string[];
   data: string | null;
-  /** Evaluated questions (categories 1–4) per system. */
+  /** Evaluated questions per system (abstention questions included). */
   questions: number;
   mode: 'zero-llm' | 'llm';
   systems: Record<string, SystemResult>;
@@ -159,6 +167,8 @@ export interface LocomoEvalResults {
   comparisons: PairedComparison[];
   /** Judge labels against the best baseline by judge score; empty in zero-LLM mode. */
   judgeComparisons: JudgeComparison[];
+  /** The `compareByCategory` systems against every baseline, per category and overall. */
+  breakdown: BreakdownComparison[];
   /** Each variant's parent against the variant (the ablation protocol), then the requested pairs; one entry per budget. */
   paired: PairedComparison[];
   /** Judge labels of the same pairs; empty in zero-LLM mode. */
@@ -180,7 +190,8 @@ export interface LocomoEvalResults {
   };
 }
 
-interface StoredConversation {
+/** What one system did on one memory, as cached. */
+interface StoredSample {
   format: number;
   outcomes: QuestionOutcome[];
   prepareMs: number;
@@ -196,23 +207,13 @@ interface RunSettings {
   models: JudgeConfig['models'] | null;
 }
 
-/** One evaluated question with its gold turns resolved. */
-interface EvalQuestion {
-  key: string;
-  question: string;
-  answer: string;
-  category: EvalCategory;
-  gold: string[];
-  lexicalGap: boolean;
-}
-
 /**
- * Runs every system over every selected conversation: prepare once per conversation, retrieve
- * once per question, pack the ranking at every budget with the shared packer, score evidence
- * recall (and, in LLM mode, answer + judge). Finished (system, conversation) pairs are stored in
- * `cache` and skipped on a re-run.
+ * Runs every system over every memory of the benchmark: prepare once per memory, retrieve once
+ * per question (at the time it is asked), pack the ranking at every budget with the shared
+ * packer, score evidence recall and the session ranking (and, in LLM mode, answer + judge).
+ * Finished (system, memory) pairs are stored in `cache` and skipped on a re-run.
  */
-export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoEvalResults> {
+export async function runEval(options: EvalOptions): Promise<EvalResults> {
   const started = performance.now();
   const budgets = [...new Set(options.budgets ?? DEFAULT_BUDGETS)].sort((a, b) => a - b);
   if (budgets.length === 0 || budgets.some((b) => !Number.isInteger(b) || b <= 0)) {
@@ -221,7 +222,10 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
   if (options.systems.length === 0) throw new PrismError('INVALID_INPUT', 'no systems to evaluate');
   const names = options.systems.map((s) => s.name);
   if (new Set(names).size !== names.length) throw new PrismError('INVALID_INPUT', `duplicate system names: ${names.join(', ')}`);
-  const samples = selectSamples(options.samples, options.conversations);
+  const { benchmark } = options;
+  const byCategory = options.compareByCategory ?? [];
+  const unknown = byCategory.filter((name) => !names.includes(name));
+  if (unknown.length > 0) throw new PrismError('INVALID_INPUT', `cannot compare systems not in the run: ${unknown.join(', ')}`);
   // Every system's context is packed by o200k counts, baselines included.
   await loadTokenCounter();
   const judgeBudget = options.judge ? (options.judge.budget ?? (budgets.includes(2048) ? 2048 : (budgets.at(-1) as number))) : null;
@@ -233,25 +237,23 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
   const version = options.version ?? null;
   const runSettings: RunSettings = { version, budgets, judgeBudget, models: options.judge?.models ?? null };
 
-  const { questions, dataset } = resolveQuestions(samples);
-  const totalQuestions = [...questions.values()].reduce((n, qs) => n + qs.length, 0);
+  const totalQuestions = benchmark.samples.reduce((n, s) => n + s.questions.length, 0);
   const outcomes = new Map<string, QuestionOutcome[]>(names.map((n) => [n, []]));
   const timings = new Map<string, SystemTimings>(
-    names.map((n) => [n, { prepareMs: 0, retrieveMs: 0, judgeMs: 0, cachedConversations: 0 }]),
+    names.map((n) => [n, { prepareMs: 0, prepareMsByMemory: [], retrieveMs: 0, judgeMs: 0, cachedConversations: 0 }]),
   );
   let done = 0;
   try {
-    for (const sample of samples) {
+    for (const sample of benchmark.samples) {
       const conversationId = sample.conversation.id;
-      const sampleQuestions = questions.get(conversationId) ?? [];
       const contentHash = await sha256Hex(JSON.stringify(sample));
       for (const system of options.systems) {
         throwIfAborted(options.signal);
-        const key = await cacheKey(system, conversationId, contentHash, runSettings);
+        const key = await cacheKey(benchmark.name, system, conversationId, contentHash, runSettings);
         const cached = await loadStored(options.cache, key);
         const stored =
           cached ??
-          (await evaluateConversation(system, sample, sampleQuestions, budgets, judgeBudget, options, (answered) =>
+          (await evaluateSample(system, sample, budgets, judgeBudget, options, (answered) =>
             options.onProgress?.({
               phase: 'questions',
               system: system.name,
@@ -277,20 +279,21 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
         outcomes.get(system.name)?.push(...stored.outcomes);
         const t = timings.get(system.name) as SystemTimings;
         t.prepareMs += stored.prepareMs;
+        t.prepareMsByMemory.push(stored.prepareMs);
         t.retrieveMs += stored.retrieveMs;
         t.judgeMs += stored.judgeMs;
         if (cached) t.cachedConversations++;
       }
     }
   } finally {
-    // Conversations are the outer loop (PRISM variants share each conversation's memory), so a
-    // system is done only once the last conversation is.
+    // Memories are the outer loop (PRISM variants share each memory), so a system is done only
+    // once the last memory is.
     for (const system of options.systems) await system.dispose?.();
   }
 
   const systems: Record<string, SystemResult> = {};
   for (const system of options.systems) {
-    const summary = summariseOutcomes(outcomes.get(system.name) ?? [], budgets);
+    const summary = summariseOutcomes(outcomes.get(system.name) ?? [], budgets, benchmark.categories);
     const judged = (outcomes.get(system.name) ?? []).flatMap((o) => (o.judge ? [o.judge] : []));
     const tokensAtJudge = judgeBudget === null ? null : summary.meanContextTokensAtBudget[String(judgeBudget)];
     systems[system.name] = {
@@ -308,24 +311,31 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
     };
   }
 
+  const baselines = options.systems.filter((s) => s.baseline).map((s) => s.name);
   return {
+    benchmark: benchmark.name,
+    title: benchmark.title,
+    categories: [...benchmark.categories],
     data: options.dataPath ?? null,
     questions: totalQuestions,
     mode: options.judge ? 'llm' : 'zero-llm',
     systems,
     budgets,
-    dataset,
+    dataset: benchmark.dataset,
     comparisons: compareWithBestBaseline(options.systems, systems, outcomes, budgets, bootstrap),
     judgeComparisons: compareJudgeWithBestBaseline(options.systems, systems, outcomes, bootstrap),
+    breakdown: byCategory.flatMap((system) =>
+      baselines.filter((reference) => reference !== system).flatMap((reference) => compareBreakdown(system, reference, outcomes, budgets, benchmark.categories, bootstrap)),
+    ),
     paired: pairs.flatMap((pair) => budgets.flatMap((budget) => compareEr(pair, outcomes, budget, bootstrap) ?? [])),
     pairedJudge: pairs.flatMap((pair) => compareJudge(pair, outcomes, bootstrap) ?? []),
-    routing: routingBreakdowns(outcomes),
+    routing: routingBreakdowns(outcomes, benchmark.categories),
     outcomes: Object.fromEntries(outcomes),
     timings: { wallMs: performance.now() - started, systems: Object.fromEntries(timings) },
     config: {
       ...options.runConfig,
       budgets,
-      conversations: samples.map((s) => s.conversation.id),
+      conversations: benchmark.samples.map((s) => s.conversation.id),
       judgeBudget,
       judgeModels: options.judge?.models ?? null,
       bootstrap,
@@ -335,70 +345,20 @@ export async function runLocomoEval(options: LocomoEvalOptions): Promise<LocomoE
   };
 }
 
-function selectSamples(samples: readonly LocomoSample[], ids: readonly string[] | undefined): LocomoSample[] {
-  if (!ids || ids.length === 0) return [...samples];
-  const known = new Set(samples.map((s) => s.conversation.id));
-  const missing = ids.filter((id) => !known.has(id));
-  if (missing.length > 0) {
-    throw new PrismError('INVALID_INPUT', `unknown conversations: ${missing.join(', ')} (known: ${[...known].join(', ')})`);
-  }
-  const wanted = new Set(ids);
-  return samples.filter((s) => wanted.has(s.conversation.id));
-}
-
-function resolveQuestions(samples: readonly LocomoSample[]): { questions: Map<string, EvalQuestion[]>; dataset: DatasetStats } {
-  const questions = new Map<string, EvalQuestion[]>();
-  const dataset: DatasetStats = {
-    conversations: samples.length,
-    sessions: 0,
-    turns: 0,
-    questionsPerCategory: Object.fromEntries(EVAL_CATEGORIES.map((c) => [categoryName(c), 0])) as Record<CategoryName, number>,
-    adversarialSkipped: 0,
-    evidenceIds: 0,
-    unresolvedIds: [],
-    questionsWithoutEvidence: [],
-  };
-  for (const sample of samples) {
-    const { conversation } = sample;
-    dataset.sessions += conversation.sessions.length;
-    dataset.turns += conversation.sessions.reduce((n, s) => n + s.turns.length, 0);
-    const resolver = createEvidenceResolver(conversation);
-    const turnTexts = new Map(conversation.sessions.flatMap((session) => session.turns.map((turn) => [turn.dialogId, turn.text] as const)));
-    const list: EvalQuestion[] = [];
-    sample.questions.forEach((q, index) => {
-      const { category } = q;
-      if (!isEvalCategory(category)) {
-        dataset.adversarialSkipped++;
-        return;
-      }
-      const key = `${conversation.id}#${index}`;
-      const { turns, unresolved } = resolver.resolve(q.evidence);
-      dataset.questionsPerCategory[categoryName(category)]++;
-      dataset.evidenceIds += turns.length + unresolved.length;
-      dataset.unresolvedIds.push(...unresolved.map((id) => ({ question: key, id })));
-      if (turns.length === 0) dataset.questionsWithoutEvidence.push(key);
-      const lexicalGap = isLexicalGap(q.question, turns.map((id) => turnTexts.get(id) ?? ''));
-      list.push({ key, question: q.question, answer: q.answer, category, gold: turns, lexicalGap });
-    });
-    questions.set(conversation.id, list);
-  }
-  return { questions, dataset };
-}
-
 /**
  * The fingerprint carries what the system's behaviour depends on (for PRISM: resolved config,
  * extraction, memory build); the run settings add what every system shares.
  */
-async function cacheKey(system: EvalSystem, conversationId: string, contentHash: string, runSettings: RunSettings): Promise<string> {
+async function cacheKey(benchmark: BenchmarkName, system: EvalSystem, conversationId: string, contentHash: string, runSettings: RunSettings): Promise<string> {
   const hash = await shortHash({ OUTCOME_FORMAT, fingerprint: system.fingerprint, contentHash, ...runSettings });
-  return `locomo/${system.name}/${conversationId}/${hash}`;
+  return `${benchmark}/${system.name}/${conversationId}/${hash}`;
 }
 
-async function loadStored(cache: EvalCache | undefined, key: string): Promise<StoredConversation | null> {
+async function loadStored(cache: EvalCache | undefined, key: string): Promise<StoredSample | null> {
   const text = await cache?.get(key);
   if (text === undefined) return null;
   try {
-    const stored = JSON.parse(text) as StoredConversation;
+    const stored = JSON.parse(text) as StoredSample;
     return stored.format === OUTCOME_FORMAT && Array.isArray(stored.outcomes) ? stored : null;
   } catch {
     // A torn or foreign entry is simply recomputed.
@@ -406,15 +366,14 @@ async function loadStored(cache: EvalCache | undefined, key: string): Promise<St
   }
 }
 
-async function evaluateConversation(
+async function evaluateSample(
   system: EvalSystem,
-  sample: LocomoSample,
-  questions: readonly EvalQuestion[],
+  sample: EvalSample,
   budgets: readonly number[],
   judgeBudget: number | null,
-  options: LocomoEvalOptions,
+  options: EvalOptions,
   onAnswered: (answered: number) => void,
-): Promise<StoredConversation> {
+): Promise<StoredSample> {
   const { signal } = options;
   const conversationId = sample.conversation.id;
   const prepareStart = performance.now();
@@ -422,29 +381,22 @@ async function evaluateConversation(
     signal,
     onProgress: (done, total) => options.onProgress?.({ phase: 'prepare', system: system.name, conversationId, done, total }),
   });
-  const stored: StoredConversation = { format: OUTCOME_FORMAT, outcomes: [], prepareMs: performance.now() - prepareStart, retrieveMs: 0, judgeMs: 0 };
+  const stored: StoredSample = { format: OUTCOME_FORMAT, outcomes: [], prepareMs: performance.now() - prepareStart, retrieveMs: 0, judgeMs: 0 };
   const largest = budgets.at(-1) as number;
-  for (const q of questions) {
+  const sessionOf = sessionOfTurn(sample);
+  for (const q of sample.questions) {
     throwIfAborted(signal);
     // One ranking packed at every budget, unless the system ranks differently per budget.
     const retrievals = new Map<number, { result: RetrievalResult; ms: number }>();
     for (const budget of system.budgetSensitive ? budgets : [largest]) {
       const t0 = performance.now();
-      const result = await system.retrieve(q.question, { budget, signal });
+      const result = await system.retrieve(q.question, { budget, askedAt: q.askedAt, signal });
       retrievals.set(budget, { result, ms: performance.now() - t0 });
     }
     const main = retrievals.get(largest) as { result: RetrievalResult; ms: number };
     const packed = new Map<number, PackedContext>(
       budgets.map((b) => [b, packContext((retrievals.get(b) ?? main).result.units, b)]),
     );
-    const recallRanking = main.result.episodes ?? main.result.units;
-    const recall =
-      q.gold.length === 0
-        ? null
-        : {
-            atBudget: Object.fromEntries(budgets.map((b) => [String(b), evidenceRecall(q.gold, packed.get(b)?.dialogIds ?? []) ?? 0])),
-            atK: Object.fromEntries(RECALL_KS.map((k) => [String(k), recallAtK(q.gold, recallRanking, k) ?? 0])),
-          };
     let judge: JudgedAnswer | null = null;
     if (options.judge && judgeBudget !== null) {
       const t0 = performance.now();
@@ -457,11 +409,12 @@ async function evaluateConversation(
     }
     stored.retrieveMs += [...retrievals.values()].reduce((s, r) => s + r.ms, 0);
     stored.outcomes.push({
+      ...scoreRetrieval(q, main.result, packed, sessionOf),
       key: q.key,
       conversationId,
       category: q.category,
+      abstention: q.abstention,
       lexicalGap: q.lexicalGap,
-      recall,
       contextTokens: Object.fromEntries(budgets.map((b) => [String(b), packed.get(b)?.tokens ?? 0])),
       latencyMs: main.ms,
       llmCalls: main.result.llmCalls,
@@ -472,6 +425,43 @@ async function evaluateConversation(
     onAnswered(stored.outcomes.length);
   }
   return stored;
+}
+
+/**
+ * What a question's retrieval found: evidence recall of the context at each budget and of the
+ * top-K ranked Episodes (or units); the session ranking, where a session ranks as its
+ * best-ranked unit does and, past the units in the largest context, its best-ranked Episode; a
+ * latest-value turn in the context; the best unit's score.
+ */
+function scoreRetrieval(
+  q: EvalQuestion,
+  main: RetrievalResult,
+  packed: ReadonlyMap<number, PackedContext>,
+  sessionOf: ReadonlyMap<string, string>,
+): Pick<QuestionOutcome, 'recall' | 'sessions' | 'latest' | 'topScore'> {
+  const atBudget = (score: (dialogIds: readonly string[]) => number) =>
+    Object.fromEntries([...packed].map(([budget, context]) => [String(budget), score(context.dialogIds)]));
+  const recallRanking = main.episodes ?? main.units;
+  const ranking = q.goldSessions === null ? null : sessionRanking([...main.units, ...(main.episodes ?? [])], sessionOf);
+  const latest = q.latestGold;
+  return {
+    recall:
+      q.gold.length === 0
+        ? null
+        : {
+            atBudget: atBudget((dialogIds) => evidenceRecall(q.gold, dialogIds) ?? 0),
+            atK: Object.fromEntries(RECALL_KS.map((k) => [String(k), recallAtK(q.gold, recallRanking, k) ?? 0])),
+          },
+    sessions:
+      q.goldSessions === null || ranking === null
+        ? null
+        : {
+            recallAny: Object.fromEntries(SESSION_KS.map((k) => [String(k), recallAny(q.goldSessions as string[], ranking, k)])),
+            ndcg: ndcgAtK(q.goldSessions, ranking, NDCG_K),
+          },
+    latest: latest === null || latest.length === 0 ? null : atBudget((dialogIds) => (latest.some((id) => dialogIds.includes(id)) ? 1 : 0)),
+    topScore: main.units.reduce<number | null>((best, unit) => (best === null || unit.score > best ? unit.score : best), null),
+  };
 }
 
 /** Per-question values of two systems on the questions both have, aligned by key. */
@@ -545,6 +535,35 @@ function compareJudge(pair: ComparedPair, outcomes: Map<string, QuestionOutcome[
   return { ...pair, n: ci.n, diff: ci.estimate, low: ci.low, high: ci.high, systemOnly: test.aOnly, referenceOnly: test.bOnly, midP: test.midP };
 }
 
+/**
+ * `system` against `reference` over every category's questions and over all of them, on ER at
+ * each budget and on the session ranking (recall_any@K, NDCG); metrics no shared question has
+ * are left out.
+ */
+function compareBreakdown(
+  system: string,
+  reference: string,
+  outcomes: Map<string, QuestionOutcome[]>,
+  budgets: readonly number[],
+  categories: readonly string[],
+  bootstrap: BootstrapOptions,
+): BreakdownComparison[] {
+  const metrics: Array<[string, (o: QuestionOutcome) => number | null]> = [
+    ...budgets.map((b): [string, (o: QuestionOutcome) => number | null] => [`ER@${b}`, (o) => o.recall?.atBudget[String(b)] ?? null]),
+    ...SESSION_KS.map((k): [string, (o: QuestionOutcome) => number | null] => [`R@${k}`, (o) => o.sessions?.recallAny[String(k)] ?? null]),
+    [`NDCG@${NDCG_K}`, (o) => o.sessions?.ndcg ?? null],
+  ];
+  return [null, ...categories].flatMap((category) =>
+    metrics.flatMap(([metric, value]) => {
+      const inCategory = (o: QuestionOutcome) => (category === null || o.category === category ? value(o) : null);
+      const values = aligned(outcomes.get(system) ?? [], outcomes.get(reference) ?? [], inCategory);
+      if (values.a.length === 0) return [];
+      const ci = pairedBootstrapCI(values.a, values.b, bootstrap);
+      return [{ system, reference, category, metric, n: ci.n, diff: ci.estimate, low: ci.low, high: ci.high }];
+    }),
+  );
+}
+
 function compareWithBestBaseline(
   systems: readonly EvalSystem[],
   results: Record<string, SystemResult>,
@@ -575,7 +594,7 @@ function compareJudgeWithBestBaseline(
   );
 }
 
-function routingBreakdowns(outcomes: Map<string, QuestionOutcome[]>): Record<string, RoutingBreakdown> {
+function routingBreakdowns(outcomes: Map<string, QuestionOutcome[]>, categories: readonly string[]): Record<string, RoutingBreakdown> {
   const routing: Record<string, RoutingBreakdown> = {};
   for (const [name, list] of outcomes) {
     const routed = list.filter((o) => o.intent !== null);
@@ -586,10 +605,10 @@ function routingBreakdowns(outcomes: Map<string, QuestionOutcome[]>): Record<str
       const row = (breakdown[tier] ??= {
         total: 0,
         share: 0,
-        byCategory: Object.fromEntries(EVAL_CATEGORIES.map((c) => [categoryName(c), 0])) as Record<CategoryName, number>,
+        byCategory: Object.fromEntries(categories.map((c) => [c, 0])),
       });
       row.total++;
-      row.byCategory[categoryName(o.category)]++;
+      row.byCategory[o.category] = (row.byCategory[o.category] ?? 0) + 1;
     }
     for (const row of Object.values(breakdown)) row.share = row.total / routed.length;
     routing[name] = breakdown;

@@ -5,9 +5,9 @@ import { bruteForceSearch } from '../vector/brute-force.ts';
 import type { SearchHit } from '../vector/types.ts';
 import { sessionHeader, turnLine } from '../ingest/chunking.ts';
 import type { Conversation } from '../ingest/conversation.ts';
-import type { LocomoSample } from '../ingest/locomo.ts';
 import type { ContextUnit } from '../retrieve/pack.ts';
 import { packRows } from '../util/vectors.ts';
+import type { EvalSample } from './benchmark.ts';
 import type { CoversTurns } from './metrics.ts';
 
 export interface PrepareOptions {
@@ -19,6 +19,8 @@ export interface PrepareOptions {
 export interface RetrieveOptions {
   /** The token budget the context will be packed to (the largest one unless `budgetSensitive`). */
   budget: number;
+  /** When the question is asked (a stored time), for relative time in it; null: the benchmark gives none. */
+  askedAt: string | null;
   signal?: AbortSignal;
 }
 
@@ -55,8 +57,8 @@ export interface EvalSystem {
    * largest budget, and packs every budget from that one ranking.
    */
   readonly budgetSensitive?: boolean;
-  /** Ingests one conversation; retrieval then answers questions about it. May restore a checkpoint. */
-  prepare(sample: LocomoSample, options?: PrepareOptions): Promise<void>;
+  /** Ingests one memory's conversation; retrieval then answers questions about it. May restore a checkpoint. */
+  prepare(sample: EvalSample, options?: PrepareOptions): Promise<void>;
   retrieve(question: string, options: RetrieveOptions): Promise<RetrievalResult>;
   /** Frees what `prepare` built; the runner calls it once the system has finished the run. */
   dispose?(): Promise<void>;
@@ -86,12 +88,19 @@ export interface BaselineDeps {
   createDenseSearch?: DenseSearchFactory;
 }
 
-export type BaselineName = 'bm25-turns' | 'dense-turns' | 'dense-sessions' | 'full-context';
-export const BASELINE_NAMES: readonly BaselineName[] = ['bm25-turns', 'dense-turns', 'dense-sessions', 'full-context'];
+export type BaselineName = 'bm25-turns' | 'dense-turns' | 'dense-sessions' | 'full-context' | 'dense-user-turns';
+export const BASELINE_NAMES: readonly BaselineName[] = ['bm25-turns', 'dense-turns', 'dense-sessions', 'full-context', 'dense-user-turns'];
 
 /**
- * The baselines of issue 5, sharing one embedding cache so each conversation's turns are
- * embedded once per run however many dense systems use them.
+ * The speaker whose turns `dense-user-turns` searches: LongMemEval's speakers are roles, and the
+ * flat search over the user's turns is the anchor its retrieval results are reported against.
+ */
+const USER_ROLE = 'user';
+
+/**
+ * The baselines of issue 5 (and the user-turn search of LongMemEval's anchor), sharing one
+ * embedding cache so each conversation's turns are embedded once per run however many dense
+ * systems use them.
  */
 export function createBaselines(deps: BaselineDeps, names: readonly BaselineName[] = BASELINE_NAMES): EvalSystem[] {
   const embeddings = new SharedEmbeddings(deps.embedder);
@@ -101,7 +110,9 @@ export function createBaselines(deps: BaselineDeps, names: readonly BaselineName
       case 'bm25-turns':
         return bm25TurnsSystem();
       case 'dense-turns':
-        return denseTurnsSystem(embeddings, createDenseSearch);
+        return denseTurnsSystem('dense-turns', embeddings, createDenseSearch, () => true);
+      case 'dense-user-turns':
+        return denseTurnsSystem('dense-user-turns', embeddings, createDenseSearch, (entry) => entry.speaker === USER_ROLE);
       case 'dense-sessions':
         return denseSessionsSystem(embeddings, createDenseSearch);
       case 'full-context':
@@ -115,6 +126,7 @@ interface TurnEntry {
   unit: ContextUnit;
   /** `speaker: text` without the dialog id, which would only add noise to matching. */
   searchText: string;
+  speaker: string;
   sessionIndex: number;
 }
 
@@ -134,6 +146,7 @@ function turnEntries(conversation: Conversation): TurnEntry[] {
           time: session.time,
         },
         searchText: `${turn.speaker}: ${turn.text}`,
+        speaker: turn.speaker,
         sessionIndex,
       }));
   });
@@ -210,19 +223,21 @@ export function bm25TurnsSystem(): EvalSystem {
   };
 }
 
-/** Cosine nearest turns, every turn ranked. */
-function denseTurnsSystem(embeddings: SharedEmbeddings, createDenseSearch: DenseSearchFactory): EvalSystem {
-  const name = 'dense-turns';
+/** Cosine nearest turns among those `searched` keeps, every one of them ranked (the vectors of all turns are shared). */
+function denseTurnsSystem(name: BaselineName, embeddings: SharedEmbeddings, createDenseSearch: DenseSearchFactory, searched: (entry: TurnEntry) => boolean): EvalSystem {
   let state: { entries: TurnEntry[]; search: DenseSearch } | null = null;
   return {
     name,
     baseline: true,
     fingerprint: `${name}/${embeddings.embedder.id}`,
     async prepare(sample, options = {}) {
-      const entries = turnEntries(sample.conversation);
-      const vectors = await embeddings.turnVectors(sample.conversation, entries, options);
+      const all = turnEntries(sample.conversation);
+      const vectors = await embeddings.turnVectors(sample.conversation, all, options);
+      const dim = embeddings.embedder.dim;
+      const rows = all.flatMap((entry, row) => (searched(entry) ? [row] : []));
+      const kept = rows.length === all.length ? vectors : packRows(rows.map((row) => vectors.subarray(row * dim, (row + 1) * dim)), dim);
       state?.search.dispose();
-      state = { entries, search: createDenseSearch(vectors, embeddings.embedder.dim) };
+      state = { entries: rows.map((row) => all[row] as TurnEntry), search: createDenseSearch(kept, dim) };
     },
     async retrieve(question, options) {
       const { entries, search } = requirePrepared(state, name);

@@ -14,6 +14,7 @@ import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
+import { encodeVector, roundVector } from '../src/store/vector-codec.ts';
 import { sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<PrismError> {
@@ -338,6 +339,20 @@ describe.each(backends)('$name', (backend) => {
 
 describe('SqlStore on SQLite', () => {
   const sample = sampleMemory();
+
+  it('keeps vectors as half floats, and reads the f32 blobs of older files as they were', async () => {
+    const store = await openSqlite();
+    expect(store.vectorPrecision).toBe('f16');
+    const exact = Float32Array.from({ length: sample.meta.dim }, (_, i) => Math.sin(i + 0.5) / 10);
+    const batch = snapshotAsBatch(sample);
+    batch.putVectors = [...(batch.putVectors ?? []).filter(([id]) => id !== 'ep:0'), ['ep:0', exact]];
+    await store.commit(P, batch);
+    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'f16'));
+    const db = new Database(sqlitePath());
+    db.prepare('UPDATE vectors SET data = ? WHERE id = ?').run(encodeVector(exact, 'f32'), 'ep:0');
+    db.close();
+    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(exact);
+  });
 
   it('persists commits, revisions and the cache across reopen; exports the same bytes', async () => {
     const store = await openSqlite();

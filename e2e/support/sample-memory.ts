@@ -1,6 +1,7 @@
 import type { Chunk, GraphEdge, GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
 import type { WriteBatch } from '../../src/store/types.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
+import { roundVector } from '../../src/store/vector-codec.ts';
 
 /**
  * A small, deterministic memory covering every layer, several edge types, chunk turns,
@@ -12,10 +13,11 @@ export interface SampleMemoryOptions {
   seed?: number;
 }
 
+/** A random unit vector, rounded to half floats: what every store keeps exactly (the SQL stores keep f16). */
 export function sampleVector(random: () => number, dim: number): Float32Array {
   const vector = Float32Array.from({ length: dim }, () => random() * 2 - 1);
   const norm = Math.hypot(...vector);
-  return vector.map((x) => x / norm);
+  return roundVector(vector.map((x) => x / norm), 'f16');
 }
 
 export function sampleMemory({ episodes = 4, dim = 384, seed = 7 }: SampleMemoryOptions = {}): MemorySnapshot {

@@ -32,6 +32,9 @@ export { createMiniLmEmbedder, MINILM_DIM, type MiniLmEmbedder, type MiniLmOptio
 export { urlModelSource, huggingFaceModelSource, MINILM_HUB_ID, DEFAULT_MODEL_CACHE, type ModelSource, type UrlFetchOptions } from './embed/model-source.ts';
 export type { InferenceEngine, EngineSession } from './embed/engine.ts';
 export { onnxWebEngine, hasWebGpu, type WebEngineOptions, type WebDevice } from './embed/ort-web.ts';
+export type { Int8Dequantize } from './embed/weight-only-int8.ts';
+export { remoteEmbedder, type RemoteEmbedderOptions } from './embed/remote.ts';
+export { durableObjectModelSource } from './embed/durable-object-model-source.ts';
 export { loadTokenCounter } from './util/tokens.ts';
 
 // vector indexes
@@ -39,6 +42,7 @@ export type { VectorIndex, SearchHit, IndexKind } from './vector/types.ts';
 export type { IndexSpace } from './vector/index-set.ts';
 export { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource, type IndexOptions } from './vector/usearch-wasm.ts';
 export { bruteForceSearch } from './vector/brute-force.ts';
+export { flatIndex } from './vector/flat-index.ts';
 
 // stores
 export type { GraphStore, WriteBatch } from './store/types.ts';

@@ -7,6 +7,7 @@ export type PrismErrorCode =
   | 'INPUT_TOO_LARGE'
   | 'NOT_FOUND'
   | 'DIMENSION_MISMATCH'
+  | 'EMBEDDER_MISMATCH'
   | 'NON_FINITE_VECTOR'
   | 'WASM_LOAD_FAILED'
   | 'OUT_OF_MEMORY'

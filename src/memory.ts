@@ -508,8 +508,8 @@ export class Memory {
   /**
    * Replaces one scope's memory with a checkpoint's, atomically. Every record is checked first
    * (ids, keys, references, dimensions, fields): bad bytes throw `CORRUPT_CHECKPOINT` (another
-   * embedder or schema `STORE_VERSION`) and change nothing. A scope whose stored memory is
-   * damaged is replaced all the same.
+   * embedder `EMBEDDER_MISMATCH`, another schema `STORE_VERSION`) and change nothing. A scope
+   * whose stored memory is damaged is replaced all the same.
    */
   async import(bytes: Uint8Array, options: Scope = {}): Promise<void> {
     if (!(bytes instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'import: expected checkpoint bytes (a Uint8Array)');

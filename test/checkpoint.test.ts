@@ -122,7 +122,7 @@ describe('a scope damaged in the store by an older version', () => {
     const fresh = await open();
     // Both a handle that held the scope before the damage and one that never loaded it.
     for (const handle of [memory, fresh]) {
-      await expect(handle.list(VICTIM)).rejects.toMatchObject({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining('memory "victim"') });
+      await expect(handle.list(VICTIM)).rejects.toMatchObject({ code: damage.code ?? 'CORRUPT_CHECKPOINT', message: expect.stringContaining('memory "victim"') });
     }
     await fresh.import(valid, VICTIM);
     expect(await fresh.list(VICTIM)).toEqual(sessions);
@@ -147,7 +147,7 @@ describe('a scope damaged in the store by an older version', () => {
     const wrongDim = STORED_DAMAGE.find((damage) => damage.name.startsWith('meta.dim 383'));
     if (!wrongDim) throw new Error('no meta.dim damage to apply');
     damageStoredScope(path, VICTIM, wrongDim);
-    await expect(memory.list(VICTIM)).rejects.toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
+    await expect(memory.list(VICTIM)).rejects.toMatchObject({ code: 'EMBEDDER_MISMATCH' });
     expect(await memory.delete(VICTIM)).toEqual({ chunksDeleted: 0 });
     expect(await (await open()).list(VICTIM)).toEqual([]);
     expect((await memory.scopes()).map((s) => s.userId)).toEqual(['bystander']);

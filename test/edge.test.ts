@@ -1,35 +1,54 @@
 import { spawn } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Embedder } from '../src/embed/types.ts';
 import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
 import { createNodeMiniLmEmbedder, defaultModelDir, nodeEmbedder, nodeUsearch } from '../src/node.ts';
 import { Memory } from '../src/memory.ts';
+import type { MemorySnapshot } from '../src/graph/types.ts';
+import type { SessionInfo } from '../src/memory/records.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { encodeCheckpoint } from '../src/store/checkpoint.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch } from '../src/store/snapshot.ts';
+import { DEFAULT_VECTOR_PRECISION, roundVectors } from '../src/store/vector-codec.ts';
 import { sha256Hex } from '../src/util/hash.ts';
 import { sampleFollowUp, sampleMemory } from '../e2e/support/sample-memory.ts';
+import { bundleWorker, type WorkerModule } from './edge/bundle.ts';
+import { chatCorpus } from './edge/chat-corpus.ts';
+import { isolateMemory } from './edge/isolate-memory.ts';
 import { fromBase64, runEdgeScenario, searchAll, type ScenarioResult } from './edge/scenario.ts';
-import { recordingEmbedder, type VectorTable } from './edge/vector-table.ts';
-import { runMemoryAction, type ActionAnswer, type AddAnswer, type MemoryAction, type OverviewAnswer, type SearchAnswer } from './edge/memory-actions.ts';
-import type { MemoryRequest } from './edge/workerd-memory.ts';
-import { conversation } from './helpers/conversation.ts';
+import { serveFolders, type StaticServer } from './edge/static-server.ts';
+import { freePort, residentBytes, startWorkerd, waitForPort, writeWorkerdConfig, type Workerd } from './edge/workerd.ts';
+import type { WorkerdScenarioResult } from './edge/workerd-main.ts';
 import { FORGOTTEN, type StoreReport } from './edge/workerd-store.ts';
 import { findOnDisk } from './faults/erase-scenarios.ts';
+import { conversation } from './helpers/conversation.ts';
+import { goldenTexts } from './helpers/golden-texts.ts';
 
 // The same scenario (test/edge/scenario.ts) runs in Node, in Deno and in workerd, each the real
-// runtime binary from npm (`deno`, `workerd`), and must give the same graph, the same units and
-// a checkpoint that moves back into Node. In workerd, the SQL store also runs on SQLite-backed
-// Durable Objects: the store alone, and whole Memories, one object per user, across a restart.
+// runtime binary from npm (`deno`, `workerd`), MiniLM included, and must give the same graph, the
+// same units and a checkpoint that moves back into Node. In workerd, the SQL store also runs on
+// SQLite-backed Durable Objects; and the two example projects (examples/cloudflare-worker,
+// examples/deno) run as they are, over HTTP, with their figures measured.
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const bin = (name: string) => join(repoRoot, 'node_modules', '.bin', name);
+/** The date the test workers run at; the example names its own in wrangler.jsonc. */
+const COMPATIBILITY_DATE = '2025-09-01';
+/** The package's entries as a user imports them, resolved to this checkout. */
+const PRISM_SOURCE = {
+  'prism-memory': join(repoRoot, 'src/index.ts'),
+  'prism-memory/advanced': join(repoRoot, 'src/advanced.ts'),
+  'prism-memory/wasm/usearch.wasm': join(repoRoot, 'wasm/usearch.wasm'),
+};
+/** Cloudflare's limits are in MB; the strict reading is 10⁶ bytes. */
+const MB = 1_000_000;
 
 interface Run {
   code: number | null;
@@ -50,21 +69,15 @@ function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv
 }
 
 let node: ScenarioResult;
-let table: VectorTable;
-let embedderId: string;
 let referenceEmbedder: Embedder;
 
 beforeAll(async () => {
-  // Deno embeds with onnxruntime-web, so the Node reference does too (Node's default engine,
-  // onnxruntime-node, agrees only to float rounding, and the scenarios compare exact scores);
-  // workerd replays the recorded vectors.
+  // Deno and workerd embed with onnxruntime-web, so the Node reference does too (Node's default
+  // engine, onnxruntime-node, agrees only to float rounding, and the scenarios compare scores).
   // Node cannot run onnxruntime-web's WASM-only browser bundle (the engine's default); its Node build is the same runtime.
   const engine = onnxWebEngine({ load: () => import('onnxruntime-web') as Promise<OrtWeb> });
   const [embedder, usearch] = await Promise.all([createNodeMiniLmEmbedder({ precision: 'int8', engine }), nodeUsearch()]);
-  const recording = recordingEmbedder(embedder);
-  node = await runEdgeScenario('node', recording.embedder, (dim) => usearch.createIndex({ dim }));
-  table = recording.table;
-  embedderId = embedder.id;
+  node = await runEdgeScenario('node', embedder, (dim) => usearch.createIndex({ dim }));
   referenceEmbedder = embedder;
 });
 
@@ -90,9 +103,7 @@ describe('the Node reference run', () => {
 describe('Deno', () => {
   it('runs the whole pipeline — MiniLM on onnxruntime-web included — with no network', async () => {
     const modelUrl = pathToFileURL(`${defaultModelDir()}/`).href;
-    // --allow-ffi: @xenova/transformers (whose tokenizer PRISM uses) imports onnxruntime-node at
-    // load time in Node-compatible runtimes; PRISM never runs it.
-    const result = await run(bin('deno'), ['run', '--no-lock', '--allow-read', '--allow-env', '--allow-ffi', '--deny-net', '--no-prompt', 'test/edge/deno-main.ts', modelUrl], {
+    const result = await run(bin('deno'), ['run', '--no-lock', '--allow-read', '--allow-env', '--deny-net', '--no-prompt', 'test/edge/deno-main.ts', modelUrl], {
       env: { DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
     });
     expect(result.stderr).not.toMatch(/error/i);
@@ -102,39 +113,86 @@ describe('Deno', () => {
     // Same ONNX model on the same WASM runtime; thread scheduling may change the last bits.
     expectSameAsNode(deno, 1e-4);
   });
+
+  it('serves examples/deno as it is: two users, each with a memory of their own', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prism-deno-example-'));
+    // The example's deno.json names the npm package; this one points the names at this checkout
+    // (and at its node_modules for the package's own dependencies).
+    const denoConfig = join(dir, 'deno.json');
+    const imports = Object.fromEntries(Object.entries(PRISM_SOURCE).map(([name, path]) => [name, pathToFileURL(path).href]));
+    await writeFile(denoConfig, JSON.stringify({ nodeModulesDir: 'manual', imports }));
+    const port = await freePort();
+    const server = spawn(
+      bin('deno'),
+      ['run', '--no-lock', `--config=${denoConfig}`, '--allow-read', '--allow-env', `--allow-net=127.0.0.1:${port}`, '--no-prompt', 'examples/deno/main.ts'],
+      {
+        cwd: repoRoot,
+        env: { ...process.env, PORT: String(port), HOSTNAME: '127.0.0.1', PRISM_MODEL_URL: pathToFileURL(`${defaultModelDir()}/`).href, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let log = '';
+    server.stdout.on('data', (d: Buffer) => (log += d.toString()));
+    server.stderr.on('data', (d: Buffer) => (log += d.toString()));
+    const exited = new Promise<void>((done) => server.once('exit', () => done()));
+    try {
+      // Listening once the model is loaded; an early exit fails the test with Deno's output.
+      await Promise.race([waitForPort(port, 120_000), exited.then(() => Promise.reject(new Error(`deno exited:\n${log}`)))]);
+      const api = exampleApi(`http://127.0.0.1:${port}`, () => log);
+      const served = await Promise.all(USERS.map((user) => addAndRead(api, user)));
+      USERS.forEach((user, i) => expectOwnMemory(user, served[i]!));
+      await api.call('DELETE', '/users/bob');
+      expect(await api.call('GET', '/users/bob/sessions')).toEqual([]);
+      expect(await api.call('GET', '/users/alice/sessions')).toEqual(served[0]!.sessions);
+    } finally {
+      server.kill();
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('workerd', () => {
   let dir: string;
-  let server: Workerd | undefined;
-  let baseUrl: string;
+  let workerd: Workerd | undefined;
+  let port: number;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'prism-workerd-'));
-    const port = await freePort();
-    await writeFile(join(dir, 'config.capnp'), workerdConfig(port, await buildWorker('workerd-main.ts', dir)));
-    server = await startWorkerd(join(dir, 'config.capnp'), port);
-    baseUrl = `http://127.0.0.1:${port}/`;
+    port = await freePort();
+    const modules = await bundleWorker(join(repoRoot, 'test/edge/workerd-main.ts'), join(dir, 'out'));
+    // The model comes from workerd's disk service over the model folder.
+    await writeWorkerdConfig(join(dir, 'config.capnp'), port, { modules, compatibilityDate: COMPATIBILITY_DATE, services: { MODELS: { disk: defaultModelDir() } } });
+    workerd = await startWorkerd(join(dir, 'config.capnp'), port);
   });
 
   afterAll(async () => {
-    await server?.stop();
+    await workerd?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('ingests and retrieves with the usearch WASM from a precompiled Module, like Node', async () => {
-    const response = await fetch(baseUrl, { method: 'POST', body: JSON.stringify({ embedderId, dim: 384, vectors: table }) });
+  it('runs the whole pipeline — MiniLM on onnxruntime-web from a precompiled module included — like Node', async () => {
+    // Every 64th golden text: long documentation pages, cut at MiniLM's 256 tokens.
+    const texts = goldenTexts().filter((_, i) => i % 64 === 3);
+    const response = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: JSON.stringify({ texts }) });
     const body = await response.text();
-    expect(response.status, `${body}\n${server?.log()}`).toBe(200);
-    const workerd = JSON.parse(body) as ScenarioResult;
-    expect(workerd.runtime).toBe('workerd');
-    // Identical vectors in, so identical arithmetic out.
-    expectSameAsNode(workerd, 1e-9);
+    expect(response.status, `${body}\n${workerd?.log()}`).toBe(200);
+    const workerdResult = JSON.parse(body) as WorkerdScenarioResult;
+    expect(workerdResult.runtime).toBe('workerd');
+    // Same model on the same WASM runtime, its int8 weights dequantized per run in workerd and once in Node.
+    expectSameAsNode(workerdResult, 1e-4);
+
+    // MiniLM in workerd against Node's own (onnxruntime-node) on the golden texts.
+    const nodeVectors = await (await nodeEmbedder('int8')).embed(texts);
+    const cosines = workerdResult.vectors.map((vector, i) => vector.reduce((sum, x, d) => sum + x * nodeVectors[i]![d]!, 0));
+    console.log(`workerd MiniLM vs Node: min cosine ${Math.min(...cosines).toFixed(6)} over ${texts.length} golden texts`);
+    expect(cosines).toHaveLength(texts.length);
+    expect(Math.min(...cosines)).toBeGreaterThanOrEqual(0.9999);
 
     // The checkpoint written in workerd opens in Node and answers the same way.
     const usearch = await nodeUsearch();
     const memory = await Memory.open({ store: new MemoryStore(), embedder: referenceEmbedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
-    await memory.import(fromBase64(workerd.checkpoint));
+    await memory.import(fromBase64(workerdResult.checkpoint));
     expect(await memory.stats()).toEqual(node.stats);
     const searches = await searchAll(memory);
     expect(searches.map((s) => s.units.map((u) => u.id))).toEqual(node.searches.map((s) => s.units.map((u) => u.id)));
@@ -168,9 +226,10 @@ describe('workerd Durable Object (SQLite-backed) as the graph store', () => {
     const expected = {
       partitions: [other, DEFAULT_PARTITION].sort(),
       revisions: { [DEFAULT_PARTITION]: 2, [other]: 1 },
+      // The store keeps vectors at its precision (f16), so the checkpoints it exports hold them so.
       digests: {
-        [DEFAULT_PARTITION]: await sha256Hex(encodeCheckpoint(applyBatch(sampleMemory(), sampleFollowUp()))),
-        [other]: await sha256Hex(encodeCheckpoint(sampleMemory({ episodes: 2, seed: 3 }))),
+        [DEFAULT_PARTITION]: await sha256Hex(encodeCheckpoint(atStorePrecision(applyBatch(sampleMemory(), sampleFollowUp())))),
+        [other]: await sha256Hex(encodeCheckpoint(atStorePrecision(sampleMemory({ episodes: 2, seed: 3 })))),
       },
       // 'b' was tagged chunk-2 and deleted by that tag.
       cached: ['1', null, '3'],
@@ -209,79 +268,164 @@ describe('workerd Durable Object (SQLite-backed) as the graph store', () => {
   });
 });
 
-describe('Memory in workerd: one SQLite-backed Durable Object per user', () => {
+describe('examples/cloudflare-worker in workerd: bundled as wrangler bundles it, configured from its wrangler.jsonc', () => {
+  const example = join(repoRoot, 'examples/cloudflare-worker');
+  /** Where the example's static assets hold the model (README: copy it to public/models/all-MiniLM-L6-v2/). */
+  const MODEL_PATH = '/models/all-MiniLM-L6-v2/';
   let dir: string;
-  let workerd: Workerd | undefined;
+  let objects: string;
   let config: string;
   let port: number;
-  let reference: UserAnswers[];
-  let vectors: VectorTable;
+  let inspector: number;
+  let modules: WorkerModule[];
+  let assets: StaticServer;
+  let workerd: Workerd | undefined;
+  let api: ExampleApi;
+  /** What the run measured, printed at the end (the README's edge section quotes it). */
+  const figures: string[] = [];
 
   beforeAll(async () => {
-    ({ dir, port, config } = await prepareObjectWorker('workerd-memory.ts', 'UserMemory', 'prism-workerd-memory-'));
-    // The reference: the same actions on a Node Memory per user, recording MiniLM's vectors.
-    const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
-    const recording = recordingEmbedder(embedder);
-    reference = await Promise.all(
-      USERS.map(async (user) => {
-        const memory = await Memory.open({ store: new MemoryStore(), embedder: recording.embedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
-        const answers = await userAnswers(user, (action) => runMemoryAction(memory, user.id, action));
-        await memory.close();
-        return answers;
-      }),
-    );
-    vectors = recording.table;
+    dir = await mkdtemp(join(tmpdir(), 'prism-cloudflare-example-'));
+    const wrangler = readWranglerConfig(await readFile(join(example, 'wrangler.jsonc'), 'utf8'));
+    modules = await bundleWorker(join(example, wrangler.main), join(dir, 'out'), { packages: PRISM_SOURCE, minify: wrangler.minify });
+    // The static assets: a loopback server that serves the model folder and notes every request.
+    assets = await serveFolders({ [MODEL_PATH]: defaultModelDir() });
+    [port, inspector] = [await freePort(), await freePort()];
+    objects = join(dir, 'objects');
+    await mkdir(objects);
+    config = join(dir, 'config.capnp');
+    await writeWorkerdConfig(config, port, {
+      modules,
+      compatibilityDate: wrangler.compatibilityDate,
+      objects: { ...wrangler.objects, dir: objects },
+      services: { [wrangler.assetsBinding]: { http: assets.address } },
+    });
+    api = exampleApi(`http://127.0.0.1:${port}`, () => workerd?.log() ?? '');
   });
 
   afterAll(async () => {
     await workerd?.stop();
+    await assets?.close();
     await rm(dir, { recursive: true, force: true });
+    console.log(`examples/cloudflare-worker in workerd, measured:\n  ${figures.join('\n  ')}`);
   });
 
-  async function ask(userId: string, action: MemoryAction): Promise<ActionAnswer> {
-    const request: MemoryRequest = { ...action, embedderId, dim: 384, vectors };
-    const response = await fetch(`http://127.0.0.1:${port}/${encodeURIComponent(userId)}`, { method: 'POST', body: JSON.stringify(request) });
-    const body = await response.text();
-    expect(response.status, `${body}\n${workerd?.log()}`).toBe(200);
-    return JSON.parse(body) as ActionAnswer;
+  const start = async (): Promise<Workerd> => (workerd = await startWorkerd(config, port, ['--experimental', `--inspector-addr=127.0.0.1:${inspector}`]));
+
+  /** The isolate's memory (heap, ArrayBuffers, WebAssembly memories) and the workerd process's resident set. */
+  async function memory(label: string): Promise<number> {
+    const isolate = await isolateMemory(inspector, 'main');
+    const wasm = isolate.wasmMemories.reduce((sum, bytes) => sum + bytes, 0);
+    const total = isolate.heapTotal + isolate.backingStores + wasm;
+    const rss = await residentBytes(workerd!.pid);
+    figures.push(
+      `${label}: isolate ${mb(total)} of 128 MB (JS heap ${mb(isolate.heapTotal)}, ArrayBuffers ${mb(isolate.backingStores)}, WebAssembly ${isolate.wasmMemories.map(mb).join(' + ') || 'none'}); workerd RSS ${mb(rss)}`,
+    );
+    return total;
   }
 
-  it('two users add and search over HTTP, never see each other, and answer the same after a restart', async () => {
-    workerd = await startWorkerd(config, port, ['--experimental']);
+  it('bundles to a Worker whose compressed upload is under the 10 MB limit', () => {
+    const sizes = modules.map((module) => ({ ...module, compressed: gzipSync(readFileSync(module.path)).length }));
+    const compressed = sizes.reduce((sum, module) => sum + module.compressed, 0);
+    figures.push(`upload: ${mb(compressed)} gzip (${sizes.map((m) => `${m.name} ${mb(m.bytes)} → ${mb(m.compressed)}`).join(', ')}) against 10 MB`);
+    expect(sizes.map((m) => m.name)).toEqual(['worker.js', 'ort-wasm-simd-threaded.wasm']);
+    expect(compressed).toBeLessThan(10 * MB);
+  });
+
+  it('serves two users from objects of their own, MiniLM inside: add, search with a budget, list; a restart keeps everything and fetches no model file again', async () => {
+    figures.push(`startup: workerd spawned → listening in ${(await start()).startMs.toFixed(0)} ms (process start, onnxruntime's WASM compiled, the bundle evaluated) against 1 s`);
+    await memory('idle');
+
+    // The first request loads the model (fetched from the assets, kept in alice's object) and adds a session.
+    const [alice, bob] = USERS;
+    const [first, ...rest] = alice!.sessions;
+    const cold = await api.timed('POST', `/users/alice/messages`, sessionBody(first!));
+    figures.push(`cold first request (model fetched and loaded, a 3-message session added): ${cold.ms.toFixed(0)} ms`);
+    const fetched = [...assets.requests];
+    expect(fetched.length).toBeGreaterThan(0);
+    expect(fetched.every((path) => path.startsWith(MODEL_PATH))).toBe(true);
+    expect(new Set(fetched).size).toBe(fetched.length);
+    const loaded = await memory('after model load');
+    expect(loaded).toBeLessThan(128 * MB);
+
     // Both users at once: two objects, each with its own SQLite database.
-    const served = await Promise.all(USERS.map((user) => userAnswers(user, (action) => ask(user.id, action))));
-    // The same vectors in, so the same graph and ranking as Node.
-    expect(served.map(roundScores)).toEqual(reference.map(roundScores));
+    await Promise.all([addSessions(api, 'alice', rest), addSessions(api, 'bob', bob!.sessions)]);
+    const served = await Promise.all(USERS.map((user) => readUser(api, user)));
+    USERS.forEach((user, i) => expectOwnMemory(user, served[i]!));
+    // The same answers as a Node memory given the same messages.
+    const reference = await Promise.all(USERS.map(nodeReference));
+    expect(served.map((user) => user.searches.map((s) => s.dialogIds))).toEqual(reference);
 
-    USERS.forEach((user, i) => {
-      const { searches, overview } = served[i]!;
-      expect(overview.scopes).toEqual([{ userId: user.id, agentId: null, runId: null }]);
-      expect(overview.sessions.map((s) => [s.sessionId, s.userId, s.messages])).toEqual(user.sessions.map((s) => [s.sessionId, user.id, s.messages.length]));
-      const own = new Set(user.sessions.flatMap((s) => s.messages.map((m) => m.text)));
-      const turns = searches.flatMap((search) => search.units.flatMap((unit) => unit.turns));
-      expect(turns.length).toBeGreaterThan(0);
-      for (const turn of turns) {
-        expect(turn.userId).toBe(user.id);
-        expect(own.has(turn.text), `${user.id} was shown ${JSON.stringify(turn.text)}`).toBe(true);
+    const adds: number[] = [];
+    for (let i = 0; i < 5; i++) adds.push((await api.timed('POST', '/users/alice/messages', { sessionId: 'warm', messages: [{ speaker: 'Caroline', text: `I signed up for pottery class number ${i + 1}.` }] })).ms);
+    const searches: number[] = [];
+    for (let i = 0; i < 20; i++) searches.push((await api.timed('POST', '/users/alice/search', { query: alice!.queries[i % alice!.queries.length], budget: 256 })).ms);
+    figures.push(`warm add of one message: p50 ${median(adds).toFixed(0)} ms (5 adds); warm search (budget 256): p50 ${median(searches).toFixed(0)} ms (20 searches)`);
+
+    const before = await Promise.all(USERS.map((user) => readUser(api, user)));
+    await workerd!.stop();
+    await start();
+    const again = await api.timed('POST', '/users/alice/search', { query: alice!.queries[0], budget: 256 });
+    figures.push(`second cold start, first request (model read from the object's storage): ${again.ms.toFixed(0)} ms`);
+    expect(again.body).toEqual(before[0]!.searches[0]);
+    expect(await Promise.all(USERS.map((user) => readUser(api, user)))).toEqual(before);
+    expect(assets.requests).toEqual(fetched);
+  });
+
+  it('forgets a deleted session and a deleted user, also after a restart, leaving no byte of the user on disk', async () => {
+    const [alice, bob] = USERS;
+    const session = alice!.sessions[1]!;
+    const deletedTexts = new Set(session.messages.map((m) => m.text));
+    expect(await api.call('DELETE', `/users/alice/sessions/${session.sessionId}`)).toEqual({ chunksDeleted: 1 });
+    await api.call('DELETE', '/users/bob');
+    const bobTexts = bob!.sessions.flatMap((s) => s.messages.map((m) => m.text));
+
+    const forgotten = async (): Promise<void> => {
+      expect((await api.call<SessionInfo[]>('GET', '/users/alice/sessions')).map((s) => s.sessionId)).not.toContain(session.sessionId);
+      for (const query of alice!.queries) {
+        const result = await api.call<ExampleSearch>('POST', '/users/alice/search', { query, budget: 256 });
+        expect(result.units.flatMap((u) => u.turns).filter((turn) => deletedTexts.has(turn.text))).toEqual([]);
       }
-      // Each user's own question finds its evidence first.
-      expect(searches[0]!.dialogIds[0]).toBe(user.firstEvidence);
-    });
+      expect(await api.call('GET', '/users/bob/sessions')).toEqual([]);
+      expect((await api.call<ExampleSearch>('POST', '/users/bob/search', { query: bob!.queries[0], budget: 256 })).units).toEqual([]);
+    };
+    await forgotten();
+    await workerd!.stop();
+    // `deleteAll()` removed bob's database: none of his messages is anywhere under the objects' folder.
+    expect(await findOnDisk(objects, bobTexts)).toEqual([]);
+    await start();
+    await forgotten();
+  });
 
-    await workerd.stop();
-    workerd = await startWorkerd(config, port, ['--experimental']);
-    const reads = await Promise.all(USERS.map((user) => userReads(user, (action) => ask(user.id, action))));
-    expect(reads).toEqual(served.map(({ searches, overview }) => ({ searches, overview })));
+  it('holds a user with 1,000 messages within the 128 MB of an isolate', async () => {
+    const corpus = chatCorpus(40, 25);
+    // Two of them are long (documentation pages cut under the 2,000-character passage limit, over
+    // MiniLM's 256 tokens), so onnxruntime runs the largest batch the example lets it.
+    const [firstLong, secondLong] = goldenTexts().slice(0, 2).map((text) => text.slice(0, 1900));
+    corpus[0]!.messages[0]!.text = firstLong!;
+    corpus[0]!.messages[1]!.text = secondLong!;
+    const started = performance.now();
+    await addSessions(api, 'carol', corpus);
+    figures.push(`1,000 messages (40 sessions of 25) added in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const full = await memory('after 1,000 messages (and alice\'s memory beside them)');
+    expect(full).toBeLessThan(128 * MB);
+    expect((await api.call<SessionInfo[]>('GET', '/users/carol/sessions')).reduce((sum, s) => sum + s.messages, 0)).toBe(1000);
   });
 });
 
 interface UserScript {
   id: string;
-  sessions: { sessionId: string; date: string; messages: { speaker: string; text: string; id: string }[] }[];
+  sessions: ScriptSession[];
   /** Its own question first, then the other user's. */
   queries: string[];
   /** The dialog id that answers the first query. */
   firstEvidence: string;
+}
+
+interface ScriptSession {
+  sessionId: string;
+  date: string;
+  messages: { speaker: string; text: string; id?: string }[];
 }
 
 const USERS: readonly UserScript[] = [
@@ -321,138 +465,129 @@ const USERS: readonly UserScript[] = [
   },
 ];
 
-interface UserReads {
-  searches: SearchAnswer[];
-  overview: OverviewAnswer;
-}
-interface UserAnswers extends UserReads {
-  adds: AddAnswer[];
-}
-
-type Ask = (action: MemoryAction) => Promise<ActionAnswer>;
-
-async function userReads(user: UserScript, ask: Ask): Promise<UserReads> {
-  const searches: SearchAnswer[] = [];
-  for (const query of user.queries) searches.push((await ask({ action: 'search', query })) as SearchAnswer);
-  return { searches, overview: (await ask({ action: 'overview' })) as OverviewAnswer };
+/** What both examples answer to `POST /users/:user/search`. */
+interface ExampleSearch {
+  context: string;
+  tokens: number;
+  dialogIds: string[];
+  units: { id: string; score: number; turns: { id: string; speaker: string; text: string; date: string | null; sessionId: string }[] }[];
 }
 
-/** Adds the user's sessions one after the other, then reads. */
-async function userAnswers(user: UserScript, ask: Ask): Promise<UserAnswers> {
-  const adds: AddAnswer[] = [];
-  for (const session of user.sessions) adds.push((await ask({ action: 'add', ...session })) as AddAnswer);
-  return { adds, ...(await userReads(user, ask)) };
+interface UserServed {
+  searches: ExampleSearch[];
+  sessions: SessionInfo[];
 }
 
-/** Node's usearch and the WASM one may differ in the last bits of a score. */
-function roundScores(answers: UserAnswers): UserAnswers {
-  return { ...answers, searches: answers.searches.map((s) => ({ ...s, units: s.units.map((u) => ({ ...u, score: Math.round(u.score * 1e9) / 1e9 })) })) };
+interface ExampleApi {
+  /** Sends a request; anything but 200 fails the test, with the server's log. */
+  call<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
+  timed<T = unknown>(method: string, path: string, body?: unknown): Promise<{ body: T; ms: number }>;
 }
 
-/**
- * Builds one workerd entry of test/edge into `dir` and returns its module list for the config:
- * worker.js first (workerd takes the first module as the main one), then the lazily imported
- * chunks, then the usearch WASM, which workerd compiles ahead of time.
- */
-async function buildWorker(entry: string, dir: string): Promise<string[]> {
-  const build = await run(process.execPath, [join(repoRoot, 'node_modules/vite/bin/vite.js'), 'build', '-c', 'test/edge/vite.config.ts'], {
-    env: { PRISM_WORKERD_OUT: join(dir, 'out'), PRISM_WORKERD_ENTRY: entry },
-  });
-  expect(build.code, build.stderr).toBe(0);
-  await copyFile(join(repoRoot, 'wasm/usearch.wasm'), join(dir, 'out', 'usearch.wasm'));
-  const chunks = (await readdir(join(dir, 'out'))).filter((f) => f.endsWith('.js') && f !== 'worker.js');
-  return [
-    ...['worker.js', ...chunks].map((f) => `(name = "${f}", esModule = embed "out/${f}")`),
-    '(name = "usearch.wasm", wasm = embed "out/usearch.wasm")',
-  ];
+function exampleApi(base: string, log: () => string): ExampleApi {
+  const timed = async <T>(method: string, path: string, body?: unknown): Promise<{ body: T; ms: number }> => {
+    const started = performance.now();
+    const response = await fetch(`${base}${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+    const text = await response.text();
+    const ms = performance.now() - started;
+    expect(response.status, `${method} ${path}: ${text}\n${log()}`).toBe(200);
+    return { body: JSON.parse(text) as T, ms };
+  };
+  return { timed, call: async (method, path, body) => (await timed(method, path, body)).body as never };
 }
 
-/** An empty folder for Durable Objects' SQLite databases, kept across workerd restarts. */
-async function objectsDir(dir: string): Promise<string> {
-  const objects = join(dir, 'objects');
-  await mkdir(objects);
-  return objects;
+function sessionBody(session: ScriptSession): { sessionId: string; date: string; messages: ScriptSession['messages'] } {
+  return { sessionId: session.sessionId, date: session.date, messages: session.messages };
 }
 
-/**
- * A workerd config serving `modules` on `port`. With `objects`, the worker's `className` is a
- * SQLite-backed (`enableSql`) Durable Object namespace bound as `MEMORY`, its databases on
- * local disk in `objects.dir` so they survive a restart.
- */
-function workerdConfig(port: number, modules: readonly string[], objects?: { className: string; dir: string }): string {
-  const storage = objects
-    ? `
-  durableObjectNamespaces = [(className = "${objects.className}", uniqueKey = "prism-${objects.className}", enableSql = true)],
-  durableObjectStorage = (localDisk = "objects"),
-  bindings = [(name = "MEMORY", durableObjectNamespace = "${objects.className}")],`
-    : '';
-  const disk = objects ? `, (name = "objects", disk = (path = "${objects.dir}", writable = true))` : '';
-  return `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [(name = "main", worker = .worker)${disk}],
-  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [${modules.join(', ')}],
-  compatibilityDate = "2025-09-01",${storage}
-);
-`;
+async function addSessions(api: ExampleApi, user: string, sessions: readonly ScriptSession[]): Promise<void> {
+  for (const session of sessions) await api.call('POST', `/users/${user}/messages`, sessionBody(session));
 }
 
-interface Workerd {
-  stop(): Promise<void>;
-  /** Everything workerd printed so far. */
-  log(): string;
+async function readUser(api: ExampleApi, user: UserScript): Promise<UserServed> {
+  const searches: ExampleSearch[] = [];
+  for (const query of user.queries) searches.push(await api.call<ExampleSearch>('POST', `/users/${user.id}/search`, { query, budget: 256 }));
+  return { searches, sessions: await api.call<SessionInfo[]>('GET', `/users/${user.id}/sessions`) };
 }
 
-/** Runs `workerd serve <config>` until `stop()`, once it listens on `port`. */
-/** Builds a Durable Object worker into a fresh temp dir and writes its workerd config (objects stored beside it). */
+async function addAndRead(api: ExampleApi, user: UserScript): Promise<UserServed> {
+  await addSessions(api, user.id, user.sessions);
+  return readUser(api, user);
+}
+
+/** The user sees its own sessions and messages only, and its own question finds its evidence first. */
+function expectOwnMemory(user: UserScript, served: UserServed): void {
+  expect(served.sessions.map((s) => [s.sessionId, s.userId, s.messages])).toEqual(user.sessions.map((s) => [s.sessionId, user.id, s.messages.length]));
+  const own = new Set(user.sessions.flatMap((s) => s.messages.map((m) => m.text)));
+  const turns = served.searches.flatMap((search) => search.units.flatMap((unit) => unit.turns));
+  expect(turns.length).toBeGreaterThan(0);
+  for (const turn of turns) expect(own.has(turn.text), `${user.id} was shown ${JSON.stringify(turn.text)}`).toBe(true);
+  expect(served.searches[0]!.dialogIds[0]).toBe(user.firstEvidence);
+}
+
+/** The dialog ids each of the user's searches finds in a Node memory (onnxruntime-node) given the same sessions. */
+async function nodeReference(user: UserScript): Promise<string[][]> {
+  const [embedder, usearch] = await Promise.all([nodeEmbedder('int8'), nodeUsearch()]);
+  const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
+  try {
+    for (const session of user.sessions) await memory.add(session.messages, { userId: user.id, sessionId: session.sessionId, date: session.date });
+    const dialogIds: string[][] = [];
+    for (const query of user.queries) dialogIds.push((await memory.search(query, { userId: user.id, budget: 256 })).dialogIds);
+    return dialogIds;
+  } finally {
+    await memory.close();
+  }
+}
+
+/** What the test reads from the example's wrangler.jsonc: the entry, minification, the date, the Durable Object class and binding, the assets binding. */
+interface WranglerSettings {
+  main: string;
+  minify: boolean;
+  compatibilityDate: string;
+  objects: { className: string; binding: string };
+  assetsBinding: string;
+}
+
+function readWranglerConfig(jsonc: string): WranglerSettings {
+  // JSON with comments: drop every comment outside strings.
+  const json = jsonc.replace(/("(?:\\.|[^"\\])*")|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (_, string?: string) => string ?? '');
+  const config = JSON.parse(json) as {
+    main: string;
+    minify?: boolean;
+    compatibility_date: string;
+    assets: { binding: string };
+    durable_objects: { bindings: { name: string; class_name: string }[] };
+    migrations: { new_sqlite_classes?: string[] }[];
+  };
+  const [binding, ...others] = config.durable_objects.bindings;
+  expect(binding, 'one Durable Object binding').toBeDefined();
+  expect(others).toEqual([]);
+  // The class runs on SQLite storage, as openDurableObjectStore needs.
+  expect(config.migrations.flatMap((m) => m.new_sqlite_classes ?? [])).toContain(binding!.class_name);
+  return { main: config.main, minify: config.minify ?? false, compatibilityDate: config.compatibility_date, objects: { className: binding!.class_name, binding: binding!.name }, assetsBinding: config.assets.binding };
+}
+
+function atStorePrecision(snapshot: MemorySnapshot): MemorySnapshot {
+  return { ...snapshot, vectors: new Map(roundVectors([...snapshot.vectors], DEFAULT_VECTOR_PRECISION)) };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / MB).toFixed(1)} MB`;
+}
+
+/** Builds a Durable Object worker of test/edge into a fresh temp dir and writes its workerd config (objects stored beside it). */
 async function prepareObjectWorker(entry: string, className: string, prefix: string): Promise<{ dir: string; port: number; config: string }> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  const modules = await buildWorker(entry, dir);
+  const modules = await bundleWorker(join(repoRoot, 'test/edge', entry), join(dir, 'out'));
   const port = await freePort();
   const config = join(dir, 'config.capnp');
-  await writeFile(config, workerdConfig(port, modules, { className, dir: await objectsDir(dir) }));
+  const objects = join(dir, 'objects');
+  await mkdir(objects);
+  await writeWorkerdConfig(config, port, { modules, compatibilityDate: COMPATIBILITY_DATE, objects: { className, binding: 'MEMORY', dir: objects } });
   return { dir, port, config };
-}
-
-async function startWorkerd(config: string, port: number, flags: string[] = []): Promise<Workerd> {
-  const child = spawn(bin('workerd'), ['serve', ...flags, config], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  child.stdout.on('data', (d: Buffer) => (log += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  await waitForPort(port);
-  return {
-    stop: async () => {
-      child.kill();
-      await exited;
-    },
-    log: () => log,
-  };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.on('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? done(address.port) : fail(new Error('no port'))));
-    });
-  });
-}
-
-async function waitForPort(port: number, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await new Promise<boolean>((done) => {
-      const socket = createConnection({ port, host: '127.0.0.1' });
-      socket.once('connect', () => (socket.end(), done(true)));
-      socket.once('error', () => done(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`workerd did not listen on ${port} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }

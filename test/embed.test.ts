@@ -1,7 +1,6 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { AutoTokenizer, env as transformersEnv } from '@xenova/transformers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
@@ -14,6 +13,7 @@ import { BUCKET_MIN_FILL, lengthBuckets } from '../src/embed/batching.ts';
 import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
 import { bytesField, fieldString, joinChunks, readFields, varintField, type Chunks } from '../src/embed/protobuf.ts';
 import { weightOnlyInt8 } from '../src/embed/weight-only-int8.ts';
+import { GOLDEN_DIR, goldenTexts } from './helpers/golden-texts.ts';
 
 const FOOD = 'A man is eating food.';
 const BREAD = 'A man is eating a piece of bread.';
@@ -219,6 +219,27 @@ describe('weightOnlyInt8', () => {
     expect(graph.filter((f) => f.field === 5).map((f) => fieldString(readFields(f.bytes).find((t) => t.field === 8)!))).toEqual([weightName]);
   });
 
+  it('per run, keeps the int8 weights behind a DequantizeLinear before each MatMul: the same vectors from half the bytes', async () => {
+    const castToFloat = [...bytesField(1, [...bytesField(1, 'acc'), ...bytesField(2, 'y'), ...bytesField(4, 'Cast'), ...bytesField(5, [...bytesField(1, 'to'), ...varintField(3, 1)])])];
+    const tiny = readFields(readFields(weightOnlyInt8(tinyModel(castToFloat), 'per-run')).find((f) => f.field === 7)!.bytes);
+    const tensors = new Map(tiny.filter((f) => f.field === 5).map((f) => readFields(f.bytes)).map((t) => [fieldString(t.find((f) => f.field === 8)!), t.find((f) => f.field === 9)!.bytes]));
+    // The int8 weight stays; the zero points (per column already) and the scale (1, spread per column) feed the DequantizeLinear.
+    expect(Array.from(tensors.get('w')!)).toEqual([1, 2, 3, 4]);
+    expect(Array.from(tensors.get('w/float0/zero_point')!)).toEqual([0, 1]);
+    expect(Array.from(new Float32Array(tensors.get('w/float0/scale')!.slice().buffer))).toEqual([1, 1]);
+
+    const model = modelFile('model_quantized.onnx');
+    const perRun = weightOnlyInt8(model, 'per-run');
+    const ops = opTypes(perRun);
+    expect(ops.filter((o) => o === 'DequantizeLinear')).toHaveLength(36);
+    expect(ops.filter((o) => o === 'MatMulInteger' || o === 'DynamicQuantizeLinear')).toEqual([]);
+    expect(perRun.length).toBeLessThan(weightOnlyInt8(model).length / 2);
+    const texts = ['I adopted a puppy named Max yesterday.', 'When did Caroline go to the LGBTQ support group?', 'ok'];
+    const dequantizedPerRun = await createNodeMiniLmEmbedder({ precision: 'int8', dequantize: 'per-run', cacheSize: 0 });
+    expect(worstCosine(await dequantizedPerRun.embed(texts), await embedder('int8').embed(texts))).toBeGreaterThanOrEqual(0.99999);
+    await dequantizedPerRun.dispose();
+  });
+
   it('returns a model without dynamic quantization as it is', () => {
     const fp32 = modelFile('model.onnx');
     expect(weightOnlyInt8(fp32)).toBe(fp32);
@@ -327,13 +348,8 @@ describe('golden vectors from @sap-ux/fiori-docs-embeddings', () => {
   let modelRoot: string;
 
   beforeAll(async () => {
-    const dataDir = join(dirname(createRequire(import.meta.url).resolve('@sap-ux/fiori-docs-embeddings')), 'data', 'embeddings');
-    texts = readFileSync(join(dataDir, 'records.jsonl'), 'utf8')
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => (JSON.parse(line) as { content: string }).content)
-      .map((text) => text.replace(/\n+/g, ' ').replace(/\s+/g, ' ').trim().substring(0, 8192));
-    const bytes = readFileSync(join(dataDir, 'embeddings.bin'));
+    texts = goldenTexts();
+    const bytes = readFileSync(join(GOLDEN_DIR, 'embeddings.bin'));
     golden = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
     expect(texts).toHaveLength(778);
     expect(golden.length).toBe(778 * MINILM_DIM);

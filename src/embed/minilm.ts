@@ -5,7 +5,7 @@ import type { EngineSession, InferenceEngine } from './engine.ts';
 import { LruCache } from './lru-cache.ts';
 import { MINILM_HUB_ID, huggingFaceModelSource, type ModelSource } from './model-source.ts';
 import { onnxWebEngine, type WebEngineOptions } from './ort-web.ts';
-import { weightOnlyInt8 } from './weight-only-int8.ts';
+import { weightOnlyInt8, type Int8Dequantize } from './weight-only-int8.ts';
 import type { EmbedOptions, Embedder } from './types.ts';
 
 export type MiniLmPrecision = 'int8' | 'fp32';
@@ -44,6 +44,13 @@ export interface MiniLmOptions extends Omit<WebEngineOptions, 'load'> {
    * `wasmPaths`, `wasmBinary` and `device`; the Node entry passes onnxruntime-node.
    */
   engine?: InferenceEngine;
+  /**
+   * With `int8`, when its weights become float: `at-load` (default) once, so the runtime holds
+   * float weights (onnxruntime-web: 134 MB of WASM memory); `per-run` before each use, holding
+   * the int8 weights only (77 MB) — for Cloudflare Workers, whose isolates have 128 MB. Same
+   * vectors; inference is slower.
+   */
+  dequantize?: Int8Dequantize;
   /** Aborts model loading. */
   signal?: AbortSignal;
 }
@@ -110,7 +117,7 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
   const tokenizer = buildTokenizer(Tokenizer, tokenizerJson, tokenizerConfig, source);
   throwIfAborted(options.signal);
   // Every engine runs the int8 weights on float activations, so Node and browsers give the same vectors.
-  const graph = weightOnlyInt8(modelBytes);
+  const graph = weightOnlyInt8(modelBytes, options.dequantize);
   let session: EngineSession;
   try {
     session = await engine.createSession(graph);

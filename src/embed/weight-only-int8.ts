@@ -15,6 +15,9 @@ const NODE_OP_TYPE = 4;
 const NODE_ATTRIBUTE = 5;
 const ATTRIBUTE_NAME = 1;
 const ATTRIBUTE_INT = 3;
+const ATTRIBUTE_TYPE = 20;
+/** onnx.AttributeProto.AttributeType.INT. */
+const ATTRIBUTE_TYPE_INT = 2;
 const TENSOR_DIMS = 1;
 const TENSOR_DATA_TYPE = 2;
 const TENSOR_NAME = 8;
@@ -24,6 +27,14 @@ const VALUE_INFO_NAME = 1;
 const FLOAT = 1;
 const UINT8 = 2;
 const INT8 = 3;
+
+/**
+ * When the int8 weights become float: `at-load` turns each into a float32 initializer once (the
+ * fp32 model's size in memory, 55 MB for MiniLM, and its speed); `per-run` keeps them int8 and
+ * dequantizes each before its MatMul at every run (a quarter of the memory, for runtimes that
+ * have little, such as a Worker's 128 MB; slower inference). Both give the same float weights.
+ */
+export type Int8Dequantize = 'at-load' | 'per-run';
 
 /** The nodes rescaling one MatMulInteger's product, the tensor they end in, and the weight scale. */
 interface ScaleChain {
@@ -68,16 +79,16 @@ function unsupported(detail: string): PrismError {
  *
  * A model without dynamic quantization is returned as it is.
  */
-export function weightOnlyInt8(model: Uint8Array): Uint8Array {
+export function weightOnlyInt8(model: Uint8Array, dequantize: Int8Dequantize = 'at-load'): Uint8Array {
   try {
-    return rewrite(model);
+    return rewrite(model, dequantize);
   } catch (cause) {
     if (cause instanceof WireFormatError) throw new PrismError('MODEL_LOAD_FAILED', `not an ONNX model: ${cause.message}`, { cause });
     throw cause;
   }
 }
 
-function rewrite(model: Uint8Array): Uint8Array {
+function rewrite(model: Uint8Array, dequantize: Int8Dequantize): Uint8Array {
   const modelFields = readFields(model);
   const graphField = modelFields.find((f) => f.field === MODEL_GRAPH);
   if (!graphField) throw unsupported('the model has no graph');
@@ -127,6 +138,10 @@ function rewrite(model: Uint8Array): Uint8Array {
   };
 
   const added: Chunks = [];
+  /** DequantizeLinear nodes (per run), placed before the nodes that read them. */
+  const dequantizers: Chunks = [];
+  /** int8 weights the graph still reads (per run). */
+  const keptWeights = new Set<string>();
   const floatWeights = new Map<string, string>();
   /** The float weight standing in for an int8 weight of a MatMulInteger, its scales folded in when given. */
   const floatWeight = (input: string, zeroPoint: string, scale: ScaleChain['weightScale'] | undefined): string => {
@@ -136,7 +151,14 @@ function rewrite(model: Uint8Array): Uint8Array {
     const known = floatWeights.get(key);
     if (known) return known;
     const name = `${input}/float${floatWeights.size}`;
-    added.push(...dequantizedWeight(name, weight, zeroPoint === '' ? undefined : initializers.get(zeroPoint), scale?.values));
+    const int8 = int8Weight(name, weight, zeroPoint === '' ? undefined : initializers.get(zeroPoint), scale?.values);
+    if (dequantize === 'at-load') added.push(...dequantizedWeight(name, int8));
+    else {
+      const { node, constants } = dequantizeLinear(name, input, int8);
+      dequantizers.push(...node);
+      added.push(...constants);
+      keptWeights.add(input);
+    }
     floatWeights.set(key, name);
     return name;
   };
@@ -179,7 +201,7 @@ function rewrite(model: Uint8Array): Uint8Array {
     for (const output of quantizer.outputs) staleValueInfo.add(output);
   }
 
-  const stillRead = new Set(nodes.filter((n) => !rewritten.has(n)).flatMap((n) => n.inputs));
+  const stillRead = new Set([...nodes.filter((n) => !rewritten.has(n)).flatMap((n) => n.inputs), ...keptWeights]);
   // A scale that no folded chain absorbed is still multiplied in by the graph: it becomes 1.
   for (const quantizer of quantizers.values()) {
     const scale = quantizer.outputs[1] ?? '';
@@ -195,7 +217,7 @@ function rewrite(model: Uint8Array): Uint8Array {
     graph.push(f.encoded);
   }
   const nodeFields = graphFields.filter((f) => f.field === GRAPH_NODE);
-  graph.push(...nodes.flatMap((node, i) => rewritten.get(node) ?? [nodeFields[i]!.encoded]), ...added);
+  graph.push(...dequantizers, ...nodes.flatMap((node, i) => rewritten.get(node) ?? [nodeFields[i]!.encoded]), ...added);
   return joinChunks(modelFields.flatMap((f) => (f === graphField ? bytesField(MODEL_GRAPH, graph) : [f.encoded])));
 }
 
@@ -224,11 +246,18 @@ function int8Values(tensor: readonly WireField[], what: string): Uint8Array | In
   return type === UINT8 ? raw : new Int8Array(raw.buffer, raw.byteOffset, raw.byteLength);
 }
 
-/**
- * A `[rows, columns]` int8 weight minus its zero point (one, or one per column), as float32, times
- * its scale (one, or one per column) when given.
- */
-function dequantizedWeight(name: string, weight: readonly WireField[], zeroPoint: readonly WireField[] | undefined, scale: Float32Array | undefined): Chunks {
+/** An int8 weight matrix with its zero points and scales, one of each or one per column. */
+interface Int8Weight {
+  readonly dims: readonly number[];
+  readonly columns: number;
+  readonly type: typeof UINT8 | typeof INT8;
+  readonly values: Uint8Array | Int8Array;
+  readonly zeros: Uint8Array | Int8Array;
+  readonly scales: Float32Array;
+}
+
+/** `weight` with its zero point (0 when not given) and scale (1 when not given), checked to be a matrix with one or one-per-column of each. */
+function int8Weight(name: string, weight: readonly WireField[], zeroPoint: readonly WireField[] | undefined, scale: Float32Array | undefined): Int8Weight {
   const dims = fieldVarints(weight, TENSOR_DIMS);
   const [rows = 0, columns = 0] = dims;
   const values = int8Values(weight, name);
@@ -237,12 +266,55 @@ function dequantizedWeight(name: string, weight: readonly WireField[], zeroPoint
   if (dims.length !== 2 || values.length !== rows * columns) throw unsupported(`weight ${name} is not a matrix`);
   if (zeros.length !== 1 && zeros.length !== columns) throw unsupported(`weight ${name} has ${zeros.length} zero points for ${columns} columns`);
   if (scales.length !== 1 && scales.length !== columns) throw unsupported(`weight ${name} has ${scales.length} scales for ${columns} columns`);
+  return { dims, columns, type: values instanceof Int8Array ? INT8 : UINT8, values, zeros, scales };
+}
+
+/** Column `column`'s entry of a list holding one value, or one per column. */
+function ofColumn(list: ArrayLike<number>, column: number): number {
+  return list[list.length === 1 ? 0 : column]!;
+}
+
+/** The weight minus its zero point, as float32, times its scale: one float initializer. */
+function dequantizedWeight(name: string, { dims, columns, values, zeros, scales }: Int8Weight): Chunks {
   const floats = new Float32Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const column = i % columns;
-    floats[i] = (values[i]! - zeros[zeros.length === 1 ? 0 : column]!) * scales[scales.length === 1 ? 0 : column]!;
+    floats[i] = (values[i]! - ofColumn(zeros, column)) * ofColumn(scales, column);
   }
   return floatInitializer(name, dims, floats);
+}
+
+/**
+ * A DequantizeLinear node making the float weight `name` from the int8 initializer `input` at every
+ * run, per column (axis 1), with the zero point and scale spread to one per column as a per-axis
+ * DequantizeLinear needs. It computes what `dequantizedWeight` does, (weight − zero point) × scale
+ * rounded once to float32, so both give the same weights.
+ */
+function dequantizeLinear(name: string, input: string, { columns, type, zeros, scales }: Int8Weight): { node: Chunks; constants: Chunks } {
+  const zeroPoints = type === INT8 ? new Int8Array(columns) : new Uint8Array(columns);
+  const columnScales = new Float32Array(columns);
+  for (let c = 0; c < columns; c++) {
+    zeroPoints[c] = ofColumn(zeros, c);
+    columnScales[c] = ofColumn(scales, c);
+  }
+  const scaleName = `${name}/scale`;
+  const zeroName = `${name}/zero_point`;
+  const constants: Chunks = [
+    ...floatInitializer(scaleName, [columns], columnScales),
+    ...bytesField(GRAPH_INITIALIZER, [
+      ...varintField(TENSOR_DIMS, columns),
+      ...varintField(TENSOR_DATA_TYPE, type),
+      ...bytesField(TENSOR_NAME, zeroName),
+      ...bytesField(TENSOR_RAW_DATA, new Uint8Array(zeroPoints.buffer)),
+    ]),
+  ];
+  const node = bytesField(GRAPH_NODE, [
+    ...[input, scaleName, zeroName].flatMap((operand) => bytesField(NODE_INPUT, operand)),
+    ...bytesField(NODE_OUTPUT, name),
+    ...bytesField(NODE_OP_TYPE, 'DequantizeLinear'),
+    ...bytesField(NODE_ATTRIBUTE, [...bytesField(ATTRIBUTE_NAME, 'axis'), ...varintField(ATTRIBUTE_INT, 1), ...varintField(ATTRIBUTE_TYPE, ATTRIBUTE_TYPE_INT)]),
+  ]);
+  return { node, constants };
 }
 
 /** The values of a float32 tensor stored as raw data, or undefined for any other tensor. */

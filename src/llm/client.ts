@@ -1,11 +1,20 @@
-import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { responseCacheKey, type LlmResponseCache } from './cache.ts';
-import { Semaphore, sleep } from './concurrency.ts';
-import { callerFaultCode, LlmError } from './errors.ts';
+import { Semaphore } from './concurrency.ts';
+import { LlmError } from './errors.ts';
 import { extractJson } from './json.ts';
-import { backoffDelay, DEFAULT_RETRY_POLICY, isRetryableStatus, retryAfterMs, type RetryPolicy } from './retry.ts';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
+import {
+  attemptOnce,
+  DEFAULT_CONCURRENCY,
+  DEFAULT_TIMEOUT_MS,
+  openAiConnector,
+  withRetries,
+  type AttemptOutcome,
+  type OpenAiEndpoint,
+  type TransportRetryReason,
+} from './transport.ts';
 import {
   LLM_ROLES,
   type ChatMessage,
@@ -17,14 +26,13 @@ import {
   type RoleUsage,
 } from './types.ts';
 
-/** The `fetch` signature the adapter needs; a proxying wrapper only has to match this. */
-export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+export type { FetchLike } from './transport.ts';
 
 /** A model for every role: `default`, overridden per role where given. */
 export type LlmModels = { default: string } & Partial<Record<LlmRole, string>>;
 
 /** Why an attempt is being repeated. */
-export type LlmRetryReason = 'rate_limited' | 'http' | 'network' | 'timeout' | 'bad_json' | 'schema';
+export type LlmRetryReason = TransportRetryReason | 'bad_json' | 'schema';
 
 export interface LlmRetryEvent {
   role: LlmRole;
@@ -37,19 +45,13 @@ export interface LlmRetryEvent {
   delayMs: number;
 }
 
-export interface LlmConfig {
-  /** OpenAI-compatible endpoint including `/v1`; defaults to OpenAI's. */
-  baseURL?: string;
+export interface LlmConfig extends OpenAiEndpoint {
   /**
    * Sent as a bearer token. Optional: a browser app can point `baseURL` or `fetch` at its own
    * proxy that adds credentials, so the page never holds a key.
    */
   apiKey?: string;
   models: LlmModels;
-  /** Added to every request (e.g. a proxy's own auth header); can override `Authorization`. */
-  headers?: Record<string, string>;
-  /** The fetch to call (e.g. one that adds credentials or goes through a proxy). Default: the global `fetch`. */
-  fetch?: FetchLike;
   /**
    * Ask for `response_format: json_object` on JSON calls (default true). With it, OpenAI needs
    * the word "JSON" in the prompt and a top-level object; turn it off for servers that reject it.
@@ -72,29 +74,12 @@ export interface LlmConfig {
   onRetry?: (event: LlmRetryEvent) => void;
 }
 
-const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-const DEFAULT_TIMEOUT_MS = 60_000;
-const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_INVALID_JSON_RETRIES = 1;
-/** The openai package's own timer is set past ours so that ours, which we can attribute, fires first. */
-const PACKAGE_TIMEOUT_MARGIN_MS = 1_000;
-/** Stands in for a key the client does not hold; the `Authorization` header is then removed. */
-const NO_API_KEY = 'no-key-held-by-this-client';
 
 type RequestBody = ChatCompletionCreateParamsNonStreaming;
 
 /** What a finished call accepts as a reply; a rejection may be re-asked. */
 type Acceptance<T> = { accepted: true; value: T } | { accepted: false; code: 'LLM_BAD_JSON' | 'LLM_SCHEMA'; message: string };
-
-/** A failed attempt, classified for the retry loop; `reason` is set when it is worth retrying. */
-interface AttemptFailure {
-  code: 'LLM_TIMEOUT' | 'LLM_RATE_LIMITED' | 'LLM_HTTP' | 'LLM_AUTH' | 'LLM_CONFIG';
-  message: string;
-  status: number | undefined;
-  cause: unknown;
-  reason: Exclude<LlmRetryReason, 'bad_json' | 'schema'> | undefined;
-  retryAfterMs: number | undefined;
-}
 
 export function createLlmClient(config: LlmConfig): LlmClient {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...config.retry };
@@ -109,64 +94,35 @@ export function createLlmClient(config: LlmConfig): LlmClient {
   const usage = emptyUsage();
 
   // The openai package is imported on the first request, so a page that never calls an LLM never loads it.
-  let connection: Promise<OpenAiConnection> | null = null;
-  const connect = (): Promise<OpenAiConnection> => {
-    connection ??= openAiConnection(config, timeoutMs).catch((error: unknown) => {
-      connection = null;
-      throw error;
-    });
-    return connection;
-  };
+  const connect = openAiConnector(config, timeoutMs);
 
   function notifyRetry(event: LlmRetryEvent): void {
     usage[event.role].retries++;
     config.onRetry?.(event);
   }
 
-  async function attempt(role: LlmRole, body: RequestBody, signal: AbortSignal | undefined): Promise<string | AttemptFailure> {
-    const { client, errors } = await connect();
-    const controller = new AbortController();
-    const forwardAbort = (): void => controller.abort(signal?.reason);
-    signal?.addEventListener('abort', forwardAbort, { once: true });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    try {
-      const completion = await client.chat.completions.create(body, { signal: controller.signal, maxRetries: 0 });
-      usage[role].promptTokens += completion.usage?.prompt_tokens ?? 0;
-      usage[role].completionTokens += completion.usage?.completion_tokens ?? 0;
-      return completion.choices?.[0]?.message?.content ?? '';
-    } catch (error) {
-      throwIfAborted(signal);
-      return classifyFailure(error, timedOut, errors);
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', forwardAbort);
-    }
+  async function attempt(role: LlmRole, body: RequestBody, signal: AbortSignal | undefined): Promise<AttemptOutcome<string>> {
+    const outcome = await attemptOnce(await connect(), (client, attemptSignal) => client.chat.completions.create(body, { signal: attemptSignal, maxRetries: 0 }), {
+      timeoutMs,
+      signal,
+      what: 'LLM',
+    });
+    if (!outcome.ok) return outcome;
+    const completion = outcome.value;
+    usage[role].promptTokens += completion.usage?.prompt_tokens ?? 0;
+    usage[role].completionTokens += completion.usage?.completion_tokens ?? 0;
+    return { ok: true, value: completion.choices?.[0]?.message?.content ?? '' };
   }
 
   /** Sends `body` until a reply arrives, retrying transport failures under the policy. */
-  async function request(role: LlmRole, body: RequestBody, signal: AbortSignal | undefined, attempts: { count: number }): Promise<string> {
-    for (let retry = 0; ; retry++) {
-      const release = await slots.acquire(signal);
-      let outcome: string | AttemptFailure;
-      try {
-        attempts.count++;
-        outcome = await attempt(role, body, signal);
-      } finally {
-        release();
-      }
-      if (typeof outcome === 'string') return outcome;
-      const { code, message, status, cause, reason } = outcome;
-      if (reason === undefined || retry >= policy.maxRetries) {
-        throw new LlmError(code, message, { status, cause, attempts: attempts.count });
-      }
-      const delayMs = Math.min(policy.maxDelayMs, outcome.retryAfterMs ?? backoffDelay(retry, policy));
-      notifyRetry({ role, reason, retry: attempts.count, ...(status === undefined ? {} : { status }), delayMs });
-      await sleep(delayMs, signal);
-    }
+  function request(role: LlmRole, body: RequestBody, signal: AbortSignal | undefined, attempts: { count: number }): Promise<string> {
+    return withRetries(() => attempt(role, body, signal), {
+      policy,
+      slots,
+      signal,
+      attempts,
+      onRetry: ({ reason, status }, delayMs) => notifyRetry({ role, reason, retry: attempts.count, ...(status === undefined ? {} : { status }), delayMs }),
+    });
   }
 
   async function call<T>(
@@ -249,66 +205,4 @@ function acceptJson<T>(raw: string, schema: JsonSchemaParser<T>): Acceptance<T> 
     return { accepted: false, code: 'LLM_SCHEMA', message: `LLM reply does not match the schema: ${parsed.error.message}` };
   }
   return { accepted: true, value: parsed.data };
-}
-
-/** The error classes of the openai package, read from the loaded module to classify failures. */
-type OpenAiErrors = Pick<typeof import('openai'), 'APIError' | 'APIConnectionError' | 'APIConnectionTimeoutError'>;
-
-interface OpenAiConnection {
-  client: OpenAI;
-  errors: OpenAiErrors;
-}
-
-async function openAiConnection(config: LlmConfig, timeoutMs: number): Promise<OpenAiConnection> {
-  let module: typeof import('openai');
-  try {
-    module = await import('openai');
-  } catch (cause) {
-    throw new LlmError('LLM_CONFIG', 'the openai package could not be loaded; is it installed (and bundled)?', { cause });
-  }
-  const client = new module.default({
-    baseURL: config.baseURL ?? DEFAULT_BASE_URL,
-    apiKey: config.apiKey ?? NO_API_KEY,
-    // Explicit nulls keep OPENAI_* environment variables from leaking into requests.
-    organization: null,
-    project: null,
-    defaultHeaders: { ...(config.apiKey === undefined ? { Authorization: null } : {}), ...config.headers },
-    ...(config.fetch ? { fetch: config.fetch } : {}),
-    // Retries are this adapter's, so they are counted, observable and bounded in one place.
-    maxRetries: 0,
-    timeout: timeoutMs + PACKAGE_TIMEOUT_MARGIN_MS,
-    // Safe here: without `apiKey` the browser holds no credential, and with one the caller chose to.
-    dangerouslyAllowBrowser: true,
-  });
-  return { client, errors: module };
-}
-
-/** Maps an error from the openai package to a typed failure. */
-function classifyFailure(error: unknown, timedOut: boolean, errors: OpenAiErrors): AttemptFailure {
-  const failure = { status: undefined, cause: error, retryAfterMs: undefined };
-  if (timedOut || error instanceof errors.APIConnectionTimeoutError) {
-    return { ...failure, code: 'LLM_TIMEOUT', message: 'LLM request timed out', reason: 'timeout' };
-  }
-  if (error instanceof errors.APIError && typeof error.status === 'number') {
-    const status = error.status;
-    const message = `LLM endpoint answered HTTP ${status}: ${error.message}`;
-    // The caller's own fault (key, model, URL): another attempt cannot succeed.
-    const callerFault = callerFaultCode(status, error.code, error.message);
-    if (callerFault) return { ...failure, code: callerFault, message, status, reason: undefined };
-    const rateLimited = status === 429;
-    const retryable = isRetryableStatus(status);
-    return {
-      ...failure,
-      code: rateLimited ? 'LLM_RATE_LIMITED' : 'LLM_HTTP',
-      message,
-      status,
-      reason: retryable ? (rateLimited ? 'rate_limited' : 'http') : undefined,
-      retryAfterMs: retryable ? retryAfterMs(error.headers) : undefined,
-    };
-  }
-  if (error instanceof errors.APIConnectionError) {
-    return { ...failure, code: 'LLM_HTTP', message: `LLM endpoint unreachable: ${error.message}`, reason: 'network' };
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return { ...failure, code: 'LLM_HTTP', message: `LLM request failed: ${message}`, reason: undefined };
 }

@@ -62,18 +62,19 @@ export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): Memory
 }
 
 /**
- * A memory is used only with the embedder and schema it was written with (else STORE_VERSION),
- * and its vectors are that embedder's size. `what` names the memory in the error.
+ * A memory is used only with the embedder it was written with, same id and dimension (else
+ * EMBEDDER_MISMATCH), and its schema (else STORE_VERSION). `what` names the memory in the error.
  */
 export function checkCompatible(meta: MemoryMeta, embedder: Embedder, what: string): void {
-  if (meta.embedderId !== embedder.id) {
-    throw new PrismError('STORE_VERSION', `${what} was embedded with ${meta.embedderId}; use it with the same embedder (got ${embedder.id})`);
+  // Vectors of two embedders live in different spaces: mixing them would rank by noise.
+  if (meta.embedderId !== embedder.id || meta.dim !== embedder.dim) {
+    throw new PrismError(
+      'EMBEDDER_MISMATCH',
+      `${what} was embedded with ${meta.embedderId} (${meta.dim} dimensions); open it with that embedder, not ${embedder.id} (${embedder.dim} dimensions)`,
+    );
   }
   if (meta.schemaVersion !== SCHEMA_VERSION) {
     throw new PrismError('STORE_VERSION', `${what} has schema version ${meta.schemaVersion}; this version of PRISM reads ${SCHEMA_VERSION}`);
-  }
-  if (meta.dim !== embedder.dim) {
-    throw new PrismError('CORRUPT_CHECKPOINT', `${what} holds ${meta.dim}-dimensional vectors; ${embedder.id} makes ${embedder.dim}`);
   }
 }
 

@@ -3,3 +3,7 @@ declare module '*/usearch.wasm' {
   const module: WebAssembly.Module;
   export default module;
 }
+declare module '*/ort-wasm-simd-threaded.wasm' {
+  const module: WebAssembly.Module;
+  export default module;
+}

@@ -269,12 +269,12 @@ export const CRAFTED_KINDS: readonly CraftedKind[] = [
   edited('meta.dim 383 under a 384 header', CORRUPT, 'meta.dim is 383', ({ section }) => {
     section.meta.dim = 383;
   }),
-  edited('meta.dim 383 with 383-float vectors (consistent, wrong for the embedder)', CORRUPT, '383-dimensional', (raw) => {
+  edited('meta.dim 383 with 383-float vectors (consistent, wrong for the embedder)', 'EMBEDDER_MISMATCH', '383 dimensions', (raw) => {
     raw.section.meta.dim = 383;
     raw.dim = 383;
     raw.vectors = raw.vectors.map((v) => v.slice(0, 383));
   }),
-  edited('another embedder', 'STORE_VERSION', 'embedded with other/model', ({ section }) => {
+  edited('another embedder', 'EMBEDDER_MISMATCH', 'embedded with other/model', ({ section }) => {
     section.meta.embedderId = 'other/model';
   }),
   edited('a newer schema version', 'STORE_VERSION', 'schema version 2', ({ section }) => {
@@ -419,6 +419,8 @@ export function outcomeHolds(kind: CraftedKind, outcome: CraftedOutcome): boolea
 export interface StoredDamage {
   name: string;
   damage(db: Database.Database, partition: string): void;
+  /** What reads of the damaged scope fail with, when not CORRUPT_CHECKPOINT. */
+  code?: PrismErrorCode;
 }
 
 function editRows<T>(db: Database.Database, table: 'nodes' | 'chunks', partition: string, edit: (rows: T[]) => void): void {
@@ -459,6 +461,8 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
   },
   {
     name: 'meta.dim 383 with 383-float vectors',
+    // Whole, but written for another embedder's dimension.
+    code: 'EMBEDDER_MISMATCH',
     damage: (db, partition) => {
       editMeta(db, partition, (meta) => {
         meta.dim = 383;

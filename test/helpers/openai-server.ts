@@ -1,7 +1,8 @@
 /**
- * A real OpenAI-compatible HTTP server for tests: `POST /v1/chat/completions` on 127.0.0.1,
- * an ephemeral port, answers scripted per request. Replies come from a queue first
- * (`enqueue`), then from a handler (`setHandler`, default `echoHandler`). Every request is
+ * A real OpenAI-compatible HTTP server for tests: `POST /v1/chat/completions` and
+ * `POST /v1/embeddings` on 127.0.0.1, an ephemeral port, answers scripted per request. Replies
+ * come from a queue first (`enqueue`), then from a handler (`setHandler`, default `echoHandler`;
+ * embeddings: the `embed` option). Every request is
  * recorded so tests can assert on prompts, models, temperature and headers. A request with
  * `stream: true` gets the reply as server-sent chunks. CORS preflights
  * are answered (and not recorded) so browser tests can use it too.
@@ -17,6 +18,12 @@ export interface ChatRequestBody {
   [parameter: string]: unknown;
 }
 
+export interface EmbeddingsRequestBody {
+  model: string;
+  input: string[];
+  [parameter: string]: unknown;
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
@@ -24,10 +31,12 @@ export interface RecordedRequest {
   headers: Record<string, string>;
   /** The parsed JSON body; `undefined` when the body was not a chat request. */
   body: ChatRequestBody | undefined;
+  /** The parsed body of an embeddings request. */
+  embeddings?: EmbeddingsRequestBody;
 }
 
 export type ScriptedReply =
-  /** HTTP 200 with one assistant message holding `content`. */
+  /** HTTP 200 with one assistant message holding `content` (an embeddings request gets `content` as the whole body). */
   | { kind: 'content'; content: string; delayMs?: number; usage?: { promptTokens: number; completionTokens: number } }
   /** Any status with an OpenAI-style error body (or `body` verbatim). */
   | { kind: 'status'; status: number; headers?: Record<string, string>; body?: string; delayMs?: number }
@@ -78,8 +87,13 @@ export interface OpenAiTestServer {
   close(): Promise<void>;
 }
 
+/** Vectors for an embeddings request's texts. */
+export type EmbeddingsHandler = (body: EmbeddingsRequestBody) => number[][] | Promise<number[][]>;
+
 export interface OpenAiTestServerOptions {
   handler?: ReplyHandler;
+  /** Answers `POST /v1/embeddings` when no scripted reply is queued. Default: every text gets the vector [1, 0, 0, 0]. */
+  embed?: EmbeddingsHandler;
   /** Requests beyond this many get HTTP 400, so a runaway retry loop ends (default 1000). */
   maxRequests?: number;
   /** Larger bodies get HTTP 413 (default 1 MiB). */
@@ -102,6 +116,16 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<string | 
     request.on('end', () => resolve(size <= maxBytes ? Buffer.concat(chunks).toString('utf8') : undefined));
     request.on('error', reject);
   });
+}
+
+function parseEmbeddingsBody(text: string): EmbeddingsRequestBody | undefined {
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value === 'object' && value !== null && 'model' in value && 'input' in value && Array.isArray(value.input)) return value as EmbeddingsRequestBody;
+  } catch {
+    // Not JSON: recorded with no embeddings body, answered 400 below.
+  }
+  return undefined;
 }
 
 function parseChatBody(text: string): ChatRequestBody | undefined {
@@ -127,6 +151,7 @@ export async function startOpenAiServer(options: OpenAiTestServerOptions = {}): 
   const requests: RecordedRequest[] = [];
   const pendingDelays = new Set<() => void>();
   let handler = options.handler ?? echoHandler;
+  const embed = options.embed ?? ((body: EmbeddingsRequestBody) => body.input.map(() => [1, 0, 0, 0]));
   let inFlight = 0;
   let maxInFlight = 0;
 
@@ -177,7 +202,8 @@ export async function startOpenAiServer(options: OpenAiTestServerOptions = {}): 
 
     const text = await readBody(request, maxBodyBytes);
     const path = request.url ?? '';
-    if (request.method !== 'POST' || path !== '/v1/chat/completions') {
+    const embeddings = path === '/v1/embeddings';
+    if (request.method !== 'POST' || (path !== '/v1/chat/completions' && !embeddings)) {
       send(404, errorBody(404, `no route for ${request.method} ${path}`));
       return;
     }
@@ -188,18 +214,21 @@ export async function startOpenAiServer(options: OpenAiTestServerOptions = {}): 
     const headers = Object.fromEntries(
       Object.entries(request.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : (value ?? '')]),
     );
-    const recorded: RecordedRequest = { method: request.method, path, headers, body: parseChatBody(text) };
+    const recorded: RecordedRequest = embeddings
+      ? { method: request.method, path, headers, body: undefined, embeddings: parseEmbeddingsBody(text) }
+      : { method: request.method, path, headers, body: parseChatBody(text) };
     if (requests.length >= maxRequests) {
       send(400, errorBody(400, `test server request budget of ${maxRequests} exhausted`));
       return;
     }
     requests.push(recorded);
-    if (recorded.body === undefined) {
-      send(400, errorBody(400, 'body is not a chat completion request'));
+    const embeddingsBody = recorded.embeddings;
+    if (embeddings ? embeddingsBody === undefined : recorded.body === undefined) {
+      send(400, errorBody(400, embeddings ? 'body is not an embeddings request' : 'body is not a chat completion request'));
       return;
     }
 
-    const scripted = queue.shift() ?? (await handler(recorded, server));
+    const scripted = queue.shift() ?? (embeddingsBody ? embeddingsReply(embeddingsBody, await embed(embeddingsBody)) : await handler(recorded, server));
     if (scripted.kind === 'drop') {
       settle();
       request.socket.destroy();
@@ -208,6 +237,10 @@ export async function startOpenAiServer(options: OpenAiTestServerOptions = {}): 
     if (scripted.delayMs !== undefined && !(await delay(scripted.delayMs, response))) return;
     if (scripted.kind === 'status') {
       send(scripted.status, scripted.body ?? errorBody(scripted.status, `scripted HTTP ${scripted.status}`), scripted.headers);
+      return;
+    }
+    if (embeddings || !recorded.body) {
+      send(200, scripted.content);
       return;
     }
     const promptTokens = scripted.usage?.promptTokens ?? recorded.body.messages.reduce((sum, message) => sum + wordCount(message.content), 0);
@@ -277,4 +310,11 @@ export async function startOpenAiServer(options: OpenAiTestServerOptions = {}): 
     },
   };
   return server;
+}
+
+/** An OpenAI embeddings response holding `vectors`, one per input, in order. */
+function embeddingsReply(body: EmbeddingsRequestBody, vectors: number[][]): ScriptedReply {
+  const tokens = body.input.reduce((sum, text) => sum + wordCount(text), 0);
+  const data = vectors.map((embedding, index) => ({ object: 'embedding', index, embedding }));
+  return reply.content(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }));
 }

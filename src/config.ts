@@ -113,6 +113,12 @@ export interface RetrievalConfig {
      * else 0; under adaptive fusion scaled by 1 − the query's lexical confidence.
      */
     anchor: number;
+    /**
+     * When the query asks for the latest or current value ("what is my current…", "so far"):
+     * times how recent the turn's session is among the ranked units' sessions (the oldest 0, the
+     * newest 1), so a changed value's later statement wins. 0 = off.
+     */
+    recency: number;
   };
   /**
    * Session-independent turn anchors (beyond the paper): the turns of this many best Facets
@@ -189,6 +195,11 @@ export interface RetrievalFlags {
    * and turns whose facts resolve to that date, gain `turnScore.date`.
    */
   dateFocus: boolean;
+  /**
+   * Under date focus, relative time in the query too ("two weeks ago", "last Saturday", "in the
+   * past month"), resolved against the time the query is asked (`search`'s `now`).
+   */
+  relativeDates: boolean;
 }
 
 /** What one `add()` may hold (beyond the paper: bounds that keep every later step on bounded text). */
@@ -275,7 +286,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, date: 1, question: 0.2, anchor: 0.5 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, date: 1, question: 0.2, anchor: 0.5, recency: 0 },
     unitEpisodes: 15,
     unitBudgets: 5, // LOCO's choice among 0, 3 and 5 (8 needs a second N1 search on LoCoMo sessions at 2,048: +1.5 ms)
     maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors
@@ -302,6 +313,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     speakerScope: true,
     // Chosen by `prism eval locomo --loco`, with turnScore.date.
     dateFocus: true,
+    relativeDates: true,
   },
   seed: 42, // §6
 };

@@ -337,7 +337,8 @@ export class Memory {
    * Retrieves a small, precise context for `query` from one scope's memory (design §3): N4
    * intent, N1 bundle search under N2 edge costs, N3 compression (an LLM rerank, or the local
    * precision step), then packing into `budget` tokens. Each unit carries its messages as
-   * structured turns. Zero-LLM unless an LLM client is configured (or `mode` says).
+   * structured turns. Zero-LLM unless an LLM client is configured (or `mode` says). Relative
+   * time in the query ("two weeks ago") is read against `now` (default: the current time).
    */
   async search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
     if (typeof query !== 'string' || query.trim() === '') throw new PrismError('INVALID_INPUT', `search: expected a non-empty query string, got ${typeof query === 'string' ? 'an empty string' : typeof query}`);

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
 import type { EvalSample } from '../src/eval/benchmark.ts';
 import { evalCommand } from '../src/eval/cli.node.ts';
+import { NOW_CANDIDATES } from '../src/eval/loco.ts';
 import { longMemEvalBenchmark, sampleByType } from '../src/eval/longmemeval.ts';
 import { ndcgAtK, recallAny, sessionRanking } from '../src/eval/metrics.ts';
 import { renderReport } from '../src/eval/report.ts';
@@ -312,5 +313,26 @@ describe('prism eval longmemeval', () => {
     expect(await readFile(join(out, 'report.md'), 'utf8')).toContain('## Session ranking by category');
     await expect(evalCommand(['longmemeval'], { data, out, pooled: true })).rejects.toThrow(/--pooled apply to LoCoMo only/);
     expect(await evalCommand(['longmemeval'], { out })).toBe(2);
+  });
+
+  it('ingests each question into its own PRISM memory, asks at question_date and chooses the now weights leave-one-question-out', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prism-lme-'));
+    dirs.push(dir);
+    const data = join(dir, 'longmemeval-tiny.json');
+    await writeFile(data, JSON.stringify(RECORDS));
+    const out = join(dir, 'out');
+    expect(await evalCommand(['longmemeval'], { data, out, systems: 'prism,dense-turns', budgets: '64,4096', loco: true })).toBe(0);
+    const results = JSON.parse(await readFile(join(out, 'results.json'), 'utf8')) as EvalResults;
+    const prism = results.systems['prism']!;
+    expect(prism).toMatchObject({ n: 2, sessions: { n: 2 }, abstention: { n: 1 } });
+    // Every candidate of the choice ran on the same questions.
+    expect(Object.keys(results.systems).filter((name) => name.startsWith('loco:'))).toEqual(NOW_CANDIDATES.map((c) => c.name));
+    // PRISM against each baseline, per type, in the same report as the choice.
+    expect(results.breakdown.every((c) => c.system === 'prism' && c.reference === 'dense-turns')).toBe(true);
+    const report = await readFile(join(out, 'report.md'), 'utf8');
+    expect(report).toContain('## Leave-one-conversation-out choice of weights');
+    expect(report).toMatch(/\| ku-1 \| loco:recency/);
+    // One memory per question.
+    expect(results.timings.systems['prism']!.prepareMsByMemory).toHaveLength(3);
   });
 });

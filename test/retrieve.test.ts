@@ -27,7 +27,7 @@ import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
 import { retrieve, type RetrieveResult } from '../src/retrieve/retrieve.ts';
 import { endsAsking } from '../src/retrieve/units.ts';
 import { maskSpeakerNames, speakerFocus } from '../src/retrieve/speakers.ts';
-import { episodesOn, fallsOn, queryDates } from '../src/retrieve/dates.ts';
+import { episodesOn, fallsOn, queryTimeSpans } from '../src/retrieve/dates.ts';
 import { absoluteDates } from '../src/ingest/time.ts';
 import { turnLine } from '../src/ingest/chunking.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
@@ -1101,18 +1101,20 @@ describe('dates the query names', () => {
     for (const relative of ['What did I do last week?', 'Where did she move from 4 years ago?', 'What happened on Tuesday?', 'on 3 May?']) {
       expect(absoluteDates(relative)).toEqual([]);
     }
-    expect(await queryDates('What did we do on 3 May, 2023?')).toEqual(['2023-05-03']);
-    expect(await queryDates('What did we do yesterday?')).toEqual([]);
+    expect(await queryTimeSpans('What did we do on 3 May, 2023?', null)).toEqual([{ start: Date.UTC(2023, 4, 3), end: Date.UTC(2023, 4, 4) }]);
+    // Relative time needs the time the query is asked (see test/now.test.ts).
+    expect(await queryTimeSpans('What did we do yesterday?', null)).toEqual([]);
   });
 
-  it('finds the Episodes of sessions on those dates, within a scope', () => {
+  it('finds the Episodes of sessions on those dates, within a scope', async () => {
     const graph = threeDays();
-    expect(fallsOn('2023-05-03T12:00:00', ['2023-05-03'])).toBe(true);
-    expect(fallsOn('2023-05-03T12:00:00', ['2023-06', '2023-05'])).toBe(true);
-    expect(fallsOn('2023', ['2023-05'])).toBe(false);
-    expect(fallsOn(null, ['2023'])).toBe(false);
-    expect([...episodesOn(graph, ['2023-05'], null, new Set(['ep2']))]).toEqual(['ep1', 'ep3']);
-    expect([...episodesOn(graph, ['2023-05-03'], new Set(['ep1', 'ep2']), new Set())]).toEqual([]);
+    const spans = (query: string) => queryTimeSpans(query, null);
+    expect(fallsOn('2023-05-03T12:00:00', await spans('on 3 May, 2023'))).toBe(true);
+    expect(fallsOn('2023-05-03T12:00:00', await spans('in June 2023 or in May 2023'))).toBe(true);
+    expect(fallsOn('2023', await spans('in May 2023'))).toBe(false);
+    expect(fallsOn(null, await spans('in May 2023'))).toBe(false);
+    expect([...episodesOn(graph, await spans('in May 2023'), null, new Set(['ep2']))]).toEqual(['ep1', 'ep3']);
+    expect([...episodesOn(graph, await spans('on 3 May, 2023'), new Set(['ep1', 'ep2']), new Set())]).toEqual([]);
     expect(episodesOn(graph, [], null, new Set()).size).toBe(0);
   });
 

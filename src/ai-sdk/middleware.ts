@@ -25,6 +25,8 @@ export interface PrismMiddlewareOptions extends Scope {
   store?: boolean;
   /** Wraps the packed context into the system message (default: a short preface, then the context). */
   formatContext?: (context: string) => string;
+  /** When each question is asked: relative time in it ("two weeks ago") is read against this (default: the clock at the call). */
+  now?: () => Date | string;
 }
 
 /** The middleware's context budget: room for a handful of turns without crowding the prompt. */
@@ -64,7 +66,7 @@ function withMemoryMessage(prompt: LanguageModelV3Prompt, content: string): Lang
  * memory propagate to the `generateText` / `streamText` call.
  */
 export function prismMemoryMiddleware(options: PrismMiddlewareOptions): LanguageModelV3Middleware {
-  const { memory, budget = DEFAULT_MIDDLEWARE_BUDGET, sessionId, store = true, formatContext = defaultFormat, ...scopeFields } = options;
+  const { memory, budget = DEFAULT_MIDDLEWARE_BUDGET, sessionId, store = true, formatContext = defaultFormat, now, ...scopeFields } = options;
   const scope: Scope = scopeFields;
 
   async function remember(question: string, answer: string): Promise<void> {
@@ -85,7 +87,7 @@ export function prismMemoryMiddleware(options: PrismMiddlewareOptions): Language
     transformParams: async ({ params }) => {
       const question = latestUserText(params.prompt);
       if (question === null) return params;
-      const { context } = await memory.search(question, { ...scope, budget, ...(params.abortSignal ? { signal: params.abortSignal } : {}) });
+      const { context } = await memory.search(question, { ...scope, budget, ...(now ? { now: now() } : {}), ...(params.abortSignal ? { signal: params.abortSignal } : {}) });
       return context === '' ? params : { ...params, prompt: withMemoryMessage(params.prompt, formatContext(context)) };
     },
     wrapGenerate: async ({ doGenerate, params }) => {

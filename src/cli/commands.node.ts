@@ -428,7 +428,7 @@ const EVAL_FLAGS = {
   chunking: { type: 'string', value: 'session|turns:N|tokens:N', description: 'chunking (default session)' },
   compare: { type: 'string', value: '<a:b,...>', description: 'paired differences to report' },
   pooled: { type: 'boolean', description: 'also ask every question against one memory holding all selected conversations (pooled block in the same report)' },
-  loco: { type: 'boolean', description: 'also run the weight candidates and report their leave-one-conversation-out choice' },
+  loco: { type: 'boolean', description: 'also run the weight candidates and report their leave-one-conversation-out choice (LongMemEval: one question per conversation)' },
   sample: { type: 'string', value: '<n>', description: 'LongMemEval: n questions of each type (a fixed-seed draw; a larger n keeps the smaller draw)' },
   help: GLOBAL_FLAGS.help,
 } as const satisfies FlagSpecs;
@@ -439,7 +439,7 @@ const evalCommand: Command = {
   summary: 'run the evaluation harness (LoCoMo, LongMemEval)',
   usage:
     'prism eval locomo --out <dir> [--data <file>] [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled] [--loco]\n' +
-    '       prism eval longmemeval --data <file.json[.gz]> --out <dir> [--sample <n>] [--budgets ...] [--systems ...] [--compare a:b,...]',
+    '       prism eval longmemeval --data <file.json[.gz]> --out <dir> [--sample <n>] [--budgets ...] [--systems ...] [--compare a:b,...] [--loco]',
   example: 'prism eval locomo --out eval-out --conversations conv-26 --systems bm25-turns,prism',
   flags: EVAL_FLAGS,
   run: async (argv) => {

@@ -22,7 +22,7 @@ import { writeEvalOutputs } from './output.node.ts';
 import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
-import { LOCO_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
+import { LOCO_CANDIDATES, NOW_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
 import { comparePooled, pooledSample, renderPooled } from './pooled.ts';
 import { DEFAULT_BUDGETS, runEval, type EvalProgress, type EvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
@@ -43,7 +43,7 @@ export interface EvalFlags {
    * `pooledSample`), for the PRISM systems; the pooled block joins the same report.
    */
   pooled?: boolean | undefined;
-  /** Also the weight candidates (`LOCO_CANDIDATES`), chosen leave-one-conversation-out in the report. */
+  /** Also the weight candidates (LoCoMo: `LOCO_CANDIDATES`; LongMemEval: `NOW_CANDIDATES`), chosen leave-one-conversation-out in the report. */
   loco?: boolean | undefined;
   /** LongMemEval: this many questions of each type (a seeded draw, see `sampleByType`). */
   sample?: string | undefined;
@@ -53,7 +53,7 @@ const BENCHMARKS: readonly BenchmarkName[] = ['locomo', 'longmemeval'];
 
 const USAGE = [
   'usage: prism eval locomo --out <dir> [--data <file.json>] [--mode zero-llm|llm] [--budgets ...] [--systems ...] [--conversations ...] [--compare a:b,...] [--pooled] [--loco]',
-  '       prism eval longmemeval --data <file.json|file.json.gz> --out <dir> [--sample N] [--budgets ...] [--systems ...] [--compare a:b,...]',
+  '       prism eval longmemeval --data <file.json|file.json.gz> --out <dir> [--sample N] [--budgets ...] [--systems ...] [--compare a:b,...] [--loco]',
 ].join('\n');
 
 /** The systems a LongMemEval run has by default: PRISM, and the baselines its anchors are reported against. */
@@ -224,7 +224,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       console.error('prism eval longmemeval: --data <file> is required (the official format, .json or .json.gz)');
       return 2;
     }
-    const locomoOnly = (['pooled', 'loco', 'conversations'] as const).filter((flag) => flags[flag] !== undefined);
+    const locomoOnly = (['pooled', 'conversations'] as const).filter((flag) => flags[flag] !== undefined);
     if (locomoOnly.length > 0) throw new PrismError('INVALID_INPUT', `prism eval longmemeval: ${locomoOnly.map((f) => `--${f}`).join(', ')} apply to LoCoMo only`);
   } else if (flags.sample !== undefined) {
     throw new PrismError('INVALID_INPUT', 'prism eval locomo: --sample applies to LongMemEval only (LoCoMo selects with --conversations)');
@@ -290,7 +290,8 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const systems: EvalSystem[] = await Promise.all(
     names.map(async (name) => baselines.find((b) => b.name === name) ?? prism(name as PrismVariant)),
   );
-  const candidates = flags.loco ? await Promise.all(LOCO_CANDIDATES.map((candidate) => prism('prism', candidate))) : [];
+  const candidateSettings = benchmarkName === 'longmemeval' ? NOW_CANDIDATES : LOCO_CANDIDATES;
+  const candidates = flags.loco ? await Promise.all(candidateSettings.map((candidate) => prism('prism', candidate))) : [];
 
   const controller = new AbortController();
   const onInterrupt = () => controller.abort();
@@ -350,10 +351,10 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
       // The implicit-recall cases guard the choice: the chosen weights must not recall less there than the strongest baseline.
       const reference = implicit ? strongestBaseline(implicit, systems) : undefined;
       const guard = implicit && reference ? [{ ...slice('implicit recall', implicit), floor: { name: reference, outcomes: implicit.outcomes[reference] ?? [] } }] : [];
-      const loco = leaveOneConversationOut([slice('LoCoMo', results), ...guard], budgets);
+      const loco = leaveOneConversationOut([slice(benchmark.title, results), ...guard], budgets);
       sections.push(renderLoco(loco));
       const ers = (score: LocoScore | undefined) => budgets.map((b) => `${b}:${score?.er[String(b)]?.toFixed(3)}`).join(' ');
-      console.log(`\nleave-one-conversation-out: ${ers(loco.loco['LoCoMo'])} (in-sample ${loco.inSample.chosen}: ${ers(loco.inSample.scores['LoCoMo'])})`);
+      console.log(`\nleave-one-conversation-out: ${ers(loco.loco[benchmark.title])} (in-sample ${loco.inSample.chosen}: ${ers(loco.inSample.scores[benchmark.title])})`);
     }
     const paths = await writeEvalOutputs(out, results, sections);
     printSummary(results);

@@ -42,6 +42,8 @@ const VARIANTS = {
   // fine units' Episodes sized by text, off (so this is also its ablation row).
   'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { unitBudgets: 0 } } },
   'prism-no-date-focus': { mode: 'zero-llm', overlay: { flags: { dateFocus: false } } },
+  // Relative time in the query ("two weeks ago") left unresolved, as before search knew when it is asked.
+  'prism-no-relative-dates': { mode: 'zero-llm', overlay: { flags: { relativeDates: false } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0, unitBudgets: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both
@@ -133,9 +135,10 @@ export async function prismSystem(options: PrismSystemOptions): Promise<EvalSyst
     async prepare(sample, prepareOptions = {}) {
       memory = await memories.open(sample, prepareOptions);
     },
-    async retrieve(question, { budget, signal }) {
+    async retrieve(question, { budget, askedAt, signal }) {
       if (memory === null) throw new PrismError('INVALID_INPUT', `${name}: retrieve called before prepare`);
-      const result = await memory.search(question, { budget, mode, config, ...(signal ? { signal } : {}) });
+      // Asked when the benchmark says, or at no known time (never the machine's clock: runs must repeat).
+      const result = await memory.search(question, { budget, mode, config, now: askedAt, ...(signal ? { signal } : {}) });
       const { graph } = await memory.inspect();
       return {
         units: result.units,

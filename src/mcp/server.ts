@@ -127,11 +127,20 @@ export function createPrismMcpServer(memory: Memory, options: PrismMcpOptions = 
           .min(1)
           .describe('The question or topic, e.g. "When did Sam adopt the dog?". Name people and dates as written ("What did Sam say on 3 May, 2023?"): named speakers and dates focus the search.'),
         budget: z.number().int().min(32).max(32768).optional().describe(`Most context tokens (default ${options.defaultBudget ?? DEFAULT_MCP_BUDGET}).`),
+        now: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('When the question is asked, e.g. "2023-05-30T23:40:00": relative time in the query ("two weeks ago", "last Saturday") is read against it. Default: the server\'s clock.'),
       }),
       annotations: { readOnlyHint: true },
     },
     async (args) => {
-      const result = await memory.search(args.query, { ...scopeOf(args), budget: args.budget ?? options.defaultBudget ?? DEFAULT_MCP_BUDGET });
+      const result = await memory.search(args.query, {
+        ...scopeOf(args),
+        budget: args.budget ?? options.defaultBudget ?? DEFAULT_MCP_BUDGET,
+        ...(args.now === undefined ? {} : { now: args.now }),
+      });
       return {
         content: [{ type: 'text', text: result.context === '' ? 'nothing in memory matches' : result.context }],
         structuredContent: { context: result.context, tokens: result.tokens, intent: result.intent, units: result.units.map(unitView) },

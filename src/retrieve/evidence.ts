@@ -1,6 +1,7 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { FacetPointNode } from '../graph/types.ts';
 import { dotEach } from '../util/vectors.ts';
+import type { TimeSpan } from './dates.ts';
 import type { TurnAnchors } from './turn-anchors.ts';
 
 /** Query-side signals about an Episode's content, shared by the local precision step and finer units. */
@@ -12,8 +13,8 @@ export interface QueryEvidence {
   queryTerms: ReadonlySet<string>;
   /** The memory's speakers the query names (see `speakerFocus`). */
   speakers: ReadonlySet<string>;
-  /** The dates the query names outright, as ISO prefixes (see `queryDates`; empty under `flags.dateFocus` off). */
-  dates: readonly string[];
+  /** The times the query points at (see `queryTimeSpans`; empty under `flags.dateFocus` off). */
+  dates: readonly TimeSpan[];
   /** Multiplies every BM25 term of a score: 1, or the query's `lexicalConfidence` under adaptive fusion. */
   lexicalWeight: number;
   /** Session-independent turn anchors (empty when off). */

@@ -45,6 +45,18 @@ export const CAUSAL_TRIGGERS: readonly RegExp[] = [
   /\bwhat (prompted|drove|pushed|triggered|sparked)\b/i,
 ];
 
+/**
+ * Words of a query that asks for the value as it stands now, where it may have changed: "what
+ * is my current…", "how many … so far", "where do I keep it now", "my most recent visit". A
+ * question about an earlier value ("previous", "before I changed") has none of them.
+ */
+const LATEST_TRIGGERS = /\b(current|currently|now|nowadays|these days|at the moment|latest|most recent(ly)?|so far|still|anymore|any more|to date|up to date)\b/i;
+
+/** Does the query ask for the latest or current value of something (see `LATEST_TRIGGERS`)? */
+export function asksForLatest(query: string): boolean {
+  return LATEST_TRIGGERS.test(query);
+}
+
 type PrototypeLabel = Exclude<Intent, 'GENERAL'>;
 
 /**

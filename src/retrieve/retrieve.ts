@@ -9,9 +9,9 @@ import { fuseLayerAnchors } from './anchor-fusion.ts';
 import { bundleSearch } from './bundle-search.ts';
 import { bundleOrder, localPrecision, rerankWithLlm, type Compression } from './compress.ts';
 import type { QueryEvidence } from './evidence.ts';
-import { routeIntent, type IntentDecision } from './intent.ts';
+import { asksForLatest, routeIntent, type IntentDecision } from './intent.ts';
 import { termsOf } from './lexical.ts';
-import { episodesOn, queryDates } from './dates.ts';
+import { episodesOn, queryInstant, queryTimeSpans, type TimeSpan } from './dates.ts';
 import { dot } from '../util/vectors.ts';
 import { countTokens, packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
@@ -39,6 +39,13 @@ export interface RetrieveOptions {
   llmFallback?: boolean;
   /** Overlaid on `deps.config` for this query (ablation switches, constants). */
   config?: DeepPartial<PrismConfig>;
+  /**
+   * When the query is asked: relative time in it ("two weeks ago", "last Saturday", "in the
+   * past month"; see `relativeSpans`) is resolved against this, a `Date` or a date string in a
+   * form `add` takes (`2023-05-30T23:40:00`: wall-clock time, as session dates are stored).
+   * Default: the current time. null: unknown, and relative time is left unresolved.
+   */
+  now?: Date | string | null;
   /** Aborting stops the query with `ABORTED`. Default: none. */
   signal?: AbortSignal;
 }
@@ -68,14 +75,19 @@ const QUERY_ROLES: readonly LlmRole[] = ['intent', 'rerank'];
 
 /** The query pipeline (design §3): N4 → anchors (dense + lexical) → N1 with N2 costs → N3 → units → packing. */
 export async function retrieve(query: string, deps: RetrieveDeps, options: RetrieveOptions = {}): Promise<RetrieveResult> {
+  // The clock is read here, once: everything below is a function of `now`.
+  const asked = { ...options, now: queryInstant(options.now === undefined ? new Date() : options.now) };
   // LLM endpoint fallback (see `llmFallback`).
   if (deps.llm && (options.mode ?? 'llm') === 'llm' && options.llmFallback !== false) {
-    return withZeroLlmFallback(deps.llm, (mode) => retrieveInMode(query, deps, { ...options, mode }));
+    return withZeroLlmFallback(deps.llm, (mode) => retrieveInMode(query, deps, { ...asked, mode }));
   }
-  return retrieveInMode(query, deps, options);
+  return retrieveInMode(query, deps, asked);
 }
 
-async function retrieveInMode(query: string, deps: RetrieveDeps, options: RetrieveOptions): Promise<RetrieveResult> {
+/** The options `retrieve` passes down: `now` read into wall-clock milliseconds (null: unknown). */
+type AskedOptions = Omit<RetrieveOptions, 'now'> & { now: number | null };
+
+async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedOptions): Promise<RetrieveResult> {
   if (query.trim() === '') throw new PrismError('INVALID_INPUT', 'empty query');
   for (const [name, value] of [['budget', options.budget], ['k', options.k], ['m', options.m]] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value > 0)) {
@@ -91,7 +103,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
 
   const queryTerms = termsOf(query);
   const focus = speakerFocus(deps.graph, queryTerms);
-  const dates = config.flags.dateFocus ? await queryDates(query) : [];
+  const dates = config.flags.dateFocus ? await queryTimeSpans(query, config.flags.relativeDates ? options.now : null) : [];
   // Speaker scope: the named speakers' Episodes, when they are fewer than all (see `speakerScope`).
   const scope = config.flags.speakerScope ? focus.episodes : null;
   const queryVector = await deps.embedQuery(config.flags.maskSpeakerNames ? maskSpeakerNames(query, focus.nameTerms) : query, signal);
@@ -159,7 +171,9 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: Retrie
   // Date focus serves fine units, as turn anchors do; without a budget the context is the M Episodes.
   const chosen = fineBudget === null ? selected : [...selected, ...datedEpisodes(deps.graph, anchors, selected, scope, dates, { queryVector, intent: routed.intent, config })];
   const outside = anchorEpisodes(deps.graph, dense.facet, chosen, evidence.turnAnchors, { queryVector, intent: routed.intent, config });
-  const units = buildUnits(deps.graph, chosen, evidence, config, fineBudget, outside);
+  const built = buildUnits(deps.graph, chosen, evidence, config, fineBudget, outside);
+  const recency = config.retrieval.turnScore.recency;
+  const units = recency > 0 && asksForLatest(query) ? preferRecent(built, recency) : built;
   const packed = packContext(units, options.budget ?? Infinity);
 
   return {
@@ -231,7 +245,23 @@ function lowestScore(ranked: readonly RankedEpisode[]): number {
 }
 
 /**
- * Episodes of sessions on a date the query names (`flags.dateFocus`) that the selection left
+ * For a query asking for the latest or current value (`asksForLatest`): each unit gains `weight`
+ * × how recent its session is among the units' sessions, by rank (the oldest 0, the newest 1),
+ * so that where a value changed the later statement wins what was close to a tie. Units without
+ * a time gain nothing. Stable: equal scores keep their order.
+ */
+function preferRecent(units: readonly RetrievedUnit[], weight: number): RetrievedUnit[] {
+  const times = [...new Set(units.flatMap((u) => (u.time ? [u.time] : [])))].sort();
+  if (times.length < 2) return [...units];
+  const recency = new Map(times.map((time, i) => [time, i / (times.length - 1)]));
+  return units
+    .map((unit, i) => ({ unit: { ...unit, score: unit.score + weight * (unit.time ? (recency.get(unit.time) ?? 0) : 0) }, i }))
+    .sort((a, b) => b.unit.score - a.unit.score || a.i - b.i)
+    .map(({ unit }) => unit);
+}
+
+/**
+ * Episodes of sessions in a time the query points at (`flags.dateFocus`) that the selection left
  * out, within the speaker scope, after it at its lowest score, so no selected Episode loses to
  * them on it. Each comes with its cheapest N1 path: from the query's anchors, or from the
  * Episode itself as an anchor at its own cosine to the query, whichever costs less, so that every
@@ -242,7 +272,7 @@ function datedEpisodes(
   anchors: LayerAnchors,
   selected: readonly RankedEpisode[],
   scope: ReadonlySet<string> | null,
-  dates: readonly string[],
+  dates: readonly TimeSpan[],
   query: { queryVector: Float32Array; intent: Intent; config: PrismConfig },
 ): RankedEpisode[] {
   const wanted = episodesOn(graph, dates, scope, new Set(selected.map((e) => e.episodeId)));

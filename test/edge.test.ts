@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -115,22 +115,13 @@ describe('Deno', () => {
   });
 
   it('serves examples/deno as it is: two users, each with a memory of their own', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'prism-deno-example-'));
-    // The example's deno.json names the npm package; this one points the names at this checkout
-    // (and at its node_modules for the package's own dependencies).
-    const denoConfig = join(dir, 'deno.json');
-    const imports = Object.fromEntries(Object.entries(PRISM_SOURCE).map(([name, path]) => [name, pathToFileURL(path).href]));
-    await writeFile(denoConfig, JSON.stringify({ nodeModulesDir: 'manual', imports }));
     const port = await freePort();
-    const server = spawn(
-      bin('deno'),
-      ['run', '--no-lock', `--config=${denoConfig}`, '--allow-read', '--allow-env', `--allow-net=127.0.0.1:${port}`, '--no-prompt', 'examples/deno/main.ts'],
-      {
-        cwd: repoRoot,
-        env: { ...process.env, PORT: String(port), HOSTNAME: '127.0.0.1', PRISM_MODEL_URL: pathToFileURL(`${defaultModelDir()}/`).href, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    // In the example's folder, as `deno task start` runs it: its deno.json maps `prism-memory` to this checkout.
+    const server = spawn(bin('deno'), ['run', '--no-lock', '--allow-read', '--allow-env', `--allow-net=127.0.0.1:${port}`, '--no-prompt', 'main.ts'], {
+      cwd: join(repoRoot, 'examples/deno'),
+      env: { ...process.env, PORT: String(port), HOSTNAME: '127.0.0.1', PRISM_MODEL_URL: pathToFileURL(`${defaultModelDir()}/`).href, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let log = '';
     server.stdout.on('data', (d: Buffer) => (log += d.toString()));
     server.stderr.on('data', (d: Buffer) => (log += d.toString()));
@@ -147,7 +138,6 @@ describe('Deno', () => {
     } finally {
       server.kill();
       await exited;
-      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -443,7 +443,7 @@ export class Memory {
         const bridges = chainGapEdges(graph, new Set(batch.deleteNodes), () => nextKey++);
         if (bridges.length > 0) {
           batch.putEdges = bridges;
-          batch.putVectors = await edgeVectorsFor(bridges, this.options.embedder, 'embedded');
+          batch.putVectors = await edgeVectorsFor(bridges, this.options.embedder, this.config.ingest.edgeVectors);
           batch.meta = { ...partition.state.meta, nextKey };
         }
         await writer.commit(batch);

@@ -1,3 +1,5 @@
+import { mulberry32 } from '../../src/eval/stats.ts';
+
 /**
  * A long, made-up chat for load tests: `sessions` sessions of `perSession` messages, two speakers
  * taking turns, every message a plain sentence about people, pets, places and plans, picked by a
@@ -16,20 +18,8 @@ const ACTIVITIES = ['learning the cello', 'training for a half marathon', 'bakin
 const FEELINGS = ['really proud of it', 'a bit nervous about it', 'tired but happy', 'surprised how much fun it is', 'still getting used to it'];
 const TIMES = ['last weekend', 'yesterday', 'two weeks ago', 'this morning', 'on Tuesday', 'last month'];
 
-/** Mulberry32: small, fast, and the same sequence everywhere. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function chatCorpus(sessions: number, perSession: number, seed = 7): CorpusSession[] {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
   const sentence = (): string => {
     switch (Math.floor(next() * 5)) {

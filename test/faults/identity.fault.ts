@@ -1,17 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Fault, FaultOutcome } from './fault.ts';
+import { inTempDir, type Fault, type FaultOutcome } from './fault.ts';
 import { handlesAdding, processesAdding, staleHandleAfterDelete, type IdentityCensus } from './identity-scenarios.ts';
 
-async function inTempDir(run: (dir: string) => Promise<FaultOutcome>): Promise<FaultOutcome> {
-  const dir = await mkdtemp(join(tmpdir(), 'prism-fault-'));
-  try {
-    return await run(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 const outcome = (census: IdentityCensus): FaultOutcome => ({
   survived: census.clean && census.lost === 0 && census.duplicated === 0,

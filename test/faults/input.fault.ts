@@ -8,8 +8,6 @@
  * times a new process's first search over messages whose speaker name is as long as allowed.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { DEFAULT_CONFIG } from '../../src/config.ts';
@@ -21,7 +19,7 @@ import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import { openSqliteStore } from '../../src/store/sqlite.node.ts';
 import type { GraphStore } from '../../src/store/types.ts';
 import { countTokens } from '../../src/util/tokens.ts';
-import type { Fault, FaultOutcome } from './fault.ts';
+import { inTempDir, type Fault, type FaultOutcome } from './fault.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 const searchScript = join(repoRoot, 'test', 'faults', 'input-search.ts');
@@ -112,14 +110,6 @@ async function openMemory(path: string): Promise<{ memory: Memory; store: GraphS
   return { memory: await Memory.open({ store, embedder, createIndex: (dim) => usearch.createIndex({ dim }) }), store };
 }
 
-async function inTempDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'prism-fault-'));
-  try {
-    return await run(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 function describeError(error: unknown): string {
   if (error === null) return 'the add resolved';

@@ -1,17 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Fault, FaultOutcome } from './fault.ts';
+import { inTempDir, type Fault, type FaultOutcome } from './fault.ts';
 import { corruptFile, diskFull, killDuringCommit, missing, twoProcesses, type Damage } from './store-scenarios.ts';
 
-async function inTempDir(run: (dir: string) => Promise<FaultOutcome>): Promise<FaultOutcome> {
-  const dir = await mkdtemp(join(tmpdir(), 'prism-fault-'));
-  try {
-    return await run(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 const DAMAGES: readonly Damage[] = ['garbage', 'truncated', 'scribbled'];
 

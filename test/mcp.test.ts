@@ -60,7 +60,7 @@ describe('prism mcp', () => {
     expect(tools.map((t) => t.name).sort()).toEqual(['add_memory', 'delete_memory', 'list_memories', 'search_memory']);
     const search = tools.find((t) => t.name === 'search_memory');
     expect(search?.inputSchema.required).toEqual(['query']);
-    expect(Object.keys(search?.inputSchema.properties ?? {}).sort()).toEqual(['agentId', 'budget', 'query', 'runId', 'userId']);
+    expect(Object.keys(search?.inputSchema.properties ?? {}).sort()).toEqual(['agentId', 'budget', 'now', 'query', 'runId', 'userId']);
     for (const tool of tools) expect(tool.description).toMatch(/caller chooses/);
   });
 

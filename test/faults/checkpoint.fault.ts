@@ -94,7 +94,8 @@ export const faults: Fault[] = [
           };
           damageStoredScope(path, VICTIM, damage);
           const fresh = await open();
-          await step('list fails with CORRUPT_CHECKPOINT', () => fresh.list(VICTIM).then(() => false, (err: unknown) => err instanceof PrismError && err.code === 'CORRUPT_CHECKPOINT'));
+          const code = damage.code ?? 'CORRUPT_CHECKPOINT';
+          await step(`list fails with ${code}`, () => fresh.list(VICTIM).then(() => false, (err: unknown) => err instanceof PrismError && err.code === code));
           await step('import a valid checkpoint', async () => {
             await fresh.import(valid, VICTIM);
             return true;

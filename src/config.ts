@@ -200,6 +200,12 @@ export interface RetrievalFlags {
    * past month"), resolved against the time the query is asked (`search`'s `now`).
    */
   relativeDates: boolean;
+  /**
+   * In a memory of chats with an assistant (speakers `User`/`user` and `Assistant`/`assistant`),
+   * a query in the first person ("my", "I") counts as naming the user and one in the second
+   * ("you") as naming the assistant, for the speaker term (`turnScore.speaker`).
+   */
+  pronounSpeakers: boolean;
 }
 
 /** What one `add()` may hold (beyond the paper: bounds that keep every later step on bounded text). */
@@ -314,6 +320,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // Chosen by `prism eval locomo --loco`, with turnScore.date.
     dateFocus: true,
     relativeDates: true,
+    pronounSpeakers: true,
   },
   seed: 42, // §6
 };

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
 import type { EvalSample } from '../src/eval/benchmark.ts';
 import { evalCommand } from '../src/eval/cli.node.ts';
-import { NOW_CANDIDATES } from '../src/eval/loco.ts';
+import { LONGMEMEVAL_CANDIDATES } from '../src/eval/loco.ts';
 import { longMemEvalBenchmark, sampleByType } from '../src/eval/longmemeval.ts';
 import { ndcgAtK, recallAny, sessionRanking } from '../src/eval/metrics.ts';
 import { renderReport } from '../src/eval/report.ts';
@@ -315,7 +315,7 @@ describe('prism eval longmemeval', () => {
     expect(await evalCommand(['longmemeval'], { out })).toBe(2);
   });
 
-  it('ingests each question into its own PRISM memory, asks at question_date and chooses the now weights leave-one-question-out', async () => {
+  it('ingests each question into its own PRISM memory, asks at question_date and chooses the LongMemEval weights leave-one-question-out', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'prism-lme-'));
     dirs.push(dir);
     const data = join(dir, 'longmemeval-tiny.json');
@@ -326,7 +326,7 @@ describe('prism eval longmemeval', () => {
     const prism = results.systems['prism']!;
     expect(prism).toMatchObject({ n: 2, sessions: { n: 2 }, abstention: { n: 1 } });
     // Every candidate of the choice ran on the same questions.
-    expect(Object.keys(results.systems).filter((name) => name.startsWith('loco:'))).toEqual(NOW_CANDIDATES.map((c) => c.name));
+    expect(Object.keys(results.systems).filter((name) => name.startsWith('loco:'))).toEqual(LONGMEMEVAL_CANDIDATES.map((c) => c.name));
     // PRISM against each baseline, per type, in the same report as the choice.
     expect(results.breakdown.every((c) => c.system === 'prism' && c.reference === 'dense-turns')).toBe(true);
     const report = await readFile(join(out, 'report.md'), 'utf8');

@@ -22,7 +22,7 @@ import { writeEvalOutputs } from './output.node.ts';
 import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
-import { LOCO_CANDIDATES, NOW_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
+import { LOCO_CANDIDATES, LONGMEMEVAL_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
 import { comparePooled, pooledSample, renderPooled } from './pooled.ts';
 import { DEFAULT_BUDGETS, runEval, type EvalProgress, type EvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
@@ -43,7 +43,7 @@ export interface EvalFlags {
    * `pooledSample`), for the PRISM systems; the pooled block joins the same report.
    */
   pooled?: boolean | undefined;
-  /** Also the weight candidates (LoCoMo: `LOCO_CANDIDATES`; LongMemEval: `NOW_CANDIDATES`), chosen leave-one-conversation-out in the report. */
+  /** Also the weight candidates (LoCoMo: `LOCO_CANDIDATES`; LongMemEval: `LONGMEMEVAL_CANDIDATES`), chosen leave-one-conversation-out in the report. */
   loco?: boolean | undefined;
   /** LongMemEval: this many questions of each type (a seeded draw, see `sampleByType`). */
   sample?: string | undefined;
@@ -290,7 +290,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const systems: EvalSystem[] = await Promise.all(
     names.map(async (name) => baselines.find((b) => b.name === name) ?? prism(name as PrismVariant)),
   );
-  const candidateSettings = benchmarkName === 'longmemeval' ? NOW_CANDIDATES : LOCO_CANDIDATES;
+  const candidateSettings = benchmarkName === 'longmemeval' ? LONGMEMEVAL_CANDIDATES : LOCO_CANDIDATES;
   const candidates = flags.loco ? await Promise.all(candidateSettings.map((candidate) => prism('prism', candidate))) : [];
 
   const controller = new AbortController();

@@ -81,15 +81,19 @@ export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
 
 /**
  * The settings `prism eval longmemeval --loco` chooses among: the recency weight
- * (`turnScore.recency`) at 0, 0.1, 0.25, 0.5 and 1, each with relative time in the query
- * resolved against the time it is asked (`flags.relativeDates`) and not. Every LongMemEval
- * question is its own conversation, so leaving one conversation out leaves one question out.
+ * (`turnScore.recency`) at 0, 0.25 and 0.5, relative time in the query resolved against the
+ * time it is asked (`flags.relativeDates`) or not, and first- and second-person queries read as
+ * naming the user or the assistant (`flags.pronounSpeakers`) or not: every combination. Every
+ * LongMemEval question is its own conversation, so leaving one conversation out leaves one
+ * question out.
  */
-export const NOW_CANDIDATES: readonly LocoCandidate[] = [0, 0.1, 0.25, 0.5, 1].flatMap((recency) =>
-  [true, false].map((relativeDates) => ({
-    name: `loco:recency${recency}${relativeDates ? '' : '-relative-off'}`,
-    overlay: { flags: { relativeDates }, retrieval: { turnScore: { recency } } },
-  })),
+export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [0, 0.25, 0.5].flatMap((recency) =>
+  [true, false].flatMap((relativeDates) =>
+    [true, false].map((pronounSpeakers) => ({
+      name: `loco:recency${recency}${relativeDates ? '' : '-relative-off'}${pronounSpeakers ? '' : '-pronouns-off'}`,
+      overlay: { flags: { relativeDates, pronounSpeakers }, retrieval: { turnScore: { recency } } },
+    })),
+  ),
 );
 
 /** One set of questions the choice is made on, with every candidate's outcomes over the same questions. */

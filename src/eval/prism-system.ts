@@ -44,6 +44,8 @@ const VARIANTS = {
   'prism-no-date-focus': { mode: 'zero-llm', overlay: { flags: { dateFocus: false } } },
   // Relative time in the query ("two weeks ago") left unresolved, as before search knew when it is asked.
   'prism-no-relative-dates': { mode: 'zero-llm', overlay: { flags: { relativeDates: false } } },
+  // First- and second-person queries not read as naming the user or the assistant.
+  'prism-no-pronoun-speakers': { mode: 'zero-llm', overlay: { flags: { pronounSpeakers: false } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0, unitBudgets: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both

@@ -155,7 +155,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
-  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers: focus.speakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
+  const speakers = config.flags.pronounSpeakers ? withAddressed(focus.speakers, query) : focus.speakers;
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
@@ -242,6 +243,26 @@ function beyondBundle(searched: readonly BundleEntry[], ranked: readonly RankedE
 /** The lowest score of a ranking, where Episodes joining after it are placed (0 for none). */
 function lowestScore(ranked: readonly RankedEpisode[]): number {
   return ranked.length > 0 ? Math.min(...ranked.map((e) => e.score)) : 0;
+}
+
+/**
+ * The speakers of a chat with an assistant, as `add` names OpenAI roles (`User`, `Assistant`)
+ * and as chat logs write them (`user`, `assistant`), by the person a query addresses them in.
+ */
+const ROLE_SPEAKERS = { first: ['User', 'user'], second: ['Assistant', 'assistant'] } as const;
+const FIRST_PERSON = /\b(i|me|my|mine|myself)\b/i;
+const SECOND_PERSON = /\b(you|your|yours|yourself)\b/i;
+
+/**
+ * The speakers a query names, and those its pronouns point at (`flags.pronounSpeakers`): in a
+ * memory of chats with an assistant, a question in the first person ("what is my…", "how many
+ * did I…") is the user's about themself, whose facts their own turns state; one in the second
+ * person ("what did you recommend?") asks what the assistant said. Their turns gain the speaker
+ * term as a named speaker's do. A memory without such speakers is unaffected.
+ */
+function withAddressed(speakers: ReadonlySet<string>, query: string): ReadonlySet<string> {
+  const addressed = [...(FIRST_PERSON.test(query) ? ROLE_SPEAKERS.first : []), ...(SECOND_PERSON.test(query) ? ROLE_SPEAKERS.second : [])];
+  return addressed.length === 0 ? speakers : new Set([...speakers, ...addressed]);
 }
 
 /**

@@ -48,7 +48,7 @@ function record(value: unknown, where: string): Record<string, unknown> {
 }
 
 /** A LongMemEval date as a stored time (`2023-05-30T23:40:00`); INVALID_INPUT naming the field when it is not one. */
-export function longMemEvalTime(where: string, written: string): string {
+function longMemEvalTime(where: string, written: string): string {
   const match = LONGMEMEVAL_DATE.exec(written.trim());
   if (!match) fail(where, 'a date written as 2023/05/30 (Tue) 23:40', written);
   const [, year, month, day, hour = '00', minute = '00'] = match;

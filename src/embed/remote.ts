@@ -1,7 +1,8 @@
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { Semaphore } from '../llm/concurrency.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../llm/retry.ts';
-import { attemptOnce, DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_MS, openAiConnector, withRetries, type OpenAiEndpoint } from '../llm/transport.ts';
+import type { OpenAiEndpoint } from '../llm/endpoint.ts';
+import { attemptOnce, DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_MS, openAiConnector, withRetries } from '../llm/transport.ts';
 import type { EmbedOptions, Embedder } from './types.ts';
 
 export interface RemoteEmbedderOptions extends Omit<OpenAiEndpoint, 'baseURL'> {

@@ -12,9 +12,8 @@ import {
   openAiConnector,
   withRetries,
   type AttemptOutcome,
-  type OpenAiEndpoint,
-  type TransportRetryReason,
 } from './transport.ts';
+import type { OpenAiEndpoint, TransportRetryReason } from './endpoint.ts';
 import {
   LLM_ROLES,
   type ChatMessage,
@@ -26,7 +25,7 @@ import {
   type RoleUsage,
 } from './types.ts';
 
-export type { FetchLike } from './transport.ts';
+export type { FetchLike } from './endpoint.ts';
 
 /** A model for every role: `default`, overridden per role where given. */
 export type LlmModels = { default: string } & Partial<Record<LlmRole, string>>;

@@ -3,30 +3,13 @@ import { throwIfAborted } from '../errors.ts';
 import { sleep, type Semaphore } from './concurrency.ts';
 import { callerFaultCode, LlmError } from './errors.ts';
 import { backoffDelay, isRetryableStatus, retryAfterMs, type RetryPolicy } from './retry.ts';
+import type { OpenAiEndpoint, TransportRetryReason } from './endpoint.ts';
 
 /**
  * Calls to an OpenAI-compatible endpoint through the openai package, as the LLM adapter and the
  * remote embedder make them: one attempt under a timeout with its failure classified into the
  * adapter's typed errors, and attempts repeated under a retry policy.
  */
-
-/** The `fetch` signature the adapter needs; a proxying wrapper only has to match this. */
-export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
-
-/** Where an OpenAI-compatible endpoint is and how requests reach it. */
-export interface OpenAiEndpoint {
-  /** The endpoint including `/v1`; defaults to OpenAI's. */
-  baseURL?: string;
-  /** Sent as a bearer token; without it no `Authorization` header is sent. */
-  apiKey?: string;
-  /** Added to every request; can override `Authorization`. */
-  headers?: Record<string, string>;
-  /** The fetch to call. Default: the global `fetch`. */
-  fetch?: FetchLike;
-}
-
-/** Why a transport attempt is repeated. */
-export type TransportRetryReason = 'rate_limited' | 'http' | 'network' | 'timeout';
 
 /** A failed attempt, classified for the retry loop; `reason` is set when it is worth retrying. */
 export interface AttemptFailure {

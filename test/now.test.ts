@@ -27,7 +27,7 @@ describe('relative time resolved against now', () => {
 
   it('reads days, weekdays and "N units ago" at the precision they have', () => {
     expect(spans('What did I buy yesterday?')).toEqual([day(2023, 5, 29)]);
-    expect(spans('What did I cook tonight?')).toEqual([day(2023, 5, 30)]);
+    expect(spans('What did I cook this morning?')).toEqual([day(2023, 5, 30)]);
     expect(spans('What did I do the day before yesterday?')).toEqual([day(2023, 5, 28)]);
     expect(spans('Which book did I finish 3 days ago?')).toEqual([day(2023, 5, 27)]);
     // Half a unit either side of the day N units back.
@@ -63,6 +63,7 @@ describe('relative time resolved against now', () => {
       'How many months have passed since I visited a museum?',
       'What time do I wake up on Tuesdays and Thursdays?',
       'What time do I wake up on Saturday mornings?',
+      'Can you recommend a show or movie for me to watch tonight?',
       'What did we do on 3 May, 2023?',
       'Where did I go in May 2022?',
       'I may go hiking; where should I go?',

@@ -56,7 +56,7 @@ export async function queryTimeSpans(query: string, now: number | null): Promise
  * The spans of the relative time expressions of `query`, resolved against `now` (wall-clock ms).
  * Each names the stretch the words mean, at the precision they have:
  *
- * - "yesterday", "today" / "tonight" / "this morning", "the day before yesterday": that day;
+ * - "yesterday", "today" / "this morning", "the day before yesterday": that day;
  * - "N days ago": that day; "N weeks / months / years ago": the day N units back, give or take
  *   half a unit ("two weeks ago": 14 days back ± 3.5 days); N a number up to 99 or a word
  *   ("a", "two", "a couple of" = 2, "a few" = 3);
@@ -72,8 +72,8 @@ export async function queryTimeSpans(query: string, now: number | null): Promise
  *   month and day ("March 5th"): the latest such month or day that has begun by `now`.
  *
  * Not resolved: durations asked for ("how many days since…", "how long ago…", "how many weeks
- * ago did I…": the span is the answer, not the question), habitual days ("on Tuesdays", "on
- * Saturday mornings"),
+ * ago did I…": the span is the answer, not the question), "tonight" (mostly what to do, not
+ * what was done), habitual days ("on Tuesdays", "on Saturday mornings"),
  * seasons and holidays ("last summer", "at Christmas"), and expressions relative to another
  * event ("the week before the wedding").
  */
@@ -82,7 +82,8 @@ export function relativeSpans(query: string, now: number): TimeSpan[] {
   const today = startOfDay(now);
   const spans: TimeSpan[] = [];
   const day = (start: number): TimeSpan => ({ start, end: start + DAY });
-  for (const m of text.matchAll(/\b(the day before yesterday|yesterday|today|tonight|this (?:morning|afternoon|evening))\b/g)) {
+  // "Tonight" is left out: a question asks what to do tonight far more than what was done.
+  for (const m of text.matchAll(/\b(the day before yesterday|yesterday|today|this (?:morning|afternoon|evening))\b/g)) {
     spans.push(day(today - (m[1] === 'yesterday' ? DAY : m[1] === 'the day before yesterday' ? 2 * DAY : 0)));
   }
   for (const m of text.matchAll(new RegExp(String.raw`\b${COUNT} ${UNIT} ago\b`, 'g'))) {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chunkConversation } from '../src/ingest/chunking.ts';
+import { extractLocally } from '../src/ingest/extract-local.ts';
 import { createLlmClient } from '../src/llm/client.ts';
 import { Memory, type MemoryOptions } from '../src/memory.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
@@ -285,6 +286,27 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     for (const e of view.graph.edges.values()) expect(e.chunkId).not.toBe(second!.id);
     expect(view.snapshot().hashes.has(second!.id)).toBe(false);
     await expect(memory.delete({ chunkId: 'no-such-chunk' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+});
+
+describe('local extraction of long turns', () => {
+  const sentences = Array.from({ length: 11 }, (_, i) => `Point ${i + 1} is that the ${['garden', 'budget', 'recipe', 'trip'][i % 4]} plan changes on day ${i + 2}.`);
+  const extract = (text: string) =>
+    extractLocally({ chunkId: 'c', header: '[s]', time: '2024-05-08T00:00:00.000Z', turns: [{ dialogId: 'd1', speaker: 'assistant', text }] });
+
+  it('groups a long turn into at most three facts that keep every sentence, in order', async () => {
+    const extraction = await extract(sentences.join(' '));
+    expect(extraction.facetPoints).toHaveLength(3);
+    const joined = extraction.facetPoints.map((p) => p.content.replace(/^assistant: /, '')).join(' ');
+    expect(joined).toBe(sentences.join(' '));
+    // About equal shares: no group holds more than half of the sentences.
+    for (const p of extraction.facetPoints) expect(p.content.split('Point').length - 1).toBeLessThanOrEqual(5);
+    expect(extraction.facets).toEqual([{ theme: expect.stringMatching(/^assistant: Point 1/), pointIndices: [0, 1, 2] }]);
+  });
+
+  it('keeps one fact a sentence while a turn has no more than three', async () => {
+    const extraction = await extract(sentences.slice(0, 3).join(' '));
+    expect(extraction.facetPoints.map((p) => p.content)).toEqual(sentences.slice(0, 3).map((s) => `assistant: ${s}`));
   });
 });
 

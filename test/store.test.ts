@@ -340,15 +340,17 @@ describe.each(backends)('$name', (backend) => {
 describe('SqlStore on SQLite', () => {
   const sample = sampleMemory();
 
-  it('keeps vectors as half floats, and reads the f32 blobs of older files as they were', async () => {
+  it('keeps vectors as i8 with a scale, and reads the f16 and f32 blobs of older files as they were', async () => {
     const store = await openSqlite();
-    expect(store.vectorPrecision).toBe('f16');
+    expect(store.vectorPrecision).toBe('i8');
     const exact = Float32Array.from({ length: sample.meta.dim }, (_, i) => Math.sin(i + 0.5) / 10);
     const batch = snapshotAsBatch(sample);
     batch.putVectors = [...(batch.putVectors ?? []).filter(([id]) => id !== 'ep:0'), ['ep:0', exact]];
     await store.commit(P, batch);
-    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'f16'));
+    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'i8'));
     const db = new Database(sqlitePath());
+    db.prepare('UPDATE vectors SET data = ? WHERE id = ?').run(encodeVector(exact, 'f16'), 'ep:0');
+    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'f16'));
     db.prepare('UPDATE vectors SET data = ? WHERE id = ?').run(encodeVector(exact, 'f32'), 'ep:0');
     db.close();
     expect((await store.load(P))!.vectors.get('ep:0')).toEqual(exact);

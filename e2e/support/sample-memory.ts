@@ -1,7 +1,7 @@
 import type { Chunk, GraphEdge, GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
 import type { WriteBatch } from '../../src/store/types.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
-import { roundVector } from '../../src/store/vector-codec.ts';
+import { DEFAULT_VECTOR_PRECISION, roundVector } from '../../src/store/vector-codec.ts';
 
 /**
  * A small, deterministic memory covering every layer, several edge types, chunk turns,
@@ -13,11 +13,11 @@ export interface SampleMemoryOptions {
   seed?: number;
 }
 
-/** A random unit vector, rounded to half floats: what every store keeps exactly (the SQL stores keep f16). */
+/** A random unit vector, rounded as the SQL stores keep vectors (i8): what every store keeps exactly. */
 export function sampleVector(random: () => number, dim: number): Float32Array {
   const vector = Float32Array.from({ length: dim }, () => random() * 2 - 1);
   const norm = Math.hypot(...vector);
-  return roundVector(vector.map((x) => x / norm), 'f16');
+  return roundVector(vector.map((x) => x / norm), DEFAULT_VECTOR_PRECISION);
 }
 
 export function sampleMemory({ episodes = 4, dim = 384, seed = 7 }: SampleMemoryOptions = {}): MemorySnapshot {

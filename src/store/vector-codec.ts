@@ -11,10 +11,11 @@ import { PrismError } from '../errors.ts';
 export type VectorPrecision = 'f32' | 'f16' | 'i8';
 
 /**
- * What the SQL stores write unless told otherwise: half the bytes of f32, and rankings that do
- * not move (measured on LoCoMo dev; see the README's storage section).
+ * What the SQL stores write unless told otherwise: a quarter of f32's bytes (388 a MiniLM
+ * vector), for rankings that stay within LoCoMo dev's paired CIs (see the README's storage
+ * section). A vector is the bulk of a node's bytes, so this sets the store's size per message.
  */
-export const DEFAULT_VECTOR_PRECISION: VectorPrecision = 'f16';
+export const DEFAULT_VECTOR_PRECISION: VectorPrecision = 'i8';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

@@ -467,7 +467,8 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
       editMeta(db, partition, (meta) => {
         meta.dim = 383;
       });
-      db.prepare('UPDATE vectors SET data = substr(data, 1, length(data) / 384 * 383) WHERE partition = ?').run(partition);
+      // An i8 blob is a 4-byte scale and a byte a dimension; f16 and f32 blobs scale with it.
+      db.prepare('UPDATE vectors SET data = substr(data, 1, CASE length(data) WHEN 388 THEN 387 ELSE length(data) / 384 * 383 END) WHERE partition = ?').run(partition);
     },
   },
 ];

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Embedder } from '../src/embed/types.ts';
 import { percentile } from '../src/eval/metrics.ts';
-import { turnLine } from '../src/ingest/chunking.ts';
+import { turnLine } from '../src/graph/chunk-text.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { Memory } from '../src/memory.ts';

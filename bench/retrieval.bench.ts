@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Embedder } from '../src/embed/types.ts';
-import { turnLine } from '../src/ingest/chunking.ts';
+import { turnLine } from '../src/graph/chunk-text.ts';
 import { percentile } from '../src/eval/metrics.ts';
 import { parseLocomo, type LocomoSample } from '../src/ingest/locomo.ts';
 import type { Memory } from '../src/memory.ts';

@@ -18,7 +18,8 @@ import { runEval, type EvalOptions, type EvalResults } from '../src/eval/runner.
 import { LOCOMO_CATEGORIES, locomoBenchmark } from '../src/eval/locomo-benchmark.ts';
 import { bootstrapMeanCI, mcNemarMidP, mcNemarMidPFromCounts, pairedBootstrapCI } from '../src/eval/stats.ts';
 import { BASELINE_NAMES, bm25TurnsSystem, fullContextSystem, type EvalSystem } from '../src/eval/systems.ts';
-import { sessionHeader, turnLine } from '../src/ingest/chunking.ts';
+import { turnLine } from '../src/graph/chunk-text.ts';
+import { sessionHeader } from '../src/ingest/chunking.ts';
 import { parseLocomo, type LocomoSample } from '../src/ingest/locomo.ts';
 import { createLlmClient } from '../src/llm/client.ts';
 import { Memory } from '../src/memory.ts';

@@ -29,7 +29,7 @@ import { endsAsking } from '../src/retrieve/units.ts';
 import { maskSpeakerNames, speakerFocus } from '../src/retrieve/speakers.ts';
 import { episodesOn, fallsOn, queryTimeSpans } from '../src/retrieve/dates.ts';
 import { absoluteDates } from '../src/ingest/time.ts';
-import { turnLine } from '../src/ingest/chunking.ts';
+import { turnLine } from '../src/graph/chunk-text.ts';
 import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/retrieve/types.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
 import type { PrismErrorCode } from '../src/errors.ts';
-import type { MemorySnapshot } from '../src/graph/types.ts';
+import { chunkText } from '../src/graph/chunk-text.ts';
+import type { GraphEdge, GraphNode, MemorySnapshot } from '../src/graph/types.ts';
 import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../src/store/checkpoint.ts';
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
@@ -334,6 +335,68 @@ describe.each(backends)('$name', (backend) => {
 
   it('refuses to export an empty partition', async () => {
     await expectCode(exportCheckpoint(await backend.open(), P), 'INVALID_INPUT');
+  });
+});
+
+/**
+ * The sample memory with the records a real ingest writes: canonical edge ids, chunk text as
+ * `chunkText` makes it, facts quoting their turn. So the SQL store's compact forms apply.
+ */
+function ingestShapedSample(): MemorySnapshot {
+  const sample = sampleMemory();
+  const chunks = sample.chunks.map((c) => ({ ...c, text: chunkText(c.header, c.turns) }));
+  const turnText = new Map(chunks.flatMap((c) => c.turns.map((t) => [t.dialogId, `${t.speaker}: ${t.text}`] as const)));
+  const nodes = sample.nodes.map((n): GraphNode => (n.layer === 'facetPoint' ? { ...n, content: turnText.get(n.dialogIds[0]!) ?? n.content } : n));
+  const edges = sample.edges.map((e): GraphEdge => ({ ...e, id: `${e.type}:${e.from}>${e.to}` }));
+  const rename = new Map(sample.edges.map((e, i) => [e.id, edges[i]!.id]));
+  const vectors = new Map([...sample.vectors].map(([id, v]) => [rename.get(id) ?? id, v]));
+  return { ...sample, nodes, edges, chunks, vectors };
+}
+
+describe('SqlStore keeps what it can rebuild once', () => {
+  const sample = ingestShapedSample();
+  const table = (name: string) => new Database(sqlitePath(), { readonly: true }).prepare(`SELECT id, json FROM ${name}`).all() as Array<{ id: string; json: string }>;
+
+  it('writes no row for an edge its node rebuilds, no chunk text or fact text twice, and reads back every record as committed', async () => {
+    const store = await openSqlite();
+    await store.commit(P, snapshotAsBatch(sample));
+    const loaded = (await store.load(P))!;
+    expect(loaded).toEqual(canonical(sample));
+    // Key order too: checkpoints are the records' JSON.
+    expect(loaded.nodes.map((n) => JSON.stringify(n))).toEqual(canonical(sample).nodes.map((n) => JSON.stringify(n)));
+    expect(loaded.chunks.map((c) => JSON.stringify(c))).toEqual(canonical(sample).chunks.map((c) => JSON.stringify(c)));
+    expect(table('edges').map((row) => (JSON.parse(row.json) as GraphEdge).type).sort()).toEqual(['causal', 'causal', 'causal', 'temporal', 'temporal', 'temporal']);
+    for (const row of table('chunks')) expect(JSON.parse(row.json).text).toBeNull();
+    for (const row of table('nodes')) expect(row.json).not.toContain('adopted a puppy');
+  });
+
+  it('applies later batches exactly as the reference store does: a node put again alone, a folded edge deleted alone, a node deleted alone, a chunk deleted whole', async () => {
+    const sql = await openSqlite();
+    const reference = new MemoryStore();
+    const point = sample.nodes.find((n) => n.id === 'point:1')!;
+    // Session 4 deleted whole, as the writer composes it (the edges it made, by their ids here).
+    const gone = sample.edges.filter((e) => e.chunkId === 'chunk-7-3').map((e) => e.id);
+    const followUp: WriteBatch = { ...sampleFollowUp(), deleteEdges: gone, deleteVectors: [...(sampleFollowUp().deleteNodes ?? []), ...gone].filter((id) => sample.vectors.has(id)) };
+    const batches: WriteBatch[] = [
+      snapshotAsBatch(sample),
+      { putNodes: [{ ...point, timeText: 'changed' }] },
+      { deleteEdges: ['belongs_to:point:2>facet:2'] },
+      { deleteNodes: ['point:0'] },
+      { putEdges: [{ ...sample.edges.find((e) => e.id === 'involves_entity:point:2>entity:alice')!, key: 900 }], meta: { ...sample.meta, nextKey: 901 } },
+      { putNodes: [{ ...point, facetId: 'facet:2' }] },
+      followUp,
+    ];
+    for (const [i, batch] of batches.entries()) {
+      await sql.commit(P, batch);
+      await reference.commit(P, batch);
+      expect({ i, loaded: await sql.load(P) }).toEqual({ i, loaded: await reference.load(P) });
+      // Put again alone, the node still folds its edges in.
+      if (i === 1) expect(table('edges').map((row) => row.id)).not.toContain('belongs_to:point:1>facet:1');
+    }
+    const final = (await sql.load(P))!;
+    expect(final.edges.some((e) => e.chunkId === 'chunk-7-3')).toBe(false);
+    // The node deleted alone left its edges behind as rows, as any store keeps them.
+    expect(final.edges.map((e) => e.id)).toContain('belongs_to:point:0>facet:0');
   });
 });
 

@@ -3,7 +3,7 @@ import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url';
 import { loadBrowserRuntime, openBrowserMemory, type BrowserRuntime } from '../../src/browser.ts';
 import { createMiniLmEmbedder } from '../../src/embed/minilm.ts';
 import { urlModelSource, type DownloadProgress } from '../../src/embed/model-source.ts';
-import { turnLine } from '../../src/ingest/chunking.ts';
+import { turnLine } from '../../src/graph/chunk-text.ts';
 import usearchWasmUrl from '../../wasm/usearch.wasm?url';
 import { parseConversationInput } from '../../demo/conversation-input.ts';
 import { SAMPLE } from '../../demo/samples/index.ts';

@@ -1,3 +1,4 @@
+import { chunkText, turnLine } from '../graph/chunk-text.ts';
 import type { ChunkTurn } from '../graph/types.ts';
 import { countTokens } from '../util/tokens.ts';
 import type { Conversation, ConversationSession } from './conversation.ts';
@@ -78,11 +79,6 @@ export function sessionKey(conversationId: string, sessionId: string): string {
   return conversationId === '' ? sessionId : `${conversationId}/${sessionId}`;
 }
 
-/** One line per turn, with its dialog id so packed context can be scored against gold evidence. */
-export function turnLine(turn: ChunkTurn): string {
-  return `(${turn.dialogId}) ${turn.speaker}: ${turn.text}`;
-}
-
 function makeDraft(conversationId: string, session: ConversationSession, turns: ChunkTurn[]): ChunkDraft {
   const header = sessionHeader(conversationId, session);
   return {
@@ -90,6 +86,6 @@ function makeDraft(conversationId: string, session: ConversationSession, turns: 
     header,
     time: session.time,
     turns,
-    text: [header, ...turns.map(turnLine)].join('\n'),
+    text: chunkText(header, turns),
   };
 }

@@ -3,7 +3,7 @@ import { LlmError } from '../llm/errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { extractLocally, loadCompromise } from './extract-local.ts';
 import type { Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
-import { turnLine } from './chunking.ts';
+import { turnLine } from '../graph/chunk-text.ts';
 import type { ExtractionJson } from './llm-schemas.ts';
 import { resolveTimeExpression } from './time.ts';
 

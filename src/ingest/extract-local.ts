@@ -94,8 +94,11 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
     parseTurn(nlp, turn.text)
       .sentences()
       .forEach((view) => views.push(view as NlpDoc));
+    let cursor = 0;
     for (const group of factGroups(views, opts)) {
-      const sentence = group.map((s) => s.sentence).join(' ');
+      const span = spanOf(turn.text, group, cursor);
+      cursor = span?.end ?? cursor;
+      const sentence = span ? turn.text.slice(span.start, span.end) : group.map((s) => s.sentence).join(' ');
       const named = group.flatMap((s) => namedEntities(s.view)).map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
       const concepts = group.flatMap((s) => conceptNouns(s.view)).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
       const resolved = resolveTimeExpression(sentence, input.time);
@@ -164,6 +167,20 @@ function factGroups(views: readonly NlpDoc[], opts: LocalExtractorOptions): Sent
   });
   if (current.length > 0) groups.push(current);
   return groups;
+}
+
+/**
+ * Where a group of consecutive sentences sits in its turn's text, searched from `from`: the
+ * fact is then that stretch of the text as written (so a store can keep it as offsets into the
+ * turn), or null when the sentences are not found verbatim.
+ */
+function spanOf(text: string, group: readonly Sentence[], from: number): { start: number; end: number } | null {
+  const first = group[0]?.sentence;
+  const last = group.at(-1)?.sentence;
+  if (first === undefined || last === undefined) return null;
+  const start = text.indexOf(first, from);
+  const lastStart = start < 0 ? -1 : text.indexOf(last, start + (group.length > 1 ? first.length : 0));
+  return lastStart < 0 ? null : { start, end: lastStart + last.length };
 }
 
 function namedEntities(doc: NlpDoc): ExtractedEntity[] {

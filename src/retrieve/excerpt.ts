@@ -1,5 +1,5 @@
 import type { ChunkTurn } from '../graph/types.ts';
-import { turnLine } from '../ingest/chunking.ts';
+import { turnLine } from '../graph/chunk-text.ts';
 import { countTokens } from './pack.ts';
 
 const GAP = ' … ';

@@ -1,7 +1,7 @@
 import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
-import { turnLine } from '../ingest/chunking.ts';
+import { turnLine } from '../graph/chunk-text.ts';
 import { factCosines, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';

@@ -1,5 +1,6 @@
 import { PrismError } from '../errors.ts';
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import { decodeChunk, decodeNode, encodeChunk, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { DEFAULT_VECTOR_PRECISION, decodeVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -156,8 +157,20 @@ export class SqlStore implements GraphStore {
     return this.driver.transaction('read', () => {
       const meta = this.readMeta(partition);
       if (meta === null) return null;
-      const records = <T>(table: 'nodes' | 'edges' | 'chunks'): T[] =>
-        this.driver.all(`SELECT json FROM ${table} WHERE partition = ?`, [partition]).map((row) => JSON.parse(text(row, 'json')) as T);
+      const chunks = this.driver.all('SELECT json FROM chunks WHERE partition = ?', [partition]).map((row) => decodeChunk(text(row, 'json')));
+      const chunkById = new Map(chunks.map((chunk) => [chunk.id, chunk]));
+      // Edges a node folds in (see record-codec), then the stored rows, which win over them.
+      const edges = new Map<string, GraphEdge>();
+      const nodes = this.driver.all('SELECT json, chunk_id FROM nodes WHERE partition = ?', [partition]).map((row) => {
+        const chunkId = row['chunk_id'];
+        const decoded = decodeNode(text(row, 'json'), typeof chunkId === 'string' ? chunkId : null, chunkById);
+        for (const edge of decoded.edges) edges.set(edge.id, edge);
+        return decoded.node;
+      });
+      for (const row of this.driver.all('SELECT json FROM edges WHERE partition = ?', [partition])) {
+        const edge = JSON.parse(text(row, 'json')) as GraphEdge;
+        edges.set(edge.id, edge);
+      }
       const vectors = this.driver
         .all('SELECT id, data FROM vectors WHERE partition = ?', [partition])
         .map((row): [string, Float32Array] => [text(row, 'id'), vectorOf(text(row, 'id'), bytesOf(row['data']), meta.dim)]);
@@ -165,9 +178,9 @@ export class SqlStore implements GraphStore {
       // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
       return {
         meta,
-        nodes: sortById(records<GraphNode>('nodes')),
-        edges: sortById(records<GraphEdge>('edges')),
-        chunks: sortById(records<Chunk>('chunks')),
+        nodes: sortById(nodes),
+        edges: sortById([...edges.values()]),
+        chunks: sortById(chunks),
         vectors: new Map(vectors.sort((a, b) => compareIds(a[0], b[0]))),
         hashes: new Set(hashes.sort()),
       };
@@ -197,19 +210,21 @@ export class SqlStore implements GraphStore {
       const remove = (table: (typeof MEMORY_TABLES)[number], column: string, ids: readonly string[] | undefined): void => {
         for (const id of ids ?? []) driver.run(`DELETE FROM ${table} WHERE partition = ? AND ${column} = ?`, [partition, id]);
       };
+      const edgeRows = this.foldEdges(partition, batch);
       remove('nodes', 'id', batch.deleteNodes);
       remove('edges', 'id', batch.deleteEdges);
       remove('chunks', 'id', batch.deleteChunks);
       remove('vectors', 'id', batch.deleteVectors);
       remove('hashes', 'hash', batch.deleteHashes);
-      for (const node of batch.putNodes ?? []) {
-        driver.run('INSERT OR REPLACE INTO nodes (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, node.id, chunkIdOf(node), JSON.stringify(node)]);
-      }
-      for (const edge of batch.putEdges ?? []) {
-        driver.run('INSERT OR REPLACE INTO edges (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, edge.id, edge.chunkId, JSON.stringify(edge)]);
-      }
       for (const chunk of batch.putChunks ?? []) {
-        driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, JSON.stringify(chunk)]);
+        driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, encodeChunk(chunk)]);
+      }
+      for (const [id, json] of edgeRows.nodes) {
+        driver.run('INSERT OR REPLACE INTO nodes (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, id, edgeRows.chunkIds.get(id) ?? null, json]);
+      }
+      remove('edges', 'id', edgeRows.folded);
+      for (const edge of edgeRows.edges) {
+        driver.run('INSERT OR REPLACE INTO edges (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, edge.id, edge.chunkId, JSON.stringify(edge)]);
       }
       for (const [id, vector] of batch.putVectors ?? []) {
         driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, encodeVector(vector, this.vectorPrecision)]);
@@ -269,6 +284,75 @@ export class SqlStore implements GraphStore {
 
   async close(): Promise<void> {
     this.driver.close();
+  }
+
+  /**
+   * The node rows and edge rows a batch writes, with derived edges folded into their nodes
+   * (see record-codec), so that reading gives back exactly what the batch leaves:
+   * - an edge put with its from-node is folded in when the node rebuilds it;
+   * - an edge a stored node folded in, neither deleted nor put again, survives its node being put
+   *   again (folded again, or as a row when the new node no longer rebuilds it) or deleted (as a row);
+   * - a folded edge deleted while its node stays is taken out of the node's row.
+   * Runs inside the commit's transaction, before its deletes.
+   */
+  private foldEdges(partition: string, batch: WriteBatch): { nodes: Map<string, string>; chunkIds: Map<string, string | null>; edges: GraphEdge[]; folded: string[] } {
+    const { driver } = this;
+    const putEdges = batch.putEdges ?? [];
+    const gone = new Set([...(batch.deleteEdges ?? []), ...putEdges.map((e) => e.id)]);
+    const chunksInBatch = new Map((batch.putChunks ?? []).map((chunk) => [chunk.id, chunk]));
+    const storedChunks = new Map<string, Chunk | undefined>();
+    const chunkOf = (id: string): Chunk | undefined => {
+      if (chunksInBatch.has(id)) return chunksInBatch.get(id);
+      if (!storedChunks.has(id)) {
+        const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
+        storedChunks.set(id, row ? decodeChunk(text(row, 'json')) : undefined);
+      }
+      return storedChunks.get(id);
+    };
+    const storedNode = (id: string): { json: string; chunkId: string | null } | null => {
+      const row = driver.all('SELECT json, chunk_id FROM nodes WHERE partition = ? AND id = ?', [partition, id])[0];
+      if (!row) return null;
+      const chunkId = row['chunk_id'];
+      return { json: text(row, 'json'), chunkId: typeof chunkId === 'string' ? chunkId : null };
+    };
+    // Folded edges of stored nodes this batch replaces or deletes that the batch leaves alone.
+    const deletedNodes = new Set(batch.deleteNodes ?? []);
+    const surviving = new Map<string, GraphEdge[]>();
+    for (const id of new Set([...deletedNodes, ...(batch.putNodes ?? []).map((n) => n.id)])) {
+      const stored = storedNode(id);
+      if (!stored) continue;
+      const kept = decodeNode(stored.json, stored.chunkId, new Map()).edges.filter((e) => !gone.has(e.id));
+      if (kept.length > 0) surviving.set(id, kept);
+    }
+    const edgesFrom = new Map<string, GraphEdge[]>();
+    for (const edge of putEdges) edgesFrom.set(edge.from, [...(edgesFrom.get(edge.from) ?? []), edge]);
+
+    const nodes = new Map<string, string>();
+    const chunkIds = new Map<string, string | null>();
+    const folded = new Set<string>();
+    for (const node of batch.putNodes ?? []) {
+      const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
+      const encoded = encodeNode(node, own, node.layer === 'facetPoint' ? chunkOf(node.chunkId) : undefined);
+      nodes.set(node.id, encoded.json);
+      chunkIds.set(node.id, chunkIdOf(node));
+      for (const id of encoded.folded) folded.add(id);
+    }
+    // A folded edge deleted on its own: its node stays, without it.
+    for (const id of batch.deleteEdges ?? []) {
+      for (const from of foldingNodeCandidates(id)) {
+        if (nodes.has(from) || deletedNodes.has(from)) continue;
+        const stored = storedNode(from);
+        const json = stored && withoutFoldedEdge(stored.json, id);
+        if (stored && json !== null) {
+          nodes.set(from, json);
+          chunkIds.set(from, stored.chunkId);
+        }
+      }
+    }
+    // Put edges and survivors that no node folds in (a survivor of a deleted node, or of a node
+    // put again that no longer rebuilds it) are written as rows, as any edge is.
+    const rows = [...putEdges, ...[...surviving.values()].flat()].filter((e) => !folded.has(e.id));
+    return { nodes, chunkIds, edges: rows, folded: [...folded] };
   }
 
   private readMeta(partition: string): MemoryMeta | null {

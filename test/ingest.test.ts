@@ -304,9 +304,18 @@ describe('local extraction of long turns', () => {
     expect(extraction.facets).toEqual([{ theme: expect.stringMatching(/^assistant: Point 1/), pointIndices: [0, 1, 2] }]);
   });
 
-  it('keeps one fact a sentence while a turn has no more than three', async () => {
-    const extraction = await extract(sentences.slice(0, 3).join(' '));
-    expect(extraction.facetPoints.map((p) => p.content)).toEqual(sentences.slice(0, 3).map((s) => `assistant: ${s}`));
+  it('keeps one fact a sentence while a turn has no more than three, or is short', async () => {
+    const three = await extract(sentences.slice(0, 3).join(' '));
+    expect(three.facetPoints.map((p) => p.content)).toEqual(sentences.slice(0, 3).map((s) => `assistant: ${s}`));
+    const short = ['I moved.', 'The cat is fine.', 'We got a new sofa.', 'Work is busy.', 'Mum visits soon.'];
+    const remark = await extract(short.join(' '));
+    expect(remark.facetPoints.map((p) => p.content)).toEqual(short.filter((s) => s.split(' ').length >= 3).map((s) => `assistant: ${s}`));
+  });
+
+  it('keeps the text between grouped sentences as written', async () => {
+    const extraction = await extract(sentences.join('\n\n'));
+    expect(extraction.facetPoints).toHaveLength(3);
+    expect(extraction.facetPoints.map((p) => p.content.replace(/^assistant: /, '')).join('\n\n')).toBe(sentences.join('\n\n'));
   });
 });
 

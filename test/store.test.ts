@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
 import type { PrismErrorCode } from '../src/errors.ts';
 import { chunkText } from '../src/graph/chunk-text.ts';
-import type { GraphEdge, GraphNode, MemorySnapshot } from '../src/graph/types.ts';
+import type { FacetPointNode, GraphEdge, GraphNode, MemorySnapshot } from '../src/graph/types.ts';
 import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../src/store/checkpoint.ts';
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
@@ -373,7 +373,7 @@ describe('SqlStore keeps what it can rebuild once', () => {
   it('applies later batches exactly as the reference store does: a node put again alone, a folded edge deleted alone, a node deleted alone, a chunk deleted whole', async () => {
     const sql = await openSqlite();
     const reference = new MemoryStore();
-    const point = sample.nodes.find((n) => n.id === 'point:1')!;
+    const point = sample.nodes.find((n): n is FacetPointNode => n.id === 'point:1' && n.layer === 'facetPoint')!;
     // Session 4 deleted whole, as the writer composes it (the edges it made, by their ids here).
     const gone = sample.edges.filter((e) => e.chunkId === 'chunk-7-3').map((e) => e.id);
     const followUp: WriteBatch = { ...sampleFollowUp(), deleteEdges: gone, deleteVectors: [...(sampleFollowUp().deleteNodes ?? []), ...gone].filter((id) => sample.vectors.has(id)) };
@@ -493,6 +493,49 @@ describe('SqlStore on SQLite', () => {
     const err = await rejection(openSqliteStore(sqlitePath()).then((s) => (opened.push(s), s.load(P))));
     expect(err.code).toBe('CORRUPT_CHECKPOINT');
     expect(err.message).toContain(sqlitePath());
+  });
+
+  it('upgrades a schema-2 file (records with chunk id columns, one row per edge) and reads it exactly as written', async () => {
+    const raw = new Database(sqlitePath());
+    for (const statement of [
+      'CREATE TABLE prism_schema (version INTEGER NOT NULL)',
+      'INSERT INTO prism_schema (version) VALUES (2)',
+      'CREATE TABLE meta (partition TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID',
+      'CREATE TABLE revisions (partition TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID',
+      'CREATE TABLE clear_revision (revision INTEGER NOT NULL)',
+      'INSERT INTO clear_revision (revision) VALUES (0)',
+      'CREATE TABLE nodes (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+      'CREATE INDEX nodes_by_chunk ON nodes (partition, chunk_id)',
+      'CREATE TABLE edges (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+      'CREATE INDEX edges_by_chunk ON edges (partition, chunk_id)',
+      'CREATE TABLE chunks (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+      'CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id))',
+      'CREATE TABLE hashes (partition TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (partition, hash)) WITHOUT ROWID',
+      'CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID',
+      'CREATE TABLE cache_tags (tag TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, key)) WITHOUT ROWID',
+    ]) {
+      raw.prepare(statement).run();
+    }
+    raw.prepare('INSERT INTO meta VALUES (?, ?)').run(P, JSON.stringify(sample.meta));
+    raw.prepare('INSERT INTO revisions VALUES (?, 1)').run(P);
+    for (const n of sample.nodes) raw.prepare('INSERT INTO nodes VALUES (?, ?, ?, ?)').run(P, n.id, 'chunkId' in n ? n.chunkId : null, JSON.stringify(n));
+    for (const e of sample.edges) raw.prepare('INSERT INTO edges VALUES (?, ?, ?, ?)').run(P, e.id, e.chunkId, JSON.stringify(e));
+    for (const c of sample.chunks) raw.prepare('INSERT INTO chunks VALUES (?, ?, ?)').run(P, c.id, JSON.stringify(c));
+    for (const [id, v] of sample.vectors) raw.prepare('INSERT INTO vectors VALUES (?, ?, ?)').run(P, id, encodeVector(v, 'f32'));
+    for (const h of sample.hashes) raw.prepare('INSERT INTO hashes VALUES (?, ?)').run(P, h);
+    raw.close();
+
+    const store = await openSqlite();
+    expect(await store.load(P)).toEqual(canonical(sample));
+    const db = new Database(sqlitePath(), { readonly: true });
+    const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name);
+    expect([columns('nodes'), columns('edges')]).toEqual([
+      ['partition', 'id', 'json'],
+      ['partition', 'id', 'json'],
+    ]);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%by_chunk'").all()).toEqual([]);
+    expect(db.prepare('SELECT version FROM prism_schema').get()).toEqual({ version: SQL_SCHEMA_VERSION });
+    db.close();
   });
 
   it('refuses a database written by a newer schema with STORE_VERSION', async () => {

@@ -8,7 +8,6 @@ import type { Chunk, ChunkTurn, EdgeType, GraphEdge, GraphNode } from '../graph/
  *   `entityId` (one of every two records of a graph): its node keeps just the edge's key;
  * - a FacetPoint's `content` is its speaker and a stretch of its turn's text: it keeps the
  *   stretch's offsets, `[start, end]`;
- * - a node's `chunkId` is the row's `chunk_id` column: it keeps `null`;
  * - a chunk's `text` is its header and turn lines (`chunkText`): it keeps `null`.
  * Rebuilt fields keep their place, so a record reads back equal to what was committed, key
  * order included (checkpoints are its JSON). Whatever does not match these forms exactly is
@@ -71,7 +70,6 @@ function contentOffsets(content: string, turn: ChunkTurn | undefined): [number, 
  */
 export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: Chunk | undefined): { json: string; folded: string[] } {
   const stored: Record<string, unknown> & StoredNodeFields = { ...node };
-  if ('chunkId' in node) stored['chunkId'] = null;
   const folded: string[] = [];
   for (const edge of edges) {
     if (!isDerivedFrom(edge, node)) continue;
@@ -107,13 +105,11 @@ export function withoutFoldedEdge(json: string, id: string): string | null {
 }
 
 /**
- * A stored node and the edges it folds in, as committed. `chunkId` is the row's column; `chunks`
- * are the partition's chunks by id. A record whose fields do not fit is returned as it reads,
- * for snapshot validation to reject.
+ * A stored node and the edges it folds in, as committed; `chunks` are the partition's chunks by
+ * id. A record whose fields do not fit is returned as it reads, for snapshot validation to reject.
  */
-export function decodeNode(json: string, chunkId: string | null, chunks: ReadonlyMap<string, Chunk>): { node: GraphNode; edges: GraphEdge[] } {
+export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>): { node: GraphNode; edges: GraphEdge[] } {
   const { edgeKeys, ...fields } = JSON.parse(json) as Record<string, unknown> & StoredNodeFields;
-  if (fields['chunkId'] === null && chunkId !== null) fields['chunkId'] = chunkId;
   const node = fields as unknown as GraphNode;
   if (node.layer === 'facetPoint' && isOffsets(fields['content'])) {
     const [start, end] = fields['content'];

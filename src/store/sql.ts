@@ -73,6 +73,18 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     'INSERT INTO clear_revision (revision) SELECT coalesce(max(revision), 0) FROM revisions',
     'DELETE FROM revisions WHERE partition NOT IN (SELECT partition FROM meta)',
   ],
+  // Records keep their chunk id in their JSON only: the `chunk_id` columns and their indexes were
+  // never queried and took ~1.3 KB a message of real chat (a 64-digit id twice per record).
+  [
+    'CREATE TABLE nodes_v3 (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+    'INSERT INTO nodes_v3 (partition, id, json) SELECT partition, id, json FROM nodes',
+    'DROP TABLE nodes',
+    'ALTER TABLE nodes_v3 RENAME TO nodes',
+    'CREATE TABLE edges_v3 (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
+    'INSERT INTO edges_v3 (partition, id, json) SELECT partition, id, json FROM edges',
+    'DROP TABLE edges',
+    'ALTER TABLE edges_v3 RENAME TO edges',
+  ],
 ];
 
 export const SQL_SCHEMA_VERSION = MIGRATIONS.length;
@@ -110,10 +122,6 @@ function schemaVersion(driver: SqlDriver): number {
     throw new PrismError('STORE_VERSION', `the database was written by a newer PRISM (schema ${version}; this build reads up to ${SQL_SCHEMA_VERSION})`);
   }
   return version;
-}
-
-function chunkIdOf(node: GraphNode): string | null {
-  return 'chunkId' in node ? node.chunkId : null;
 }
 
 /**
@@ -161,9 +169,8 @@ export class SqlStore implements GraphStore {
       const chunkById = new Map(chunks.map((chunk) => [chunk.id, chunk]));
       // Edges a node folds in (see record-codec), then the stored rows, which win over them.
       const edges = new Map<string, GraphEdge>();
-      const nodes = this.driver.all('SELECT json, chunk_id FROM nodes WHERE partition = ?', [partition]).map((row) => {
-        const chunkId = row['chunk_id'];
-        const decoded = decodeNode(text(row, 'json'), typeof chunkId === 'string' ? chunkId : null, chunkById);
+      const nodes = this.driver.all('SELECT json FROM nodes WHERE partition = ?', [partition]).map((row) => {
+        const decoded = decodeNode(text(row, 'json'), chunkById);
         for (const edge of decoded.edges) edges.set(edge.id, edge);
         return decoded.node;
       });
@@ -219,13 +226,9 @@ export class SqlStore implements GraphStore {
       for (const chunk of batch.putChunks ?? []) {
         driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, encodeChunk(chunk)]);
       }
-      for (const [id, json] of edgeRows.nodes) {
-        driver.run('INSERT OR REPLACE INTO nodes (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, id, edgeRows.chunkIds.get(id) ?? null, json]);
-      }
+      for (const [id, json] of edgeRows.nodes) driver.run('INSERT OR REPLACE INTO nodes (partition, id, json) VALUES (?, ?, ?)', [partition, id, json]);
       remove('edges', 'id', edgeRows.folded);
-      for (const edge of edgeRows.edges) {
-        driver.run('INSERT OR REPLACE INTO edges (partition, id, chunk_id, json) VALUES (?, ?, ?, ?)', [partition, edge.id, edge.chunkId, JSON.stringify(edge)]);
-      }
+      for (const edge of edgeRows.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, JSON.stringify(edge)]);
       for (const [id, vector] of batch.putVectors ?? []) {
         driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, encodeVector(vector, this.vectorPrecision)]);
       }
@@ -295,7 +298,7 @@ export class SqlStore implements GraphStore {
    * - a folded edge deleted while its node stays is taken out of the node's row.
    * Runs inside the commit's transaction, before its deletes.
    */
-  private foldEdges(partition: string, batch: WriteBatch): { nodes: Map<string, string>; chunkIds: Map<string, string | null>; edges: GraphEdge[]; folded: string[] } {
+  private foldEdges(partition: string, batch: WriteBatch): { nodes: Map<string, string>; edges: GraphEdge[]; folded: string[] } {
     const { driver } = this;
     const putEdges = batch.putEdges ?? [];
     const gone = new Set([...(batch.deleteEdges ?? []), ...putEdges.map((e) => e.id)]);
@@ -309,11 +312,9 @@ export class SqlStore implements GraphStore {
       }
       return storedChunks.get(id);
     };
-    const storedNode = (id: string): { json: string; chunkId: string | null } | null => {
-      const row = driver.all('SELECT json, chunk_id FROM nodes WHERE partition = ? AND id = ?', [partition, id])[0];
-      if (!row) return null;
-      const chunkId = row['chunk_id'];
-      return { json: text(row, 'json'), chunkId: typeof chunkId === 'string' ? chunkId : null };
+    const storedNode = (id: string): string | null => {
+      const row = driver.all('SELECT json FROM nodes WHERE partition = ? AND id = ?', [partition, id])[0];
+      return row ? text(row, 'json') : null;
     };
     // Folded edges of stored nodes this batch replaces or deletes that the batch leaves alone.
     const deletedNodes = new Set(batch.deleteNodes ?? []);
@@ -321,20 +322,18 @@ export class SqlStore implements GraphStore {
     for (const id of new Set([...deletedNodes, ...(batch.putNodes ?? []).map((n) => n.id)])) {
       const stored = storedNode(id);
       if (!stored) continue;
-      const kept = decodeNode(stored.json, stored.chunkId, new Map()).edges.filter((e) => !gone.has(e.id));
+      const kept = decodeNode(stored, new Map()).edges.filter((e) => !gone.has(e.id));
       if (kept.length > 0) surviving.set(id, kept);
     }
     const edgesFrom = new Map<string, GraphEdge[]>();
     for (const edge of putEdges) edgesFrom.set(edge.from, [...(edgesFrom.get(edge.from) ?? []), edge]);
 
     const nodes = new Map<string, string>();
-    const chunkIds = new Map<string, string | null>();
     const folded = new Set<string>();
     for (const node of batch.putNodes ?? []) {
       const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
       const encoded = encodeNode(node, own, node.layer === 'facetPoint' ? chunkOf(node.chunkId) : undefined);
       nodes.set(node.id, encoded.json);
-      chunkIds.set(node.id, chunkIdOf(node));
       for (const id of encoded.folded) folded.add(id);
     }
     // A folded edge deleted on its own: its node stays, without it.
@@ -342,17 +341,14 @@ export class SqlStore implements GraphStore {
       for (const from of foldingNodeCandidates(id)) {
         if (nodes.has(from) || deletedNodes.has(from)) continue;
         const stored = storedNode(from);
-        const json = stored && withoutFoldedEdge(stored.json, id);
-        if (stored && json !== null) {
-          nodes.set(from, json);
-          chunkIds.set(from, stored.chunkId);
-        }
+        const json = stored === null ? null : withoutFoldedEdge(stored, id);
+        if (json !== null) nodes.set(from, json);
       }
     }
     // Put edges and survivors that no node folds in (a survivor of a deleted node, or of a node
     // put again that no longer rebuilds it) are written as rows, as any edge is.
     const rows = [...putEdges, ...[...surviving.values()].flat()].filter((e) => !folded.has(e.id));
-    return { nodes, chunkIds, edges: rows, folded: [...folded] };
+    return { nodes, edges: rows, folded: [...folded] };
   }
 
   private readMeta(partition: string): MemoryMeta | null {

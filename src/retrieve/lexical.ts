@@ -1,19 +1,19 @@
-import MiniSearch, { type AsPlainObject, type Options } from 'minisearch';
-import { PrismError } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type Layer } from '../graph/types.ts';
 import { topK } from '../util/top-k.ts';
 
 /**
  * Hybrid anchors (beyond the paper): a BM25 index over the graph's text, so names and rare
- * keywords that a sentence embedding blurs still find their nodes. minisearch scores with
- * BM25+ and runs unchanged in browsers, workers and Node.
+ * keywords that a sentence embedding blurs still find their nodes. It scores with BM25+ as
+ * minisearch does (its constants, tokenizer and averages; a test holds the two equal), over a
+ * plain posting list per term: built in one pass over the text at the first search, where
+ * minisearch's radix tree took half of a cold open on a memory of 10,000 chat messages.
  *
  * Documents: one per Facet (theme), FacetPoint (content) and Entity (name), and one per
  * conversation turn, which stands for its Episode (an Episode's lexical score is that of its
  * best turn; per-turn scores also pick the key turns of finer context units).
  */
-interface LexicalDoc {
+export interface LexicalDoc {
   id: string;
   layer: Layer;
   nodeId: string;
@@ -35,14 +35,6 @@ export interface LexicalMatches {
   turns: Map<string, Map<string, number>>;
 }
 
-/** What `toJSON` returns; store it as JSON and hand it back to `LexicalIndex.fromJSON`. */
-export interface LexicalIndexJson {
-  version: 1;
-  index: AsPlainObject;
-}
-
-const JSON_VERSION = 1;
-
 export class LexicalIndex {
   /**
    * Each query term's hits (`termHits`), kept until the index changes: questions share most of
@@ -59,42 +51,27 @@ export class LexicalIndex {
   private docSlots = 0;
   private nodeSlots = 0;
 
-  private constructor(
-    private readonly index: MiniSearch<LexicalDoc>,
-    private readonly docIds: Set<string>,
-  ) {}
+  private readonly postings = new Postings();
+
+  private constructor() {}
 
   static fromGraph(graph: MemoryGraph): LexicalIndex {
-    const lexical = new LexicalIndex(new MiniSearch(MINISEARCH_OPTIONS), new Set());
+    const lexical = new LexicalIndex();
     lexical.update(graph);
     return lexical;
   }
 
-  static fromJSON(json: LexicalIndexJson): LexicalIndex {
-    if (json.version !== JSON_VERSION) {
-      throw new PrismError('STORE_VERSION', `lexical index version ${String(json.version)}, expected ${JSON_VERSION}`);
-    }
-    const ids = Object.values(json.index.documentIds).map(String);
-    return new LexicalIndex(MiniSearch.loadJS(json.index, MINISEARCH_OPTIONS), new Set(ids));
-  }
-
-  toJSON(): LexicalIndexJson {
-    return { version: JSON_VERSION, index: this.index.toJSON() };
-  }
-
   get size(): number {
-    return this.docIds.size;
+    return this.postings.size;
   }
 
   /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. */
   update(graph: MemoryGraph): void {
-    const wanted = documentsOf(graph);
-    const stale = [...this.docIds].filter((id) => !wanted.has(id));
-    if (stale.length > 0) this.index.discardAll(stale);
-    for (const id of stale) this.docIds.delete(id);
-    const fresh = [...wanted.values()].filter((doc) => !this.docIds.has(doc.id));
-    this.index.addAll(fresh);
-    for (const doc of fresh) this.docIds.add(doc.id);
+    const wanted = lexicalDocuments(graph);
+    const stale = this.postings.ids().filter((id) => !wanted.has(id));
+    for (const id of stale) this.postings.remove(id);
+    const fresh = [...wanted.values()].filter((doc) => !this.postings.has(doc.id));
+    for (const doc of fresh) this.postings.add(doc);
     // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
     if (stale.length > 0 || fresh.length > 0) {
       this.hitsByTerm.clear();
@@ -167,33 +144,20 @@ export class LexicalIndex {
     return reached.map((doc) => ({ doc, score: (sums[doc.slot] ?? 0) * (matched[doc.slot] ?? 0) }));
   }
 
-  /**
-   * The documents holding one normalised term, each with its BM25 score for it, in minisearch's
-   * order. A dirty index (documents discarded, not yet vacuumed) drops dead postings while it
-   * scores, which moves the term's IDF, so then nothing is kept and each use scores afresh, as
-   * a whole-query search would.
-   */
+  /** The documents holding one normalised term, each with its BM25 score for it, in the order they were indexed. */
   private termHits(term: string): readonly TermHit[] {
     const known = this.hitsByTerm.get(term);
     if (known) return known;
     const hits: TermHit[] = [];
-    this.index.search(term, {
-      // The term is already normalised: it is looked up as it is.
-      tokenize: (text) => [text],
-      processTerm: (text) => text,
-      // Collects in minisearch's order and keeps no result list (see `search`).
-      filter: (result) => {
-        const id = String(result.id);
-        let doc = this.docsById.get(id);
-        if (!doc) {
-          doc = { slot: this.docSlots++, node: this.hitNode(result['layer'] as Layer, String(result['nodeId'])), dialogId: String(result['dialogId']) };
-          this.docsById.set(id, doc);
-        }
-        hits.push({ doc, score: result.score });
-        return false;
-      },
+    this.postings.forEachHit(term, (doc, score) => {
+      let hit = this.docsById.get(doc.id);
+      if (!hit) {
+        hit = { slot: this.docSlots++, node: this.hitNode(doc.layer, doc.nodeId), dialogId: doc.dialogId };
+        this.docsById.set(doc.id, hit);
+      }
+      hits.push({ doc: hit, score });
     });
-    if (hits.length > 0 && this.index.dirtCount === 0) this.hitsByTerm.set(term, hits);
+    if (hits.length > 0) this.hitsByTerm.set(term, hits);
     return hits;
   }
 
@@ -225,8 +189,77 @@ interface TermHit {
   score: number;
 }
 
-/** How minisearch cuts texts into words, queries included (the index keeps its default). */
-const TOKENIZE = MiniSearch.getDefault('tokenize') as (text: string) => string[];
+/** How texts and queries are cut into words: at spaces and punctuation (minisearch's default). */
+const TOKENIZE = (text: string): string[] => text.split(/[\n\r\p{Z}\p{P}]+/u);
+
+/** BM25+ constants (minisearch's defaults). */
+const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
+
+/**
+ * Term → document → term frequency over one text field, with what BM25+ normalises by: the
+ * document count and the average field length, kept as minisearch keeps them (a running mean of
+ * each document's distinct raw tokens), so scores match it to the last bit. Removing a document
+ * drops its postings at once, so scores are always those of a clean index.
+ */
+class Postings {
+  private readonly docs = new Map<string, { doc: LexicalDoc; fieldLength: number }>();
+  private readonly byTerm = new Map<string, Map<LexicalDoc, number>>();
+  private averageFieldLength = 0;
+
+  get size(): number {
+    return this.docs.size;
+  }
+
+  ids(): string[] {
+    return [...this.docs.keys()];
+  }
+
+  has(id: string): boolean {
+    return this.docs.has(id);
+  }
+
+  add(doc: LexicalDoc): void {
+    const tokens = TOKENIZE(doc.text);
+    const fieldLength = new Set(tokens).size;
+    const count = this.docs.size;
+    this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
+    for (const token of tokens) {
+      const term = normaliseTerm(token);
+      if (!term) continue;
+      let freqs = this.byTerm.get(term);
+      if (!freqs) this.byTerm.set(term, (freqs = new Map()));
+      freqs.set(doc, (freqs.get(doc) ?? 0) + 1);
+    }
+    this.docs.set(doc.id, { doc, fieldLength });
+  }
+
+  remove(id: string): void {
+    const entry = this.docs.get(id);
+    if (!entry) return;
+    const count = this.docs.size;
+    this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - entry.fieldLength) / (count - 1);
+    // The document's terms again, from its text: kept per document they cost more than this.
+    for (const token of TOKENIZE(entry.doc.text)) {
+      const term = normaliseTerm(token);
+      const freqs = term === null ? undefined : this.byTerm.get(term);
+      freqs?.delete(entry.doc);
+      if (term !== null && freqs?.size === 0) this.byTerm.delete(term);
+    }
+    this.docs.delete(id);
+  }
+
+  /** Calls `visit` with each document holding `term` and its BM25+ score, in the order documents were added. */
+  forEachHit(term: string, visit: (doc: LexicalDoc, score: number) => void): void {
+    const freqs = this.byTerm.get(term);
+    if (!freqs) return;
+    const total = this.docs.size;
+    const idf = Math.log(1 + (total - freqs.size + 0.5) / (freqs.size + 0.5));
+    for (const [doc, tf] of freqs) {
+      const fieldLength = this.docs.get(doc.id)?.fieldLength ?? 0;
+      visit(doc, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
+    }
+  }
+}
 
 /** Best score first; equal scores in id order, so the list does not depend on the index's document order. */
 function byScoreThenId([idA, a]: [string, number], [idB, b]: [string, number]): number {
@@ -238,7 +271,8 @@ export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): str
   return `${turn.speaker}: ${turn.text}`;
 }
 
-function documentsOf(graph: MemoryGraph): Map<string, LexicalDoc> {
+/** The documents the index holds for `graph`, by id, in the graph's node order. */
+export function lexicalDocuments(graph: MemoryGraph): Map<string, LexicalDoc> {
   const docs = new Map<string, LexicalDoc>();
   const put = (doc: LexicalDoc): void => void docs.set(doc.id, doc);
   for (const node of graph.nodes.values()) {
@@ -303,10 +337,3 @@ export function termsOf(text: string): Set<string> {
   }
   return terms;
 }
-
-const MINISEARCH_OPTIONS: Options<LexicalDoc> = {
-  idField: 'id',
-  fields: ['text'],
-  storeFields: ['layer', 'nodeId', 'dialogId'],
-  processTerm: normaliseTerm,
-};

@@ -30,6 +30,11 @@ function derivedTarget(node: GraphNode, type: DerivedEdgeType): string | null {
   return node.layer === 'facet' ? node.episodeId : null;
 }
 
+/** Whether a node of this layer can fold derived edges in (Facets and FacetPoints). */
+export function canFoldEdges(node: GraphNode): boolean {
+  return node.layer === 'facet' || node.layer === 'facetPoint';
+}
+
 function edgeId(type: EdgeType, from: string, to: string): string {
   return `${type}:${from}>${to}`;
 }

@@ -1,6 +1,6 @@
 import { PrismError } from '../errors.ts';
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
-import { decodeChunk, decodeNode, encodeChunk, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
+import { canFoldEdges, decodeChunk, decodeNode, encodeChunk, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { DEFAULT_VECTOR_PRECISION, decodeVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -316,10 +316,12 @@ export class SqlStore implements GraphStore {
       const row = driver.all('SELECT json FROM nodes WHERE partition = ? AND id = ?', [partition, id])[0];
       return row ? text(row, 'json') : null;
     };
-    // Folded edges of stored nodes this batch replaces or deletes that the batch leaves alone.
+    // Folded edges of stored nodes this batch replaces or deletes that the batch leaves alone
+    // (only Facets and FacetPoints fold edges in: a hub Entity put again is not read back).
     const deletedNodes = new Set(batch.deleteNodes ?? []);
+    const replaced = (batch.putNodes ?? []).filter((n) => canFoldEdges(n)).map((n) => n.id);
     const surviving = new Map<string, GraphEdge[]>();
-    for (const id of new Set([...deletedNodes, ...(batch.putNodes ?? []).map((n) => n.id)])) {
+    for (const id of new Set([...deletedNodes, ...replaced])) {
       const stored = storedNode(id);
       if (!stored) continue;
       const kept = decodeNode(stored, new Map()).edges.filter((e) => !gone.has(e.id));

@@ -10,7 +10,7 @@ import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCh
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { LEGACY_FILES, MIGRATED_SUFFIX, migrateFileStore } from '../src/store/file.node.ts';
-import { SQL_SCHEMA_VERSION } from '../src/store/sql.ts';
+import { MIGRATIONS, SQL_SCHEMA_VERSION } from '../src/store/sql.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
@@ -497,23 +497,8 @@ describe('SqlStore on SQLite', () => {
 
   it('upgrades a schema-2 file (records with chunk id columns, one row per edge) and reads it exactly as written', async () => {
     const raw = new Database(sqlitePath());
-    for (const statement of [
-      'CREATE TABLE prism_schema (version INTEGER NOT NULL)',
-      'INSERT INTO prism_schema (version) VALUES (2)',
-      'CREATE TABLE meta (partition TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID',
-      'CREATE TABLE revisions (partition TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID',
-      'CREATE TABLE clear_revision (revision INTEGER NOT NULL)',
-      'INSERT INTO clear_revision (revision) VALUES (0)',
-      'CREATE TABLE nodes (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
-      'CREATE INDEX nodes_by_chunk ON nodes (partition, chunk_id)',
-      'CREATE TABLE edges (partition TEXT NOT NULL, id TEXT NOT NULL, chunk_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
-      'CREATE INDEX edges_by_chunk ON edges (partition, chunk_id)',
-      'CREATE TABLE chunks (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id))',
-      'CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id))',
-      'CREATE TABLE hashes (partition TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (partition, hash)) WITHOUT ROWID',
-      'CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID',
-      'CREATE TABLE cache_tags (tag TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (tag, key)) WITHOUT ROWID',
-    ]) {
+    // The file as schema 2 left it: its migrations, and the version row.
+    for (const statement of ['CREATE TABLE prism_schema (version INTEGER NOT NULL)', 'INSERT INTO prism_schema (version) VALUES (2)', ...MIGRATIONS.slice(0, 2).flat()]) {
       raw.prepare(statement).run();
     }
     raw.prepare('INSERT INTO meta VALUES (?, ?)').run(P, JSON.stringify(sample.meta));

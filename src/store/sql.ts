@@ -50,7 +50,7 @@ export interface WriteLock {
  * Tables of rows larger than a few hundred bytes (records, vectors) keep their rowid: SQLite
  * stores large rows of WITHOUT ROWID tables less compactly and scans them more slowly.
  */
-const MIGRATIONS: readonly (readonly string[])[] = [
+export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     'CREATE TABLE meta (partition TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID',
     'CREATE TABLE revisions (partition TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID',

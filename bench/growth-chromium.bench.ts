@@ -42,7 +42,8 @@ export async function benchGrowthChromium(): Promise<Row[]> {
     return [
       { name: `${at}: graph nodes per message`, metric: 'nodes', value: p.nodes / p.messages },
       { name: `${at}: graph edges per message`, metric: 'edges', value: p.edges / p.messages },
-      { name: `${at}: IndexedDB + OPFS bytes per message beyond the text`, metric: 'KB', value: (p.storeBytes - p.textBytes) / p.messages / 1024 },
+      { name: `${at}: IndexedDB + OPFS bytes per message beyond the text`, metric: 'KB', value: (p.indexedDbBytes + p.keyRingBytes - p.textBytes) / p.messages / 1024 },
+      { name: `${at}: of which OPFS key rings`, metric: 'KB', value: p.keyRingBytes / p.messages / 1024 },
       { name: `${at}: growing to this size (stand-in vectors)`, metric: 's', value: p.growMs / 1000 },
       { name: `${at}: cold open to first search result (fresh browser)`, metric: 'ms', value: p.coldOpenMs },
       { name: `${at}: search p50 (query embedding incl.)`, metric: 'ms', value: percentile(p.searchMs, 50) ?? Number.NaN },

@@ -34,8 +34,10 @@ export interface BrowserGrowthPoint {
   textBytes: number;
   nodes: number;
   edges: number;
-  /** Files of the profile's IndexedDB and File System (OPFS: the key rings) folders, the browser closed. */
-  storeBytes: number;
+  /** Files of the profile's IndexedDB folder (LevelDB and blobs), the browser closed. */
+  indexedDbBytes: number;
+  /** Files of the profile's File System folder: OPFS, where the store keeps its key rings. */
+  keyRingBytes: number;
   /** Wall time of growing from the previous size to this one (stand-in vectors). */
   growMs: number;
   coldOpenMs: number;
@@ -117,10 +119,6 @@ async function bytesUnder(dir: string): Promise<number> {
   return total;
 }
 
-/** What the memory keeps on disk: IndexedDB (LevelDB and blobs) and OPFS (its key rings), not the model cache. */
-async function storeBytes(profileDir: string): Promise<number> {
-  return (await bytesUnder(join(profileDir, 'Default', 'IndexedDB'))) + (await bytesUnder(join(profileDir, 'Default', 'File System')));
-}
 
 test('growth of one IndexedDB scope of real assistant chat in Chromium', async ({ baseURL }) => {
   test.setTimeout(0);
@@ -153,7 +151,9 @@ test('growth of one IndexedDB scope of real assistant chat in Chromium', async (
       const { nodes, edges } = await growing.evaluate(() => window.growthHarness.graphSize());
       await growing.evaluate(() => window.growthHarness.close());
       await grower.close();
-      const bytes = await storeBytes(profileDir);
+      // What the memory keeps on disk, not the model files (the Cache API's folder).
+      const indexedDbBytes = await bytesUnder(join(profileDir, 'Default', 'IndexedDB'));
+      const keyRingBytes = await bytesUnder(join(profileDir, 'Default', 'File System'));
 
       // A fresh browser on the same profile: nothing of the memory is in any process yet.
       const prober = await Browser.launch(profileDir);
@@ -165,7 +165,7 @@ test('growth of one IndexedDB scope of real assistant chat in Chromium', async (
       const probe = await probing.evaluate(() => window.growthHarness.addsAndDelete());
       await probing.evaluate(() => window.growthHarness.close());
       await prober.close();
-      points.push({ messages, textBytes, nodes, edges, storeBytes: bytes, growMs, ...searches, heapMb, rendererRssMb, ...probe });
+      points.push({ messages, textBytes, nodes, edges, indexedDbBytes, keyRingBytes, growMs, ...searches, heapMb, rendererRssMb, ...probe });
       console.error(`growth-chromium: ${messages} messages measured`);
     }
   } finally {

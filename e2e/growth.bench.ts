@@ -113,12 +113,12 @@ class Browser {
 }
 
 async function bytesUnder(dir: string): Promise<number> {
+  // A folder Chromium has not made yet (no key ring written, say) holds nothing.
   const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
   let total = 0;
   for (const entry of entries) if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
   return total;
 }
-
 
 test('growth of one IndexedDB scope of real assistant chat in Chromium', async ({ baseURL }) => {
   test.setTimeout(0);

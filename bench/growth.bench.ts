@@ -28,12 +28,12 @@ import { standInEmbedder } from './stand-in.ts';
 import type { Row } from './table.ts';
 
 const SIZES = (process.env['PRISM_GROWTH_SIZES'] ?? '1000,10000,30000,100000').split(',').map(Number);
-const PROBE_QUERIES = 41;
+export const PROBE_QUERIES = 41;
 /** Sessions ingested for real (MiniLM) to compare ingest with embedding each turn once. */
 const REAL_INGEST_SESSIONS = 12;
 
 /** Session `i` of an endless stream: the file's sessions, then again under new ids a year later per round. */
-function sessionAt(sessions: readonly ChatSession[], i: number): ChatSession {
+export function sessionAt(sessions: readonly ChatSession[], i: number): ChatSession {
   const base = sessions[i % sessions.length] as ChatSession;
   const round = Math.floor(i / sessions.length);
   if (round === 0) return base;

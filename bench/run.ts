@@ -2,6 +2,7 @@
 import { benchBundle } from './bundle.bench.ts';
 import { benchEmbed } from './embed.bench.ts';
 import { benchGrowth } from './growth.bench.ts';
+import { benchGrowthChromium } from './growth-chromium.bench.ts';
 import { benchIndex } from './index.bench.ts';
 import { benchIngest } from './ingest.bench.ts';
 import { benchRetrieval } from './retrieval.bench.ts';
@@ -16,6 +17,7 @@ const sections = [
   ['Retrieval latency incl. query embedding (zero-LLM)', benchRetrieval],
   ['Store (≈19K-node memory): cold open and one-chunk commit, SQLite vs the v0.2 file checkpoint', benchStore],
   ['Growth: one scope of real assistant chat (LongMemEval S sessions) at 1K–100K messages, SQLite', benchGrowth],
+  ['Growth in Chromium: the same chat at 1K and 30K messages, IndexedDB (e2e/growth.bench.ts)', benchGrowthChromium],
 ] as const;
 
 const only = process.env['PRISM_BENCH_ONLY']?.split(',');

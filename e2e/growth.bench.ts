@@ -1,0 +1,176 @@
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { test } from '@playwright/test';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { PROBE_QUERIES, sessionAt } from '../bench/growth.bench.ts';
+import { longMemEvalChat, type ChatSession } from '../bench/longmemeval-chat.ts';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from './support/chromium.ts';
+
+/**
+ * The Chromium half of the growth bench (issue #25; bench/growth.bench.ts is the Node half, on
+ * SQLite): grows one IndexedDB scope with the LongMemEval S sessions in order, one `add()` per
+ * session, stand-in vectors, and measures at each size in a freshly launched browser on the same
+ * profile, with the real MiniLM: nodes and edges per message, the profile's IndexedDB and OPFS
+ * bytes per message beyond the text, cold open to the first search result, search and `add()`
+ * times, the delete of one session, JS heap and the tab's resident memory.
+ *
+ * Not a CI test (CI runs `*.spec.ts`): `npx playwright test -c e2e/growth.config.ts`, or
+ * `PRISM_BENCH_ONLY=chromium npm run bench` (bench/growth-chromium.bench.ts). Sizes:
+ * `PRISM_GROWTH_BROWSER_SIZES` (messages, comma-separated), default 1000,30000. The figures go
+ * to `PRISM_GROWTH_BROWSER_OUT` as JSON, default e2e/out/growth-chromium.json.
+ */
+
+const SIZES = (process.env.PRISM_GROWTH_BROWSER_SIZES ?? '1000,30000').split(',').map(Number);
+const GROWTH_BROWSER_OUT = resolve(process.env.PRISM_GROWTH_BROWSER_OUT ?? join(import.meta.dirname, 'out', 'growth-chromium.json'));
+const DB_NAME = 'prism-growth';
+/** Sessions handed to the page per call: a few hundred KB of text, small enough to keep progress visible. */
+const BATCH_SESSIONS = 50;
+
+/** One size's figures as measured (times raw: the bench takes the percentiles). */
+export interface BrowserGrowthPoint {
+  messages: number;
+  /** UTF-8 bytes of the messages' text. */
+  textBytes: number;
+  nodes: number;
+  edges: number;
+  /** Files of the profile's IndexedDB folder (LevelDB and blobs), the browser closed. */
+  indexedDbBytes: number;
+  /** Files of the profile's File System folder: OPFS, where the store keeps its key rings. */
+  keyRingBytes: number;
+  /** Wall time of growing from the previous size to this one (stand-in vectors). */
+  growMs: number;
+  coldOpenMs: number;
+  searchMs: number[];
+  addMs: number[];
+  deleteMs: number;
+  /** V8 heap of the page after the searches and a full GC. */
+  heapMb: number;
+  /** Resident memory of the tab's renderer process after the searches (Linux /proc). */
+  rendererRssMb: number;
+}
+
+/** A browser on the bench's own profile directory; page errors and external requests fail the run. */
+class Browser {
+  private constructor(
+    private readonly context: BrowserContext,
+    private readonly problems: string[],
+  ) {}
+
+  static async launch(profileDir: string): Promise<Browser> {
+    const context = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS] });
+    const problems: string[] = [];
+    await context.route(
+      (url) => url.hostname !== '127.0.0.1' && url.hostname !== 'localhost',
+      (route) => {
+        problems.push(`external request: ${route.request().url()}`);
+        return route.abort('blockedbyclient');
+      },
+    );
+    return new Browser(context, problems);
+  }
+
+  async open(url: string): Promise<Page> {
+    const page = await this.context.newPage();
+    page.on('pageerror', (err) => this.problems.push(`page error: ${err.stack ?? err.message}`));
+    await page.goto(url);
+    return page;
+  }
+
+  /** The page's V8 heap after a full collection, from the DevTools protocol. */
+  async heapMb(page: Page): Promise<number> {
+    const cdp = await this.context.newCDPSession(page);
+    await cdp.send('HeapProfiler.collectGarbage');
+    const { usedSize } = await cdp.send('Runtime.getHeapUsage');
+    await cdp.detach();
+    return usedSize / 2 ** 20;
+  }
+
+  /**
+   * Resident memory of the largest renderer process: the tab's (the only page open), which holds
+   * the memory's working set, the model and the WASM heaps.
+   */
+  async rendererRssMb(): Promise<number> {
+    const browser = this.context.browser();
+    if (!browser) throw new Error('no browser behind the persistent context');
+    const cdp = await browser.newBrowserCDPSession();
+    const { processInfo } = await cdp.send('SystemInfo.getProcessInfo');
+    await cdp.detach();
+    let largest = 0;
+    for (const { type, id } of processInfo) {
+      if (type !== 'renderer') continue;
+      const status = await readFile(`/proc/${id}/status`, 'utf8');
+      largest = Math.max(largest, Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0));
+    }
+    return largest / 1024;
+  }
+
+  /** Closes the browser (Chromium flushes and closes its files) and throws what went wrong in it. */
+  async close(): Promise<void> {
+    await this.context.close();
+    if (this.problems.length > 0) throw new Error(this.problems.join('\n'));
+  }
+}
+
+async function bytesUnder(dir: string): Promise<number> {
+  // A folder Chromium has not made yet (no key ring written, say) holds nothing.
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  let total = 0;
+  for (const entry of entries) if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
+  return total;
+}
+
+test('growth of one IndexedDB scope of real assistant chat in Chromium', async ({ baseURL }) => {
+  test.setTimeout(0);
+  const pageUrl = new URL('/growth.html', baseURL).href;
+  const { sessions, questions } = await longMemEvalChat();
+  const queries = questions.slice(0, PROBE_QUERIES);
+  const profileDir = await mkdtemp(join(tmpdir(), 'prism-growth-chromium-'));
+  const points: BrowserGrowthPoint[] = [];
+  let messages = 0;
+  let textBytes = 0;
+  let next = 0;
+  try {
+    for (const size of [...SIZES].sort((a, b) => a - b)) {
+      const grower = await Browser.launch(profileDir);
+      const growing = await grower.open(pageUrl);
+      await growing.evaluate((name) => window.growthHarness.openForGrowth(name), DB_NAME);
+      const t0 = performance.now();
+      while (messages < size) {
+        const batch: ChatSession[] = [];
+        while (batch.length < BATCH_SESSIONS && messages < size) {
+          const session = sessionAt(sessions, next++);
+          batch.push(session);
+          messages += session.messages.length;
+          textBytes += session.messages.reduce((sum, m) => sum + Buffer.byteLength(m.content), 0);
+        }
+        await growing.evaluate((chat) => window.growthHarness.addSessions(chat), batch);
+        console.error(`growth-chromium: ${messages} messages, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+      }
+      const growMs = performance.now() - t0;
+      const { nodes, edges } = await growing.evaluate(() => window.growthHarness.graphSize());
+      await growing.evaluate(() => window.growthHarness.close());
+      await grower.close();
+      // What the memory keeps on disk, not the model files (the Cache API's folder).
+      const indexedDbBytes = await bytesUnder(join(profileDir, 'Default', 'IndexedDB'));
+      const keyRingBytes = await bytesUnder(join(profileDir, 'Default', 'File System'));
+
+      // A fresh browser on the same profile: nothing of the memory is in any process yet.
+      const prober = await Browser.launch(profileDir);
+      const probing = await prober.open(pageUrl);
+      await probing.evaluate(() => window.growthHarness.loadModel());
+      const searches = await probing.evaluate(({ name, asked }) => window.growthHarness.openCold(name, asked), { name: DB_NAME, asked: queries });
+      const heapMb = await prober.heapMb(probing);
+      const rendererRssMb = await prober.rendererRssMb();
+      const probe = await probing.evaluate(() => window.growthHarness.addsAndDelete());
+      await probing.evaluate(() => window.growthHarness.close());
+      await prober.close();
+      points.push({ messages, textBytes, nodes, edges, indexedDbBytes, keyRingBytes, growMs, ...searches, heapMb, rendererRssMb, ...probe });
+      console.error(`growth-chromium: ${messages} messages measured`);
+    }
+  } finally {
+    await rm(profileDir, { recursive: true, force: true });
+  }
+  await mkdir(dirname(GROWTH_BROWSER_OUT), { recursive: true });
+  await writeFile(GROWTH_BROWSER_OUT, JSON.stringify(points, null, 2));
+});

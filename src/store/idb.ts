@@ -6,7 +6,9 @@ import { DEFAULT_PARTITION } from '../scope.ts';
 import { KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, snapshotAsBatch, validateBatch } from './snapshot.ts';
+import { decodeChunk, decodeNode, encodeChunk, encodeNode } from './record-codec.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
+import { decodeStoredVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -91,8 +93,12 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const jsonBytes = (value: unknown): Uint8Array<ArrayBuffer> => encoder.encode(JSON.stringify(value));
 const fromJson = <T>(bytes: Uint8Array): T => JSON.parse(decoder.decode(bytes)) as T;
-/** A copy of the vector's bytes: a view into a larger matrix would otherwise seal the whole matrix. */
-const vectorBytes = (vector: Float32Array): Uint8Array<ArrayBuffer> => new Uint8Array(vector.slice().buffer);
+/**
+ * How IndexedDB keeps vectors: int8 with a scale, as the SQL stores do (388 bytes a MiniLM
+ * vector, not 1,536). Values of any precision read by their length, so f32 values written
+ * before stay readable.
+ */
+const IDB_VECTOR_PRECISION: VectorPrecision = 'i8';
 
 /**
  * Schema migrations: entry i upgrades a database from version i to i + 1, so a database at
@@ -232,6 +238,8 @@ export class IndexedDbStore implements GraphStore {
   private readonly lastTokens = new Map<string, Token>();
   /** Key rings as last read for reading values, by file name. */
   private readonly readRings = new Map<string, KeyRing>();
+
+  readonly vectorPrecision: VectorPrecision = IDB_VECTOR_PRECISION;
 
   private constructor(
     private readonly db: IDBPDatabase<PrismDb>,
@@ -444,19 +452,20 @@ export class IndexedDbStore implements GraphStore {
         const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...chunks, ...vectors]);
         const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
         const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
-        const [opened, openedNodes, openedEdges, openedChunks, openedVectors] = await Promise.all([
+        const [opened, nodeJson, openedEdges, openedChunks, vectorBytes] = await Promise.all([
           openJson<PartitionMeta>(meta),
-          Promise.all(nodes.map((node) => openJson<GraphNode>(node))),
+          Promise.all(nodes.map(async (node) => decoder.decode(await open(node)))),
           Promise.all(edges.map((edge) => openJson<GraphEdge>(edge))),
-          Promise.all(chunks.map((chunk) => openJson<Chunk>(chunk))),
-          Promise.all(vectors.map(async (vector) => new Float32Array((await open(vector)).buffer))),
+          Promise.all(chunks.map(async (chunk) => decodeChunk(decoder.decode(await open(chunk))))),
+          Promise.all(vectors.map((vector) => open(vector))),
         ]);
+        const chunkById = new Map(openedChunks.map((chunk) => [chunk.id, chunk]));
         return {
           meta: opened.meta,
-          nodes: openedNodes,
+          nodes: nodeJson.map((json) => decodeNode(json, chunkById).node),
           edges: openedEdges,
           chunks: openedChunks,
-          vectors: new Map(vectorKeys.map(([, id], i) => [id, openedVectors[i] as Float32Array])),
+          vectors: new Map(vectorKeys.map(([, id], i) => [id, decodeStoredVector(id, vectorBytes[i] ?? new Uint8Array(0), opened.meta.dim)])),
           hashes: new Set(hashKeys.map(([, hash]) => hash)),
         };
       });
@@ -606,10 +615,13 @@ export class IndexedDbStore implements GraphStore {
     const seal = (keyId: string, plain: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer> => this.keys.seal(ring, keyId, plain);
     for (const node of batch.putNodes ?? []) vectorKeys.set(node.id, keyFor(ownerOfNode(node)));
     for (const edge of batch.putEdges ?? []) vectorKeys.set(edge.id, keyFor(edge.chunkId));
+    // A fact quoting its turn keeps the quote's offsets when its chunk comes in the same batch (see record-codec).
+    const chunks = new Map((batch.putChunks ?? []).map((chunk) => [chunk.id, chunk]));
     const writes = await Promise.all([
       ...(batch.putNodes ?? []).map(async (node): Promise<Write> => {
         const keyId = keyFor(ownerOfNode(node));
-        const value: SealedNode = { keyId, layer: node.layer, sealed: await seal(keyId, jsonBytes(node)) };
+        const json = encodeNode(node, [], node.layer === 'facetPoint' ? chunks.get(node.chunkId) : undefined).json;
+        const value: SealedNode = { keyId, layer: node.layer, sealed: await seal(keyId, encoder.encode(json)) };
         return (tx) => tx.objectStore('nodes').put(value, key(node.id));
       }),
       ...(batch.putEdges ?? []).map(async (edge): Promise<Write> => {
@@ -619,12 +631,12 @@ export class IndexedDbStore implements GraphStore {
       }),
       ...(batch.putChunks ?? []).map(async (chunk): Promise<Write> => {
         const keyId = keyFor(chunk.id);
-        const value: Sealed = { keyId, sealed: await seal(keyId, jsonBytes(chunk)) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeChunk(chunk))) };
         return (tx) => tx.objectStore('chunks').put(value, key(chunk.id));
       }),
       ...(batch.putVectors ?? []).map(async ([id, vector]): Promise<Write> => {
         const keyId = vectorKeys.get(id) ?? keyFor(null);
-        const value: Sealed = { keyId, sealed: await seal(keyId, vectorBytes(vector)) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, encodeVector(vector, IDB_VECTOR_PRECISION)) };
         return (tx) => tx.objectStore('vectors').put(value, key(id));
       }),
     ]);

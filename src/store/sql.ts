@@ -3,7 +3,7 @@ import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '..
 import { canFoldEdges, decodeChunk, decodeNode, encodeChunk, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
-import { DEFAULT_VECTOR_PRECISION, decodeVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
+import { DEFAULT_VECTOR_PRECISION, decodeStoredVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -104,15 +104,6 @@ function bytesOf(value: SqlValue | undefined): Uint8Array {
   throw new PrismError('CORRUPT_CHECKPOINT', `a vector is stored as ${typeof value}, not a blob`);
 }
 
-/** A stored vector (any precision, told by its length) as floats; a length that fits none is CORRUPT_CHECKPOINT naming it. */
-function vectorOf(id: string, blob: Uint8Array, dim: number): Float32Array {
-  try {
-    return decodeVector(blob, dim);
-  } catch (err) {
-    throw new PrismError('CORRUPT_CHECKPOINT', `vector ${id}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-}
-
 /** The stored schema version (0 for a new database); STORE_VERSION when a newer PRISM wrote it. */
 function schemaVersion(driver: SqlDriver): number {
   if (driver.all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'prism_schema'").length === 0) return 0;
@@ -180,7 +171,7 @@ export class SqlStore implements GraphStore {
       }
       const vectors = this.driver
         .all('SELECT id, data FROM vectors WHERE partition = ?', [partition])
-        .map((row): [string, Float32Array] => [text(row, 'id'), vectorOf(text(row, 'id'), bytesOf(row['data']), meta.dim)]);
+        .map((row): [string, Float32Array] => [text(row, 'id'), decodeStoredVector(text(row, 'id'), bytesOf(row['data']), meta.dim)]);
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
       // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
       return {

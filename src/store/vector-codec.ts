@@ -89,7 +89,7 @@ export function roundVectors(vectors: Array<[string, Float32Array]>, precision: 
 }
 
 /** A vector's bytes at `precision` (little-endian; i8 puts its f32 scale first). */
-export function encodeVector(vector: Float32Array, precision: VectorPrecision): Uint8Array {
+export function encodeVector(vector: Float32Array, precision: VectorPrecision): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(encodedBytes(vector.length, precision));
   const view = new DataView(bytes.buffer);
   if (precision === 'f32') {
@@ -120,4 +120,13 @@ export function decodeVector(bytes: Uint8Array, dim: number): Float32Array {
     throw new PrismError('CORRUPT_CHECKPOINT', `a stored vector has ${bytes.byteLength} bytes, which fits no precision of dimension ${dim}`);
   }
   return vector;
+}
+
+/** A stored vector's floats (any precision, told by its length); a length that fits none is CORRUPT_CHECKPOINT naming the vector. */
+export function decodeStoredVector(id: string, bytes: Uint8Array, dim: number): Float32Array {
+  try {
+    return decodeVector(bytes, dim);
+  } catch (err) {
+    throw new PrismError('CORRUPT_CHECKPOINT', `vector ${id}: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

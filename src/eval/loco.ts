@@ -138,6 +138,15 @@ export interface LocoReport {
 }
 
 /**
+ * Is the conversation `id` the conversation `of`, or derived from it: its id extends that one's
+ * by a suffix after a hyphen (a set stitched into `conv-26` as `conv-26-cog`)? A derived
+ * conversation is selected, and held out, with the one it is derived from.
+ */
+export function derivedFrom(id: string, of: string): boolean {
+  return id === of || id.startsWith(`${of}-`);
+}
+
+/**
  * Leave-one-conversation-out choice: for each conversation of the first slice, the best candidate
  * on the other conversations, scored on the held-out one. A candidate's objective is the mean over
  * the objective slices of each one's mean ER over `budgets`; among the candidates that reach every
@@ -177,9 +186,11 @@ export function leaveOneConversationOut(slices: readonly LocoSlice[], budgets: r
   const perSlice = (name: string, keep: (o: QuestionOutcome) => boolean): Record<string, LocoScore> =>
     Object.fromEntries(slices.map((slice) => [slice.name, score(scored(slice, name).filter(keep))]));
   const conversations = first ? [...new Set(scored(first, names[0] ?? '').map((o) => o.conversationId))] : [];
+  // A slice's conversations derived from a held-out one are held out with it.
+  const heldOut = (o: QuestionOutcome, conversationId: string) => derivedFrom(o.conversationId, conversationId);
   const folds = conversations.map((conversationId) => {
-    const chosen = best((o) => o.conversationId !== conversationId);
-    return { conversationId, chosen, heldOut: perSlice(chosen, (o) => o.conversationId === conversationId) };
+    const chosen = best((o) => !heldOut(o, conversationId));
+    return { conversationId, chosen, heldOut: perSlice(chosen, (o) => heldOut(o, conversationId)) };
   });
   const pooledFolds = (slice: string): LocoScore => {
     const n = folds.reduce((s, f) => s + (f.heldOut[slice]?.n ?? 0), 0);

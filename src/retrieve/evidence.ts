@@ -21,6 +21,8 @@ export interface QueryEvidence {
   turnAnchors: TurnAnchors;
   /** Multiplies the turn-anchor term: 1, or 1 − `lexicalWeight` under adaptive fusion (the less the words match, the more meaning decides). */
   anchorWeight: number;
+  /** The query takes the meaning route (see `takesMeaningRoute`): fine units are ranked by the turn anchors' cosines alone. */
+  byMeaning: boolean;
   /** `factCosines` by Episode id, filled on first use: N3 and the fine units both read them. */
   factCosines: Map<string, EpisodeFacts>;
 }

@@ -58,6 +58,7 @@ export function buildUnits(
     }));
   }
   const w = config.retrieval.turnScore;
+  const replyWeight = config.retrieval.meaningRoute.reply;
   // One long turn may take at most half the budget, so it never crowds out all other evidence.
   const maxTurnTokens = Math.min(config.retrieval.maxTurnTokens, Math.floor(fineBudget / 2));
   let lexicalMax = 0;
@@ -85,10 +86,26 @@ export function buildUnits(
       sessionOnDate || (evidence.dates.length > 0 && (ofTurn[i]?.points ?? []).some((index) => fallsOn(facts.points[index]?.time ?? null, evidence.dates)));
     // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
     const exchanges = w.exchange === 0 ? [] : ofTurn.slice(1).map((next, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, next?.exchangeFacet));
+    const anchorAt = (i: number): number | undefined => {
+      const next = chunk.turns[i];
+      return next ? anchored?.get(next.dialogId) : undefined;
+    };
+    // On the meaning route a turn is ranked by its own cosine, or by its reply's (the next turn's)
+    // times `reply`: a reply often restates in general terms what the remark it answers said in
+    // particular, and so can be the closer of the two to a later remark about it.
+    const meaningOf = (i: number): number | undefined => {
+      const own = anchorAt(i);
+      const reply = replyWeight > 0 ? anchorAt(i + 1) : undefined;
+      return own === undefined && reply === undefined ? undefined : Math.max(0, own ?? 0, replyWeight * (reply ?? 0));
+    };
     chunk.turns.forEach((turn, i) => {
       const anchorCosine = anchored?.get(turn.dialogId);
-      if (onlyAnchored && anchorCosine === undefined) return;
-      const score =
+      const meaning = evidence.byMeaning ? meaningOf(i) : undefined;
+      if (onlyAnchored && anchorCosine === undefined && meaning === undefined) return;
+      // On the meaning route turns that are neither anchors nor their remarks follow, in Episode order.
+      const score = evidence.byMeaning
+        ? (meaning ?? 0)
+        :
         episodeTerm +
         w.fact * factOf(i) +
         w.facet * Math.max(0, ofTurn[i]?.facet ?? 0) +

@@ -132,9 +132,10 @@ export interface RetrievalConfig {
    */
   lexicalFullShare: number;
   /**
-   * Meaning route (beyond the paper, `flags.meaningRoute`): a query whose lexical confidence (see
-   * `lexicalFullShare`) is below `lexicalConfidence`, or whose closest turn (best Facet cosine)
-   * is below `bestCosine`, has its fine units ranked by each turn's own cosine, over its `turns`
+   * Meaning route (beyond the paper, `flags.meaningRoute`): a query naming no date whose lexical
+   * confidence (see `lexicalFullShare`) is below `lexicalConfidence`, or below 1 with its closest
+   * turn (best Facet cosine, measured when no speaker name was masked out of the query vector)
+   * below `bestCosine`, has its fine units ranked by each turn's own cosine, over its `turns`
    * closest turns (turn anchors, whichever Episodes N1 selects), or by `reply` times the cosine
    * of its reply (the next turn of the session) when that is higher; the selected Episodes'
    * other turns follow. Only a token budget uses it.
@@ -333,7 +334,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     dateFocus: true,
     relativeDates: true,
     pronounSpeakers: true,
-    meaningRoute: false,
+    meaningRoute: true,
   },
   seed: 42, // §6
 };

@@ -1202,7 +1202,7 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     const graph = anchorGraph();
     const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
     const anchorScore = async (query: string, anchor: number) => {
-      const config = { flags: { adaptiveFusion: true }, retrieval: { turnAnchors: 2, lexicalFullShare: 1, turnScore: { anchor } } };
+      const config = { flags: { adaptiveFusion: true, meaningRoute: false }, retrieval: { turnAnchors: 2, lexicalFullShare: 1, turnScore: { anchor } } };
       const units = (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config })).units;
       return units.find((u) => u.dialogIds[0] === 'D2:1')?.score ?? Number.NaN;
     };
@@ -1217,8 +1217,13 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     expect(takesMeaningRoute(1, 0.7, route)).toBe(false);
     expect(takesMeaningRoute(0.5, 0.5, route)).toBe(false);
     expect(takesMeaningRoute(0.4, 0.9, route)).toBe(true);
-    expect(takesMeaningRoute(1, 0.49, route)).toBe(true);
+    expect(takesMeaningRoute(0.9, 0.49, route)).toBe(true);
+    // Every word found in one turn: not oblique, however far its meaning.
+    expect(takesMeaningRoute(1, 0.2, route)).toBe(false);
     expect(takesMeaningRoute(0, 0, { lexicalConfidence: 0, bestCosine: 0 })).toBe(false);
+    // Not measured (a speaker's name masked out of the query vector): the words alone decide.
+    expect(takesMeaningRoute(1, null, route)).toBe(false);
+    expect(takesMeaningRoute(0.4, null, route)).toBe(true);
   });
 
   it('on the meaning route ranks turns by their own cosine, or their reply’s, over more turn anchors', async () => {

@@ -153,7 +153,12 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       : searchForUnits(deps.graph, anchors, { queryVector, intent: routed.intent, config }, Math.max(k, config.retrieval.unitEpisodes), config.retrieval.unitBudgets * fineBudget, scope);
   const bundle = searched.slice(0, k);
   // Fine units of a query the meaning route takes are ranked by each turn's own cosine (see `meaningRoute`).
-  const byMeaning = fineBudget !== null && config.flags.meaningRoute && takesMeaningRoute(confidence, dense.facet[0]?.score ?? 0, config.retrieval.meaningRoute);
+  // With speaker names masked out of the query vector every cosine drops by what the name matched,
+  // so the closest turn's cosine says how oblique the query is only when no name was masked.
+  const masked = config.flags.maskSpeakerNames && focus.nameTerms.size > 0;
+  // A date the query names is evidence the route would not weigh (date focus): such a query keeps to the structure.
+  const byMeaning =
+    fineBudget !== null && config.flags.meaningRoute && dates.length === 0 && takesMeaningRoute(confidence, masked ? null : (dense.facet[0]?.score ?? 0), config.retrieval.meaningRoute);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const anchorCount = byMeaning ? config.retrieval.meaningRoute.turns : config.retrieval.turnAnchors;
   const turnAnchorsFound: TurnAnchors =
@@ -336,14 +341,17 @@ function anchorEpisodes(
 
 /**
  * The meaning route (beyond the paper, `flags.meaningRoute`): a query shares too few words with
- * any turn (its lexical confidence is below `lexicalConfidence`) or no turn comes close to it in
- * meaning (the best turn cosine is below `bestCosine`). Such a query, a remark that touches an
+ * any turn (its lexical confidence is below `lexicalConfidence`), or, short of full lexical
+ * confidence, no turn comes close to it in meaning (the best turn cosine is below `bestCosine`;
+ * null: not measured). Such a query, a remark that touches an
  * earlier statement in other words more often than a question, is poorly served by what the
  * Episode ranking and the turn terms rest on (shared words, a session's overall theme, a fact
  * sentence matching part of a long turn); the turn's own cosine ranks its evidence best.
  */
-export function takesMeaningRoute(lexicalConfidence: number, bestTurnCosine: number, route: { lexicalConfidence: number; bestCosine: number }): boolean {
-  return lexicalConfidence < route.lexicalConfidence || bestTurnCosine < route.bestCosine;
+export function takesMeaningRoute(lexicalConfidence: number, bestTurnCosine: number | null, route: { lexicalConfidence: number; bestCosine: number }): boolean {
+  if (lexicalConfidence < route.lexicalConfidence) return true;
+  // A query whose words one turn holds in full is not oblique, however far that turn's meaning.
+  return lexicalConfidence < 1 && bestTurnCosine !== null && bestTurnCosine < route.bestCosine;
 }
 
 /**

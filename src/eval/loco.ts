@@ -60,7 +60,26 @@ function candidateName({ fusion, turnAnchors, anchor, question, exchange, speake
   return `loco:anchors${turnAnchors}${terms}+${fusion}${names === 'kept' ? '+names' : ''}`;
 }
 
-export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
+/**
+ * This stop's candidates, at the shipped point: the meaning route off, and its thresholds and
+ * reply weight around the shipped ones (lexical confidence 0.5, closest-turn cosine 0.5, reply 0.9).
+ */
+const MEANING_ROUTES: ReadonlyArray<{ lexicalConfidence: number; bestCosine: number; reply: number } | 'off'> = [
+  'off',
+  { lexicalConfidence: 0.5, bestCosine: 0, reply: 0.9 },
+  { lexicalConfidence: 0.5, bestCosine: 0.45, reply: 0.9 },
+  { lexicalConfidence: 0.6, bestCosine: 0.5, reply: 0.9 },
+  { lexicalConfidence: 0.5, bestCosine: 0.5, reply: 0 },
+  { lexicalConfidence: 0.5, bestCosine: 0.5, reply: 0.8 },
+];
+
+const MEANING_CANDIDATES: readonly LocoCandidate[] = MEANING_ROUTES.map((route) =>
+  route === 'off'
+    ? { name: 'loco:meaning-off', overlay: { flags: { meaningRoute: false } } }
+    : { name: `loco:meaning-l${route.lexicalConfidence}c${route.bestCosine}r${route.reply}`, overlay: { retrieval: { meaningRoute: route } } },
+);
+
+const GRID_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
   name: candidateName(point),
   overlay: {
     flags: { adaptiveFusion: point.fusion !== 'rrf', maskSpeakerNames: point.names !== 'kept', speakerScope: point.names !== 'kept', dateFocus: point.date !== 0 },
@@ -78,6 +97,8 @@ export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
     },
   },
 }));
+
+export const LOCO_CANDIDATES: readonly LocoCandidate[] = [...GRID_CANDIDATES, ...MEANING_CANDIDATES];
 
 /**
  * The settings `prism eval longmemeval --loco` chooses among: the recency weight

@@ -792,7 +792,7 @@ describe('zero-LLM precision, units and packing', () => {
       .build();
     const deps = depsFor(graph);
     const order = async (query: string, w: Partial<PrismConfig['retrieval']['turnScore']>) =>
-      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: { retrieval: { turnScore: onlyTerms(w) } } })).units.map((u) => u.dialogIds[0]);
+      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: { flags: { meaningRoute: false }, retrieval: { turnScore: onlyTerms(w) } } })).units.map((u) => u.dialogIds[0]);
     // Equal facts: the speaker the query names comes first, whichever speaker that is.
     expect((await order('What did Melanie paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D2:1', 'D1:1']);
     expect((await order('What did Caroline paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D1:1', 'D2:1']);
@@ -801,7 +801,7 @@ describe('zero-LLM precision, units and packing', () => {
     expect(replies.indexOf('D1:2')).toBeLessThan(replies.indexOf('D3:1'));
     // Turns come from unitEpisodes Episodes (at least K), not only the K of the bundle.
     const from = async (unitEpisodes: number) =>
-      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes, unitBudgets: 0, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
+      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { flags: { meaningRoute: false }, retrieval: { unitEpisodes, unitBudgets: 0, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
     expect((await from(1)).size).toBe(1);
     expect((await from(3)).size).toBe(3);
   });
@@ -940,7 +940,7 @@ describe('zero-LLM precision, units and packing', () => {
           await retrieve('What did they start?', deps, {
             budget: 2000,
             mode: 'zero-llm',
-            config: { retrieval: { turnScore: onlyTerms(w) } },
+            config: { flags: { meaningRoute: false }, retrieval: { turnScore: onlyTerms(w) } },
           })
         ).units.map((u) => [u.dialogIds[0], u.score]),
       );
@@ -1224,6 +1224,10 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     // Not measured (a speaker's name masked out of the query vector): the words alone decide.
     expect(takesMeaningRoute(1, null, route)).toBe(false);
     expect(takesMeaningRoute(0.4, null, route)).toBe(true);
+    // No lexical index: the cosine alone decides.
+    expect(takesMeaningRoute(null, 0.4, route)).toBe(true);
+    expect(takesMeaningRoute(null, 0.6, route)).toBe(false);
+    expect(takesMeaningRoute(null, null, route)).toBe(false);
   });
 
   it('on the meaning route ranks turns by their own cosine, or their reply’s, over more turn anchors', async () => {

@@ -127,10 +127,10 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       ? { layers: anchorsWithin(deps.graph, lexicalFound.layers, scope, lexicalAnchors), turns: new Map([...lexicalFound.turns].filter(([episodeId]) => scope.has(episodeId))) }
       : lexicalFound;
   const lexicalTurns = lexical?.turns ?? new Map<string, Map<string, number>>();
-  // How far BM25 is trusted for this query (see `lexicalConfidence`); without a lexical index, fully.
-  const confidence = lexical ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare) : 1;
-  // Adaptive fusion weighs every lexical signal by it.
-  const lexicalWeight = config.flags.adaptiveFusion ? confidence : 1;
+  // How far BM25 is trusted for this query (see `lexicalConfidence`); null without a lexical index.
+  const confidence = lexical ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare) : null;
+  // Adaptive fusion weighs every lexical signal by it (there are none without an index).
+  const lexicalWeight = config.flags.adaptiveFusion ? (confidence ?? 0) : 1;
   const anchors =
     lexical && config.flags.hybridAnchors
       ? fuseLayerAnchors(dense, lexical.layers, {
@@ -342,16 +342,17 @@ function anchorEpisodes(
 /**
  * The meaning route (beyond the paper, `flags.meaningRoute`): a query shares too few words with
  * any turn (its lexical confidence is below `lexicalConfidence`), or, short of full lexical
- * confidence, no turn comes close to it in meaning (the best turn cosine is below `bestCosine`;
- * null: not measured). Such a query, a remark that touches an
+ * confidence, no turn comes close to it in meaning (the best turn cosine is below `bestCosine`).
+ * Either is null when not measured (no lexical index; a speaker name masked out of the query
+ * vector). Such a query, a remark that touches an
  * earlier statement in other words more often than a question, is poorly served by what the
  * Episode ranking and the turn terms rest on (shared words, a session's overall theme, a fact
  * sentence matching part of a long turn); the turn's own cosine ranks its evidence best.
  */
-export function takesMeaningRoute(lexicalConfidence: number, bestTurnCosine: number | null, route: { lexicalConfidence: number; bestCosine: number }): boolean {
-  if (lexicalConfidence < route.lexicalConfidence) return true;
+export function takesMeaningRoute(lexicalConfidence: number | null, bestTurnCosine: number | null, route: { lexicalConfidence: number; bestCosine: number }): boolean {
+  if (lexicalConfidence !== null && lexicalConfidence < route.lexicalConfidence) return true;
   // A query whose words one turn holds in full is not oblique, however far that turn's meaning.
-  return lexicalConfidence < 1 && bestTurnCosine !== null && bestTurnCosine < route.bestCosine;
+  return (lexicalConfidence === null || lexicalConfidence < 1) && bestTurnCosine !== null && bestTurnCosine < route.bestCosine;
 }
 
 /**

@@ -135,10 +135,11 @@ export interface RetrievalConfig {
    * Meaning route (beyond the paper, `flags.meaningRoute`): a query naming no date whose lexical
    * confidence (see `lexicalFullShare`) is below `lexicalConfidence`, or below 1 with its closest
    * turn (best Facet cosine, measured when no speaker name was masked out of the query vector)
-   * below `bestCosine`, has its fine units ranked by each turn's own cosine, over its `turns`
-   * closest turns (turn anchors, whichever Episodes N1 selects), or by `reply` times the cosine
-   * of its reply (the next turn of the session) when that is higher; the selected Episodes'
-   * other turns follow. Only a token budget uses it.
+   * below `bestCosine`, has its fine units ranked by each turn's own cosine, read for its `turns`
+   * closest turns (turn anchors; offered from the Episodes N1 selects for fine units and those a
+   * Facet anchor reaches), or by `reply` times the cosine of its reply (the next turn of the
+   * session) when that is higher; the selected Episodes' other turns follow. Only a token
+   * budget uses it.
    */
   meaningRoute: { lexicalConfidence: number; bestCosine: number; turns: number; reply: number };
   /**

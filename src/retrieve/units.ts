@@ -2,7 +2,7 @@ import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
 import { turnLine } from '../ingest/chunking.ts';
-import { factCosines, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
+import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
@@ -71,9 +71,10 @@ export function buildUnits(
   for (const { episode, node, chunk, onlyAnchored } of episodes) {
     const episodeWeight = onlyAnchored ? 0 : hi > lo ? (episode.score - lo) / (hi - lo) : 1;
     const anchored = evidence.turnAnchors.get(node.id);
-    const facts = factCosines(graph, node.id, evidence);
-    const index = turnIndexOf(facts.points, chunk, node.id);
-    const ofTurn = turnFacts(facts, index, graph.vectors, evidence.queryVector, w.exchange !== 0);
+    // The meaning route reads no fact cosine (but an excerpt of a long turn does, below).
+    const facts = evidence.byMeaning ? null : factCosines(graph, node.id, evidence);
+    const index = turnIndexOf(facts?.points ?? factPoints(graph, node.id), chunk, node.id);
+    const ofTurn = facts ? turnFacts(facts, index, graph.vectors, evidence.queryVector, w.exchange !== 0) : [];
     const lexical = evidence.lexicalTurns.get(node.id);
     const lexicalOfTurn = chunk.turns.map((turn) => (lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0));
     const factOf = (i: number): number => Math.max(0, ofTurn[i]?.fact ?? 0);
@@ -83,9 +84,9 @@ export function buildUnits(
     // A query naming a date asks about what was said that day, or about what happened then.
     const sessionOnDate = fallsOn(node.time ?? chunk.time, evidence.dates);
     const onDate = (i: number): boolean =>
-      sessionOnDate || (evidence.dates.length > 0 && (ofTurn[i]?.points ?? []).some((index) => fallsOn(facts.points[index]?.time ?? null, evidence.dates)));
+      sessionOnDate || (evidence.dates.length > 0 && (ofTurn[i]?.points ?? []).some((index) => fallsOn(facts?.points[index]?.time ?? null, evidence.dates)));
     // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
-    const exchanges = w.exchange === 0 ? [] : ofTurn.slice(1).map((next, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, next?.exchangeFacet));
+    const exchanges = w.exchange === 0 || !facts ? [] : ofTurn.slice(1).map((next, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, next?.exchangeFacet));
     const anchorAt = (i: number): number | undefined => {
       const next = chunk.turns[i];
       return next ? anchored?.get(next.dialogId) : undefined;
@@ -124,7 +125,7 @@ export function buildUnits(
       const long = (index.bytes[i] ?? Infinity) > maxTurnTokens && countTokens(line) > maxTurnTokens;
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
       units.push({
-        text: long ? excerptTurn(turn, sentenceScore(facts, ofTurn[i]?.points ?? [], evidence.queryTerms), maxTurnTokens) : line,
+        text: long ? excerptTurn(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms), maxTurnTokens) : line,
         dialogIds: [turn.dialogId],
         id: index.unitIds[i] ?? `${node.id}#${turn.dialogId}`,
         episodeId: node.id,

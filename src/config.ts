@@ -132,6 +132,17 @@ export interface RetrievalConfig {
    */
   lexicalFullShare: number;
   /**
+   * Meaning route (beyond the paper, `flags.meaningRoute`): a query naming no date whose lexical
+   * confidence (see `lexicalFullShare`) is below `lexicalConfidence`, or below 1 with its closest
+   * turn (best Facet cosine, measured when no speaker name was masked out of the query vector)
+   * below `bestCosine`, has its fine units ranked by each turn's own cosine, read for its `turns`
+   * closest turns (turn anchors; offered from the Episodes N1 selects for fine units and those a
+   * Facet anchor reaches), or by `reply` times the cosine of its reply (the next turn of the
+   * session) when that is higher; the selected Episodes' other turns follow. Only a token
+   * budget uses it.
+   */
+  meaningRoute: { lexicalConfidence: number; bestCosine: number; turns: number; reply: number };
+  /**
    * Fine units (beyond the paper): the turns offered to the packer come from at least this many
    * of the cheapest N1 Episodes (at least K; more under `unitBudgets`). Only a token budget uses
    * them; N3 and ER@K keep K.
@@ -200,6 +211,8 @@ export interface RetrievalFlags {
    * past month"), resolved against the time the query is asked (`search`'s `now`).
    */
   relativeDates: boolean;
+  /** Meaning route — beyond the paper: see `retrieval.meaningRoute`. */
+  meaningRoute: boolean;
   /**
    * In a memory of chats with an assistant (speakers `User`/`user` and `Assistant`/`assistant`),
    * a query in the first person ("my", "I") counts as naming the user and one in the second
@@ -303,6 +316,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // strongest baseline's (the issue's order: never below a baseline, then the highest recall).
     turnAnchors: 10,
     lexicalFullShare: 0.5,
+    meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 150, reply: 0.9 },
   },
   flags: {
     // Off by default: on the dev conversations (zero-LLM) relation bridges and N2 discounts change
@@ -321,6 +335,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     dateFocus: true,
     relativeDates: true,
     pronounSpeakers: true,
+    meaningRoute: true,
   },
   seed: 42, // §6
 };
@@ -340,6 +355,7 @@ export function resolveConfig(overrides: DeepPartial<PrismConfig> = {}, base: Pr
       discounts: { ...base.retrieval.discounts, ...overrides.retrieval?.discounts },
       localPrecision: { ...base.retrieval.localPrecision, ...overrides.retrieval?.localPrecision },
       turnScore: { ...base.retrieval.turnScore, ...overrides.retrieval?.turnScore },
+      meaningRoute: { ...base.retrieval.meaningRoute, ...overrides.retrieval?.meaningRoute },
     },
     flags: { ...base.flags, ...overrides.flags },
     seed: overrides.seed ?? base.seed,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../src/config.ts';
 import { createDirectoryCache } from '../src/eval/cache.node.ts';
-import { evalSystemNames, parseComparePairs } from '../src/eval/cli.node.ts';
+import { evalSystemNames, parseComparePairs, splitDataPaths } from '../src/eval/cli.node.ts';
 import { createEvidenceResolver, normaliseEvidence } from '../src/eval/evidence.ts';
 import { evidenceRecall, percentile, recallAtK, summariseOutcomes, type QuestionOutcome } from '../src/eval/metrics.ts';
 import { memoryBuildKey, prismSystem, type MemoryBuild, type MemorySource, type PrismSystemOptions } from '../src/eval/prism-system.ts';
@@ -12,7 +12,7 @@ import { renderFrontier, renderReport } from '../src/eval/report.ts';
 import { isLexicalGap } from '../src/eval/slices.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from '../src/eval/implicit-recall.ts';
 import { comparePooled, pooledSample } from '../src/eval/pooled.ts';
-import { leaveOneConversationOut, renderLoco } from '../src/eval/loco.ts';
+import { derivedFrom, leaveOneConversationOut, renderLoco } from '../src/eval/loco.ts';
 import { defaultLocomoPath } from '../src/node.ts';
 import { runEval, type EvalOptions, type EvalResults } from '../src/eval/runner.ts';
 import { LOCOMO_CATEGORIES, locomoBenchmark } from '../src/eval/locomo-benchmark.ts';
@@ -399,7 +399,7 @@ describe('runLocomoEval', () => {
 });
 
 describe('eval command settings', () => {
-  const zeroLlmVariants = ['prism', 'prism+n1', 'prism+n1+n2+n4', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-no-question-prior', 'prism-no-exchange', 'prism-no-name-masking', 'prism-no-speaker-scope', 'prism-last-stop', 'prism-no-date-focus', 'prism-no-relative-dates', 'prism-no-pronoun-speakers', 'prism-bundle-turns', 'prism-no-turn-anchors', 'prism-no-adaptive-fusion', 'prism-v0.3-scoring'];
+  const zeroLlmVariants = ['prism', 'prism+n1', 'prism+n1+n2+n4', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-no-question-prior', 'prism-no-exchange', 'prism-no-name-masking', 'prism-no-speaker-scope', 'prism-last-stop', 'prism-no-date-focus', 'prism-no-relative-dates', 'prism-no-pronoun-speakers', 'prism-bundle-turns', 'prism-no-turn-anchors', 'prism-no-adaptive-fusion', 'prism-v0.3-scoring', 'prism-no-meaning-route', 'prism-meaning-no-reply'];
 
   it('runs the baselines, PRISM and every ablation by default, and adds prism-llm in LLM mode', () => {
     const locomoBaselines = ['bm25-turns', 'dense-turns', 'dense-sessions', 'full-context'];
@@ -657,6 +657,29 @@ describe('pooled pairing and leave-one-conversation-out choice', () => {
     expect(report.inSample).toEqual({ chosen: 'spiky', scores: { main: { er: { '512': 5 / 6, '2048': 5 / 6 }, n: 6 } } });
     expect(report.candidates['steady']?.['main']?.er['512']).toBeCloseTo(3.5 / 6);
     expect(renderLoco(report)).toContain('| **LOCO** |  | 6 | 0.500 | 0.500 |');
+  });
+
+  it('holds a slice\'s conversations out with the ones they are derived from', () => {
+    expect(derivedFrom('conv-26-cog', 'conv-26')).toBe(true);
+    expect(derivedFrom('conv-26', 'conv-26')).toBe(true);
+    expect(derivedFrom('conv-260', 'conv-26')).toBe(false);
+    expect(derivedFrom('conv-2', 'conv-26')).toBe(false);
+    // `good` wins on the slice's a-cog only; held out with a, it is not chosen in a's fold.
+    // Ties go to the earlier candidate, `plain`.
+    const main = { plain: ['a', 'b'].map((c) => outcome(c, 0, 1)), good: ['a', 'b'].map((c) => outcome(c, 0, 1)) };
+    const slice = { plain: [outcome('a-cog', 0, 0), outcome('b-cog', 0, 0)], good: [outcome('a-cog', 0, 1), outcome('b-cog', 0, 0)] };
+    const report = leaveOneConversationOut([{ name: 'main', outcomes: main }, { name: 'slice', outcomes: slice }], [512]);
+    expect(report.folds.map((f) => [f.conversationId, f.chosen])).toEqual([
+      ['a', 'plain'],
+      ['b', 'good'],
+    ]);
+    expect(report.folds[0]?.heldOut['slice']).toEqual({ er: { '512': 0 }, n: 1 });
+  });
+
+  it('reads --data as the main file, then slices', () => {
+    expect(splitDataPaths(undefined, 'dev.json')).toEqual({ main: 'dev.json', slices: [] });
+    expect(splitDataPaths('a.json', 'dev.json')).toEqual({ main: 'a.json', slices: [] });
+    expect(splitDataPaths('a.json, b.json,c.json.gz', 'dev.json')).toEqual({ main: 'a.json', slices: ['b.json', 'c.json.gz'] });
   });
 
   it('chooses the best objective among the candidates that reach a guard slice\'s floor', () => {

@@ -145,8 +145,13 @@ describe('search with now', () => {
   const ask = (query: string, options: SearchOptions) => memory.search(query, { userId: 'garden', budget: 2048, ...options });
 
   it('lifts the session the relative time points at, by the date term, and nothing else', async () => {
+    // Compared on the structure route: unresolved, the query may take the meaning route, which ranks by cosine alone.
+    const ask = (query: string, options: SearchOptions) =>
+      memory.search(query, { userId: 'garden', budget: 2048, ...options, config: { ...options.config, flags: { ...options.config?.flags, meaningRoute: false } } });
     const query = 'What gardening activity did I do two weeks ago?';
     const asked = await ask(query, { now: '2023-05-30T23:40:00' });
+    // A query naming a date keeps to the structure route whether the meaning route is on or not.
+    expect((await memory.search(query, { userId: 'garden', budget: 2048, now: '2023-05-30T23:40:00' })).units).toEqual(asked.units);
     const unknown = await ask(query, { now: null });
     expect(asked.units[0]?.dialogIds).toEqual(['D2:1']);
     expect(scoreOf(asked, 'D2:1')! - scoreOf(unknown, 'D2:1')!).toBeCloseTo(memory.config.retrieval.turnScore.date, 12);

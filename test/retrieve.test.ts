@@ -24,7 +24,7 @@ import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
 import { countLines } from '../src/util/tokens.ts';
 import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
-import { retrieve, type RetrieveResult } from '../src/retrieve/retrieve.ts';
+import { retrieve, takesMeaningRoute, type RetrieveResult } from '../src/retrieve/retrieve.ts';
 import { endsAsking } from '../src/retrieve/units.ts';
 import { maskSpeakerNames, speakerFocus } from '../src/retrieve/speakers.ts';
 import { episodesOn, fallsOn, queryTimeSpans } from '../src/retrieve/dates.ts';
@@ -732,7 +732,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), speakers: new Set<string>(), dates: [], lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, factCosines: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), speakers: new Set<string>(), dates: [], lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, byMeaning: false, factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -796,7 +796,7 @@ describe('zero-LLM precision, units and packing', () => {
       .build();
     const deps = depsFor(graph);
     const order = async (query: string, w: Partial<PrismConfig['retrieval']['turnScore']>) =>
-      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: { retrieval: { turnScore: onlyTerms(w) } } })).units.map((u) => u.dialogIds[0]);
+      (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config: { flags: { meaningRoute: false }, retrieval: { turnScore: onlyTerms(w) } } })).units.map((u) => u.dialogIds[0]);
     // Equal facts: the speaker the query names comes first, whichever speaker that is.
     expect((await order('What did Melanie paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D2:1', 'D1:1']);
     expect((await order('What did Caroline paint?', { fact: 1, speaker: 0.2 })).slice(0, 2)).toEqual(['D1:1', 'D2:1']);
@@ -805,7 +805,7 @@ describe('zero-LLM precision, units and packing', () => {
     expect(replies.indexOf('D1:2')).toBeLessThan(replies.indexOf('D3:1'));
     // Turns come from unitEpisodes Episodes (at least K), not only the K of the bundle.
     const from = async (unitEpisodes: number) =>
-      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { retrieval: { unitEpisodes, unitBudgets: 0, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
+      new Set((await retrieve('q', deps, { budget: 2000, k: 1, mode: 'zero-llm', config: { flags: { meaningRoute: false }, retrieval: { unitEpisodes, unitBudgets: 0, turnAnchors: 0 } } })).units.map((u) => u.episodeId));
     expect((await from(1)).size).toBe(1);
     expect((await from(3)).size).toBe(3);
   });
@@ -944,7 +944,7 @@ describe('zero-LLM precision, units and packing', () => {
           await retrieve('What did they start?', deps, {
             budget: 2000,
             mode: 'zero-llm',
-            config: { retrieval: { turnScore: onlyTerms(w) } },
+            config: { flags: { meaningRoute: false }, retrieval: { turnScore: onlyTerms(w) } },
           })
         ).units.map((u) => [u.dialogIds[0], u.score]),
       );
@@ -1206,7 +1206,7 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     const graph = anchorGraph();
     const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
     const anchorScore = async (query: string, anchor: number) => {
-      const config = { flags: { adaptiveFusion: true }, retrieval: { turnAnchors: 2, lexicalFullShare: 1, turnScore: { anchor } } };
+      const config = { flags: { adaptiveFusion: true, meaningRoute: false }, retrieval: { turnAnchors: 2, lexicalFullShare: 1, turnScore: { anchor } } };
       const units = (await retrieve(query, deps, { budget: 2000, mode: 'zero-llm', config })).units;
       return units.find((u) => u.dialogIds[0] === 'D2:1')?.score ?? Number.NaN;
     };
@@ -1214,6 +1214,63 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     expect((await anchorScore('sunrise canvas sofa', 1)) - (await anchorScore('sunrise canvas sofa', 0))).toBeCloseTo(0);
     // No term anywhere: the anchor term counts in full (the turn's Facet cosine, 0.8).
     expect((await anchorScore('zebra', 1)) - (await anchorScore('zebra', 0))).toBeCloseTo(0.8);
+  });
+
+  it('takes the meaning route when the query’s words or its closest turn fall short', () => {
+    const route = { lexicalConfidence: 0.5, bestCosine: 0.5 };
+    expect(takesMeaningRoute(1, 0.7, route)).toBe(false);
+    expect(takesMeaningRoute(0.5, 0.5, route)).toBe(false);
+    expect(takesMeaningRoute(0.4, 0.9, route)).toBe(true);
+    expect(takesMeaningRoute(0.9, 0.49, route)).toBe(true);
+    // Every word found in one turn: not oblique, however far its meaning.
+    expect(takesMeaningRoute(1, 0.2, route)).toBe(false);
+    expect(takesMeaningRoute(0, 0, { lexicalConfidence: 0, bestCosine: 0 })).toBe(false);
+    // Not measured (a speaker's name masked out of the query vector): the words alone decide.
+    expect(takesMeaningRoute(1, null, route)).toBe(false);
+    expect(takesMeaningRoute(0.4, null, route)).toBe(true);
+    // No lexical index: the cosine alone decides.
+    expect(takesMeaningRoute(null, 0.4, route)).toBe(true);
+    expect(takesMeaningRoute(null, 0.6, route)).toBe(false);
+    expect(takesMeaningRoute(null, null, route)).toBe(false);
+  });
+
+  it('on the meaning route ranks turns by their own cosine, or their reply’s, over more turn anchors', async () => {
+    // ep-main wins N1; in ep-cue a remark (0.3) is answered by a reply close to the query (0.7).
+    const graph = new GraphBuilder()
+      .episode('ep-main', 1, atCos(0.9, 1), [
+        ['D1:1', 'Ana', 'The quarterly report is due on Friday afternoon.'],
+        ['D1:2', 'Ben', 'Then we should start drafting it tomorrow.'],
+      ])
+      .facet('fc-m1', 'ep-main', 'Ana: The quarterly report is due on Friday afternoon.', atCos(0.45, 2))
+      .point('fp-m1', 'fc-m1', 'Ana: The quarterly report is due on Friday afternoon.', atCos(0.6, 3), { dialogIds: ['D1:1'] })
+      .facet('fc-m2', 'ep-main', 'Ben: Then we should start drafting it tomorrow.', atCos(0.4, 4))
+      .point('fp-m2', 'fc-m2', 'Ben: Then we should start drafting it tomorrow.', atCos(0.6, 5), { dialogIds: ['D1:2'] })
+      .episode('ep-cue', 2, unrelated(), [
+        ['D2:1', 'Ana', 'I give credit to whoever had the idea.'],
+        ['D2:2', 'Ben', 'You believe in giving people their due.'],
+      ])
+      .facet('fc-c1', 'ep-cue', 'Ana: I give credit to whoever had the idea.', atCos(0.3, 6))
+      .point('fp-c1', 'fc-c1', 'Ana: I give credit to whoever had the idea.', atCos(0.3, 7), { dialogIds: ['D2:1'] })
+      .facet('fc-c2', 'ep-cue', 'Ben: You believe in giving people their due.', atCos(0.7, 8))
+      .point('fp-c2', 'fc-c2', 'Ben: You believe in giving people their due.', atCos(0.7, 9), { dialogIds: ['D2:2'] })
+      .build();
+    const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
+    const order = async (query: string, meaningRoute: boolean, reply: number) => {
+      const config = { flags: { meaningRoute }, retrieval: { unitEpisodes: 1, unitBudgets: 0, turnAnchors: 1, meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 4, reply } } };
+      return (await retrieve(query, deps, { budget: 2000, k: 1, mode: 'zero-llm', config })).units.map((u) => [u.dialogIds[0], Number(u.score.toFixed(3))]);
+    };
+    // No word of the remark is in memory: its turns rank by cosine, the remark at 0.9 × its reply's.
+    expect(await order('everyone congratulates me on the promotion', true, 0.9)).toEqual([
+      ['D2:2', 0.7],
+      ['D2:1', 0.63],
+      ['D1:1', 0.45],
+      ['D1:2', 0.4],
+    ]);
+    expect((await order('everyone congratulates me on the promotion', true, 0)).map(([id]) => id)).toEqual(['D2:2', 'D1:1', 'D1:2', 'D2:1']);
+    // Off, only one turn anchor (the reply) joins the selected Episode's turns: the remark is not offered.
+    expect((await order('everyone congratulates me on the promotion', false, 0.9)).map(([id]) => id).sort()).toEqual(['D1:1', 'D1:2', 'D2:2']);
+    // A query whose words the memory holds, with a close turn, is ranked as without the route.
+    expect(await order('when is the quarterly report due', true, 0.9)).toEqual(await order('when is the quarterly report due', false, 0.9));
   });
 
   it('trusts BM25 in proportion to the query terms its best turn shares, full at the given share', () => {

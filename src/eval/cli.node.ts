@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import { resolveConfig } from '../config.ts';
@@ -22,7 +22,7 @@ import { writeEvalOutputs } from './output.node.ts';
 import { loadVega } from './report.ts';
 import { memoryBuildKey, PRISM_VARIANT_NAMES, PRISM_VARIANTS, prismSystem, type MemorySource, type PrismVariant } from './prism-system.ts';
 import { IMPLICIT_RECALL_CASES, implicitRecallSamples } from './implicit-recall.ts';
-import { LOCO_CANDIDATES, LONGMEMEVAL_CANDIDATES, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
+import { LOCO_CANDIDATES, LONGMEMEVAL_CANDIDATES, derivedFrom, leaveOneConversationOut, renderLoco, type LocoCandidate, type LocoScore } from './loco.ts';
 import { comparePooled, pooledSample, renderPooled } from './pooled.ts';
 import { DEFAULT_BUDGETS, runEval, type EvalProgress, type EvalResults, type SystemPair } from './runner.ts';
 import { BASELINE_NAMES, createBaselines, type BaselineName, type EvalSystem, type PrepareOptions } from './systems.ts';
@@ -174,6 +174,28 @@ async function loadBenchmark(name: BenchmarkName, dataPath: string, flags: EvalF
   return { benchmark: locomoBenchmark(chosen), locomo: chosen };
 }
 
+/** A further LoCoMo-format data file of `--data main,slice,...`: run beside the main one, reported on its own. */
+interface DataSlice {
+  /** The file's name without its extensions: the report's subdirectory and heading. */
+  name: string;
+  path: string;
+  benchmark: Benchmark;
+}
+
+/** `--data a.json,b.json`: the main data file, then the slices (LoCoMo only). */
+export function splitDataPaths(text: string | undefined, fallback: string): { main: string; slices: string[] } {
+  const [main = fallback, ...slices] = text ? splitList(text) : [fallback];
+  return { main, slices };
+}
+
+/** A slice's data; under `--conversations`, the conversations named and those derived from them (see `derivedFrom`). */
+async function loadSlice(path: string, flags: EvalFlags): Promise<DataSlice> {
+  const loaded = parseLocomo(await readJsonFile(path));
+  const selected = flags.conversations ? splitList(flags.conversations) : null;
+  const chosen = selected === null ? loaded : loaded.filter((s) => selected.some((id) => derivedFrom(s.conversation.id, id)));
+  return { name: basename(path).replace(/\.json(\.gz)?$/, ''), path, benchmark: locomoBenchmark(chosen) };
+}
+
 /**
  * How a memory takes in its sample. LoCoMo: the whole conversation in one add (progress in
  * chunks). LongMemEval: one add per haystack session, in order, as an assistant remembers each
@@ -230,7 +252,9 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     throw new PrismError('INVALID_INPUT', 'prism eval locomo: --sample applies to LongMemEval only (LoCoMo selects with --conversations)');
   }
   const out = resolve(flags.out);
-  const dataPath = resolve(flags.data ?? defaultLocomoPath());
+  const data = splitDataPaths(flags.data, defaultLocomoPath());
+  if (benchmarkName === 'longmemeval' && data.slices.length > 0) throw new PrismError('INVALID_INPUT', 'prism eval longmemeval: --data takes one file (slices apply to LoCoMo only)');
+  const dataPath = resolve(data.main);
   const mode: RetrievalMode = flags.mode === 'llm' ? 'llm' : 'zero-llm';
   const precision = flags.precision === 'fp32' ? 'fp32' : 'int8';
   const chunking = parseChunking(flags.chunking);
@@ -248,6 +272,7 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   // The memories are opened with this config and every PRISM fingerprint hashes it (with its overlay).
   const baseConfig = resolveConfig();
   const { benchmark, locomo: locomoSamples } = await loadBenchmark(benchmarkName, dataPath, flags);
+  const slices = await Promise.all(data.slices.map((path) => loadSlice(resolve(path), flags)));
   const embedder = await nodeEmbedder(precision);
 
   // One shelf of memories per retrieval mode in use: zero-LLM variants read locally extracted
@@ -297,11 +322,11 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
   const onInterrupt = () => controller.abort();
   process.once('SIGINT', onInterrupt);
   const progress = new ProgressLine();
-  const runOn = (evalBenchmark: Benchmark, evalSystems: readonly EvalSystem[], pooled = false) =>
+  const runOn = (evalBenchmark: Benchmark, evalSystems: readonly EvalSystem[], pooled = false, evalData = dataPath) =>
     runEval({
       benchmark: evalBenchmark,
       systems: evalSystems,
-      dataPath,
+      dataPath: evalData,
       budgets,
       ...(llmConfig
         ? {
@@ -346,12 +371,24 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     const cases = IMPLICIT_RECALL_CASES.filter((c) => locomoSamples.some((s) => s.conversation.id === c.conversation));
     const implicit = cases.length > 0 ? await runOn(locomoBenchmark(implicitRecallSamples(locomoSamples, cases)), [...systems, ...candidates]) : null;
     progress.finish();
+    // Each further data file, over the same systems (and candidates), in its own report.
+    const sliceRuns: Array<{ slice: DataSlice; run: EvalResults }> = [];
+    for (const slice of slices) {
+      sliceRuns.push({ slice, run: await runOn(slice.benchmark, [...systems, ...candidates], false, slice.path) });
+      progress.finish();
+    }
     if (flags.loco) {
       const slice = (name: string, run: EvalResults) => ({ name, outcomes: Object.fromEntries(candidates.map((c) => [c.name, run.outcomes[c.name] ?? []])) });
       // The implicit-recall cases guard the choice: the chosen weights must not recall less there than the strongest baseline.
       const reference = implicit ? strongestBaseline(implicit, systems) : undefined;
       const guard = implicit && reference ? [{ ...slice('implicit recall', implicit), floor: { name: reference, outcomes: implicit.outcomes[reference] ?? [] } }] : [];
-      const loco = leaveOneConversationOut([slice(benchmark.title, results), ...guard], budgets);
+      // Each data slice is in the objective, and guards the choice against its strongest baseline.
+      const sliceGuards = sliceRuns.flatMap(({ slice: data, run }) => {
+        const strongest = strongestBaseline(run, systems);
+        const objective = slice(data.name, run);
+        return strongest ? [objective, { ...objective, name: `${data.name} (guard)`, floor: { name: strongest, outcomes: run.outcomes[strongest] ?? [] } }] : [objective];
+      });
+      const loco = leaveOneConversationOut([slice(benchmark.title, results), ...sliceGuards, ...guard], budgets);
       sections.push(renderLoco(loco));
       const ers = (score: LocoScore | undefined) => budgets.map((b) => `${b}:${score?.er[String(b)]?.toFixed(3)}`).join(' ');
       console.log(`\nleave-one-conversation-out: ${ers(loco.loco[benchmark.title])} (in-sample ${loco.inSample.chosen}: ${ers(loco.inSample.scores[benchmark.title])})`);
@@ -359,6 +396,12 @@ export async function evalCommand(positionals: readonly string[], flags: EvalFla
     const paths = await writeEvalOutputs(out, results, sections);
     printSummary(results);
     console.log(`\n${results.questions} questions, ${(results.timings.wallMs / 1000).toFixed(1)} s → ${paths.results}, ${paths.report}, ${paths.frontier}`);
+    for (const { slice, run } of sliceRuns) {
+      const slicePaths = await writeEvalOutputs(join(out, slice.name), run);
+      console.log(`\n${slice.name}:`);
+      printSummary(run);
+      console.log(`${run.questions} questions → ${slicePaths.report}`);
+    }
     if (implicit) {
       const implicitPaths = await writeEvalOutputs(join(out, 'implicit-recall'), implicit);
       console.log('\nimplicit recall (remark → earlier statement, no shared word):');

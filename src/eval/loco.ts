@@ -60,7 +60,26 @@ function candidateName({ fusion, turnAnchors, anchor, question, exchange, speake
   return `loco:anchors${turnAnchors}${terms}+${fusion}${names === 'kept' ? '+names' : ''}`;
 }
 
-export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
+/**
+ * This stop's candidates, at the shipped point: the meaning route off, and its thresholds and
+ * reply weight around the shipped ones (lexical confidence 0.5, closest-turn cosine 0.5, reply 0.9).
+ */
+const MEANING_ROUTES: ReadonlyArray<{ lexicalConfidence: number; bestCosine: number; reply: number } | 'off'> = [
+  'off',
+  { lexicalConfidence: 0.5, bestCosine: 0, reply: 0.9 },
+  { lexicalConfidence: 0.5, bestCosine: 0.45, reply: 0.9 },
+  { lexicalConfidence: 0.6, bestCosine: 0.5, reply: 0.9 },
+  { lexicalConfidence: 0.5, bestCosine: 0.5, reply: 0 },
+  { lexicalConfidence: 0.5, bestCosine: 0.5, reply: 0.8 },
+];
+
+const MEANING_CANDIDATES: readonly LocoCandidate[] = MEANING_ROUTES.map((route) =>
+  route === 'off'
+    ? { name: 'loco:meaning-off', overlay: { flags: { meaningRoute: false } } }
+    : { name: `loco:meaning-l${route.lexicalConfidence}c${route.bestCosine}r${route.reply}`, overlay: { retrieval: { meaningRoute: route } } },
+);
+
+const GRID_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
   name: candidateName(point),
   overlay: {
     flags: { adaptiveFusion: point.fusion !== 'rrf', maskSpeakerNames: point.names !== 'kept', speakerScope: point.names !== 'kept', dateFocus: point.date !== 0 },
@@ -78,6 +97,8 @@ export const LOCO_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
     },
   },
 }));
+
+export const LOCO_CANDIDATES: readonly LocoCandidate[] = [...GRID_CANDIDATES, ...MEANING_CANDIDATES];
 
 /**
  * The settings `prism eval longmemeval --loco` chooses among: the recency weight
@@ -138,6 +159,15 @@ export interface LocoReport {
 }
 
 /**
+ * Is the conversation `id` the conversation `of`, or derived from it: its id extends that one's
+ * by a suffix after a hyphen (a set stitched into `conv-26` as `conv-26-cog`)? A derived
+ * conversation is selected, and held out, with the one it is derived from.
+ */
+export function derivedFrom(id: string, of: string): boolean {
+  return id === of || id.startsWith(`${of}-`);
+}
+
+/**
  * Leave-one-conversation-out choice: for each conversation of the first slice, the best candidate
  * on the other conversations, scored on the held-out one. A candidate's objective is the mean over
  * the objective slices of each one's mean ER over `budgets`; among the candidates that reach every
@@ -177,9 +207,11 @@ export function leaveOneConversationOut(slices: readonly LocoSlice[], budgets: r
   const perSlice = (name: string, keep: (o: QuestionOutcome) => boolean): Record<string, LocoScore> =>
     Object.fromEntries(slices.map((slice) => [slice.name, score(scored(slice, name).filter(keep))]));
   const conversations = first ? [...new Set(scored(first, names[0] ?? '').map((o) => o.conversationId))] : [];
+  // A slice's conversations derived from a held-out one are held out with it.
+  const heldOut = (o: QuestionOutcome, conversationId: string) => derivedFrom(o.conversationId, conversationId);
   const folds = conversations.map((conversationId) => {
-    const chosen = best((o) => o.conversationId !== conversationId);
-    return { conversationId, chosen, heldOut: perSlice(chosen, (o) => o.conversationId === conversationId) };
+    const chosen = best((o) => !heldOut(o, conversationId));
+    return { conversationId, chosen, heldOut: perSlice(chosen, (o) => heldOut(o, conversationId)) };
   });
   const pooledFolds = (slice: string): LocoScore => {
     const n = folds.reduce((s, f) => s + (f.heldOut[slice]?.n ?? 0), 0);

@@ -54,8 +54,11 @@ const VARIANTS = {
   'prism-no-adaptive-fusion': { mode: 'zero-llm', overlay: { flags: { adaptiveFusion: false } } },
   'prism-v0.3-scoring': {
     mode: 'zero-llm',
-    overlay: { retrieval: { turnAnchors: 0, unitBudgets: 0, turnScore: { question: 0, exchange: 0, speaker: 0.2 } }, flags: { adaptiveFusion: false, maskSpeakerNames: false, speakerScope: false, dateFocus: false } },
+    overlay: { retrieval: { turnAnchors: 0, unitBudgets: 0, turnScore: { question: 0, exchange: 0, speaker: 0.2 } }, flags: { adaptiveFusion: false, maskSpeakerNames: false, speakerScope: false, dateFocus: false, meaningRoute: false } },
   },
+  // The meaning route off (every query ranked as a question is), and on without its reply term.
+  'prism-no-meaning-route': { mode: 'zero-llm', overlay: { flags: { meaningRoute: false } } },
+  'prism-meaning-no-reply': { mode: 'zero-llm', overlay: { retrieval: { meaningRoute: { reply: 0 } } } },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
 } satisfies Record<string, PrismVariantSpec>;

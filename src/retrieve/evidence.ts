@@ -21,6 +21,8 @@ export interface QueryEvidence {
   turnAnchors: TurnAnchors;
   /** Multiplies the turn-anchor term: 1, or 1 − `lexicalWeight` under adaptive fusion (the less the words match, the more meaning decides). */
   anchorWeight: number;
+  /** The query takes the meaning route (see `takesMeaningRoute`): fine units are ranked by the turn anchors' cosines alone. */
+  byMeaning: boolean;
   /** `factCosines` by Episode id, filled on first use: N3 and the fine units both read them. */
   factCosines: Map<string, EpisodeFacts>;
 }
@@ -40,6 +42,18 @@ export interface EpisodeFacts {
 export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): EpisodeFacts {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
+  const { points, vectors } = pointsWithVectors(graph, episodeId);
+  const facts = { points, cosines: dotEach(vectors, evidence.queryVector) };
+  evidence.factCosines.set(episodeId, facts);
+  return facts;
+}
+
+/** The Episode's FacetPoints that have a vector (`EpisodeFacts.points`), without their cosines. */
+export function factPoints(graph: MemoryGraph, episodeId: string): readonly FacetPointNode[] {
+  return pointsWithVectors(graph, episodeId).points;
+}
+
+function pointsWithVectors(graph: MemoryGraph, episodeId: string): { points: readonly FacetPointNode[]; vectors: Float32Array[] } {
   const all = graph.facetPointsOf(episodeId);
   const vectors: Float32Array[] = [];
   for (const point of all) {
@@ -47,10 +61,7 @@ export function factCosines(graph: MemoryGraph, episodeId: string, evidence: Que
     if (vector) vectors.push(vector);
   }
   // Usually every FacetPoint has a vector; only when one has none is a filtered list built.
-  const points = vectors.length === all.length ? all : all.filter((point) => graph.vectors.has(point.id));
-  const facts = { points, cosines: dotEach(vectors, evidence.queryVector) };
-  evidence.factCosines.set(episodeId, facts);
-  return facts;
+  return { points: vectors.length === all.length ? all : all.filter((point) => graph.vectors.has(point.id)), vectors };
 }
 
 /** The best of an Episode's fact cosines, or `floor` when it has none above it. */

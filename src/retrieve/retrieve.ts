@@ -127,10 +127,10 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       ? { layers: anchorsWithin(deps.graph, lexicalFound.layers, scope, lexicalAnchors), turns: new Map([...lexicalFound.turns].filter(([episodeId]) => scope.has(episodeId))) }
       : lexicalFound;
   const lexicalTurns = lexical?.turns ?? new Map<string, Map<string, number>>();
-  // Adaptive fusion: how far BM25 is trusted for this query (see `lexicalConfidence`).
-  const lexicalWeight = config.flags.adaptiveFusion
-    ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare)
-    : 1;
+  // How far BM25 is trusted for this query (see `lexicalConfidence`); null without a lexical index.
+  const confidence = lexical ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare) : null;
+  // Adaptive fusion weighs every lexical signal by it (there are none without an index).
+  const lexicalWeight = config.flags.adaptiveFusion ? (confidence ?? 0) : 1;
   const anchors =
     lexical && config.flags.hybridAnchors
       ? fuseLayerAnchors(dense, lexical.layers, {
@@ -152,11 +152,20 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       ? bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, k, scope)
       : searchForUnits(deps.graph, anchors, { queryVector, intent: routed.intent, config }, Math.max(k, config.retrieval.unitEpisodes), config.retrieval.unitBudgets * fineBudget, scope);
   const bundle = searched.slice(0, k);
+  // Fine units of a query the meaning route takes are ranked by each turn's own cosine (see `meaningRoute`).
+  // With speaker names masked out of the query vector every cosine drops by what the name matched,
+  // so the closest turn's cosine says how oblique the query is only when no name was masked.
+  const masked = config.flags.maskSpeakerNames && focus.nameTerms.size > 0;
+  // A date the query names is evidence the route would not weigh (date focus): such a query keeps to the structure.
+  const byMeaning =
+    fineBudget !== null && config.flags.meaningRoute && dates.length === 0 && takesMeaningRoute(confidence, masked ? null : (dense.facet[0]?.score ?? 0), config.retrieval.meaningRoute);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
-  const turnAnchorsFound: TurnAnchors = fineBudget === null ? new Map() : turnAnchors(deps.graph, dense.facet, config.retrieval.turnAnchors);
+  const anchorCount = byMeaning ? config.retrieval.meaningRoute.turns : config.retrieval.turnAnchors;
+  const turnAnchorsFound: TurnAnchors =
+    fineBudget === null ? new Map() : turnAnchors(deps.graph, await turnAnchorHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch), anchorCount);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
   const speakers = config.flags.pronounSpeakers ? withAddressed(focus.speakers, query) : focus.speakers;
-  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, factCosines: new Map() };
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, byMeaning, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
@@ -328,6 +337,44 @@ function anchorEpisodes(
   });
   const only = { episode: [], facet: wanted, facetPoint: [], entity: [] } satisfies LayerAnchors;
   return bundleSearch(graph, only, query.queryVector, query.intent, query.config, missing.size).map((entry) => ({ ...entry, score: 0 }));
+}
+
+/**
+ * The meaning route (beyond the paper, `flags.meaningRoute`): a query shares too few words with
+ * any turn (its lexical confidence is below `lexicalConfidence`), or, short of full lexical
+ * confidence, no turn comes close to it in meaning (the best turn cosine is below `bestCosine`).
+ * Either is null when not measured (no lexical index; a speaker name masked out of the query
+ * vector). Such a query, a remark that touches an
+ * earlier statement in other words more often than a question, is poorly served by what the
+ * Episode ranking and the turn terms rest on (shared words, a session's overall theme, a fact
+ * sentence matching part of a long turn); the turn's own cosine ranks its evidence best.
+ */
+export function takesMeaningRoute(lexicalConfidence: number | null, bestTurnCosine: number | null, route: { lexicalConfidence: number; bestCosine: number }): boolean {
+  if (lexicalConfidence !== null && lexicalConfidence < route.lexicalConfidence) return true;
+  // A query whose words one turn holds in full is not oblique, however far that turn's meaning.
+  return (lexicalConfidence === null || lexicalConfidence < 1) && bestTurnCosine !== null && bestTurnCosine < route.bestCosine;
+}
+
+/**
+ * The Facet hits turn anchors are read from: the Facet layer's dense anchors when they are
+ * enough, else a deeper search of that layer (within the speaker scope), so the number of turns
+ * that enter on their own cosine is not bound to the number of N1 anchors.
+ */
+async function turnAnchorHits(
+  deps: RetrieveDeps,
+  queryVector: Float32Array,
+  facetAnchors: readonly Anchor[],
+  count: number,
+  scope: ReadonlySet<string> | null,
+  overFetch: number,
+): Promise<readonly Anchor[]> {
+  if (count <= facetAnchors.length) return facetAnchors;
+  const found = await deps.searchLayer('facet', queryVector, count * overFetch);
+  if (!scope) return found;
+  return found.filter((anchor) => {
+    const node = deps.graph.nodes.get(anchor.id);
+    return node?.layer === 'facet' && scope.has(node.episodeId);
+  });
 }
 
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: (layer: Layer) => number): Promise<LayerAnchors> {

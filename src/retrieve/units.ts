@@ -2,7 +2,7 @@ import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
 import { turnLine } from '../graph/chunk-text.ts';
-import { factCosines, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
+import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
@@ -58,6 +58,7 @@ export function buildUnits(
     }));
   }
   const w = config.retrieval.turnScore;
+  const replyWeight = config.retrieval.meaningRoute.reply;
   // One long turn may take at most half the budget, so it never crowds out all other evidence.
   const maxTurnTokens = Math.min(config.retrieval.maxTurnTokens, Math.floor(fineBudget / 2));
   let lexicalMax = 0;
@@ -70,9 +71,10 @@ export function buildUnits(
   for (const { episode, node, chunk, onlyAnchored } of episodes) {
     const episodeWeight = onlyAnchored ? 0 : hi > lo ? (episode.score - lo) / (hi - lo) : 1;
     const anchored = evidence.turnAnchors.get(node.id);
-    const facts = factCosines(graph, node.id, evidence);
-    const index = turnIndexOf(facts.points, chunk, node.id);
-    const ofTurn = turnFacts(facts, index, graph.vectors, evidence.queryVector, w.exchange !== 0);
+    // The meaning route reads no fact cosine (but an excerpt of a long turn does, below).
+    const facts = evidence.byMeaning ? null : factCosines(graph, node.id, evidence);
+    const index = turnIndexOf(facts?.points ?? factPoints(graph, node.id), chunk, node.id);
+    const ofTurn = facts ? turnFacts(facts, index, graph.vectors, evidence.queryVector, w.exchange !== 0) : [];
     const lexical = evidence.lexicalTurns.get(node.id);
     const lexicalOfTurn = chunk.turns.map((turn) => (lexicalMax > 0 ? (evidence.lexicalWeight * (lexical?.get(turn.dialogId) ?? 0)) / lexicalMax : 0));
     const factOf = (i: number): number => Math.max(0, ofTurn[i]?.fact ?? 0);
@@ -82,13 +84,29 @@ export function buildUnits(
     // A query naming a date asks about what was said that day, or about what happened then.
     const sessionOnDate = fallsOn(node.time ?? chunk.time, evidence.dates);
     const onDate = (i: number): boolean =>
-      sessionOnDate || (evidence.dates.length > 0 && (ofTurn[i]?.points ?? []).some((index) => fallsOn(facts.points[index]?.time ?? null, evidence.dates)));
+      sessionOnDate || (evidence.dates.length > 0 && (ofTurn[i]?.points ?? []).some((index) => fallsOn(facts?.points[index]?.time ?? null, evidence.dates)));
     // exchanges[i]: the exchange of turns i and i + 1 (0 when either has no Facet).
-    const exchanges = w.exchange === 0 ? [] : ofTurn.slice(1).map((next, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, next?.exchangeFacet));
+    const exchanges = w.exchange === 0 || !facts ? [] : ofTurn.slice(1).map((next, i) => exchangeCosine(ofTurn[i]?.exchangeFacet, next?.exchangeFacet));
+    const anchorAt = (i: number): number | undefined => {
+      const next = chunk.turns[i];
+      return next ? anchored?.get(next.dialogId) : undefined;
+    };
+    // On the meaning route a turn is ranked by its own cosine, or by its reply's (the next turn's)
+    // times `reply`: a reply often restates in general terms what the remark it answers said in
+    // particular, and so can be the closer of the two to a later remark about it.
+    const meaningOf = (i: number): number | undefined => {
+      const own = anchorAt(i);
+      const reply = replyWeight > 0 ? anchorAt(i + 1) : undefined;
+      return own === undefined && reply === undefined ? undefined : Math.max(0, own ?? 0, replyWeight * (reply ?? 0));
+    };
     chunk.turns.forEach((turn, i) => {
       const anchorCosine = anchored?.get(turn.dialogId);
-      if (onlyAnchored && anchorCosine === undefined) return;
-      const score =
+      const meaning = evidence.byMeaning ? meaningOf(i) : undefined;
+      if (onlyAnchored && anchorCosine === undefined && meaning === undefined) return;
+      // On the meaning route turns that are neither anchors nor their remarks follow, in Episode order.
+      const score = evidence.byMeaning
+        ? (meaning ?? 0)
+        :
         episodeTerm +
         w.fact * factOf(i) +
         w.facet * Math.max(0, ofTurn[i]?.facet ?? 0) +
@@ -107,7 +125,7 @@ export function buildUnits(
       const long = (index.bytes[i] ?? Infinity) > maxTurnTokens && countTokens(line) > maxTurnTokens;
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
       units.push({
-        text: long ? excerptTurn(turn, sentenceScore(facts, ofTurn[i]?.points ?? [], evidence.queryTerms), maxTurnTokens) : line,
+        text: long ? excerptTurn(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms), maxTurnTokens) : line,
         dialogIds: [turn.dialogId],
         id: index.unitIds[i] ?? `${node.id}#${turn.dialogId}`,
         episodeId: node.id,

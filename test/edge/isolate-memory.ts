@@ -19,7 +19,7 @@ export interface IsolateMemory {
  * collects garbage first, so what is counted is what lives.
  */
 export async function isolateMemory(port: number, service: string): Promise<IsolateMemory> {
-  const session = await inspectorSession(port, service);
+  const session = await inspectorSessionWhenListed(port, service);
   try {
     const created = session.event('Runtime.executionContextCreated');
     await session.send('Runtime.enable');
@@ -50,6 +50,24 @@ interface InspectorSession {
 }
 
 /**
+ * The inspector lists a service once workerd has made its isolate, which on a loaded machine
+ * may come after the request that made it has answered: a 404 is asked again, for up to 20 s.
+ */
+async function inspectorSessionWhenListed(port: number, service: string): Promise<InspectorSession> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await inspectorSession(port, service);
+    } catch (err) {
+      if (!(err instanceof InspectorNotListed) || Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+class InspectorNotListed extends Error {}
+
+/**
  * The DevTools protocol over a WebSocket, with just enough of RFC 6455 for it (Node 20 has no
  * WebSocket client without a flag): masked text frames out; text frames, fragmented or not, in.
  */
@@ -62,7 +80,11 @@ function inspectorSession(port: number, service: string): Promise<InspectorSessi
       headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': randomBytes(16).toString('base64') },
     });
     upgrade.once('error', reject);
-    upgrade.once('response', (response) => reject(new Error(`inspector answered HTTP ${response.statusCode} instead of upgrading`)));
+    upgrade.once('response', (response) => {
+      const message = `inspector answered HTTP ${response.statusCode} instead of upgrading`;
+      response.resume();
+      reject(response.statusCode === 404 ? new InspectorNotListed(message) : new Error(message));
+    });
     upgrade.once('upgrade', (_response, socket: Socket, head: Buffer) => resolve(session(socket, head)));
     upgrade.end();
   });

@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@playwright/test';
+import { sitePreviewServer } from './support/site-server.ts';
 
 // The Chromium growth bench (e2e/growth.bench.ts), kept out of the CI run (playwright.config.ts
 // matches *.spec.ts only). It builds the same e2e site, into a folder and on a port of its own,
@@ -9,7 +10,6 @@ import { defineConfig } from '@playwright/test';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const port = Number(process.env.PRISM_GROWTH_PORT ?? 4327);
 const baseURL = `http://127.0.0.1:${port}`;
-const viteConfig = 'e2e/vite.config.ts';
 const outDir = resolve(repoRoot, `e2e/out/growth-site-${port}`);
 
 export default defineConfig({
@@ -21,13 +21,5 @@ export default defineConfig({
   timeout: 0,
   reporter: [['list']],
   use: { baseURL },
-  webServer: {
-    command: `node node_modules/vite/bin/vite.js build -c ${viteConfig} --outDir ${outDir} && node node_modules/vite/bin/vite.js preview -c ${viteConfig} --outDir ${outDir} --host 127.0.0.1 --port ${port} --strictPort`,
-    cwd: repoRoot,
-    url: `${baseURL}/`,
-    reuseExistingServer: false,
-    timeout: 180_000,
-    stdout: 'pipe',
-    stderr: 'pipe',
-  },
+  webServer: sitePreviewServer(repoRoot, port, outDir),
 });

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@playwright/test';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from './support/chromium.ts';
 import { demoE2eUrl } from './support/demo-site.ts';
+import { sitePreviewServer } from './support/site-server.ts';
 
 // Browser tests run in Debian's Chromium (/usr/bin/chromium); Playwright never downloads a
 // browser. The pages under e2e/pages are built by Vite and served by `vite preview`.
@@ -10,7 +11,6 @@ import { demoE2eUrl } from './support/demo-site.ts';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const port = Number(process.env.PRISM_E2E_PORT ?? 4317);
 const baseURL = `http://127.0.0.1:${port}`;
-const viteConfig = 'e2e/vite.config.ts';
 
 export default defineConfig({
   testDir: '.',
@@ -31,15 +31,7 @@ export default defineConfig({
     launchOptions: { executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS] },
   },
   webServer: [
-    {
-      command: `node node_modules/vite/bin/vite.js build -c ${viteConfig} && node node_modules/vite/bin/vite.js preview -c ${viteConfig} --host 127.0.0.1 --port ${port} --strictPort`,
-      cwd: repoRoot,
-      url: `${baseURL}/`,
-      reuseExistingServer: false,
-      timeout: 180_000,
-      stdout: 'pipe',
-      stderr: 'pipe',
-    },
+    sitePreviewServer(repoRoot, port),
     // The demo page (demo/), built and previewed as a user would run it; e2e/demo.spec.ts drives it.
     {
       command: `node node_modules/vite/bin/vite.js build demo && node node_modules/vite/bin/vite.js preview demo --host 127.0.0.1 --port ${new URL(demoE2eUrl()).port} --strictPort`,

@@ -16,6 +16,11 @@ export const EDGE_TYPES: readonly EdgeType[] = [
   'semantic',
 ];
 
+/** An edge's id: its type and ends, so one relation between two nodes is one record. */
+export function edgeId(type: EdgeType, from: string, to: string): string {
+  return `${type}:${from}>${to}`;
+}
+
 /**
  * Relation types whose vector may be composed from their endpoints' vectors (the normalised
  * sum) instead of embedding a description: see `IngestConfig.edgeVectors`.

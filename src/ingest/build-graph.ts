@@ -1,7 +1,7 @@
 import type { IngestConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { COMPOSABLE_EDGE_TYPES, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
+import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
@@ -74,7 +74,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   // chat the descriptions of involves_entity and evolution edges were ~4 KB per message.
   const describes = (type: EdgeType) => config.edgeVectors === 'embedded' || !COMPOSABLE_EDGE_TYPES.has(type);
   const edge = (type: EdgeType, from: string, to: string, description: string | null, confidence: number | null = null) => {
-    edges.push({ id: `${type}:${from}>${to}`, key: input.nextKey(), type, from, to, chunkId: chunk.id, description: describes(type) ? description : null, confidence });
+    edges.push({ id: edgeId(type, from, to), key: input.nextKey(), type, from, to, chunkId: chunk.id, description: describes(type) ? description : null, confidence });
   };
 
   // Episode, linked into the chronological chain.
@@ -229,7 +229,7 @@ export function chainGapEdges(graph: MemoryGraph, removed: ReadonlySet<string>, 
       gap = true;
       continue;
     }
-    const id = last ? `temporal:${last.id}>${ep.id}` : '';
+    const id = last ? edgeId('temporal', last.id, ep.id) : '';
     if (last && gap && !graph.edges.has(id)) {
       edges.push({ id, key: nextKey(), type: 'temporal', from: last.id, to: ep.id, chunkId: ep.chunkId, description: chainDescription(last, ep), confidence: null });
     }

@@ -1,6 +1,6 @@
 import type { IngestConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { EpisodeNode } from '../graph/types.ts';
+import { edgeId, type EpisodeNode } from '../graph/types.ts';
 import type { LlmClient } from '../llm/types.ts';
 
 const SYSTEM_PROMPT = `You read short summaries of consecutive conversation episodes, each with an id, and find cause-and-effect links between them: an event or decision in one episode that led to something in another. Reply with one JSON object {"causal_pairs": [{"cause_id", "effect_id", "description", "confidence"}]} where description is one short sentence naming the cause and the effect, and confidence is between 0 and 1. Use only the ids given. Return an empty list when there is no clear causal link.`;
@@ -44,8 +44,8 @@ export async function consolidateCausal(
     const cause = byShortId.get(pair.cause_id.trim());
     const effect = byShortId.get(pair.effect_id.trim());
     if (!cause || !effect || cause.id === effect.id || pair.confidence < config.causalMinConfidence) continue;
-    const key = `${cause.id}>${effect.id}`;
-    if (seen.has(key) || graph.edges.has(`causal:${key}`)) continue;
+    const key = edgeId('causal', cause.id, effect.id);
+    if (seen.has(key) || graph.edges.has(key)) continue;
     seen.add(key);
     out.push({ causeId: cause.id, effectId: effect.id, description: pair.description, confidence: pair.confidence });
   }

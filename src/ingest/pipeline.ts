@@ -2,7 +2,7 @@ import type { EdgeVectorMode, PrismConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { COMPOSABLE_EDGE_TYPES, type Chunk, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
+import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
 import { edgeSpace, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
@@ -263,7 +263,7 @@ async function runConsolidation(
       // Another writer may have deleted an Episode while the LLM judged it: no edge may dangle.
       const held = pairs.filter((p) => state.graph.nodes.has(p.causeId) && state.graph.nodes.has(p.effectId));
       const edges: GraphEdge[] = held.map((p) => ({
-        id: `causal:${p.causeId}>${p.effectId}`,
+        id: edgeId('causal', p.causeId, p.effectId),
         key: nextKey++,
         type: 'causal',
         from: p.causeId,

@@ -1,6 +1,6 @@
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { Chunk, FacetPointNode, GraphEdge, GraphNode } from '../graph/types.ts';
+import { edgeId, type Chunk, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import type { WriteBatch } from '../store/types.ts';
 import { embedExtraction, type ExtractionVectors } from './build-graph.ts';
 import { deletionBatch } from './chunk-removal.ts';
@@ -176,7 +176,7 @@ export function evolutionInTimeOrder(
   const added: GraphEdge[] = [];
   const bypassed: string[] = [];
   const link = (from: FacetPointNode, to: FacetPointNode) =>
-    added.push({ id: `evolution:${from.id}>${to.id}`, key: nextKey(), type: 'evolution', from: from.id, to: to.id, chunkId: chunk.id, description: `${from.content} → later: ${to.content}`, confidence: null });
+    added.push({ id: edgeId('evolution', from.id, to.id), key: nextKey(), type: 'evolution', from: from.id, to: to.id, chunkId: chunk.id, description: `${from.content} → later: ${to.content}`, confidence: null });
   for (const edge of builtEdges) {
     const first = newFacts.get(edge.to);
     if (edge.type !== 'evolution' || newFacts.has(edge.from) || !first?.entityId) continue;
@@ -195,7 +195,7 @@ export function evolutionInTimeOrder(
     }
     if (before) link(before.fact, first);
     if (after) link(last, after.fact);
-    const straight = before && after ? `evolution:${before.fact.id}>${after.fact.id}` : '';
+    const straight = before && after ? edgeId('evolution', before.fact.id, after.fact.id) : '';
     if (graph.edges.has(straight)) bypassed.push(straight);
   }
   return { dropped, added, bypassed };

@@ -195,6 +195,12 @@ const TOKENIZE = (text: string): string[] => text.split(/[\n\r\p{Z}\p{P}]+/u);
 /** BM25+ constants (minisearch's defaults). */
 const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
 
+/** A document as the index holds it: with its field length (its distinct raw tokens). */
+interface IndexedDoc {
+  doc: LexicalDoc;
+  fieldLength: number;
+}
+
 /**
  * Term → document → term frequency over one text field, with what BM25+ normalises by: the
  * document count and the average field length, kept as minisearch keeps them (a running mean of
@@ -202,8 +208,9 @@ const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
  * drops its postings at once, so scores are always those of a clean index.
  */
 class Postings {
-  private readonly docs = new Map<string, { doc: LexicalDoc; fieldLength: number }>();
-  private readonly byTerm = new Map<string, Map<LexicalDoc, number>>();
+  private readonly docs = new Map<string, IndexedDoc>();
+  /** Term → the documents holding it (their entries, so scoring looks nothing up) → term frequency. */
+  private readonly byTerm = new Map<string, Map<IndexedDoc, number>>();
   private averageFieldLength = 0;
 
   get size(): number {
@@ -223,14 +230,15 @@ class Postings {
     const fieldLength = new Set(tokens).size;
     const count = this.docs.size;
     this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
+    const entry: IndexedDoc = { doc, fieldLength };
     for (const token of tokens) {
       const term = normaliseTerm(token);
       if (!term) continue;
       let freqs = this.byTerm.get(term);
       if (!freqs) this.byTerm.set(term, (freqs = new Map()));
-      freqs.set(doc, (freqs.get(doc) ?? 0) + 1);
+      freqs.set(entry, (freqs.get(entry) ?? 0) + 1);
     }
-    this.docs.set(doc.id, { doc, fieldLength });
+    this.docs.set(doc.id, entry);
   }
 
   remove(id: string): void {
@@ -242,7 +250,7 @@ class Postings {
     for (const token of TOKENIZE(entry.doc.text)) {
       const term = normaliseTerm(token);
       const freqs = term === null ? undefined : this.byTerm.get(term);
-      freqs?.delete(entry.doc);
+      freqs?.delete(entry);
       if (term !== null && freqs?.size === 0) this.byTerm.delete(term);
     }
     this.docs.delete(id);
@@ -254,8 +262,7 @@ class Postings {
     if (!freqs) return;
     const total = this.docs.size;
     const idf = Math.log(1 + (total - freqs.size + 0.5) / (freqs.size + 0.5));
-    for (const [doc, tf] of freqs) {
-      const fieldLength = this.docs.get(doc.id)?.fieldLength ?? 0;
+    for (const [{ doc, fieldLength }, tf] of freqs) {
       visit(doc, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
     }
   }

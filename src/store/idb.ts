@@ -8,7 +8,7 @@ import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts
 import { changesDimension, snapshotAsBatch, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeNode } from './record-codec.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
-import { decodeStoredVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
+import { DEFAULT_VECTOR_PRECISION, decodeStoredVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -93,12 +93,6 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const jsonBytes = (value: unknown): Uint8Array<ArrayBuffer> => encoder.encode(JSON.stringify(value));
 const fromJson = <T>(bytes: Uint8Array): T => JSON.parse(decoder.decode(bytes)) as T;
-/**
- * How IndexedDB keeps vectors: int8 with a scale, as the SQL stores do (388 bytes a MiniLM
- * vector, not 1,536). Values of any precision read by their length, so f32 values written
- * before stay readable.
- */
-const IDB_VECTOR_PRECISION: VectorPrecision = 'i8';
 
 /**
  * Schema migrations: entry i upgrades a database from version i to i + 1, so a database at
@@ -239,7 +233,8 @@ export class IndexedDbStore implements GraphStore {
   /** Key rings as last read for reading values, by file name. */
   private readonly readRings = new Map<string, KeyRing>();
 
-  readonly vectorPrecision: VectorPrecision = IDB_VECTOR_PRECISION;
+  /** Vectors are kept as the SQL stores keep them; values of any precision read by their length, so f32 values written before stay readable. */
+  readonly vectorPrecision: VectorPrecision = DEFAULT_VECTOR_PRECISION;
 
   private constructor(
     private readonly db: IDBPDatabase<PrismDb>,
@@ -636,7 +631,7 @@ export class IndexedDbStore implements GraphStore {
       }),
       ...(batch.putVectors ?? []).map(async ([id, vector]): Promise<Write> => {
         const keyId = vectorKeys.get(id) ?? keyFor(null);
-        const value: Sealed = { keyId, sealed: await seal(keyId, encodeVector(vector, IDB_VECTOR_PRECISION)) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, encodeVector(vector, this.vectorPrecision)) };
         return (tx) => tx.objectStore('vectors').put(value, key(id));
       }),
     ]);

@@ -1,5 +1,5 @@
 import { chunkText } from '../graph/chunk-text.ts';
-import type { Chunk, ChunkTurn, EdgeType, GraphEdge, GraphNode } from '../graph/types.ts';
+import { edgeId, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode } from '../graph/types.ts';
 
 /**
  * How the SQL stores keep records compactly, and read them back exactly. What a record can be
@@ -33,10 +33,6 @@ function derivedTarget(node: GraphNode, type: DerivedEdgeType): string | null {
 /** Whether a node of this layer can fold derived edges in (Facets and FacetPoints). */
 export function canFoldEdges(node: GraphNode): boolean {
   return node.layer === 'facet' || node.layer === 'facetPoint';
-}
-
-function edgeId(type: EdgeType, from: string, to: string): string {
-  return `${type}:${from}>${to}`;
 }
 
 /** True when `edge` is exactly what `node` rebuilds for its type, given the edge's key. */

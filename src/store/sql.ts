@@ -319,7 +319,11 @@ export class SqlStore implements GraphStore {
       if (kept.length > 0) surviving.set(id, kept);
     }
     const edgesFrom = new Map<string, GraphEdge[]>();
-    for (const edge of putEdges) edgesFrom.set(edge.from, [...(edgesFrom.get(edge.from) ?? []), edge]);
+    for (const edge of putEdges) {
+      const list = edgesFrom.get(edge.from);
+      if (list) list.push(edge);
+      else edgesFrom.set(edge.from, [edge]);
+    }
 
     const nodes = new Map<string, string>();
     const folded = new Set<string>();

@@ -1,5 +1,18 @@
+import { expect } from 'vitest';
+import type { Tester, TesterContext } from '@vitest/expect';
+import { VectorTable } from '../src/graph/vector-table.ts';
 import { loadTokenCounter } from '../src/util/tokens.ts';
 
 // Pure packing and chunking functions count tokens synchronously with the installed counter;
 // `Memory.open` installs it in an app, and here every test file starts with the default o200k.
 await loadTokenCounter();
+
+// A VectorTable is a Map of vectors held compactly: it equals any Map with the same entries.
+expect.addEqualityTesters([
+  function vectorTableEquality(this: TesterContext, a: unknown, b: unknown, customTesters: Array<Tester>): boolean | undefined {
+    if (!(a instanceof VectorTable) && !(b instanceof VectorTable)) return undefined;
+    const isMap = (x: unknown): x is ReadonlyMap<unknown, unknown> => x instanceof Map || x instanceof VectorTable;
+    if (!isMap(a) || !isMap(b)) return false;
+    return this.equals([...a], [...b], customTesters);
+  },
+]);

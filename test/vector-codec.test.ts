@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeVector, encodedBytes, encodeVector, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
+import { VectorTable } from '../src/graph/vector-table.ts';
 
 function unitVectors(count: number, dim: number): Float32Array[] {
   const random = mulberry32(7);
@@ -45,5 +46,46 @@ describe('stored vector precision', () => {
 
   it('a blob whose length fits no precision is CORRUPT_CHECKPOINT', () => {
     expect(() => decodeVector(new Uint8Array(10), 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT' }));
+  });
+});
+
+describe('VectorTable: vectors by id, i8 when that is exact', () => {
+  const vectors = unitVectors(50, 384);
+  const bits = (v: Float32Array | undefined) => (v ? [...new Uint32Array(v.buffer, v.byteOffset, v.length)] : undefined);
+
+  it('reads back every vector bit for bit, i8-exact ones and others alike, in insertion order', () => {
+    const table = new VectorTable();
+    const expected = new Map<string, Float32Array>();
+    vectors.forEach((v, i) => expected.set(`v${i}`, i % 2 ? roundVector(v, 'i8') : v));
+    for (const [id, v] of expected) table.set(id, v);
+    expect(table.size).toBe(50);
+    expect([...table.keys()]).toEqual([...expected.keys()]);
+    for (const [id, v] of expected) expect(bits(table.get(id))).toEqual(bits(v));
+    expect([...table].map(([id, v]) => [id, bits(v)])).toEqual([...expected].map(([id, v]) => [id, bits(v)]));
+  });
+
+  it('takes stored bytes at any precision, and names a vector whose bytes fit none', () => {
+    const table = new VectorTable();
+    for (const precision of ['i8', 'f16', 'f32'] as const) table.setStored(precision, encodeVector(vectors[0] as Float32Array, precision), 384);
+    for (const precision of ['i8', 'f16', 'f32'] as const) expect(bits(table.get(precision))).toEqual(bits(roundVector(vectors[0] as Float32Array, precision)));
+    expect(() => table.setStored('bad', new Uint8Array(100), 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining('bad') }));
+  });
+
+  it('replaces, deletes and reuses records without mixing vectors up, past its decode cache', () => {
+    const table = new VectorTable();
+    const count = 5000;
+    const rounded = vectors.map((v) => roundVector(v, 'i8'));
+    for (let i = 0; i < count; i++) table.set(`n${i}`, rounded[i % 50] as Float32Array);
+    for (let i = 0; i < count; i += 3) table.delete(`n${i}`);
+    for (let i = 0; i < count; i += 6) table.set(`n${i}`, rounded[(i + 1) % 50] as Float32Array);
+    table.set('n1', rounded[7] as Float32Array);
+    for (let i = 0; i < count; i++) {
+      const want = i === 1 ? rounded[7] : i % 6 === 0 ? rounded[(i + 1) % 50] : i % 3 === 0 ? undefined : rounded[i % 50];
+      expect(bits(table.get(`n${i}`))).toEqual(bits(want));
+    }
+    expect(table.has('n3')).toBe(false);
+    table.clear();
+    expect(table.size).toBe(0);
+    expect(table.get('n2')).toBeUndefined();
   });
 });

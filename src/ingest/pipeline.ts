@@ -321,9 +321,11 @@ function nearest(state: MemoryState, layer: 'entity' | 'facetPoint', vector: Flo
 
 /**
  * Mirrors a committed batch into the in-memory graph and the vector indexes. Called only
- * after the store accepted the batch, so memory never runs ahead of what is durable.
+ * after the store accepted the batch, so memory never runs ahead of what is durable. New nodes
+ * and edges are indexed under their vectors in `indexVectors`: the batch's own by default; a
+ * reload passes the graph's table, which already holds them.
  */
-export function applyBatch(state: MemoryState, batch: WriteBatch): void {
+export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: ReadonlyMap<string, Float32Array> = new Map(batch.putVectors ?? [])): void {
   const { graph, indexes } = state;
   for (const id of batch.deleteEdges ?? []) {
     const edge = graph.edges.get(id);
@@ -340,8 +342,7 @@ export function applyBatch(state: MemoryState, batch: WriteBatch): void {
   for (const hash of batch.deleteHashes ?? []) state.hashes.delete(hash);
 
   for (const chunk of batch.putChunks ?? []) graph.chunks.set(chunk.id, chunk);
-  const vectors = new Map(batch.putVectors ?? []);
-  for (const [id, vector] of vectors) graph.vectors.set(id, vector);
+  for (const [id, vector] of batch.putVectors ?? []) graph.vectors.set(id, vector);
   // Index additions are grouped per space so each index takes one batched add.
   const additions = new Map<IndexSpace, Array<{ key: number; vector: Float32Array }>>();
   const queue = (space: IndexSpace | null, key: number, vector: Float32Array | undefined) => {
@@ -352,12 +353,12 @@ export function applyBatch(state: MemoryState, batch: WriteBatch): void {
   };
   for (const node of batch.putNodes ?? []) {
     // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
-    if (!graph.nodes.has(node.id)) queue(node.layer, node.key, vectors.get(node.id));
+    if (!graph.nodes.has(node.id)) queue(node.layer, node.key, indexVectors.get(node.id));
     graph.putNode(node);
   }
   for (const edge of batch.putEdges ?? []) {
     graph.putEdge(edge);
-    queue(edgeSpace(edge.type), edge.key, vectors.get(edge.id));
+    queue(edgeSpace(edge.type), edge.key, indexVectors.get(edge.id));
   }
   for (const [space, entries] of additions) indexes.add(space, entries);
   for (const hash of batch.putHashes ?? []) state.hashes.add(hash);

@@ -1,6 +1,7 @@
 import type { Embedder } from '../embed/types.ts';
 import { PrismError } from '../errors.ts';
 import { MemoryGraph } from '../graph/memory-graph.ts';
+import { VectorTable } from '../graph/vector-table.ts';
 import type { MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import type { LexicalIndex } from '../retrieve/lexical.ts';
@@ -39,12 +40,14 @@ export interface Partition {
 
 export function emptySnapshot(embedder: Embedder): MemorySnapshot {
   const meta: MemoryMeta = { schemaVersion: SCHEMA_VERSION, embedderId: embedder.id, dim: embedder.dim, nextKey: 1, chunkCount: 0, settings: {} };
-  return { meta, nodes: [], edges: [], chunks: [], vectors: new Map(), hashes: new Set() };
+  return { meta, nodes: [], edges: [], chunks: [], vectors: new VectorTable(), hashes: new Set() };
 }
 
 /** Builds the in-memory graph and vector indexes from a snapshot. */
 export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): MemoryState {
-  const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new Map() });
+  // A store hands out a fresh table per load: the graph takes it over, as re-encoding each vector would cost more than reading it.
+  const vectors = snapshot.vectors instanceof VectorTable ? snapshot.vectors : new VectorTable(snapshot.vectors);
+  const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors });
   const state: MemoryState = { graph, indexes: new IndexSet(snapshot.meta.dim, host.createIndex), meta: snapshot.meta, hashes: new Set(), version: 0 };
   // Keys are allocated in ingestion order: replaying records by key rebuilds maps and indexes in
   // the order an uninterrupted ingest built them, so ties (same name, same cosine) resolve alike
@@ -54,10 +57,9 @@ export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): Memory
     putChunks: [...snapshot.chunks].sort((a, b) => a.order - b.order),
     putNodes: byKey(snapshot.nodes),
     putEdges: byKey(snapshot.edges),
-    putVectors: [...snapshot.vectors],
     putHashes: [...snapshot.hashes],
     meta: snapshot.meta,
-  });
+  }, vectors);
   return state;
 }
 

@@ -43,8 +43,8 @@ export class LexicalIndex {
    * than that term's postings.
    */
   private readonly hitsByTerm = new Map<string, readonly TermHit[]>();
-  /** One `HitDoc` per document id, shared by every term's hits, so a query sums a document's scores in its slot. */
-  private readonly docsById = new Map<string, HitDoc>();
+  /** One `HitDoc` per document ordinal, shared by every term's hits, so a query sums a document's scores in its slot. */
+  private readonly docsByOrdinal = new Map<number, HitDoc>();
   /** One `HitNode` per layer and node id, shared by the node's documents, so a query keeps a node's best score in its slot. */
   private readonly nodesByKey = new Map<string, HitNode>();
   /** Slots handed out since the index last changed. */
@@ -67,15 +67,19 @@ export class LexicalIndex {
 
   /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. */
   update(graph: MemoryGraph): void {
-    const wanted = lexicalDocuments(graph);
+    const wanted = new Set<string>();
+    const fresh: LexicalDoc[] = [];
+    for (const doc of lexicalDocumentsOf(graph)) {
+      wanted.add(doc.id);
+      if (!this.postings.has(doc.id)) fresh.push(doc);
+    }
     const stale = this.postings.ids().filter((id) => !wanted.has(id));
     for (const id of stale) this.postings.remove(id);
-    const fresh = [...wanted.values()].filter((doc) => !this.postings.has(doc.id));
     for (const doc of fresh) this.postings.add(doc);
     // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
     if (stale.length > 0 || fresh.length > 0) {
       this.hitsByTerm.clear();
-      this.docsById.clear();
+      this.docsByOrdinal.clear();
       this.nodesByKey.clear();
       this.docSlots = this.nodeSlots = 0;
     }
@@ -126,7 +130,7 @@ export class LexicalIndex {
    * matches; documents come in the order of the first term that reaches them.
    */
   private queryHits(query: string): TermHit[] {
-    const terms = TOKENIZE(query).flatMap((word) => normaliseTerm(word) ?? []);
+    const terms = tokenize(query).flatMap((word) => normaliseTerm(word) ?? []);
     // Looked up first: a term seen for the first time may hand out new slots.
     const hitsByPosition = terms.map((term) => this.termHits(term));
     // Sums and distinct-term counts by document slot: thousands of hits per query, no map lookups.
@@ -149,11 +153,11 @@ export class LexicalIndex {
     const known = this.hitsByTerm.get(term);
     if (known) return known;
     const hits: TermHit[] = [];
-    this.postings.forEachHit(term, (doc, score) => {
-      let hit = this.docsById.get(doc.id);
+    this.postings.forEachHit(term, (doc, ordinal, score) => {
+      let hit = this.docsByOrdinal.get(ordinal);
       if (!hit) {
         hit = { slot: this.docSlots++, node: this.hitNode(doc.layer, doc.nodeId), dialogId: doc.dialogId };
-        this.docsById.set(doc.id, hit);
+        this.docsByOrdinal.set(ordinal, hit);
       }
       hits.push({ doc: hit, score });
     });
@@ -189,28 +193,76 @@ interface TermHit {
   score: number;
 }
 
-/** How texts and queries are cut into words: at spaces and punctuation (minisearch's default). */
-const TOKENIZE = (text: string): string[] => text.split(/[\n\r\p{Z}\p{P}]+/u);
+/** Where texts and queries are cut into words: at spaces and punctuation (minisearch's default). */
+const SEPARATORS = /[\n\r\p{Z}\p{P}]+/u;
+
+/** Whether each code unit below 128 is a separator, as `SEPARATORS` decides: the table is made from the pattern itself. */
+const ASCII_SEPARATOR = Uint8Array.from({ length: 128 }, (_, code) => (SEPARATORS.test(String.fromCharCode(code)) ? 1 : 0));
+
+/**
+ * `text.split(SEPARATORS)`, empty first and last pieces included: by a table for plain ASCII
+ * text, which is most chat and twice as fast as the Unicode pattern, and by the pattern
+ * otherwise.
+ */
+function tokenize(text: string): string[] {
+  const tokens: string[] = [];
+  let start = 0;
+  let inSeparator = false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 128) return text.split(SEPARATORS);
+    if (ASCII_SEPARATOR[code] === 1) {
+      if (!inSeparator) tokens.push(text.slice(start, i));
+      inSeparator = true;
+    } else if (inSeparator) {
+      start = i;
+      inSeparator = false;
+    }
+  }
+  tokens.push(inSeparator ? '' : text.slice(start));
+  return tokens;
+}
 
 /** BM25+ constants (minisearch's defaults). */
 const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
 
-/** A document as the index holds it: with its field length (its distinct raw tokens). */
+/** What a document keeps once indexed: not its text, which only tokenising needed. */
+type IndexedFields = Pick<LexicalDoc, 'id' | 'layer' | 'nodeId' | 'dialogId'>;
+
+/** A document as the index holds it: its field length (its distinct raw tokens) and the postings of its terms, to drop them on removal. */
 interface IndexedDoc {
-  doc: LexicalDoc;
+  doc: IndexedFields;
   fieldLength: number;
+  terms: TermPostings[];
 }
 
 /**
- * Term → document → term frequency over one text field, with what BM25+ normalises by: the
+ * The documents holding one term, as a flat list of (ordinal, term frequency) pairs in ordinal,
+ * so indexing, order: a small array of small integers per term instead of a map per term, which
+ * was most of the index's memory.
+ */
+interface TermPostings {
+  term: string;
+  pairs: number[];
+}
+
+/** Raw tokens remembered at most: chat repeats its words, and normalising each occurrence again was a third of indexing. */
+const TOKEN_CACHE_LIMIT = 1 << 17;
+
+/**
+ * Term → documents → term frequency over one text field, with what BM25+ normalises by: the
  * document count and the average field length, kept as minisearch keeps them (a running mean of
  * each document's distinct raw tokens), so scores match it to the last bit. Removing a document
- * drops its postings at once, so scores are always those of a clean index.
+ * drops its postings at once, so scores are always those of a clean index. Documents are numbered
+ * in the order they are added (ordinals are never reused), which is the order hits are listed in.
  */
 class Postings {
-  private readonly docs = new Map<string, IndexedDoc>();
-  /** Term → the documents holding it (their entries, so scoring looks nothing up) → term frequency. */
-  private readonly byTerm = new Map<string, Map<IndexedDoc, number>>();
+  private readonly ordinals = new Map<string, number>();
+  private readonly docs = new Map<number, IndexedDoc>();
+  private readonly byTerm = new Map<string, TermPostings>();
+  /** Raw token → the postings of its term (null: no term), so a repeated word is normalised and looked up once. */
+  private readonly postingsByToken = new Map<string, TermPostings | null>();
+  private nextOrdinal = 0;
   private averageFieldLength = 0;
 
   get size(): number {
@@ -218,54 +270,96 @@ class Postings {
   }
 
   ids(): string[] {
-    return [...this.docs.keys()];
+    return [...this.ordinals.keys()];
   }
 
   has(id: string): boolean {
-    return this.docs.has(id);
+    return this.ordinals.has(id);
   }
 
-  add(doc: LexicalDoc): void {
-    const tokens = TOKENIZE(doc.text);
+  add({ id, layer, nodeId, dialogId, text }: LexicalDoc): void {
+    const tokens = tokenize(text);
     const fieldLength = new Set(tokens).size;
     const count = this.docs.size;
     this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
-    const entry: IndexedDoc = { doc, fieldLength };
+    const ordinal = this.nextOrdinal++;
+    const terms: TermPostings[] = [];
     for (const token of tokens) {
-      const term = normaliseTerm(token);
-      if (!term) continue;
-      let freqs = this.byTerm.get(term);
-      if (!freqs) this.byTerm.set(term, (freqs = new Map()));
-      freqs.set(entry, (freqs.get(entry) ?? 0) + 1);
+      const postings = this.postingsOf(token);
+      if (!postings) continue;
+      const { pairs } = postings;
+      // This document's pair, if it has one, is the term's last: its tokens are added together.
+      if (pairs[pairs.length - 2] === ordinal) pairs[pairs.length - 1] = (pairs[pairs.length - 1] as number) + 1;
+      else {
+        pairs.push(ordinal, 1);
+        terms.push(postings);
+      }
     }
-    this.docs.set(doc.id, entry);
+    this.ordinals.set(id, ordinal);
+    this.docs.set(ordinal, { doc: { id, layer, nodeId, dialogId }, fieldLength, terms });
   }
 
   remove(id: string): void {
-    const entry = this.docs.get(id);
-    if (!entry) return;
+    const ordinal = this.ordinals.get(id);
+    const entry = ordinal === undefined ? undefined : this.docs.get(ordinal);
+    if (ordinal === undefined || !entry) return;
     const count = this.docs.size;
     this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - entry.fieldLength) / (count - 1);
-    // The document's terms again, from its text: kept per document they cost more than this.
-    for (const token of TOKENIZE(entry.doc.text)) {
-      const term = normaliseTerm(token);
-      const freqs = term === null ? undefined : this.byTerm.get(term);
-      freqs?.delete(entry);
-      if (term !== null && freqs?.size === 0) this.byTerm.delete(term);
+    for (const postings of entry.terms) {
+      const at = pairIndex(postings.pairs, ordinal);
+      if (at >= 0) postings.pairs.splice(at, 2);
+      if (postings.pairs.length === 0) {
+        this.byTerm.delete(postings.term);
+        // Raw tokens may still lead to the dropped list.
+        this.postingsByToken.clear();
+      }
     }
-    this.docs.delete(id);
+    this.ordinals.delete(id);
+    this.docs.delete(ordinal);
   }
 
-  /** Calls `visit` with each document holding `term` and its BM25+ score, in the order documents were added. */
-  forEachHit(term: string, visit: (doc: LexicalDoc, score: number) => void): void {
-    const freqs = this.byTerm.get(term);
-    if (!freqs) return;
+  /** Calls `visit` with each document holding `term`, its ordinal and its BM25+ score, in the order documents were added. */
+  forEachHit(term: string, visit: (doc: IndexedFields, ordinal: number, score: number) => void): void {
+    const postings = this.byTerm.get(term);
+    if (!postings) return;
+    const { pairs } = postings;
     const total = this.docs.size;
-    const idf = Math.log(1 + (total - freqs.size + 0.5) / (freqs.size + 0.5));
-    for (const [{ doc, fieldLength }, tf] of freqs) {
-      visit(doc, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
+    const holding = pairs.length / 2;
+    const idf = Math.log(1 + (total - holding + 0.5) / (holding + 0.5));
+    for (let i = 0; i < pairs.length; i += 2) {
+      const ordinal = pairs[i] as number;
+      const tf = pairs[i + 1] as number;
+      const { doc, fieldLength } = this.docs.get(ordinal) as IndexedDoc;
+      visit(doc, ordinal, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
     }
   }
+
+  /** The postings a raw token adds to (made when new), or null for a token that is no term. */
+  private postingsOf(token: string): TermPostings | null {
+    let postings = this.postingsByToken.get(token);
+    if (postings === undefined) {
+      const term = normaliseTerm(token);
+      postings = term === null ? null : (this.byTerm.get(term) ?? null);
+      if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, pairs: [] }));
+      if (this.postingsByToken.size >= TOKEN_CACHE_LIMIT) this.postingsByToken.clear();
+      this.postingsByToken.set(token, postings);
+    }
+    return postings;
+  }
+}
+
+/** Where `ordinal`'s pair starts in a term's (ordinal, frequency) list, ordered by ordinal; −1 when absent. */
+function pairIndex(pairs: readonly number[], ordinal: number): number {
+  let low = 0;
+  let high = pairs.length / 2 - 1;
+  while (low <= high) {
+    const mid = (low + high) >>> 1;
+    const at = pairs[mid * 2] as number;
+    if (at === ordinal) return mid * 2;
+    if (at < ordinal) low = mid + 1;
+    else high = mid - 1;
+  }
+  return -1;
 }
 
 /** Best score first; equal scores in id order, so the list does not depend on the index's document order. */
@@ -278,29 +372,28 @@ export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): str
   return `${turn.speaker}: ${turn.text}`;
 }
 
-/** The documents the index holds for `graph`, by id, in the graph's node order. */
-export function lexicalDocuments(graph: MemoryGraph): Map<string, LexicalDoc> {
-  const docs = new Map<string, LexicalDoc>();
-  const put = (doc: LexicalDoc): void => void docs.set(doc.id, doc);
+/** The documents the index holds for `graph`, in the graph's node order. */
+export function* lexicalDocumentsOf(graph: MemoryGraph): Generator<LexicalDoc> {
   for (const node of graph.nodes.values()) {
     switch (node.layer) {
-      case 'episode':
-        graph.chunks.get(node.chunkId)?.turns.forEach((turn, i) =>
-          put({ id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) }),
-        );
+      case 'episode': {
+        const turns = graph.chunks.get(node.chunkId)?.turns ?? [];
+        for (const [i, turn] of turns.entries()) {
+          yield { id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) };
+        }
         break;
+      }
       case 'facet':
-        put({ id: `facet:${node.id}`, layer: 'facet', nodeId: node.id, dialogId: '', text: node.theme });
+        yield { id: `facet:${node.id}`, layer: 'facet', nodeId: node.id, dialogId: '', text: node.theme };
         break;
       case 'facetPoint':
-        put({ id: `facetPoint:${node.id}`, layer: 'facetPoint', nodeId: node.id, dialogId: '', text: node.content });
+        yield { id: `facetPoint:${node.id}`, layer: 'facetPoint', nodeId: node.id, dialogId: '', text: node.content };
         break;
       case 'entity':
-        put({ id: `entity:${node.id}`, layer: 'entity', nodeId: node.id, dialogId: '', text: node.name });
+        yield { id: `entity:${node.id}`, layer: 'entity', nodeId: node.id, dialogId: '', text: node.name };
         break;
     }
   }
-  return docs;
 }
 
 /** Function words that would only add noise to BM25 over chat turns and questions. */

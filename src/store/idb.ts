@@ -8,7 +8,8 @@ import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts
 import { changesDimension, snapshotAsBatch, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeNode } from './record-codec.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
-import { DEFAULT_VECTOR_PRECISION, decodeStoredVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
+import { VectorTable } from '../graph/vector-table.ts';
+import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -460,7 +461,7 @@ export class IndexedDbStore implements GraphStore {
           nodes: nodeJson.map((json) => decodeNode(json, chunkById).node),
           edges: openedEdges,
           chunks: openedChunks,
-          vectors: new Map(vectorKeys.map(([, id], i) => [id, decodeStoredVector(id, vectorBytes[i] ?? new Uint8Array(0), opened.meta.dim)])),
+          vectors: vectorKeys.reduce((table, [, id], i) => table.setStored(id, vectorBytes[i] ?? new Uint8Array(0), opened.meta.dim), new VectorTable()),
           hashes: new Set(hashKeys.map(([, hash]) => hash)),
         };
       });

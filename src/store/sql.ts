@@ -3,7 +3,8 @@ import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '..
 import { canFoldEdges, decodeChunk, decodeNode, encodeChunk, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
-import { DEFAULT_VECTOR_PRECISION, decodeStoredVector, encodeVector, type VectorPrecision } from './vector-codec.ts';
+import { VectorTable } from '../graph/vector-table.ts';
+import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -169,9 +170,11 @@ export class SqlStore implements GraphStore {
         const edge = JSON.parse(text(row, 'json')) as GraphEdge;
         edges.set(edge.id, edge);
       }
-      const vectors = this.driver
+      const vectors = new VectorTable();
+      const vectorRows = this.driver
         .all('SELECT id, data FROM vectors WHERE partition = ?', [partition])
-        .map((row): [string, Float32Array] => [text(row, 'id'), decodeStoredVector(text(row, 'id'), bytesOf(row['data']), meta.dim)]);
+        .map((row): [string, Uint8Array] => [text(row, 'id'), bytesOf(row['data'])]);
+      for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
       // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
       return {
@@ -179,7 +182,7 @@ export class SqlStore implements GraphStore {
         nodes: sortById(nodes),
         edges: sortById([...edges.values()]),
         chunks: sortById(chunks),
-        vectors: new Map(vectors.sort((a, b) => compareIds(a[0], b[0]))),
+        vectors,
         hashes: new Set(hashes.sort()),
       };
     });

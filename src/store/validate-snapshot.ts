@@ -1,5 +1,6 @@
 import type { PrismErrorCode } from '../errors.ts';
 import { EDGE_TYPES } from '../graph/types.ts';
+import { VectorTable } from '../graph/vector-table.ts';
 import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 
 /**
@@ -234,10 +235,12 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     orders.set(chunk.order, chunk.id);
     return chunk;
   });
-  const vectors = new Map<string, Float32Array>();
+  // A store's table of vectors is checked and kept as it is (its ids are unique); a list is gathered into a table.
+  const vectors = memory.vectors instanceof VectorTable ? memory.vectors : new VectorTable();
   for (const [id, vector] of memory.vectors) {
     checkId(id, 'vector id', fail);
     checkVector(id, vector, meta.dim, fail);
+    if (vectors === memory.vectors) continue;
     if (vectors.has(id)) fail(`vector id ${shown(id)} occurs twice`);
     vectors.set(id, vector);
   }

@@ -1,0 +1,146 @@
+import { decodeStoredVector, decodeVector, encodeVector } from '../store/vector-codec.ts';
+
+/** i8 records per page: pages are allocated as the table grows, and a freed record is reused. */
+const RECORDS_PER_PAGE = 1024;
+
+/** Decoded vectors kept for `get`: more than one query's working set, a few MB. */
+const DECODED_CACHE_LIMIT = 4096;
+
+/**
+ * Node and edge vectors by id, held as compactly as they stay exact: a vector that the i8 store
+ * encoding (one byte a dimension and an f32 scale, see store/vector-codec.ts) rebuilds bit for bit
+ * — every vector a SQL or IndexedDB store wrote or will write — is kept as those bytes, a quarter of
+ * its floats; any other vector is kept as it is. `get` decodes (the recent ones are cached), so
+ * every reader sees exactly the floats that were set.
+ *
+ * On a memory of 10,000 chat messages, f32 copies of the vectors were ~90 MB of a Node process.
+ */
+export class VectorTable implements Map<string, Float32Array> {
+  /** Record slot (≥ 0) of an i8 vector, or −1 for one kept as floats; in insertion order. */
+  private readonly slots = new Map<string, number>();
+  private readonly floats = new Map<string, Float32Array>();
+  private readonly decoded = new Map<string, Float32Array>();
+  private readonly pages: Uint8Array[] = [];
+  private readonly freeSlots: number[] = [];
+  private nextSlot = 0;
+  /** Dimensions of the i8 records (fixed by the first one). */
+  private dim = 0;
+
+  constructor(entries?: Iterable<readonly [string, Float32Array]>) {
+    for (const [id, vector] of entries ?? []) this.set(id, vector);
+  }
+
+  get size(): number {
+    return this.slots.size;
+  }
+
+  get [Symbol.toStringTag](): string {
+    return 'VectorTable';
+  }
+
+  has(id: string): boolean {
+    return this.slots.has(id);
+  }
+
+  get(id: string): Float32Array | undefined {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return undefined;
+    if (slot < 0) return this.floats.get(id);
+    let vector = this.decoded.get(id);
+    if (!vector) {
+      vector = decodeVector(this.record(slot), this.dim);
+      if (this.decoded.size >= DECODED_CACHE_LIMIT) this.decoded.delete(this.decoded.keys().next().value as string);
+      this.decoded.set(id, vector);
+    }
+    return vector;
+  }
+
+  set(id: string, vector: Float32Array): this {
+    this.delete(id);
+    const bytes = this.dim === 0 || vector.length === this.dim ? encodeVector(vector, 'i8') : null;
+    if (bytes && sameFloats(decodeVector(bytes, vector.length), vector)) {
+      this.dim = vector.length;
+      this.store(id, bytes);
+    } else {
+      this.floats.set(id, vector);
+      this.slots.set(id, -1);
+    }
+    return this;
+  }
+
+  /**
+   * Sets a vector from its stored bytes (any precision a store writes, told by their length, for
+   * `dim` dimensions): i8 bytes are kept as they are, which is what makes loading a memory cheap.
+   * Bytes that fit no precision are CORRUPT_CHECKPOINT naming the vector.
+   */
+  setStored(id: string, bytes: Uint8Array, dim: number): this {
+    if (bytes.length !== dim + 4 || (this.dim !== 0 && this.dim !== dim)) return this.set(id, decodeStoredVector(id, bytes, dim));
+    this.delete(id);
+    this.dim = dim;
+    this.store(id, bytes);
+    return this;
+  }
+
+  delete(id: string): boolean {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return false;
+    this.slots.delete(id);
+    this.decoded.delete(id);
+    if (slot < 0) this.floats.delete(id);
+    else this.freeSlots.push(slot);
+    return true;
+  }
+
+  clear(): void {
+    this.slots.clear();
+    this.floats.clear();
+    this.decoded.clear();
+    this.pages.length = 0;
+    this.freeSlots.length = 0;
+    this.nextSlot = 0;
+    this.dim = 0;
+  }
+
+  forEach(visit: (vector: Float32Array, id: string, table: Map<string, Float32Array>) => void, thisArg?: unknown): void {
+    for (const [id, vector] of this) visit.call(thisArg, vector, id, this);
+  }
+
+  *entries(): MapIterator<[string, Float32Array]> {
+    for (const id of this.slots.keys()) yield [id, this.get(id) as Float32Array];
+  }
+
+  keys(): MapIterator<string> {
+    return this.slots.keys();
+  }
+
+  *values(): MapIterator<Float32Array> {
+    for (const [, vector] of this.entries()) yield vector;
+  }
+
+  [Symbol.iterator](): MapIterator<[string, Float32Array]> {
+    return this.entries();
+  }
+
+  /** Keeps `bytes`, an i8 record of this table's dimensions, under `id` (which holds nothing). */
+  private store(id: string, bytes: Uint8Array): void {
+    const slot = this.freeSlots.pop() ?? this.nextSlot++;
+    this.pages[Math.floor(slot / RECORDS_PER_PAGE)] ??= new Uint8Array(RECORDS_PER_PAGE * (this.dim + 4));
+    this.record(slot).set(bytes);
+    this.slots.set(id, slot);
+  }
+
+  /** The i8 record (f32 scale, then one byte a dimension) in `slot`, as a view. */
+  private record(slot: number): Uint8Array {
+    const bytes = this.dim + 4;
+    const page = this.pages[Math.floor(slot / RECORDS_PER_PAGE)] as Uint8Array;
+    const start = (slot % RECORDS_PER_PAGE) * bytes;
+    return page.subarray(start, start + bytes);
+  }
+}
+
+/** Whether two float arrays hold the same values, bit for bit (−0 and 0 differ). */
+function sameFloats(a: Float32Array, b: Float32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  return true;
+}

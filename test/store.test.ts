@@ -349,7 +349,7 @@ function ingestShapedSample(): MemorySnapshot {
   const turnText = new Map(chunks.flatMap((c) => c.turns.map((t) => [t.dialogId, `${t.speaker}: ${t.text}`] as const)));
   // Keys in graph building's order (id, key, layer first).
   const nodes = sample.nodes.map((n): GraphNode => {
-    const ordered = { id: n.id, key: n.key, layer: n.layer, ...n } as GraphNode;
+    const ordered: GraphNode = Object.assign({ id: n.id, key: n.key, layer: n.layer }, n);
     return ordered.layer === 'facetPoint' ? { ...ordered, content: turnText.get(ordered.dialogIds[0]!) ?? ordered.content } : ordered;
   });
   const edges = sample.edges.map((e): GraphEdge => ({ ...e, id: `${e.type}:${e.from}>${e.to}` }));

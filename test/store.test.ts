@@ -10,6 +10,7 @@ import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCh
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { LEGACY_FILES, MIGRATED_SUFFIX, migrateFileStore } from '../src/store/file.node.ts';
+import { decodeEdge } from '../src/store/record-codec.ts';
 import { MIGRATIONS, SQL_SCHEMA_VERSION } from '../src/store/sql.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
@@ -339,14 +340,18 @@ describe.each(backends)('$name', (backend) => {
 });
 
 /**
- * The sample memory with the records a real ingest writes: canonical edge ids, chunk text as
- * `chunkText` makes it, facts quoting their turn. So the SQL store's compact forms apply.
+ * The sample memory with the records a real ingest writes: node keys in its order, canonical edge
+ * ids, chunk text as `chunkText` makes it, facts quoting their turn. So the SQL store's compact forms apply.
  */
 function ingestShapedSample(): MemorySnapshot {
   const sample = sampleMemory();
   const chunks = sample.chunks.map((c) => ({ ...c, text: chunkText(c.header, c.turns) }));
   const turnText = new Map(chunks.flatMap((c) => c.turns.map((t) => [t.dialogId, `${t.speaker}: ${t.text}`] as const)));
-  const nodes = sample.nodes.map((n): GraphNode => (n.layer === 'facetPoint' ? { ...n, content: turnText.get(n.dialogIds[0]!) ?? n.content } : n));
+  // Keys in graph building's order (id, key, layer first).
+  const nodes = sample.nodes.map((n): GraphNode => {
+    const ordered: GraphNode = Object.assign({ id: n.id, key: n.key, layer: n.layer }, n);
+    return ordered.layer === 'facetPoint' ? { ...ordered, content: turnText.get(ordered.dialogIds[0]!) ?? ordered.content } : ordered;
+  });
   const edges = sample.edges.map((e): GraphEdge => ({ ...e, id: `${e.type}:${e.from}>${e.to}` }));
   const rename = new Map(sample.edges.map((e, i) => [e.id, edges[i]!.id]));
   const vectors = new Map([...sample.vectors].map(([id, v]) => [rename.get(id) ?? id, v]));
@@ -365,7 +370,7 @@ describe('SqlStore keeps what it can rebuild once', () => {
     // Key order too: checkpoints are the records' JSON.
     expect(loaded.nodes.map((n) => JSON.stringify(n))).toEqual(canonical(sample).nodes.map((n) => JSON.stringify(n)));
     expect(loaded.chunks.map((c) => JSON.stringify(c))).toEqual(canonical(sample).chunks.map((c) => JSON.stringify(c)));
-    expect(table('edges').map((row) => (JSON.parse(row.json) as GraphEdge).type).sort()).toEqual(['causal', 'causal', 'causal', 'temporal', 'temporal', 'temporal']);
+    expect(table('edges').map((row) => decodeEdge(row.json).type).sort()).toEqual(['causal', 'causal', 'causal', 'temporal', 'temporal', 'temporal']);
     for (const row of table('chunks')) expect(JSON.parse(row.json).text).toBeNull();
     for (const row of table('nodes')) expect(row.json).not.toContain('adopted a puppy');
   });
@@ -520,6 +525,51 @@ describe('SqlStore on SQLite', () => {
     ]);
     expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%by_chunk'").all()).toEqual([]);
     expect(db.prepare('SELECT version FROM prism_schema').get()).toEqual({ version: SQL_SCHEMA_VERSION });
+    db.close();
+  });
+
+  it('upgrades a schema-3 file (rowid tables, object records) to keyed tables, reads it exactly as written, and writes compact records after', async () => {
+    const shaped = ingestShapedSample();
+    const raw = new Database(sqlitePath());
+    for (const statement of ['CREATE TABLE prism_schema (version INTEGER NOT NULL)', 'INSERT INTO prism_schema (version) VALUES (3)', ...MIGRATIONS.slice(0, 3).flat()]) {
+      raw.prepare(statement).run();
+    }
+    raw.prepare('INSERT INTO meta VALUES (?, ?)').run(P, JSON.stringify(shaped.meta));
+    raw.prepare('INSERT INTO revisions VALUES (?, 1)').run(P);
+    // Schema 3's forms: records as objects, a fact's belongs_to edge folded in by name and its content as offsets.
+    const point = shaped.nodes.find((n): n is FacetPointNode => n.layer === 'facetPoint')!;
+    const pointTurn = shaped.chunks.find((c) => c.id === point.chunkId)!.turns.find((t) => t.dialogId === point.dialogIds[0])!;
+    const belongs = shaped.edges.find((e) => e.type === 'belongs_to' && e.from === point.id)!;
+    for (const n of shaped.nodes) {
+      const stored = n === point ? { ...point, content: [0, pointTurn.text.length], edgeKeys: { belongs_to: belongs.key } } : n;
+      raw.prepare('INSERT INTO nodes VALUES (?, ?, ?)').run(P, n.id, JSON.stringify(stored));
+    }
+    for (const e of shaped.edges) if (e !== belongs) raw.prepare('INSERT INTO edges VALUES (?, ?, ?)').run(P, e.id, JSON.stringify(e));
+    for (const c of shaped.chunks) raw.prepare('INSERT INTO chunks VALUES (?, ?, ?)').run(P, c.id, JSON.stringify({ ...c, text: null }));
+    for (const [id, v] of shaped.vectors) raw.prepare('INSERT INTO vectors VALUES (?, ?, ?)').run(P, id, encodeVector(v, 'i8'));
+    for (const h of shaped.hashes) raw.prepare('INSERT INTO hashes VALUES (?, ?)').run(P, h);
+    raw.close();
+
+    const store = await openSqlite();
+    const expected = { ...canonical(shaped), vectors: new Map([...shaped.vectors].map(([id, v]) => [id, roundVector(v, 'i8')])) };
+    const loaded = (await store.load(P))!;
+    expect(loaded).toEqual(expected);
+    expect(loaded.nodes.map((n) => JSON.stringify(n))).toEqual(expected.nodes.map((n) => JSON.stringify(n)));
+    expect(loaded.edges.map((e) => JSON.stringify(e))).toEqual(expected.edges.map((e) => JSON.stringify(e)));
+    const db = new Database(sqlitePath(), { readonly: true });
+    const withoutRowid = (table: string) => (db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) as { sql: string }).sql.includes('WITHOUT ROWID');
+    expect(['nodes', 'edges', 'vectors', 'chunks'].map(withoutRowid)).toEqual([true, true, true, false]);
+    // No index repeats the keys of the keyed tables.
+    expect(db.prepare("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('nodes', 'edges', 'vectors')").all()).toEqual([]);
+    expect(db.prepare('SELECT version FROM prism_schema').get()).toEqual({ version: SQL_SCHEMA_VERSION });
+
+    // Put again, the records take the compact forms and still read back exactly.
+    await store.commit(P, { putNodes: shaped.nodes, putEdges: shaped.edges });
+    const again = (await store.load(P))!;
+    expect(again.nodes.map((n) => JSON.stringify(n))).toEqual(expected.nodes.map((n) => JSON.stringify(n)));
+    expect(again.edges.map((e) => JSON.stringify(e))).toEqual(expected.edges.map((e) => JSON.stringify(e)));
+    const rows = (table: string) => (db.prepare(`SELECT json FROM ${table}`).all() as Array<{ json: string }>).map((row) => row.json);
+    expect([...rows('nodes'), ...rows('edges')].every((json) => json.startsWith('['))).toBe(true);
     db.close();
   });
 

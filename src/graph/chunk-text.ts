@@ -9,3 +9,9 @@ export function turnLine(turn: ChunkTurn): string {
 export function chunkText(header: string, turns: readonly ChunkTurn[]): string {
   return [header, ...turns.map(turnLine)].join('\n');
 }
+
+/** A turn's theme, as the local extractor names a turn's Facet: its speaker and its text on one line, capped at 160 characters. */
+export function turnTheme(speaker: string, text: string): string {
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  return `${speaker}: ${oneLine.length > 160 ? `${oneLine.slice(0, 157)}…` : oneLine}`;
+}

@@ -21,6 +21,11 @@ export function edgeId(type: EdgeType, from: string, to: string): string {
   return `${type}:${from}>${to}`;
 }
 
+/** The id of a chunk's Episode: one Episode per chunk, named by its chunk. */
+export function episodeIdOf(chunkId: string): string {
+  return `ep:${chunkId.slice(0, 16)}`;
+}
+
 /**
  * Relation types whose vector may be composed from their endpoints' vectors (the normalised
  * sum) instead of embedding a description: see `IngestConfig.edgeVectors`.

@@ -1,7 +1,7 @@
 import type { IngestConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
+import { COMPOSABLE_EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
@@ -79,7 +79,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
 
   // Episode, linked into the chronological chain.
   const episode: EpisodeNode = {
-    id: `ep:${chunk.id.slice(0, 16)}`,
+    id: episodeIdOf(chunk.id),
     key: input.nextKey(),
     layer: 'episode',
     chunkId: chunk.id,

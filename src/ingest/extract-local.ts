@@ -1,4 +1,5 @@
 import type nlpDefault from 'compromise';
+import { turnTheme } from '../graph/chunk-text.ts';
 import type { EntityType } from '../graph/types.ts';
 import type { ExtractedEntity, ExtractedFacetPoint, Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
 import { resolveTimeExpression } from './time.ts';
@@ -121,7 +122,7 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
         temporal.push({ subject: content, timeExpression: resolved.text, normalizedTime: resolved.iso, relation: 'at' });
       }
     }
-    if (indices.length > 0) facets.push({ theme: themeOf(turn.speaker, turn.text), pointIndices: indices });
+    if (indices.length > 0) facets.push({ theme: turnTheme(turn.speaker, turn.text), pointIndices: indices });
   }
 
   const summary = summarise(input, facetPoints, opts.summaryChars);
@@ -217,11 +218,6 @@ function cleanName(name: string): string {
     .replace(/'s$/i, '')
     .replace(/\s+/g, ' ')
     .trim();
-}
-
-function themeOf(speaker: string, text: string): string {
-  const oneLine = text.replace(/\s+/g, ' ').trim();
-  return `${speaker}: ${oneLine.length > 160 ? `${oneLine.slice(0, 157)}…` : oneLine}`;
 }
 
 /** Extractive summary: the session header, the speakers' longest facts in order, capped; with the facts it quotes. */

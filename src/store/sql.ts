@@ -1,6 +1,6 @@
 import { PrismError } from '../errors.ts';
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
-import { canFoldEdges, decodeChunk, decodeNode, encodeChunk, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
+import { canFoldEdges, decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
@@ -47,9 +47,7 @@ export interface WriteLock {
  *
  * Every memory table is keyed by (partition, id). Records are JSON; the columns beside the
  * JSON are the ones queries select on (chunk ids, for deleting a chunk's records). Vectors are
- * raw little-endian f32 blobs, the layout of the checkpoint and of every host PRISM targets.
- * Tables of rows larger than a few hundred bytes (records, vectors) keep their rowid: SQLite
- * stores large rows of WITHOUT ROWID tables less compactly and scans them more slowly.
+ * blobs in the vector codec's layout (vector-codec.ts).
  */
 export const MIGRATIONS: readonly (readonly string[])[] = [
   [
@@ -85,6 +83,22 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     'INSERT INTO edges_v3 (partition, id, json) SELECT partition, id, json FROM edges',
     'DROP TABLE edges',
     'ALTER TABLE edges_v3 RENAME TO edges',
+  ],
+  // Nodes, edges and vectors keyed by (partition, id) alone, WITHOUT ROWID: a rowid table kept
+  // the key twice (the table's rows and its primary-key index), ~0.55 KB a message of real chat.
+  // Chunks keep their rowid: their rows are a few KB, which a WITHOUT ROWID table stores in
+  // overflow pages at a smaller local size, so they took more room, not less.
+  [
+    ...(['nodes', 'edges'] as const).flatMap((table) => [
+      `CREATE TABLE ${table}_v4 (partition TEXT NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID`,
+      `INSERT INTO ${table}_v4 (partition, id, json) SELECT partition, id, json FROM ${table}`,
+      `DROP TABLE ${table}`,
+      `ALTER TABLE ${table}_v4 RENAME TO ${table}`,
+    ]),
+    'CREATE TABLE vectors_v4 (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id)) WITHOUT ROWID',
+    'INSERT INTO vectors_v4 (partition, id, data) SELECT partition, id, data FROM vectors',
+    'DROP TABLE vectors',
+    'ALTER TABLE vectors_v4 RENAME TO vectors',
   ],
 ];
 
@@ -167,7 +181,7 @@ export class SqlStore implements GraphStore {
         return decoded.node;
       });
       for (const row of this.driver.all('SELECT json FROM edges WHERE partition = ?', [partition])) {
-        const edge = JSON.parse(text(row, 'json')) as GraphEdge;
+        const edge = decodeEdge(text(row, 'json'));
         edges.set(edge.id, edge);
       }
       const vectors = new VectorTable();
@@ -222,7 +236,7 @@ export class SqlStore implements GraphStore {
       }
       for (const [id, json] of edgeRows.nodes) driver.run('INSERT OR REPLACE INTO nodes (partition, id, json) VALUES (?, ?, ?)', [partition, id, json]);
       remove('edges', 'id', edgeRows.folded);
-      for (const edge of edgeRows.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, JSON.stringify(edge)]);
+      for (const edge of edgeRows.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, encodeEdge(edge)]);
       for (const [id, vector] of batch.putVectors ?? []) {
         driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, encodeVector(vector, this.vectorPrecision)]);
       }
@@ -332,7 +346,7 @@ export class SqlStore implements GraphStore {
     const folded = new Set<string>();
     for (const node of batch.putNodes ?? []) {
       const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
-      const encoded = encodeNode(node, own, node.layer === 'facetPoint' ? chunkOf(node.chunkId) : undefined);
+      const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined);
       nodes.set(node.id, encoded.json);
       for (const id of encoded.folded) folded.add(id);
     }

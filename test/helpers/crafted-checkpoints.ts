@@ -3,6 +3,7 @@ import { PrismError, type PrismErrorCode } from '../../src/errors.ts';
 import type { Chunk, EntityNode, EpisodeNode, FacetPointNode, GraphEdge, GraphNode, JsonValue, MemoryMeta } from '../../src/graph/types.ts';
 import type { Memory } from '../../src/memory.ts';
 import { partitionOf, resolveScope, type Scope } from '../../src/scope.ts';
+import { decodeChunk, decodeNode, encodeNode } from '../../src/store/record-codec.ts';
 
 /**
  * Checkpoints an attacker with the format spec and a CRC calculator could write: a valid export
@@ -423,12 +424,29 @@ export interface StoredDamage {
   code?: PrismErrorCode;
 }
 
-function editRows<T>(db: Database.Database, table: 'nodes' | 'chunks', partition: string, edit: (rows: T[]) => void): void {
-  const rows = db.prepare(`SELECT id, json FROM ${table} WHERE partition = ? ORDER BY id`).all(partition) as Array<{ id: string; json: string }>;
-  const records = rows.map((row) => JSON.parse(row.json) as T);
+function storedRows(db: Database.Database, table: 'nodes' | 'chunks', partition: string): Array<{ id: string; json: string }> {
+  return db.prepare(`SELECT id, json FROM ${table} WHERE partition = ? ORDER BY id`).all(partition) as Array<{ id: string; json: string }>;
+}
+
+function editChunks(db: Database.Database, partition: string, edit: (chunks: Chunk[]) => void): void {
+  const rows = storedRows(db, 'chunks', partition);
+  const records = rows.map((row) => JSON.parse(row.json) as Chunk);
   edit(records);
-  const update = db.prepare(`UPDATE ${table} SET json = ? WHERE partition = ? AND id = ?`);
+  const update = db.prepare('UPDATE chunks SET json = ? WHERE partition = ? AND id = ?');
   rows.forEach((row, i) => update.run(JSON.stringify(records[i]), partition, row.id));
+}
+
+/** Edits the nodes as the store reads them, and writes them back in the store's compact forms. */
+function editNodes(db: Database.Database, partition: string, edit: (nodes: GraphNode[]) => void): void {
+  const chunks = new Map(storedRows(db, 'chunks', partition).map((row) => [row.id, decodeChunk(row.json)]));
+  const rows = storedRows(db, 'nodes', partition);
+  const decoded = rows.map((row) => decodeNode(row.json, chunks));
+  edit(decoded.map((d) => d.node));
+  const update = db.prepare('UPDATE nodes SET json = ? WHERE partition = ? AND id = ?');
+  rows.forEach((row, i) => {
+    const { node, edges } = decoded[i]!;
+    update.run(encodeNode(node, edges, 'chunkId' in node ? chunks.get(node.chunkId) : undefined).json, partition, row.id);
+  });
 }
 
 function editMeta(db: Database.Database, partition: string, edit: (meta: MemoryMeta) => void): void {
@@ -450,14 +468,14 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
   {
     name: 'two Episodes share a key',
     damage: (db, partition) =>
-      editRows<GraphNode>(db, 'nodes', partition, (nodes) => {
+      editNodes(db, partition, (nodes) => {
         const episodes = nodes.filter((n) => n.layer === 'episode');
         second(episodes, 'Episodes').key = first(episodes, 'Episode').key;
       }),
   },
   {
     name: 'a chunk without turns',
-    damage: (db, partition) => editRows<Chunk>(db, 'chunks', partition, (chunks) => drop(first(chunks, 'chunk'), 'turns')),
+    damage: (db, partition) => editChunks(db, partition, (chunks) => drop(first(chunks, 'chunk'), 'turns')),
   },
   {
     name: 'meta.dim 383 with 383-float vectors',

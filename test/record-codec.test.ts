@@ -1,0 +1,154 @@
+import { describe, expect, it } from 'vitest';
+import { chunkText, turnTheme } from '../src/graph/chunk-text.ts';
+import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
+import { decodeEdge, decodeNode, encodeEdge, encodeNode, withoutFoldedEdge } from '../src/store/record-codec.ts';
+import { checkNode } from '../src/store/validate-snapshot.ts';
+
+const CHUNK_ID = 'a3f1c2d4e5b60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';
+const turns = [
+  { dialogId: 's1:1', speaker: 'User', text: 'I adopted a puppy named Rex last week.  He   chews everything.', time: null },
+  { dialogId: 's1:2', speaker: 'Assistant', text: `Congratulations on Rex! ${'Puppies need patience and a routine. '.repeat(8)}`, time: null },
+];
+const header = '[s1 · 2023-08-11T15:58:00]';
+const chunk: Chunk = { id: CHUNK_ID, sessionId: 's1', header, text: chunkText(header, turns), time: '2023-08-11T15:58:00', order: 0, turns };
+const chunks = new Map([[CHUNK_ID, chunk]]);
+
+// Records as graph building writes them (build-graph.ts), keys in its order.
+const episode: EpisodeNode = { id: episodeIdOf(CHUNK_ID), key: 1, layer: 'episode', chunkId: CHUNK_ID, summary: header, time: chunk.time, order: 0 };
+const facet: FacetNode = { id: 'fc:a3f1c2d4e5b6:1', key: 4, layer: 'facet', chunkId: CHUNK_ID, episodeId: episode.id, theme: turnTheme('Assistant', turns[1]!.text) };
+const point: FacetPointNode = {
+  id: 'fp:a3f1c2d4e5b6:0',
+  key: 6,
+  layer: 'facetPoint',
+  chunkId: CHUNK_ID,
+  episodeId: episode.id,
+  facetId: facet.id,
+  content: 'Assistant: Puppies need patience and a routine.',
+  entityId: 'en:a3f1c2d4e5b6:0',
+  timeText: null,
+  time: null,
+  dialogIds: ['s1:2'],
+};
+const entity: EntityNode = { id: 'en:a3f1c2d4e5b6:0', key: 2, layer: 'entity', name: 'Rex', entityType: 'other', chunkIds: [CHUNK_ID] };
+const edge = (type: GraphEdge['type'], from: string, to: string, key: number, more: Partial<GraphEdge> = {}): GraphEdge => ({
+  id: edgeId(type, from, to),
+  key,
+  type,
+  from,
+  to,
+  chunkId: CHUNK_ID,
+  description: null,
+  confidence: null,
+  ...more,
+});
+const pointEdges = [edge('belongs_to', point.id, facet.id, 7), edge('involves_entity', point.id, entity.id, 8)];
+
+/** Encodes and decodes `node`; the decoded node and edges must equal the originals, key order included. */
+function roundTrip(node: GraphNode, edges: GraphEdge[] = []): string {
+  const { json, folded } = encodeNode(node, edges, chunk);
+  expect(folded).toEqual(edges.map((e) => e.id));
+  const decoded = decodeNode(json, chunks);
+  expect(JSON.stringify(decoded.node)).toBe(JSON.stringify(node));
+  expect(decoded.edges.map((e) => JSON.stringify(e))).toEqual(edges.map((e) => JSON.stringify(e)));
+  return json;
+}
+
+describe('the record codec', () => {
+  it('stores nodes of the shape graph building writes as arrays without their key names or what their chunk rebuilds, and reads them back exactly', () => {
+    for (const [node, edges] of [
+      [episode, []],
+      [facet, [edge('belongs_to', facet.id, episode.id, 5)]],
+      [point, pointEdges],
+      [entity, []],
+    ] as const) {
+      const json = roundTrip(node, [...edges]);
+      expect(json.startsWith('[')).toBe(true);
+      expect(json).not.toContain('"layer"');
+    }
+    const pointJson = roundTrip(point, pointEdges);
+    // The Episode id, the quoted stretch and the dialog id are the chunk's; the edge keys are offsets from the node's.
+    expect(pointJson).not.toContain(episode.id);
+    expect(pointJson).not.toContain('patience');
+    expect(pointJson).not.toContain('s1:2');
+    expect(pointJson.endsWith('[1,2]]')).toBe(true);
+    const facetJson = roundTrip(facet);
+    expect(facetJson).not.toContain('Congratulations');
+  });
+
+  it('writes a field that does not fit its rebuilt form as it is, and still reads the record back exactly', () => {
+    // Each with the field as written in its stored JSON.
+    const variants: Array<[GraphNode, string]> = [
+      [{ ...facet, theme: 'other facts' }, '"other facts"'],
+      // One character off the turn's theme.
+      [{ ...facet, theme: `${facet.theme.slice(0, -1)}!` }, `${facet.theme.slice(0, -1)}!`],
+      [{ ...facet, episodeId: 'ep:another' }, '"ep:another"'],
+      [{ ...point, dialogIds: ['s1:2', 's1:1'] }, '["s1:2","s1:1"]'],
+      [{ ...point, dialogIds: ['s9:9'] }, '["s9:9"]'],
+      [{ ...point, content: 'Assistant: a fact no turn says.' }, '"Assistant: a fact no turn says."'],
+    ];
+    for (const [node, written] of variants) expect(roundTrip(node)).toContain(written);
+  });
+
+  it('writes a node with other keys or another key order as an object, and reads it back exactly', () => {
+    const { id, key, ...rest } = point;
+    const reordered = { key, id, ...rest } as FacetPointNode;
+    const extra = { ...entity, note: 'kept' } as EntityNode;
+    for (const node of [reordered, extra]) {
+      const json = roundTrip(node, node === reordered ? pointEdges : []);
+      expect(json.startsWith('{')).toBe(true);
+    }
+    // A key whose value is undefined is no key of the record: an array would write it as null.
+    const undefinedTime = { ...point, time: undefined } as unknown as FacetPointNode;
+    expect(encodeNode(undefinedTime, [], chunk).json.startsWith('{')).toBe(true);
+    expect(decodeNode(encodeNode(undefinedTime, [], chunk).json, chunks).node).not.toHaveProperty('time');
+  });
+
+  it('reads the object records an earlier version wrote (edge keys by name, content offsets)', () => {
+    const older = JSON.stringify({ ...point, content: [0, 31], edgeKeys: { belongs_to: 7, involves_entity: 8 } });
+    const decoded = decodeNode(older, chunks);
+    expect(JSON.stringify(decoded.node)).toBe(JSON.stringify({ ...point, content: 'Assistant: Congratulations on Rex! Puppies' }));
+    expect(decoded.edges).toEqual(pointEdges);
+  });
+
+  it('takes one folded edge out of an array record, leaving the other', () => {
+    const { json } = encodeNode(point, pointEdges, chunk);
+    const without = withoutFoldedEdge(json, pointEdges[0]!.id);
+    expect(without).not.toBeNull();
+    expect(decodeNode(without!, chunks).edges).toEqual([pointEdges[1]]);
+    expect(decodeNode(withoutFoldedEdge(without!, pointEdges[1]!.id)!, chunks).edges).toEqual([]);
+    expect(withoutFoldedEdge(json, 'belongs_to:fp:other>fc:other')).toBeNull();
+  });
+
+  it('leaves a stand-in its chunk cannot rebuild in place, for validation to reject', () => {
+    const { json } = encodeNode(point, [], chunk);
+    const orphan = decodeNode(json, new Map()).node;
+    expect(() => checkNode(orphan, (message) => { throw new Error(message); })).toThrow(/dialogIds|content/);
+    expect(() => checkNode(decodeNode('[9,"x",1]', chunks).node, (message) => { throw new Error(message); })).toThrow();
+  });
+
+  it('stores an edge with its canonical id and keys as the array of its values, trailing nulls left off', () => {
+    const edges = [
+      edge('evolution', point.id, 'fp:a3f1c2d4e5b6:1', 10),
+      edge('causal', point.id, 'fp:a3f1c2d4e5b6:1', 11, { description: 'Rex chewed the shoes', confidence: 0.75 }),
+      edge('temporal', point.id, 'fp:a3f1c2d4e5b6:1', 12, { confidence: 0.5 }),
+      edge('semantic', point.id, 'fp:a3f1c2d4e5b6:1', 13, { description: 'similar' }),
+    ];
+    for (const e of edges) {
+      const json = encodeEdge(e);
+      expect(json.startsWith('[')).toBe(true);
+      expect(json).not.toContain(e.id);
+      expect(JSON.stringify(decodeEdge(json))).toBe(JSON.stringify(e));
+    }
+    expect(encodeEdge(edges[0]!)).toBe(`[10,"evolution","${point.id}","fp:a3f1c2d4e5b6:1","${CHUNK_ID}"]`);
+    expect(encodeEdge(edges[2]!)).toMatch(/,null,0\.5\]$/);
+  });
+
+  it('writes an edge with another id, other keys or another key order as it is', () => {
+    const canonical = edge('evolution', point.id, 'fp:a3f1c2d4e5b6:1', 10);
+    const { id, key, ...rest } = canonical;
+    for (const e of [{ ...canonical, id: 'evolution:legacy-id' }, { key, id, ...rest }, { ...canonical, note: 'kept' }] as GraphEdge[]) {
+      expect(encodeEdge(e)).toBe(JSON.stringify(e));
+      expect(JSON.stringify(decodeEdge(encodeEdge(e)))).toBe(JSON.stringify(e));
+    }
+  });
+});

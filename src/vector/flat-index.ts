@@ -9,9 +9,9 @@ const INITIAL_ROWS = 64;
 /**
  * Exact inner-product search in plain JavaScript: the vectors packed in one Float32Array that
  * doubles as it fills, searched by `bruteForceSearch` (same ranking as the usearch index: higher
- * score first, ties to the smaller key). It holds 4 × `dim` bytes per vector and nothing else,
- * where the usearch WASM index takes its memory in arenas of 4 MB and more per index, so a memory's
- * five or six index spaces reserve tens of megabytes before their first thousand vectors. For
+ * score first, ties to the smaller key). It holds 4 × `dim` bytes per vector and nothing else.
+ * The usearch WASM flat index packs its rows the same way, but in a WASM memory that starts at
+ * 16 MB and never gives memory back to the runtime. For
  * runtimes that count every megabyte (a Cloudflare Worker has 128 MB), and for memories small
  * enough that a scan is quick: about 1 ms per 2,000 vectors of 384 dimensions.
  */

@@ -13,7 +13,12 @@ export type UsearchWasmSource = ArrayBuffer | Uint8Array | WebAssembly.Module | 
 
 export interface IndexOptions {
   dim: number;
-  /** 'flat' (default) is exact search, like FAISS IndexFlatIP; 'hnsw' is approximate. */
+  /**
+   * 'flat' (default) is exact search, like FAISS IndexFlatIP: the vectors in row-major blocks of
+   * about 4 MB plus their keys, every row scored by usearch's inner-product kernel. Adding is a
+   * copy, and the index holds little beyond 4 × dim bytes per vector. 'hnsw' is approximate:
+   * usearch's HNSW graph, which costs a graph insertion per add and memory for the graph.
+   */
   kind?: IndexKind;
   /** HNSW graph degree; 0 or absent = usearch's default (16). */
   connectivity?: number;
@@ -142,7 +147,10 @@ class UsearchWasmRuntime implements UsearchWasm {
   }
 }
 
-/** A usearch `index_dense` (inner product, f32) living in WASM memory. Call `dispose()` when done. */
+/**
+ * An inner-product index over f32 vectors living in WASM memory (usearch_binding.cpp): the flat kind
+ * is an exact scan over packed rows, the hnsw kind is usearch's `index_dense`. Call `dispose()` when done.
+ */
 export class UsearchIndex implements VectorIndex {
   readonly dim: number;
   readonly kind: IndexKind;
@@ -233,7 +241,7 @@ export class UsearchIndex implements VectorIndex {
         for (let q = 0; q < queryCount; q++) {
           const hits: SearchHit[] = [];
           for (let i = 0; i < found[q]!; i++) hits.push({ key: outKeys[q * wanted + i]!, score: outScores[q * wanted + i]! });
-          // usearch orders equal scores arbitrarily; pin them to the shared ranking.
+          // The flat kind returns this order already; usearch's HNSW orders equal scores arbitrarily.
           results.push(hits.sort(compareHits));
         }
         return results;
@@ -241,7 +249,7 @@ export class UsearchIndex implements VectorIndex {
     );
   }
 
-  /** A self-describing, checksummed snapshot (kind, dim, vectors and graph). */
+  /** A self-describing, checksummed snapshot: kind, dim, then keys and vectors (flat) or usearch's graph (hnsw). */
   serialize(): Uint8Array {
     const handle = this.live();
     const { runtime } = this;

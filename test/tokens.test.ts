@@ -1,5 +1,39 @@
 import { describe, expect, it } from 'vitest';
-import { countTokens, loadTokenCounter } from '../src/util/tokens.ts';
+import { mulberry32 } from '../src/eval/stats.ts';
+import { countSpaced, countTokens, loadTokenCounter } from '../src/util/tokens.ts';
+
+describe('counting text joined at spaces from its parts (o200k_base)', () => {
+  // Runs first in this file, while the default counter that test/setup.ts loads is installed.
+  const random = mulberry32(11);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  const WORDS = ['painted', 'sunrise', "Melanie's", "don't", 'I', 'a', 'Caroline', 'LGBTQ', 'über', 'café', '日本語', 'Привет', '🎉', '👍🏽', 'e.g.', 'http://example.com/a?b=1', 'x/y', '2023', '12345', '3.5', '$40', '#tag', '@me', '(see', 'this)', '"quoted"', '…', '—', '--', '!!', '?', ';', ':', '...', "'s", 'ALL', 'CAPS', 'mixedCase', 'tab\there', 'two  spaces', 'line\nbreak', 'end.\n\nNew', '<|endoftext|>', '１２３', 'ß', 'İ'];
+  const sentence = (): string => {
+    const words = Array.from({ length: 1 + Math.floor(random() * 14) }, () => pick(WORDS).replace(/\\t/g, '\t').replace(/\\n/g, '\n'));
+    return `${words.join(pick([' ', ' ', ' ', '', ', ']))}${pick(['.', '!', '?', '', '…', ':)', '"', '/'])}`.trim();
+  };
+
+  it('gives the count of the joined text, for the parts excerpts are made of', () => {
+    let compared = 0;
+    for (let n = 0; n < 3000; n++) {
+      const parts = [`(D${n}:1) ${pick(['Melanie', 'user', 'A B', '李'])}:`];
+      for (let k = 0; k < 1 + Math.floor(random() * 6); k++) parts.push(random() < 0.2 ? ' …' : ` ${sentence()}`);
+      if (parts.some((part, i) => i > 0 && !/^ \S/u.test(part))) continue;
+      expect(countSpaced(parts), JSON.stringify(parts)).toBe(countTokens(parts.join('')));
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(2500);
+  });
+
+  it('counts text that spells a special token as the text it is', () => {
+    expect(countTokens('pasted: <|endoftext|> and <|im_start|>')).toBeGreaterThan(5);
+  });
+
+  it('counts the joined text when a part is not of that shape', () => {
+    for (const parts of [['a ', ' b'], ['a', '  b'], ['a', 'b'], ['a', ' b '], ['a', ' \nb'], ['', ' b']]) {
+      expect(countSpaced(parts)).toBe(countTokens(parts.join('')));
+    }
+  });
+});
 
 describe('remembered token counts', () => {
   it('keep the texts searches keep reaching when more text than the bound comes through', async () => {

@@ -1,8 +1,9 @@
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLine } from '../graph/chunk-text.ts';
-import { countTokens } from './pack.ts';
+import { countSpaced, countTokens } from '../util/tokens.ts';
 
-const GAP = ' … ';
+/** What marks left-out sentences, with the space before it (a gap between two sentences is " … "). */
+const ELLIPSIS = ' …';
 /** Sentences scoring under this share of the best one are left out even when they would fit. */
 const RELATIVE_FLOOR = 0.5;
 
@@ -16,18 +17,27 @@ const RELATIVE_FLOOR = 0.5;
 export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): string {
   const sentences = splitSentences(turn.text);
   const order = sentences.map((sentence, i) => ({ i, score: sentenceScore(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
-  const render = (picked: readonly number[]): string => {
+  // The excerpt's line as parts that join into it: the line's head, then each sentence and
+  // each "…" with the space before it; `countSpaced` weighs it from the parts' own counts.
+  const head = turnLine({ ...turn, text: '' }).trimEnd();
+  // Made once: each is looked up again for every candidate excerpt that holds it.
+  const spaced = sentences.map((sentence) => ` ${sentence}`);
+  const parts = (picked: readonly number[]): string[] => {
     const sorted = [...picked].sort((a, b) => a - b);
-    let text = (sorted[0] ?? 0) > 0 ? '… ' : '';
-    sorted.forEach((i, k) => (text += `${k === 0 ? '' : sorted[k - 1] === i - 1 ? ' ' : GAP}${sentences[i]}`));
-    if (sorted.at(-1) !== sentences.length - 1) text += ' …';
-    return turnLine({ ...turn, text });
+    const out = [head];
+    sorted.forEach((i, k) => {
+      if (k === 0 ? i > 0 : sorted[k - 1] !== i - 1) out.push(ELLIPSIS);
+      out.push(spaced[i] as string);
+    });
+    if (sorted.at(-1) !== sentences.length - 1) out.push(ELLIPSIS);
+    return out;
   };
+  const render = (picked: readonly number[]): string => turnLine({ ...turn, text: parts(picked).slice(1).join('').slice(1) });
   const floor = (order[0]?.score ?? 0) * RELATIVE_FLOOR;
   const picked: number[] = [];
   for (const { i, score } of order) {
     if (picked.length > 0 && score < floor) break;
-    if (countTokens(render([...picked, i])) <= maxTokens) picked.push(i);
+    if (countSpaced(parts([...picked, i])) <= maxTokens) picked.push(i);
     else if (picked.length > 0) break;
     else return cutToTokens(render([i]), maxTokens);
   }

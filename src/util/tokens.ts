@@ -7,6 +7,7 @@ let active: TokenCounter | null = null;
 /** Whether `active` is the default o200k_base counter, whose pre-tokenizer never joins text across a line break (see `countLines`). */
 let splitsAtLineBreaks = false;
 let loadingDefault: Promise<TokenCounter> | null = null;
+const NO_SPECIAL_TOKENS = new Set<string>();
 
 /**
  * Counts the installed counter already made. Search counts the same turn lines and session
@@ -33,7 +34,9 @@ export async function loadTokenCounter(custom?: TokenCounter): Promise<TokenCoun
     install(custom, false);
     return custom;
   }
-  loadingDefault ??= import('gpt-tokenizer/encoding/o200k_base').then((o200k) => o200k.countTokens);
+  // Text that spells a special token ("<|endoftext|>") is counted as the text it is: the
+  // library's default throws on it, and a user may well paste one into a message.
+  loadingDefault ??= import('gpt-tokenizer/encoding/o200k_base').then((o200k) => (text: string) => o200k.countTokens(text, { disallowedSpecial: NO_SPECIAL_TOKENS }));
   loadingDefault.catch(() => (loadingDefault = null));
   const o200k = await loadingDefault;
   if (!active) install(o200k, true);
@@ -62,10 +65,12 @@ export function countTokens(text: string): number {
   const tokens = active(text);
   counted.set(text, tokens);
   countedChars += text.length;
-  for (const [oldest] of counted) {
-    if (countedChars <= MAX_COUNTED_CHARS) break;
-    counted.delete(oldest);
-    countedChars -= oldest.length;
+  if (countedChars > MAX_COUNTED_CHARS) {
+    for (const oldest of counted.keys()) {
+      counted.delete(oldest);
+      countedChars -= oldest.length;
+      if (countedChars <= MAX_COUNTED_CHARS) break;
+    }
   }
   return tokens;
 }
@@ -91,5 +96,27 @@ export function countLines(pieces: readonly string[]): number {
       run = '';
     }
   });
+  return tokens;
+}
+
+/** A part `countSpaced` can count apart: one space then a non-space character at its start (but the first part's), a non-space character at its end. */
+const SPACED_PART = /^ \S(?:.*\S)?$/su;
+
+/**
+ * Tokens of `parts.join('')`, where every part ends in a non-space character and every part but
+ * the first is one space followed by a non-space character and more (" word…", " …"). With
+ * o200k_base this is the sum of the parts' own (remembered) counts: no piece of its
+ * pre-tokenizer holds a space unless the space starts it or it is all whitespace, so every
+ * piece ends where a part does and the piece at each part's space is the one the part begins
+ * with alone. Excerpts of long turns are weighed sentence by sentence this way, instead of
+ * tokenising each candidate excerpt whole. Parts of any other shape, or another counter, count
+ * the joined text.
+ */
+export function countSpaced(parts: readonly string[]): number {
+  const first = parts[0] ?? '';
+  const apart = splitsAtLineBreaks && /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
+  if (!apart) return countTokens(parts.join(''));
+  let tokens = 0;
+  for (const part of parts) tokens += countTokens(part);
   return tokens;
 }

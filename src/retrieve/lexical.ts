@@ -74,7 +74,7 @@ export class LexicalIndex {
       if (!this.postings.has(doc.id)) fresh.push(doc);
     }
     const stale = this.postings.ids().filter((id) => !wanted.has(id));
-    for (const id of stale) this.postings.remove(id);
+    this.postings.remove(stale);
     for (const doc of fresh) this.postings.add(doc);
     // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
     if (stale.length > 0 || fresh.length > 0) {
@@ -229,21 +229,23 @@ const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
 /** What a document keeps once indexed: not its text, which only tokenising needed. */
 type IndexedFields = Pick<LexicalDoc, 'id' | 'layer' | 'nodeId' | 'dialogId'>;
 
-/** A document as the index holds it: its field length (its distinct raw tokens) and the postings of its terms, to drop them on removal. */
+/** A document as the index holds it, with its field length (its distinct raw tokens). */
 interface IndexedDoc {
   doc: IndexedFields;
   fieldLength: number;
-  terms: TermPostings[];
 }
 
 /**
- * The documents holding one term, as a flat list of (ordinal, term frequency) pairs in ordinal,
- * so indexing, order: a small array of small integers per term instead of a map per term, which
- * was most of the index's memory.
+ * The documents holding one term, in ordinal (so indexing) order, as small integers in one
+ * array: a document whose term frequency is 1 is its ordinal; any other is −(ordinal + 1)
+ * followed by the frequency. Most postings are a single 1, and a map per term, or a pair per
+ * posting, was most of the index's memory.
  */
 interface TermPostings {
   term: string;
-  pairs: number[];
+  entries: number[];
+  /** Documents holding the term (what the idf counts). */
+  holding: number;
 }
 
 /** Raw tokens remembered at most: chat repeats its words, and normalising each occurrence again was a third of indexing. */
@@ -252,9 +254,10 @@ const TOKEN_CACHE_LIMIT = 1 << 17;
 /**
  * Term → documents → term frequency over one text field, with what BM25+ normalises by: the
  * document count and the average field length, kept as minisearch keeps them (a running mean of
- * each document's distinct raw tokens), so scores match it to the last bit. Removing a document
- * drops its postings at once, so scores are always those of a clean index. Documents are numbered
- * in the order they are added (ordinals are never reused), which is the order hits are listed in.
+ * each document's distinct raw tokens), so scores match it to the last bit. Removing documents
+ * drops their postings at once, so scores are always those of a clean index. Documents are
+ * numbered in the order they are added (ordinals are never reused), which is the order hits are
+ * listed in.
  */
 class Postings {
   private readonly ordinals = new Map<string, number>();
@@ -283,55 +286,46 @@ class Postings {
     const count = this.docs.size;
     this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
     const ordinal = this.nextOrdinal++;
-    const terms: TermPostings[] = [];
     for (const token of tokens) {
       const postings = this.postingsOf(token);
-      if (!postings) continue;
-      const { pairs } = postings;
-      // This document's pair, if it has one, is the term's last: its tokens are added together.
-      if (pairs[pairs.length - 2] === ordinal) pairs[pairs.length - 1] = (pairs[pairs.length - 1] as number) + 1;
-      else {
-        pairs.push(ordinal, 1);
-        terms.push(postings);
-      }
+      if (postings) addOccurrence(postings, ordinal);
     }
     this.ordinals.set(id, ordinal);
-    this.docs.set(ordinal, { doc: { id, layer, nodeId, dialogId }, fieldLength, terms });
+    this.docs.set(ordinal, { doc: { id, layer, nodeId, dialogId }, fieldLength });
   }
 
-  remove(id: string): void {
-    const ordinal = this.ordinals.get(id);
-    const entry = ordinal === undefined ? undefined : this.docs.get(ordinal);
-    if (ordinal === undefined || !entry) return;
-    const count = this.docs.size;
-    this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - entry.fieldLength) / (count - 1);
-    for (const postings of entry.terms) {
-      const at = pairIndex(postings.pairs, ordinal);
-      if (at >= 0) postings.pairs.splice(at, 2);
-      if (postings.pairs.length === 0) {
-        this.byTerm.delete(postings.term);
-        // Raw tokens may still lead to the dropped list.
-        this.postingsByToken.clear();
-      }
+  /** Removes documents, in order; one pass over the postings drops them all (documents leave with whole sessions). */
+  remove(ids: readonly string[]): void {
+    const removed = new Set<number>();
+    for (const id of ids) {
+      const ordinal = this.ordinals.get(id);
+      const entry = ordinal === undefined ? undefined : this.docs.get(ordinal);
+      if (ordinal === undefined || !entry) continue;
+      const count = this.docs.size;
+      this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - entry.fieldLength) / (count - 1);
+      this.ordinals.delete(id);
+      this.docs.delete(ordinal);
+      removed.add(ordinal);
     }
-    this.ordinals.delete(id);
-    this.docs.delete(ordinal);
+    if (removed.size === 0) return;
+    for (const postings of this.byTerm.values()) {
+      withoutDocuments(postings, removed);
+      if (postings.holding === 0) this.byTerm.delete(postings.term);
+    }
+    // Raw tokens may still lead to a dropped list.
+    this.postingsByToken.clear();
   }
 
   /** Calls `visit` with each document holding `term`, its ordinal and its BM25+ score, in the order documents were added. */
   forEachHit(term: string, visit: (doc: IndexedFields, ordinal: number, score: number) => void): void {
     const postings = this.byTerm.get(term);
     if (!postings) return;
-    const { pairs } = postings;
     const total = this.docs.size;
-    const holding = pairs.length / 2;
-    const idf = Math.log(1 + (total - holding + 0.5) / (holding + 0.5));
-    for (let i = 0; i < pairs.length; i += 2) {
-      const ordinal = pairs[i] as number;
-      const tf = pairs[i + 1] as number;
+    const idf = Math.log(1 + (total - postings.holding + 0.5) / (postings.holding + 0.5));
+    forEachPosting(postings.entries, (ordinal, tf) => {
       const { doc, fieldLength } = this.docs.get(ordinal) as IndexedDoc;
       visit(doc, ordinal, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
-    }
+    });
   }
 
   /** The postings a raw token adds to (made when new), or null for a token that is no term. */
@@ -340,7 +334,7 @@ class Postings {
     if (postings === undefined) {
       const term = normaliseTerm(token);
       postings = term === null ? null : (this.byTerm.get(term) ?? null);
-      if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, pairs: [] }));
+      if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, entries: [], holding: 0 }));
       if (this.postingsByToken.size >= TOKEN_CACHE_LIMIT) this.postingsByToken.clear();
       this.postingsByToken.set(token, postings);
     }
@@ -348,18 +342,46 @@ class Postings {
   }
 }
 
-/** Where `ordinal`'s pair starts in a term's (ordinal, frequency) list, ordered by ordinal; −1 when absent. */
-function pairIndex(pairs: readonly number[], ordinal: number): number {
-  let low = 0;
-  let high = pairs.length / 2 - 1;
-  while (low <= high) {
-    const mid = (low + high) >>> 1;
-    const at = pairs[mid * 2] as number;
-    if (at === ordinal) return mid * 2;
-    if (at < ordinal) low = mid + 1;
-    else high = mid - 1;
+/** One more occurrence of the term in document `ordinal`, the newest document (its tokens are added together). */
+function addOccurrence(postings: TermPostings, ordinal: number): void {
+  const { entries } = postings;
+  const last = entries.length - 1;
+  if (last >= 1 && (entries[last - 1] as number) < 0) {
+    // The last entry is a frequency; the one before it names its document.
+    if (entries[last - 1] === -(ordinal + 1)) {
+      entries[last] = (entries[last] as number) + 1;
+      return;
+    }
+  } else if (last >= 0 && entries[last] === ordinal) {
+    entries[last] = -(ordinal + 1);
+    entries.push(2);
+    return;
   }
-  return -1;
+  entries.push(ordinal);
+  postings.holding++;
+}
+
+/** Calls `visit` with each (ordinal, term frequency) of a term's entries, in order. */
+function forEachPosting(entries: readonly number[], visit: (ordinal: number, tf: number) => void): void {
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as number;
+    if (entry >= 0) visit(entry, 1);
+    else visit(-entry - 1, entries[++i] as number);
+  }
+}
+
+/** Drops the postings of `removed` documents from a term's entries, in place. */
+function withoutDocuments(postings: TermPostings, removed: ReadonlySet<number>): void {
+  const kept: number[] = [];
+  forEachPosting(postings.entries, (ordinal, tf) => {
+    if (removed.has(ordinal)) return;
+    if (tf === 1) kept.push(ordinal);
+    else kept.push(-(ordinal + 1), tf);
+  });
+  if (kept.length === postings.entries.length) return;
+  postings.entries = kept;
+  postings.holding = 0;
+  forEachPosting(kept, () => postings.holding++);
 }
 
 /** Best score first; equal scores in id order, so the list does not depend on the index's document order. */

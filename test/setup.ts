@@ -13,6 +13,7 @@ expect.addEqualityTesters([
     if (!(a instanceof VectorTable) && !(b instanceof VectorTable)) return undefined;
     const isMap = (x: unknown): x is ReadonlyMap<unknown, unknown> => x instanceof Map || x instanceof VectorTable;
     if (!isMap(a) || !isMap(b)) return false;
-    return this.equals([...a], [...b], customTesters);
+    // As Map equality is: the same keys, each with an equal value, in any order.
+    return a.size === b.size && [...a].every(([key, value]) => b.has(key) && this.equals(value, b.get(key), customTesters));
   },
 ]);

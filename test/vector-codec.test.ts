@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeVector, encodedBytes, encodeVector, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
 import { VectorTable } from '../src/graph/vector-table.ts';
+import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
 
 function unitVectors(count: number, dim: number): Float32Array[] {
   const random = mulberry32(7);
@@ -87,5 +88,38 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
     table.clear();
     expect(table.size).toBe(0);
     expect(table.get('n2')).toBeUndefined();
+  });
+});
+
+describe('VectorTable: a loaded memory is checked by its records’ scales', () => {
+  const vector = roundVector(unitVectors(1, 384)[0] as Float32Array, 'i8');
+  const withScale = (scale: number): Uint8Array => {
+    const bytes = encodeVector(vector, 'i8');
+    new DataView(bytes.buffer).setFloat32(0, scale, true);
+    return bytes;
+  };
+
+  it('tells a finite i8 record from one whose scale makes a value infinite or NaN, and from floats', () => {
+    const table = new VectorTable();
+    table.setStored('ok', withScale(0.01), 384);
+    table.setStored('nan', withScale(Number.NaN), 384);
+    table.setStored('huge', withScale(3e36), 384);
+    table.set('floats', unitVectors(1, 384)[0] as Float32Array);
+    expect(['ok', 'nan', 'huge', 'floats', 'absent'].map((id) => table.isFiniteRecord(id, 384))).toEqual([true, false, false, false, false]);
+    expect(table.isFiniteRecord('ok', 383)).toBe(false);
+  });
+
+  it('refuses a loaded table holding a vector with a non-finite value, naming it', () => {
+    const table = new VectorTable();
+    table.setStored('fp:1', withScale(0.01), 384);
+    table.setStored('fp:2', withScale(3e36), 384);
+    const failures: string[] = [];
+    const fail = (message: string): never => {
+      failures.push(message);
+      throw new Error(message);
+    };
+    const meta = { schemaVersion: 1, embedderId: 'e', dim: 384, nextKey: 1, chunkCount: 0, settings: {} };
+    expect(() => checkMemoryStructure({ meta, nodes: [], edges: [], chunks: [], vectors: table, hashes: [] }, fail)).toThrow();
+    expect(failures).toEqual([expect.stringMatching(/vector fp:2 contains -?Infinity at \d+/)]);
   });
 });

@@ -42,6 +42,26 @@ export class VectorTable implements Map<string, Float32Array> {
     return this.slots.has(id);
   }
 
+  /** The vector under `id`, decoded afresh and not remembered: for a pass over every vector (indexing a loaded memory). */
+  peek(id: string): Float32Array | undefined {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return undefined;
+    return slot < 0 ? this.floats.get(id) : (this.decoded.get(id) ?? decodeVector(this.record(slot), this.dim));
+  }
+
+  /**
+   * Whether `id` is an i8 record of `dim` dimensions whose every value is finite, told from its
+   * scale alone (its values are at most 128 × the scale in magnitude): a loaded memory is checked
+   * without decoding each vector. False for anything else, which its checker then decodes.
+   */
+  isFiniteRecord(id: string, dim: number): boolean {
+    const slot = this.slots.get(id);
+    if (slot === undefined || slot < 0 || dim !== this.dim) return false;
+    const record = this.record(slot);
+    const scale = new DataView(record.buffer, record.byteOffset, 4).getFloat32(0, true);
+    return Number.isFinite(Math.fround(128 * Math.abs(scale)));
+  }
+
   get(id: string): Float32Array | undefined {
     const slot = this.slots.get(id);
     if (slot === undefined) return undefined;

@@ -325,7 +325,7 @@ function nearest(state: MemoryState, layer: 'entity' | 'facetPoint', vector: Flo
  * and edges are indexed under their vectors in `indexVectors`: the batch's own by default; a
  * reload passes the graph's table, which already holds them.
  */
-export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: ReadonlyMap<string, Float32Array> = new Map(batch.putVectors ?? [])): void {
+export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: Pick<ReadonlyMap<string, Float32Array>, 'get'> = new Map(batch.putVectors ?? [])): void {
   const { graph, indexes } = state;
   for (const id of batch.deleteEdges ?? []) {
     const edge = graph.edges.get(id);

@@ -59,7 +59,7 @@ export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): Memory
     putEdges: byKey(snapshot.edges),
     putHashes: [...snapshot.hashes],
     meta: snapshot.meta,
-  }, vectors);
+  }, { get: (id) => vectors.peek(id) });
   return state;
 }
 

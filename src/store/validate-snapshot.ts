@@ -236,14 +236,7 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     return chunk;
   });
   // A store's table of vectors is checked and kept as it is (its ids are unique); a list is gathered into a table.
-  const vectors = memory.vectors instanceof VectorTable ? memory.vectors : new VectorTable();
-  for (const [id, vector] of memory.vectors) {
-    checkId(id, 'vector id', fail);
-    checkVector(id, vector, meta.dim, fail);
-    if (vectors === memory.vectors) continue;
-    if (vectors.has(id)) fail(`vector id ${shown(id)} occurs twice`);
-    vectors.set(id, vector);
-  }
+  const vectors = memory.vectors instanceof VectorTable ? checkedTable(memory.vectors, meta.dim, fail) : gatheredVectors(memory.vectors, meta.dim, fail);
   const hashes = new Set<string>();
   for (const hash of memory.hashes) {
     checkId(hash, 'hash', fail);
@@ -251,6 +244,27 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     hashes.add(hash);
   }
   return { meta, nodes, edges, chunks, vectors, hashes };
+}
+
+/** `table` once every vector in it is checked: i8 records by their scale, any other decoded. */
+function checkedTable(table: VectorTable, dim: number, fail: Fail): VectorTable {
+  for (const id of table.keys()) {
+    checkId(id, 'vector id', fail);
+    if (!table.isFiniteRecord(id, dim)) checkVector(id, table.peek(id), dim, fail);
+  }
+  return table;
+}
+
+/** A table of the listed vectors, each checked, an id listed twice refused. */
+function gatheredVectors(list: Iterable<readonly [unknown, unknown]>, dim: number, fail: Fail): VectorTable {
+  const vectors = new VectorTable();
+  for (const [id, vector] of list) {
+    checkId(id, 'vector id', fail);
+    checkVector(id, vector, dim, fail);
+    if (vectors.has(id)) fail(`vector id ${shown(id)} occurs twice`);
+    vectors.set(id, vector);
+  }
+  return vectors;
 }
 
 /**

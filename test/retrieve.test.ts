@@ -18,7 +18,7 @@ import {
   routeIntent,
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
-import { LexicalIndex, lexicalDocumentsOf, normaliseTerm, termsOf, type LexicalDoc, type LexicalMatches } from '../src/retrieve/lexical.ts';
+import { LexicalIndex, lexicalDocuments, normaliseTerm, termsOf, type LexicalDoc, type LexicalMatches } from '../src/retrieve/lexical.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
@@ -705,7 +705,7 @@ describe('hybrid anchors: lexical index and fusion', () => {
 /** What `LexicalIndex.search` should find: minisearch's own OR query over the graph's documents, per layer and turn. */
 function minisearchMatches(graph: MemoryGraph, query: string): LexicalMatches {
   const reference = new MiniSearch<LexicalDoc>({ idField: 'id', fields: ['text'], storeFields: ['layer', 'nodeId', 'dialogId'], processTerm: normaliseTerm });
-  reference.addAll([...lexicalDocumentsOf(graph)]);
+  reference.addAll(lexicalDocuments(graph));
   const best = new Map<string, { layer: Layer; id: string; score: number }>();
   const turns = new Map<string, Map<string, number>>();
   for (const result of reference.search(query)) {

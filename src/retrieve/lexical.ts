@@ -67,13 +67,14 @@ export class LexicalIndex {
 
   /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. */
   update(graph: MemoryGraph): void {
-    const wanted = new Set<string>();
+    // A search after each add runs this over the whole graph: documents it holds are only
+    // marked as still wanted, and only new ones are made.
+    const pass = this.postings.startPass();
     const fresh: LexicalDoc[] = [];
-    for (const doc of lexicalDocumentsOf(graph)) {
-      wanted.add(doc.id);
-      if (!this.postings.has(doc.id)) fresh.push(doc);
-    }
-    const stale = this.postings.ids().filter((id) => !wanted.has(id));
+    forEachLexicalDocument(graph, (id, make) => {
+      if (!this.postings.mark(id, pass)) fresh.push(make());
+    });
+    const stale = this.postings.unmarked(pass);
     this.postings.remove(stale);
     for (const doc of fresh) this.postings.add(doc);
     // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
@@ -229,10 +230,11 @@ const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
 /** What a document keeps once indexed: not its text, which only tokenising needed. */
 type IndexedFields = Pick<LexicalDoc, 'id' | 'layer' | 'nodeId' | 'dialogId'>;
 
-/** A document as the index holds it, with its field length (its distinct raw tokens). */
+/** A document as the index holds it, with its field length (its distinct raw tokens) and the last `update` pass that found it wanted. */
 interface IndexedDoc {
   doc: IndexedFields;
   fieldLength: number;
+  pass: number;
 }
 
 /**
@@ -266,18 +268,31 @@ class Postings {
   /** Raw token → the postings of its term (null: no term), so a repeated word is normalised and looked up once. */
   private readonly postingsByToken = new Map<string, TermPostings | null>();
   private nextOrdinal = 0;
+  private passes = 0;
   private averageFieldLength = 0;
 
   get size(): number {
     return this.docs.size;
   }
 
-  ids(): string[] {
-    return [...this.ordinals.keys()];
+  /** A new pass number for `mark` and `unmarked`. */
+  startPass(): number {
+    return ++this.passes;
   }
 
-  has(id: string): boolean {
-    return this.ordinals.has(id);
+  /** Marks document `id` as wanted in `pass`; false when the index does not hold it. */
+  mark(id: string, pass: number): boolean {
+    const ordinal = this.ordinals.get(id);
+    const entry = ordinal === undefined ? undefined : this.docs.get(ordinal);
+    if (entry) entry.pass = pass;
+    return entry !== undefined;
+  }
+
+  /** Ids of the documents `pass` did not mark, in the order they were added. */
+  unmarked(pass: number): string[] {
+    const ids: string[] = [];
+    for (const [id, ordinal] of this.ordinals) if (this.docs.get(ordinal)?.pass !== pass) ids.push(id);
+    return ids;
   }
 
   add({ id, layer, nodeId, dialogId, text }: LexicalDoc): void {
@@ -291,7 +306,7 @@ class Postings {
       if (postings) addOccurrence(postings, ordinal);
     }
     this.ordinals.set(id, ordinal);
-    this.docs.set(ordinal, { doc: { id, layer, nodeId, dialogId }, fieldLength });
+    this.docs.set(ordinal, { doc: { id, layer, nodeId, dialogId }, fieldLength, pass: this.passes });
   }
 
   /** Removes documents, in order; one pass over the postings drops them all (documents leave with whole sessions). */
@@ -394,28 +409,45 @@ export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): str
   return `${turn.speaker}: ${turn.text}`;
 }
 
-/** The documents the index holds for `graph`, in the graph's node order. */
-export function* lexicalDocumentsOf(graph: MemoryGraph): Generator<LexicalDoc> {
+/**
+ * Calls `visit` with the id of each document the index holds for `graph`, in the graph's node
+ * order, and a function that makes the document (its text is built only when asked for).
+ */
+function forEachLexicalDocument(graph: MemoryGraph, visit: (id: string, make: () => LexicalDoc) => void): void {
   for (const node of graph.nodes.values()) {
     switch (node.layer) {
       case 'episode': {
         const turns = graph.chunks.get(node.chunkId)?.turns ?? [];
-        for (const [i, turn] of turns.entries()) {
-          yield { id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) };
-        }
+        turns.forEach((turn, i) => {
+          const id = `turn:${node.id}:${i}`;
+          visit(id, () => ({ id, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) }));
+        });
         break;
       }
-      case 'facet':
-        yield { id: `facet:${node.id}`, layer: 'facet', nodeId: node.id, dialogId: '', text: node.theme };
+      case 'facet': {
+        const id = `facet:${node.id}`;
+        visit(id, () => ({ id, layer: 'facet', nodeId: node.id, dialogId: '', text: node.theme }));
         break;
-      case 'facetPoint':
-        yield { id: `facetPoint:${node.id}`, layer: 'facetPoint', nodeId: node.id, dialogId: '', text: node.content };
+      }
+      case 'facetPoint': {
+        const id = `facetPoint:${node.id}`;
+        visit(id, () => ({ id, layer: 'facetPoint', nodeId: node.id, dialogId: '', text: node.content }));
         break;
-      case 'entity':
-        yield { id: `entity:${node.id}`, layer: 'entity', nodeId: node.id, dialogId: '', text: node.name };
+      }
+      case 'entity': {
+        const id = `entity:${node.id}`;
+        visit(id, () => ({ id, layer: 'entity', nodeId: node.id, dialogId: '', text: node.name }));
         break;
+      }
     }
   }
+}
+
+/** The documents the index holds for `graph`, in the graph's node order. */
+export function lexicalDocuments(graph: MemoryGraph): LexicalDoc[] {
+  const docs: LexicalDoc[] = [];
+  forEachLexicalDocument(graph, (_, make) => docs.push(make()));
+  return docs;
 }
 
 /** Function words that would only add noise to BM25 over chat turns and questions. */

@@ -17,7 +17,7 @@ import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type 
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
 import { catchUp, checkCompatible, loadPartition, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
-import { findRecord, listSessions, storedDialogIds, turnsInSession, unitTurns, type MemoryRecord, type MemoryTurn, type SessionInfo } from './memory/records.ts';
+import { findRecord, listSessions, unitTurns, type MemoryRecord, type MemoryTurn, type SessionInfo } from './memory/records.ts';
 import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
 import { LexicalIndex } from './retrieve/lexical.ts';
@@ -235,7 +235,7 @@ export class Memory {
       const attempt = async (lockHeld: boolean): Promise<IngestReport> => {
         if (!lockHeld) await catchUp(this.host, partition);
         const { graph } = partition.state;
-        const plan = planMessageTurns(pending, sessionId, storedDialogIds(graph), turnsInSession(graph, sessionId), this.config.limits);
+        const plan = planMessageTurns(pending, sessionId, graph.dialogIds(), graph.turnsInSession(sessionId), this.config.limits);
         const turns = [...pinned, ...plan.turns];
         const committed = new Set<string>();
         try {
@@ -245,7 +245,7 @@ export class Memory {
               (draft, i): ChunkDraft => (merged.batchId === undefined ? draft : { ...draft, dedupKey: `batch\u001f${merged.batchId}\u001f${chunksBefore + i}` }),
             );
             const confirm = (chunk: { turns: readonly ChunkTurn[] }) => {
-              const conflict = planConflict(turns.filter((t) => !committed.has(t.dialogId)), plan.skipped, storedDialogIds(partition.state.graph));
+              const conflict = planConflict(turns.filter((t) => !committed.has(t.dialogId)), plan.skipped, partition.state.graph.dialogIds());
               if (conflict !== null) throw new IdentityConflict(conflict);
               for (const turn of chunk.turns) committed.add(turn.dialogId);
               chunksBefore++;

@@ -52,7 +52,7 @@ function build(graph: MemoryGraph, c: Chunk, ex: Extraction, vectors: { entities
     config: { ...DEFAULT_CONFIG.ingest, ...config },
     nextKey: () => key++,
   });
-  graph.chunks.set(c.id, c);
+  graph.putChunk(c);
   for (const node of out.nodes) graph.putNode(node);
   for (const edge of out.edges) graph.putEdge(edge);
   for (const [id, v] of out.nodeVectors) graph.vectors.set(id, v);
@@ -171,5 +171,45 @@ describe('embedExtraction', () => {
     expect([...written.summary]).toEqual([...(summary ?? [])]);
     const headerOnly = await embedExtraction(extraction({ summary: 'Ana has a new cat', summaryQuotes: [] }), embedder);
     expect([...headerOnly.summary]).toEqual([...(summary ?? [])]);
+  });
+});
+
+describe('MemoryGraph turn indexes', () => {
+  const chunk = (id: string, sessionId: string, dialogIds: string[]): Chunk => ({
+    id,
+    sessionId,
+    header: `[${sessionId}]`,
+    text: '',
+    time: null,
+    order: 0,
+    turns: dialogIds.map((dialogId) => ({ dialogId, speaker: 'user', text: dialogId, time: null })),
+  });
+  /** What the indexes must equal: gathered from every chunk, as `add` planned ids before. */
+  const gathered = (graph: MemoryGraph) => ({
+    ids: new Set([...graph.chunks.values()].flatMap((c) => c.turns.map((t) => t.dialogId))),
+    s1: [...graph.chunks.values()].filter((c) => c.sessionId === 's1').reduce((n, c) => n + c.turns.length, 0),
+  });
+
+  it('keep the held dialog ids and the turns per session as chunks come, are replaced and go', () => {
+    const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [chunk('a', 's1', ['s1:1', 's1:2'])], vectors: new Map() });
+    const check = () => {
+      const want = gathered(graph);
+      expect(new Set(graph.dialogIds())).toEqual(want.ids);
+      expect(graph.turnsInSession('s1')).toBe(want.s1);
+    };
+    check();
+    graph.putChunk(chunk('b', 's1', ['s1:3', 'shared']));
+    graph.putChunk(chunk('c', 's2', ['shared', 's2:1']));
+    check();
+    graph.putChunk(chunk('b', 's1', ['s1:3']));
+    check();
+    expect(graph.dialogIds().has('shared')).toBe(true);
+    graph.deleteChunk('c');
+    check();
+    expect(graph.dialogIds().has('shared')).toBe(false);
+    graph.deleteChunk('a');
+    graph.deleteChunk('missing');
+    check();
+    expect(graph.turnsInSession('s2')).toBe(0);
   });
 });

@@ -8,7 +8,17 @@ import type { Chunk, EdgeType, EntityNode, FacetPointNode, GraphEdge, GraphNode,
 export class MemoryGraph {
   readonly nodes = new Map<string, GraphNode>();
   readonly edges = new Map<string, GraphEdge>();
-  readonly chunks = new Map<string, Chunk>();
+  private readonly chunkById = new Map<string, Chunk>();
+  /** Chunks by id; changed through `putChunk` and `deleteChunk` only, which keep the turn indexes below. */
+  readonly chunks: ReadonlyMap<string, Chunk> = this.chunkById;
+  /**
+   * How many stored turns hold each dialog id, the ids as a set, and the turns per session:
+   * every add plans message ids against them, and gathering them from every chunk per add grew
+   * the add with the scope (~10 ms a call at 10,000 messages).
+   */
+  private readonly dialogIdCounts = new Map<string, number>();
+  private readonly heldDialogIds = new Set<string>();
+  private readonly turnsBySession = new Map<string, number>();
   readonly vectors: Map<string, Float32Array>;
   private readonly byKey = new Map<number, string>();
   /** Node ids per layer, so a layer is listed without scanning every node. */
@@ -32,9 +42,48 @@ export class MemoryGraph {
 
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
-    for (const chunk of snapshot.chunks) this.chunks.set(chunk.id, chunk);
+    for (const chunk of snapshot.chunks) this.putChunk(chunk);
     for (const node of snapshot.nodes) this.putNode(node);
     for (const edge of snapshot.edges) this.putEdge(edge);
+  }
+
+  putChunk(chunk: Chunk): void {
+    this.deleteChunk(chunk.id);
+    this.chunkById.set(chunk.id, chunk);
+    this.countTurns(chunk, 1);
+  }
+
+  deleteChunk(id: string): void {
+    const chunk = this.chunks.get(id);
+    if (!chunk) return;
+    this.chunkById.delete(id);
+    this.countTurns(chunk, -1);
+  }
+
+  /** The dialog ids of the turns the graph's chunks hold. Read-only: the set is the graph's own, kept as chunks come and go. */
+  dialogIds(): ReadonlySet<string> {
+    return this.heldDialogIds;
+  }
+
+  /** How many turns the graph's chunks hold in session `sessionId`. */
+  turnsInSession(sessionId: string): number {
+    return this.turnsBySession.get(sessionId) ?? 0;
+  }
+
+  private countTurns(chunk: Chunk, step: 1 | -1): void {
+    const sessionTurns = (this.turnsBySession.get(chunk.sessionId) ?? 0) + step * chunk.turns.length;
+    if (sessionTurns === 0) this.turnsBySession.delete(chunk.sessionId);
+    else this.turnsBySession.set(chunk.sessionId, sessionTurns);
+    for (const { dialogId } of chunk.turns) {
+      const count = (this.dialogIdCounts.get(dialogId) ?? 0) + step;
+      if (count === 0) {
+        this.dialogIdCounts.delete(dialogId);
+        this.heldDialogIds.delete(dialogId);
+      } else {
+        this.dialogIdCounts.set(dialogId, count);
+        this.heldDialogIds.add(dialogId);
+      }
+    }
   }
 
   putNode(node: GraphNode): void {

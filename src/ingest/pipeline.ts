@@ -338,10 +338,10 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
     if (node) indexes.remove(node.layer, [node.key]);
     graph.deleteNode(id);
   }
-  for (const id of batch.deleteChunks ?? []) graph.chunks.delete(id);
+  for (const id of batch.deleteChunks ?? []) graph.deleteChunk(id);
   for (const hash of batch.deleteHashes ?? []) state.hashes.delete(hash);
 
-  for (const chunk of batch.putChunks ?? []) graph.chunks.set(chunk.id, chunk);
+  for (const chunk of batch.putChunks ?? []) graph.putChunk(chunk);
   for (const [id, vector] of batch.putVectors ?? []) graph.vectors.set(id, vector);
   // Index additions are grouped per space so each index takes one batched add.
   const additions = new Map<IndexSpace, Array<{ key: number; vector: Float32Array }>>();

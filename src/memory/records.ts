@@ -130,16 +130,3 @@ export function unitTurns(graph: MemoryGraph, episodeId: string, dialogIds: read
   return chunk.turns.filter((t) => wanted.has(t.dialogId)).map((t) => memoryTurn(chunk, t, scope));
 }
 
-/** Dialog ids the memory already holds (message-id idempotency). */
-export function storedDialogIds(graph: MemoryGraph): Set<string> {
-  const ids = new Set<string>();
-  for (const chunk of graph.chunks.values()) for (const turn of chunk.turns) ids.add(turn.dialogId);
-  return ids;
-}
-
-/** How many turns a session holds, so generated ids continue its numbering. */
-export function turnsInSession(graph: MemoryGraph, sessionId: string): number {
-  let count = 0;
-  for (const chunk of graph.chunks.values()) if (chunk.sessionId === sessionId) count += chunk.turns.length;
-  return count;
-}

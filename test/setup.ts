@@ -1,5 +1,4 @@
 import { expect } from 'vitest';
-import type { Tester, TesterContext } from '@vitest/expect';
 import { VectorTable } from '../src/graph/vector-table.ts';
 import { loadTokenCounter } from '../src/util/tokens.ts';
 
@@ -8,8 +7,10 @@ import { loadTokenCounter } from '../src/util/tokens.ts';
 await loadTokenCounter();
 
 // A VectorTable is a Map of vectors held compactly: it equals any Map with the same entries.
+type Tester = Parameters<typeof expect.addEqualityTesters>[0][number];
+
 expect.addEqualityTesters([
-  function vectorTableEquality(this: TesterContext, a: unknown, b: unknown, customTesters: Array<Tester>): boolean | undefined {
+  function vectorTableEquality(this: ThisParameterType<Tester>, a: unknown, b: unknown, customTesters: Tester[]): boolean | undefined {
     if (!(a instanceof VectorTable) && !(b instanceof VectorTable)) return undefined;
     const isMap = (x: unknown): x is ReadonlyMap<unknown, unknown> => x instanceof Map || x instanceof VectorTable;
     if (!isMap(a) || !isMap(b)) return false;

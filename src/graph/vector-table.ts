@@ -63,12 +63,11 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   get(id: string): Float32Array | undefined {
-    const slot = this.slots.get(id);
-    if (slot === undefined) return undefined;
-    if (slot < 0) return this.floats.get(id);
-    let vector = this.decoded.get(id);
-    if (!vector) {
-      vector = decodeVector(this.record(slot), this.dim);
+    const cached = this.decoded.get(id);
+    if (cached) return cached;
+    const vector = this.peek(id);
+    // Only decoded records are remembered: a vector kept as floats is its own entry.
+    if (vector && (this.slots.get(id) ?? -1) >= 0) {
       if (this.decoded.size >= DECODED_CACHE_LIMIT) this.decoded.delete(this.decoded.keys().next().value as string);
       this.decoded.set(id, vector);
     }

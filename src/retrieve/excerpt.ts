@@ -32,7 +32,8 @@ export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) =
     if (sorted.at(-1) !== sentences.length - 1) out.push(ELLIPSIS);
     return out;
   };
-  const render = (picked: readonly number[]): string => turnLine({ ...turn, text: parts(picked).slice(1).join('').slice(1) });
+  // The parts join into the excerpt's turn line: the head, its space, then the text.
+  const render = (picked: readonly number[]): string => parts(picked).join('');
   const floor = (order[0]?.score ?? 0) * RELATIVE_FLOOR;
   const picked: number[] = [];
   for (const { i, score } of order) {

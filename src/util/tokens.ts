@@ -4,8 +4,12 @@ import { PrismError } from '../errors.ts';
 export type TokenCounter = (text: string) => number;
 
 let active: TokenCounter | null = null;
-/** Whether `active` is the default o200k_base counter, whose pre-tokenizer never joins text across a line break (see `countLines`). */
-let splitsAtLineBreaks = false;
+/**
+ * Whether `active` is the default o200k_base counter, whose pre-tokenizer never joins text across
+ * a line break or a part's leading space, so joined text is counted from its parts' counts
+ * (`countLines`, `countSpaced`).
+ */
+let countsPartsApart = false;
 let loadingDefault: Promise<TokenCounter> | null = null;
 const NO_SPECIAL_TOKENS = new Set<string>();
 
@@ -49,7 +53,7 @@ function install(counter: TokenCounter, o200k: boolean): void {
     countedChars = 0;
   }
   active = counter;
-  splitsAtLineBreaks = o200k;
+  countsPartsApart = o200k;
 }
 
 /** Tokens of `text` under the installed counter (see `loadTokenCounter`). */
@@ -85,7 +89,7 @@ export function countTokens(text: string): number {
  * another counter, counts the joined text.
  */
 export function countLines(pieces: readonly string[]): number {
-  if (!splitsAtLineBreaks) return countTokens(pieces.join(''));
+  if (!countsPartsApart) return countTokens(pieces.join(''));
   let tokens = 0;
   let run = '';
   pieces.forEach((piece, i) => {
@@ -114,7 +118,7 @@ const SPACED_PART = /^ \S(?:.*\S)?$/su;
  */
 export function countSpaced(parts: readonly string[]): number {
   const first = parts[0] ?? '';
-  const apart = splitsAtLineBreaks && /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
+  const apart = countsPartsApart && /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
   if (!apart) return countTokens(parts.join(''));
   let tokens = 0;
   for (const part of parts) tokens += countTokens(part);

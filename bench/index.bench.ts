@@ -1,7 +1,10 @@
 /**
  * Exact top-10 inner-product search over random L2-normalised 384-d vectors: the usearch WASM
  * index (flat) vs a plain JS loop vs the native `usearch` Node addon (single-threaded, so the
- * three do the same work on one core). Ratios are against the JS loop. Beside them, what would
+ * three do the same work on one core). Ratios are against the JS loop. Then the same vectors
+ * rounded as a SQL or IndexedDB store rounds them (i8): the flat index keeps them as i8 rows, and
+ * its query rate, bytes a row and answers are set against f32 rows of the same floats (the
+ * answers must be identical). Beside them, what would
  * take over from the flat index in a larger memory: usearch's HNSW in the same WASM build
  * (its default graph: connectivity 16, expansion 128 adding and 64 searching), its add rate,
  * its query rate against the flat index's and its recall of the exact top 10. Random vectors
@@ -13,6 +16,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_CONFIG } from '../src/config.ts';
+import { roundVector } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
 import { bruteForceSearch } from '../src/vector/brute-force.ts';
 import type { SearchHit } from '../src/vector/types.ts';
@@ -105,7 +109,29 @@ export async function benchIndex(): Promise<Row[]> {
     const nativeRate = queriesPerSecond(queries, (batch) => {
       nativeKeys = native.exactSearch(vectors, batch, DIM, K, native.MetricKind.IP, 1).keys;
     });
+    const f32Bytes = index.bytesPerVector;
     index.dispose();
+
+    // The same vectors as a SQL or IndexedDB store rounds them (i8): the flat index keeps them as
+    // i8 rows and must answer exactly as f32 rows of the same floats do.
+    const rounded = new Float32Array(size * DIM);
+    for (let i = 0; i < size; i++) rounded.set(roundVector(vectors.subarray(i * DIM, (i + 1) * DIM), 'i8'), i * DIM);
+    const narrow = wasm.createIndex({ dim: DIM, kind: 'flat' });
+    const narrowAddStart = performance.now();
+    narrow.add(keys, rounded);
+    const narrowAddPerSecond = size / ((performance.now() - narrowAddStart) / 1000);
+    const wide = wasm.createIndex({ dim: DIM, kind: 'flat' });
+    wide.add([size], vectors.subarray(0, DIM)); // a vector no i8 record rebuilds: every row stays f32
+    wide.add(keys, rounded);
+    wide.remove([size]);
+    let narrowHits: SearchHit[][] = [];
+    let wideHits: SearchHit[][] = [];
+    const wideRate = queriesPerSecond(queries, (batch) => (wideHits = wide.search(batch, K)));
+    const narrowRate = queriesPerSecond(queries, (batch) => (narrowHits = narrow.search(batch, K)));
+    const i8Bytes = narrow.bytesPerVector;
+    const identical = JSON.stringify(narrowHits) === JSON.stringify(wideHits);
+    narrow.dispose();
+    wide.dispose();
 
     const hnsw = wasm.createIndex({ dim: DIM, kind: 'hnsw' });
     const hnswAddStart = performance.now();
@@ -131,6 +157,10 @@ export async function benchIndex(): Promise<Row[]> {
         metric: 'fraction',
         value: agreement(reference, (q) => Array.from(nativeKeys.subarray(q * K, (q + 1) * K), Number)),
       },
+      { name: `exact top-${K}, ${label} store-rounded (i8), usearch WASM (flat, i8 rows)`, metric: 'queries/s', value: narrowRate, baseline: 'f32 rows of the same floats', ratio: narrowRate / wideRate },
+      { name: `add, ${label} store-rounded (i8), usearch WASM (flat, i8 rows)`, metric: 'vectors/s', value: narrowAddPerSecond },
+      { name: `bytes a vector's row takes, ${label}, i8 rows`, metric: 'bytes', value: i8Bytes, baseline: 'f32 rows', ratio: i8Bytes / f32Bytes },
+      { name: `i8 rows' top-${K} (keys and scores) identical to f32 rows', ${label}`, metric: 'yes = 1', value: identical ? 1 : 0 },
       { name: `add, ${label}, usearch WASM (HNSW)`, metric: 'vectors/s', value: hnswAddPerSecond },
       { name: `approximate top-${K}, ${label}, usearch WASM (HNSW)`, metric: 'queries/s', value: hnswRate, baseline: 'usearch WASM (flat)', ratio: hnswRate / wasmRate },
       { name: `recall@${K} of the exact top ${K}, ${label}, usearch WASM (HNSW)`, metric: 'fraction', value: agreement(reference, (q) => hnswHits[q]!.map((hit) => hit.key)) },

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUnitVectors } from '../bench/index.bench.ts';
 import { PrismError, type PrismErrorCode } from '../src/errors.ts';
+import { decodeVector, encodeVector, roundVector } from '../src/store/vector-codec.ts';
 import { bruteForceSearch } from '../src/vector/brute-force.ts';
 import type { SearchHit } from '../src/vector/types.ts';
 import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../src/vector/usearch-wasm.ts';
@@ -214,6 +215,91 @@ describe('flat usearch WASM index', () => {
     expect(restored.search(queries, 15)).toEqual(index.search(queries, 15));
     index.dispose();
     restored.dispose();
+  });
+});
+
+describe('flat usearch WASM index over store-rounded vectors', () => {
+  it('keeps i8 rows that score exactly as their floats, and widens every row to f32 at the first vector without an exact i8 encoding', () => {
+    // 12,000 i8 rows of 388 bytes span two 4 MB blocks; as f32 rows, three.
+    const dim = 384;
+    const count = 12_000;
+    const raw = randomUnitVectors(count, dim, 71);
+    const rounded = packRows(
+      keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i8')),
+      dim,
+    );
+    // Exact ties at the cut: 100 copies of row 50.
+    for (let row = 100; row < 200; row++) rounded.set(rowOf(rounded, dim, 50), row * dim);
+    const keys = keysFrom(1, count);
+    const narrow = wasm.createIndex({ dim });
+    narrow.add(keys, rounded);
+    expect(narrow.bytesPerVector).toBe(dim + 4);
+    // The same rows in an index widened by one vector no i8 record rebuilds (a raw MiniLM-like vector).
+    const wide = wasm.createIndex({ dim });
+    wide.add([count + 1], rowOf(raw, dim, 0));
+    expect(wide.bytesPerVector).toBe(dim * 4);
+    wide.add(keys, rounded);
+    wide.remove([count + 1]);
+
+    const removed = keys.filter((key) => key % 7 === 0);
+    narrow.remove(removed);
+    wide.remove(removed);
+    const random = randomUnitVectors(8, dim, 72);
+    const queries = packRows([...keysFrom(0, 8).map((q) => rowOf(random, dim, q)), rowOf(rounded, dim, 50)], dim);
+    const hits = narrow.search(queries, 20);
+    // Bit for bit: the same keys in the same order with the same f32 scores.
+    expect(hits).toEqual(wide.search(queries, 20));
+    const kept = keys.filter((key) => key % 7 !== 0);
+    const vectorOf = (key: number) => rowOf(rounded, dim, key - 1);
+    expectSameTopK(hits, bruteForceSearch(packRows(kept.map(vectorOf), dim), dim, kept, queries, 20), vectorOf, queries, dim);
+
+    // Serialized as floats and encoded again on load: still i8, same answers.
+    const restored = wasm.loadIndex(narrow.serialize());
+    expect(restored.bytesPerVector).toBe(dim + 4);
+    expect(restored.search(queries, 20)).toEqual(hits);
+
+    // −0, which no i8 record decodes to, widens the rows without changing an answer.
+    const negativeZero = new Float32Array(rowOf(rounded, dim, 1));
+    negativeZero[3] = -0;
+    narrow.add([count + 2], negativeZero);
+    expect(narrow.bytesPerVector).toBe(dim * 4);
+    narrow.remove([count + 2]);
+    expect(narrow.search(queries, 20)).toEqual(hits);
+    for (const index of [narrow, wide, restored]) index.dispose();
+  });
+
+  it('keeps the exact top k where the first pass over i8 rows estimates the order wrong', () => {
+    // The first pass scores i8 rows against the query rounded to 16-bit steps (max |q| / 32,767).
+    // Components just under half a step round to 0 and just over it to a whole step, so row
+    // `under` (20 such components under) scores higher than row `over` (10 over) but is estimated
+    // lower; only the margin keeps it in.
+    const dim = 64;
+    const step = 1 / 32767;
+    const query = new Float32Array(dim);
+    query[0] = 1;
+    for (let d = 1; d <= 20; d++) query[d] = 0.49 * step;
+    for (let d = 21; d <= 30; d++) query[d] = 0.51 * step;
+    const rowWith = (ones: number[]): Float32Array => {
+      const record = new Uint8Array(4 + dim);
+      new DataView(record.buffer).setFloat32(0, 1 / 127, true);
+      record[4 + 40] = 127; // the scale's component, where the query is 0
+      for (const d of [0, ...ones]) record[4 + d] = 1;
+      return decodeVector(record, dim);
+    };
+    const under = rowWith(keysFrom(1, 20));
+    const over = rowWith(keysFrom(21, 10));
+    expect(dot(under, query)).toBeGreaterThan(dot(over, query));
+    const narrow = wasm.createIndex({ dim });
+    narrow.add([1, 2], packRows([over, under], dim));
+    expect(narrow.bytesPerVector).toBe(dim + 4);
+    expect(narrow.search(query, 1)[0]!.map((hit) => hit.key)).toEqual([2]);
+    const wide = wasm.createIndex({ dim });
+    wide.add([9], randomUnitVectors(1, dim, 73));
+    wide.add([1, 2], packRows([over, under], dim));
+    wide.remove([9]);
+    expect(narrow.search(query, 2)).toEqual(wide.search(query, 2));
+    narrow.dispose();
+    wide.dispose();
   });
 });
 

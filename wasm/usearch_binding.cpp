@@ -1,13 +1,15 @@
 // A plain C ABI over usearch for PRISM, compiled to WASM by wasm/build.sh. Two index kinds:
 //
-// - flat (exact search; what every memory opens): the vectors as packed row-major f32 rows in
-//   blocks of ~4 MB, their keys, and a key→row lookup, scanned in full with usearch's own
-//   inner-product kernel (`metric_punned_t`), so scores are the ones `index_dense_t` computes.
-//   An add is a copy and a hash insert, and the index holds 4 × dim bytes per vector plus about
-//   40 bytes of key and lookup. It used to be an `index_dense_t` with a minimal graph searched with
-//   `exact = true`: every add paid a graph insertion (0.5–1 s for the 57K vectors of a 10K-message
-//   memory) and the graph and usearch's arenas cost memory a scan never reads (137 MB of WASM
-//   memory for 83 MB of vectors, against 100 MB now).
+// - flat (exact search; what every memory opens): the vectors as packed rows in blocks of ~4 MB,
+//   their keys, and a key→row lookup, scanned in full with usearch's own inner-product kernel
+//   (`metric_punned_t`), so scores are the ones `index_dense_t` computes. A row is the vector's i8
+//   encoding (dim + 4 bytes) while every vector added rebuilds bit for bit from one, as every vector
+//   of a memory on a SQL or IndexedDB store does, and is decoded to its floats to be scored; the
+//   first vector that does not turns the rows into f32 (4 × dim bytes). An add is an encode or a
+//   copy and a hash insert, and a vector costs its row plus about 40 bytes of key and lookup (a
+//   10K-message memory's 57K vectors: 100 MB of WASM memory as f32 rows, measured). It used to be
+//   an `index_dense_t` with a minimal graph searched with `exact = true`: every add paid a graph
+//   insertion and the graph and usearch's arenas cost memory a scan never reads.
 // - hnsw (approximate): usearch's `index_dense_t`.
 //
 // Metric: inner product over f32 (callers pass L2-normalised vectors, so this is cosine); a score
@@ -20,19 +22,23 @@
 // Serialized layout (little-endian): a 32-byte PRISM header, then the kind's payload.
 //   0  magic "PRSMVIDX"      8  format version (u32)   12 kind (u32: 0 flat, 1 hnsw)
 //   16 dimensions (u32)      20 CRC-32 of the payload (u32)   24 payload length (u64)
-// flat payload (version 2): row count n (u64), n keys (u64), n × dimensions floats (f32), row-major.
+// flat payload (version 2): row count n (u64), n keys (u64), n × dimensions floats (f32), row-major
+// (i8 rows are written as their floats and encoded again on load).
 // hnsw payload (version 1): usearch's own `index_dense_t` stream.
 // Version-1 flat bytes (usearch's graph stream) are rejected as CORRUPT_CHECKPOINT: PRISM never
 // stores index bytes (a memory rebuilds its indexes from its records on open), so none exist on disk.
 // The CRC lets a truncated or bit-flipped checkpoint fail loudly instead of returning wrong neighbours.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include <emscripten/emscripten.h>
+#include <wasm_simd128.h>
 #include <usearch/index_dense.hpp>
 
 using namespace unum::usearch;
@@ -107,6 +113,8 @@ class prism_index_t {
     virtual kind_t kind() const = 0;
     virtual std::size_t size() const = 0;
     virtual std::size_t dimensions() const = 0;
+    /// Bytes one vector's row takes.
+    virtual std::size_t row_bytes() const = 0;
     /// Makes room for `extra` more vectors; false when memory is exhausted.
     virtual bool reserve(std::size_t extra) = 0;
     /// All or nothing; returns a status and sets `last_error` on failure.
@@ -121,12 +129,206 @@ class prism_index_t {
     virtual bool write_payload(std::uint8_t* out) const = 0;
 };
 
+bool same_bits(float a, float b) {
+    std::uint32_t x, y;
+    std::memcpy(&x, &a, sizeof(x));
+    std::memcpy(&y, &b, sizeof(y));
+    return x == y;
+}
+
+/// A vector as an f32 scale and one signed byte a dimension, the encoding of PRISM's SQL and
+/// IndexedDB stores (src/store/vector-codec.ts: scale = max |x| / 127 as an f32, component =
+/// scale × code as an f32). Every vector a memory on those stores holds rebuilds bit for bit from it,
+/// so a row kept this way scores exactly as its f32 row did, in a quarter of the memory.
+namespace i8_rows {
+
+std::size_t row_bytes(std::size_t dimensions) { return sizeof(float) + dimensions; }
+
+/// Writes the vector's scale and codes at `out` when they rebuild every component bit for bit;
+/// false otherwise (a NaN, an infinity, a −0, or a vector no store rounded). The scale is tried at
+/// max |x| / 127 and its two f32 neighbours: the store's scale came from the vector before rounding.
+bool encode(float const* vector, std::size_t dimensions, std::uint8_t* out) {
+    float max = 0;
+    for (std::size_t d = 0; d != dimensions; ++d) {
+        float const magnitude = std::fabs(vector[d]);
+        if (!(magnitude <= std::numeric_limits<float>::max()))
+            return false;
+        max = std::max(max, magnitude);
+    }
+    float const nearest = max == 0 ? 1.0f : static_cast<float>(static_cast<double>(max) / 127.0);
+    float const scales[3] = {nearest, std::nextafter(nearest, 0.0f), std::nextafter(nearest, 2.0f * nearest)};
+    std::int8_t* const codes = reinterpret_cast<std::int8_t*>(out + sizeof(float));
+    for (float const scale : scales) {
+        if (!(scale > 0))
+            continue;
+        bool exact = true;
+        for (std::size_t d = 0; exact && d != dimensions; ++d) {
+            double const code = std::nearbyint(static_cast<double>(vector[d]) / scale);
+            exact = std::fabs(code) <= 127;
+            if (exact) {
+                codes[d] = static_cast<std::int8_t>(code);
+                exact = same_bits(scale * static_cast<float>(codes[d]), vector[d]);
+            }
+        }
+        if (exact) {
+            std::memcpy(out, &scale, sizeof(scale));
+            return true;
+        }
+    }
+    return false;
+}
+
+/// The floats a row encodes (the vector `encode` was given).
+void decode(std::uint8_t const* row, std::size_t dimensions, float* out) {
+    float scale;
+    std::memcpy(&scale, row, sizeof(scale));
+    std::int8_t const* const codes = reinterpret_cast<std::int8_t const*>(row + sizeof(float));
+    // 16 codes a step with WASM SIMD (clang leaves the plain loop scalar): widen to 4 × i32x4,
+    // convert, scale. Each lane is the same single f32 product as the scalar tail.
+    v128_t const scales = wasm_f32x4_splat(scale);
+    std::size_t d = 0;
+    for (; d + 16 <= dimensions; d += 16) {
+        v128_t const bytes = wasm_v128_load(codes + d);
+        v128_t const low = wasm_i16x8_extend_low_i8x16(bytes);
+        v128_t const high = wasm_i16x8_extend_high_i8x16(bytes);
+        wasm_v128_store(out + d, wasm_f32x4_mul(scales, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(low))));
+        wasm_v128_store(out + d + 4, wasm_f32x4_mul(scales, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(low))));
+        wasm_v128_store(out + d + 8, wasm_f32x4_mul(scales, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(high))));
+        wasm_v128_store(out + d + 12, wasm_f32x4_mul(scales, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(high))));
+    }
+    for (; d != dimensions; ++d)
+        out[d] = scale * static_cast<float>(codes[d]);
+}
+
+/// The largest dimension whose estimates cannot overflow: a lane of `estimate` sums dim / 4 products
+/// of at most 127 × 32,767.
+constexpr std::size_t max_dimensions = 2048;
+
+/// A query as 16-bit integers and their step (max |q| / 32,767): `estimate`'s side of a product.
+struct quantized_query_t {
+    std::int16_t* steps;
+    float step;
+};
+
+quantized_query_t quantize(float const* query, std::size_t dimensions, std::int16_t* out) {
+    float max = 0;
+    for (std::size_t d = 0; d != dimensions; ++d)
+        max = std::max(max, std::fabs(query[d]));
+    float const step = max == 0 ? 1.0f : max / 32767.0f;
+    for (std::size_t d = 0; d != dimensions; ++d)
+        out[d] = static_cast<std::int16_t>(std::max(-32767.0f, std::min(32767.0f, std::nearbyint(query[d] / step))));
+    return {out, step};
+}
+
+/// The row's inner product with the quantized query, exact in integers (i16 × i8 dot products in
+/// WASM SIMD), times both scales: within `scale · 127 · dim · step / 2` of the row's true inner
+/// product with the query (each component of the query moved by at most step / 2).
+float estimate(std::uint8_t const* row, quantized_query_t const& query, std::size_t dimensions) {
+    float scale;
+    std::memcpy(&scale, row, sizeof(scale));
+    std::int8_t const* const codes = reinterpret_cast<std::int8_t const*>(row + sizeof(float));
+    v128_t sums = wasm_i32x4_splat(0);
+    std::size_t d = 0;
+    for (; d + 16 <= dimensions; d += 16) {
+        v128_t const bytes = wasm_v128_load(codes + d);
+        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(bytes), wasm_v128_load(query.steps + d)));
+        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(bytes), wasm_v128_load(query.steps + d + 8)));
+    }
+    std::int64_t sum = std::int64_t(wasm_i32x4_extract_lane(sums, 0)) + wasm_i32x4_extract_lane(sums, 1) +
+                       wasm_i32x4_extract_lane(sums, 2) + wasm_i32x4_extract_lane(sums, 3);
+    for (; d != dimensions; ++d)
+        sum += std::int32_t(codes[d]) * query.steps[d];
+    return static_cast<float>(static_cast<double>(sum) * scale * query.step);
+}
+
+} // namespace i8_rows
+
+/// `realloc` for `count` elements of `element_at`: null on overflow or exhaustion, when the old
+/// block stays valid, so a failed growth leaves what it held as it was.
+template <typename element_at> element_at* grow(element_at* old, std::size_t count) {
+    checked_size_result_t bytes = checked_mul(count, sizeof(element_at));
+    return bytes ? static_cast<element_at*>(std::realloc(old, bytes.value)) : nullptr;
+}
+
+/// Rows of one byte width in blocks of ~4 MB. Growth allocates one more block and never moves a
+/// row: a single matrix grown by doubling copies itself on every growth, and because WASM memory
+/// never shrinks, that copy's high-water mark stays resident (185 MB of WASM memory for 83 MB of
+/// vectors, measured). Only the first block grows by doubling, up to one block, so a small index
+/// stays small.
+class row_blocks_t {
+    static constexpr std::size_t block_bytes = 4u << 20;
+    static constexpr std::size_t first_block_rows = 64;
+
+    std::size_t row_bytes_;
+    std::size_t rows_per_block_;
+    std::uint8_t** blocks_ = nullptr;
+    std::size_t block_count_ = 0;
+    std::size_t block_slots_ = 0;
+    /// Rows the blocks hold room for.
+    std::size_t capacity_ = 0;
+
+  public:
+    explicit row_blocks_t(std::size_t row_bytes)
+        : row_bytes_(row_bytes), rows_per_block_(std::max<std::size_t>(1, block_bytes / row_bytes)) {}
+    ~row_blocks_t() {
+        for (std::size_t b = 0; b != block_count_; ++b)
+            std::free(blocks_[b]);
+        std::free(blocks_);
+    }
+    row_blocks_t(row_blocks_t const&) = delete;
+    row_blocks_t& operator=(row_blocks_t const&) = delete;
+    void swap(row_blocks_t& other) noexcept {
+        std::swap(row_bytes_, other.row_bytes_);
+        std::swap(rows_per_block_, other.rows_per_block_);
+        std::swap(blocks_, other.blocks_);
+        std::swap(block_count_, other.block_count_);
+        std::swap(block_slots_, other.block_slots_);
+        std::swap(capacity_, other.capacity_);
+    }
+
+    std::size_t row_bytes() const { return row_bytes_; }
+    std::size_t rows_per_block() const { return rows_per_block_; }
+    std::uint8_t* row(std::size_t r) const { return blocks_[r / rows_per_block_] + (r % rows_per_block_) * row_bytes_; }
+    std::uint8_t const* block(std::size_t b) const { return blocks_[b]; }
+
+    /// Room for `needed` rows; false when memory is exhausted, the rows already held untouched.
+    bool reserve(std::size_t needed) {
+        while (capacity_ < needed) {
+            if (block_count_ == 1 && capacity_ < rows_per_block_) {
+                std::size_t const rows = std::min(rows_per_block_, std::max(needed, capacity_ * 2));
+                std::uint8_t* block = grow(blocks_[0], rows * row_bytes_);
+                if (!block)
+                    return false;
+                blocks_[0] = block;
+                capacity_ = rows;
+                continue;
+            }
+            if (block_count_ == block_slots_) {
+                std::size_t const slots = std::max<std::size_t>(4, block_slots_ * 2);
+                std::uint8_t** table = grow(blocks_, slots);
+                if (!table)
+                    return false;
+                blocks_ = table;
+                block_slots_ = slots;
+            }
+            std::size_t const rows =
+                block_count_ == 0 ? std::min(rows_per_block_, std::max(needed, first_block_rows)) : rows_per_block_;
+            std::uint8_t* block = grow(static_cast<std::uint8_t*>(nullptr), rows * row_bytes_);
+            if (!block)
+                return false;
+            blocks_[block_count_++] = block;
+            capacity_ = (block_count_ - 1) * rows_per_block_ + rows;
+        }
+        return true;
+    }
+
+};
+
 /// The exact kind: row r holds the vector of `keys_[r]`. Rows stay packed (a removed row is filled
-/// by the last one) in row-major blocks of `rows_per_block_` rows (~4 MB), so a search streams a few
-/// large contiguous runs. Growth allocates one more block and never moves a row: a single matrix
-/// grown by doubling copies itself on every growth, and because WASM memory never shrinks, that
-/// copy's high-water mark stays resident (185 MB of WASM memory for 83 MB of vectors, measured).
-/// Only the first block grows by doubling, up to one block, so a small index stays small.
+/// by the last one), so a search streams a few large contiguous runs. A row is the vector's i8
+/// encoding (dim + 4 bytes) while every vector added has one that rebuilds it bit for bit, as every
+/// vector of a memory on a SQL or IndexedDB store does; the first vector without one turns every
+/// row into f32 (4 × dim bytes). Either way a row is scored as its floats with usearch's kernel.
 class flat_index_t final : public prism_index_t {
     struct key_and_row_t {
         default_key_t key;
@@ -150,34 +352,30 @@ class flat_index_t final : public prism_index_t {
     static bool better(hit_t const& a, hit_t const& b) noexcept {
         return a.score > b.score || (a.score == b.score && a.key < b.key);
     }
-
-    static constexpr std::size_t block_bytes = 4u << 20;
-    static constexpr std::size_t first_block_rows = 64;
+    /// What `append` returns when an i8 row cannot hold the vector exactly.
+    static constexpr std::int32_t status_not_i8 = -1;
 
     metric_punned_t metric_;
     std::size_t dimensions_;
-    std::size_t rows_per_block_;
-    float** blocks_ = nullptr;
-    std::size_t block_count_ = 0;
-    std::size_t block_slots_ = 0;
-    /// Rows the blocks hold room for.
-    std::size_t capacity_ = 0;
+    bool i8_;
+    /// The largest scale of any i8 row added (removals leave it: it only widens a search's margin).
+    float max_scale_ = 0;
+    row_blocks_t rows_;
     default_key_t* keys_ = nullptr;
     std::size_t key_capacity_ = 0;
     std::size_t size_ = 0;
     flat_hash_multi_set_gt<key_and_row_t, key_hash_t, key_same_t> row_of_;
 
-    std::size_t row_bytes() const { return dimensions_ * sizeof(float); }
-    float* row(std::size_t r) const { return blocks_[r / rows_per_block_] + (r % rows_per_block_) * dimensions_; }
     /// Blocks that hold vectors, and how many rows of block b do.
-    std::size_t used_blocks() const { return size_ == 0 ? 0 : (size_ - 1) / rows_per_block_ + 1; }
-    std::size_t rows_in_block(std::size_t b) const { return std::min(rows_per_block_, size_ - b * rows_per_block_); }
+    std::size_t used_blocks() const { return size_ == 0 ? 0 : (size_ - 1) / rows_.rows_per_block() + 1; }
+    std::size_t rows_in_block(std::size_t b) const { return std::min(rows_.rows_per_block(), size_ - b * rows_.rows_per_block()); }
 
-    /// `realloc` for `count` elements of `element_at`: null on overflow or exhaustion, when the old
-    /// block stays valid, so a failed growth leaves the index as it was.
-    template <typename element_at> static element_at* grow(element_at* old, std::size_t count) {
-        checked_size_result_t bytes = checked_mul(count, sizeof(element_at));
-        return bytes ? static_cast<element_at*>(std::realloc(old, bytes.value)) : nullptr;
+    /// The floats of the row at `row`: the row itself (f32), or decoded into `scratch` (i8).
+    float const* floats_of(std::uint8_t const* row, float* scratch) const {
+        if (!i8_)
+            return reinterpret_cast<float const*>(row);
+        i8_rows::decode(row, dimensions_, scratch);
+        return scratch;
     }
 
     bool reserve_keys(std::size_t needed) {
@@ -192,33 +390,15 @@ class flat_index_t final : public prism_index_t {
         return true;
     }
 
-    bool reserve_rows(std::size_t needed) {
-        while (capacity_ < needed) {
-            if (block_count_ == 1 && capacity_ < rows_per_block_) {
-                std::size_t const rows = std::min(rows_per_block_, std::max(needed, capacity_ * 2));
-                float* block = grow(blocks_[0], rows * dimensions_);
-                if (!block)
-                    return false;
-                blocks_[0] = block;
-                capacity_ = rows;
-                continue;
-            }
-            if (block_count_ == block_slots_) {
-                std::size_t const slots = std::max<std::size_t>(4, block_slots_ * 2);
-                float** table = grow(blocks_, slots);
-                if (!table)
-                    return false;
-                blocks_ = table;
-                block_slots_ = slots;
-            }
-            std::size_t const rows =
-                block_count_ == 0 ? std::min(rows_per_block_, std::max(needed, first_block_rows)) : rows_per_block_;
-            float* block = grow(static_cast<float*>(nullptr), rows * dimensions_);
-            if (!block)
-                return false;
-            blocks_[block_count_++] = block;
-            capacity_ = (block_count_ - 1) * rows_per_block_ + rows;
-        }
+    /// Rewrites every row as f32; false (rows untouched) when memory is exhausted.
+    bool widen_rows() {
+        row_blocks_t wide(dimensions_ * sizeof(float));
+        if (!wide.reserve(std::max<std::size_t>(size_, 1)))
+            return false;
+        for (std::size_t r = 0; r != size_; ++r)
+            i8_rows::decode(rows_.row(r), dimensions_, reinterpret_cast<float*>(wide.row(r)));
+        rows_.swap(wide);
+        i8_ = false;
         return true;
     }
 
@@ -230,51 +410,64 @@ class flat_index_t final : public prism_index_t {
     }
 
     /// Writes one row after the `appended` rows already written past `size_` (room is reserved);
-    /// status_invalid when its key is already present, status_out_of_memory when the lookup cannot grow.
-    std::int32_t append(std::size_t appended, default_key_t key, void const* vector) {
+    /// status_invalid when its key is already present, status_out_of_memory when the lookup cannot
+    /// grow, status_not_i8 when the rows are i8 and the vector has no exact i8 encoding.
+    std::int32_t append(std::size_t appended, default_key_t key, float const* vector) {
         std::size_t const r = size_ + appended;
         if (row_of_.contains(key))
             return status_invalid;
+        if (!i8_)
+            std::memcpy(rows_.row(r), vector, row_bytes());
+        else if (!i8_rows::encode(vector, dimensions_, rows_.row(r)))
+            return status_not_i8;
+        else
+            max_scale_ = std::max(max_scale_, read_le<float>(rows_.row(r)));
         if (!row_of_.try_emplace(key_and_row_t{key, static_cast<std::uint32_t>(r)}))
             return status_out_of_memory;
         keys_[r] = key;
-        std::memcpy(row(r), vector, row_bytes());
         return status_ok;
     }
 
   public:
     explicit flat_index_t(std::size_t dimensions)
-        : metric_(inner_product(dimensions)), dimensions_(dimensions),
-          rows_per_block_(std::max<std::size_t>(1, block_bytes / (dimensions * sizeof(float)))) {}
-    ~flat_index_t() override {
-        for (std::size_t b = 0; b != block_count_; ++b)
-            std::free(blocks_[b]);
-        std::free(blocks_);
-        std::free(keys_);
-    }
+        : metric_(inner_product(dimensions)), dimensions_(dimensions), i8_(dimensions <= i8_rows::max_dimensions),
+          rows_(i8_ ? i8_rows::row_bytes(dimensions) : dimensions * sizeof(float)) {}
+    ~flat_index_t() override { std::free(keys_); }
     flat_index_t(flat_index_t const&) = delete;
     flat_index_t& operator=(flat_index_t const&) = delete;
 
     kind_t kind() const override { return kind_flat; }
     std::size_t size() const override { return size_; }
     std::size_t dimensions() const override { return dimensions_; }
+    std::size_t row_bytes() const override { return i8_ ? i8_rows::row_bytes(dimensions_) : dimensions_ * sizeof(float); }
 
     bool reserve(std::size_t extra) override {
         checked_size_result_t needed = checked_add(size_, extra);
-        return needed && reserve_keys(needed.value) && reserve_rows(needed.value) &&
+        return needed && reserve_keys(needed.value) && rows_.reserve(needed.value) &&
                (needed.value <= row_of_.capacity() || row_of_.try_reserve(needed.value));
     }
 
     std::int32_t add(double const* keys, float const* vectors, std::size_t count) override {
+        return add_rows(count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); }, vectors);
+    }
+
+    /// All or nothing: `count` rows keyed by `key_of(i)`, the vectors row-major. A key over
+    /// `max_key` or already present is status_invalid.
+    template <typename key_of_at> std::int32_t add_rows(std::size_t count, key_of_at key_of, float const* vectors) {
         if (!reserve(count))
             return fail(status_out_of_memory, "cannot reserve memory for the new vectors");
         for (std::size_t i = 0; i != count; ++i) {
-            std::int32_t const status = append(i, static_cast<default_key_t>(keys[i]), vectors + i * dimensions_);
-            if (status != status_ok) {
-                forget_appended(i);
-                return fail(static_cast<status_t>(status), status == status_invalid ? "a key is already in the index"
+            default_key_t const key = key_of(i);
+            std::int32_t const status = key > max_key ? status_invalid : append(i, key, vectors + i * dimensions_);
+            if (status == status_ok)
+                continue;
+            forget_appended(i);
+            if (status != status_not_i8)
+                return fail(static_cast<status_t>(status), status == status_invalid ? "a key is out of range or already in the index"
                                                                                     : "cannot grow the key lookup");
-            }
+            if (!widen_rows() || !reserve(count))
+                return fail(status_out_of_memory, "cannot widen the index's rows to f32");
+            return add_rows(count, key_of, vectors);
         }
         size_ += count;
         return status_ok;
@@ -288,7 +481,7 @@ class flat_index_t final : public prism_index_t {
                 continue;
             std::size_t const last = --size_;
             if (gone.row != last) {
-                std::memcpy(row(gone.row), row(last), row_bytes());
+                std::memcpy(rows_.row(gone.row), rows_.row(last), row_bytes());
                 keys_[gone.row] = keys_[last];
                 row_of_.find(keys_[last])->row = gone.row;
             }
@@ -297,30 +490,77 @@ class flat_index_t final : public prism_index_t {
         return removed;
     }
 
-    /// Scores every row with usearch's kernel, keeping the k best in a bounded heap whose front is
-    /// the worst of them; then sorts them best first.
+    /// Keeps `hit` if it is among the `wanted` best so far: a bounded heap whose front is the worst.
+    static void offer(hit_t const& hit, hit_t* top, std::size_t& held, std::size_t wanted) {
+        if (held < wanted) {
+            top[held++] = hit;
+            std::push_heap(top, top + held, better);
+        } else if (better(hit, top[0])) {
+            std::pop_heap(top, top + held, better);
+            top[held - 1] = hit;
+            std::push_heap(top, top + held, better);
+        }
+    }
+
+    /// i8 rows, first pass: every row's estimated score (`estimates[r]`, see `i8_rows::estimate`)
+    /// and the lowest estimate a row of the exact top `wanted` can have. An estimate sits within
+    /// `largest scale · 127 · dim · step / 2` of the true inner product, and the kernel's score
+    /// within γ·Σ|q·x| of it (γ ≈ (dim + 2)·2⁻²⁴ for any order of summation, Σ|q·x| ≤
+    /// ‖q‖₁ · 127 · the largest scale); so a row whose estimate is more than twice their sum below
+    /// the k-th best estimate has k rows scoring better and cannot make the cut.
+    float estimate_floor(float const* query, std::size_t wanted, std::int16_t* steps, float* estimates, hit_t* top) const {
+        i8_rows::quantized_query_t const quantized = i8_rows::quantize(query, dimensions_, steps);
+        std::size_t held = 0;
+        std::size_t const stride = row_bytes();
+        for (std::size_t b = 0, r = 0, blocks = used_blocks(); b != blocks; ++b) {
+            std::uint8_t const* row = rows_.block(b);
+            for (std::size_t i = 0, rows = rows_in_block(b); i != rows; ++i, ++r, row += stride) {
+                estimates[r] = i8_rows::estimate(row, quantized, dimensions_);
+                offer(hit_t{estimates[r], r}, top, held, wanted);
+            }
+        }
+        if (held < wanted || wanted == 0)
+            return -std::numeric_limits<float>::infinity();
+        double l1 = 0;
+        for (std::size_t d = 0; d != dimensions_; ++d)
+            l1 += std::fabs(query[d]);
+        double const largest = 127.0 * max_scale_;
+        double const estimate_error = largest * static_cast<double>(dimensions_) * quantized.step / 2;
+        double const kernel_error = static_cast<double>(dimensions_ + 8) * std::ldexp(1.0, -24) * (largest * l1 + 1.0);
+        // Twice the two bounds, with room for the roundings of the estimate's own last products.
+        return static_cast<float>(top[0].score - 2.5 * (estimate_error + kernel_error) - 1e-6);
+    }
+
+    /// Scores every row with usearch's kernel (an i8 row decoded to its floats first; only the rows
+    /// whose estimate reaches `estimate_floor`), keeping the k best; then sorts them best first. So
+    /// i8 rows give the very hits and scores their f32 rows would.
     std::int32_t search(float const* queries, std::size_t count, std::size_t k, double* out_keys, float* out_scores,
                         std::uint32_t* out_found) const override {
         std::size_t const wanted = std::min(k, size_);
         hit_t* const top = grow(static_cast<hit_t*>(nullptr), std::max<std::size_t>(wanted, 1));
-        if (!top)
+        float* const scratch = grow(static_cast<float*>(nullptr), dimensions_);
+        float* const estimates = i8_ ? grow(static_cast<float*>(nullptr), std::max<std::size_t>(size_, 1)) : nullptr;
+        std::int16_t* const steps = i8_ ? grow(static_cast<std::int16_t*>(nullptr), dimensions_) : nullptr;
+        if (!top || !scratch || (i8_ && (!estimates || !steps))) {
+            std::free(top);
+            std::free(scratch);
+            std::free(estimates);
+            std::free(steps);
             return fail(status_out_of_memory, "cannot allocate the search buffer");
+        }
+        std::size_t const stride = row_bytes();
         for (std::size_t q = 0; q != count; ++q) {
-            byte_t const* query = reinterpret_cast<byte_t const*>(queries + q * dimensions_);
+            float const* query = queries + q * dimensions_;
+            float const floor = i8_ ? estimate_floor(query, wanted, steps, estimates, top) : 0;
             std::size_t held = 0;
-            for (std::size_t b = 0, blocks = used_blocks(); b != blocks; ++b) {
-                float const* vector = blocks_[b];
-                default_key_t const* key = keys_ + b * rows_per_block_;
-                for (std::size_t i = 0, rows = rows_in_block(b); i != rows; ++i, vector += dimensions_) {
-                    hit_t const hit{score_of(metric_(reinterpret_cast<byte_t const*>(vector), query)), key[i]};
-                    if (held < wanted) {
-                        top[held++] = hit;
-                        std::push_heap(top, top + held, better);
-                    } else if (better(hit, top[0])) {
-                        std::pop_heap(top, top + held, better);
-                        top[held - 1] = hit;
-                        std::push_heap(top, top + held, better);
-                    }
+            for (std::size_t b = 0, r = 0, blocks = used_blocks(); b != blocks; ++b) {
+                std::uint8_t const* row = rows_.block(b);
+                default_key_t const* key = keys_ + b * rows_.rows_per_block();
+                for (std::size_t i = 0, rows = rows_in_block(b); i != rows; ++i, ++r, row += stride) {
+                    if (i8_ && estimates[r] < floor)
+                        continue;
+                    byte_t const* vector = reinterpret_cast<byte_t const*>(floats_of(row, scratch));
+                    offer(hit_t{score_of(metric_(vector, reinterpret_cast<byte_t const*>(query))), key[i]}, top, held, wanted);
                 }
             }
             std::sort_heap(top, top + held, better);
@@ -331,46 +571,51 @@ class flat_index_t final : public prism_index_t {
             out_found[q] = static_cast<std::uint32_t>(held);
         }
         std::free(top);
+        std::free(scratch);
+        std::free(estimates);
+        std::free(steps);
         return status_ok;
     }
 
     std::size_t payload_length() const override {
-        return sizeof(std::uint64_t) + size_ * (sizeof(default_key_t) + row_bytes());
+        return sizeof(std::uint64_t) + size_ * (sizeof(default_key_t) + dimensions_ * sizeof(float));
     }
 
     bool write_payload(std::uint8_t* out) const override {
+        float* const scratch = grow(static_cast<float*>(nullptr), dimensions_);
+        if (!scratch) {
+            fail(status_out_of_memory, "cannot allocate the serialization buffer");
+            return false;
+        }
         write_le<std::uint64_t>(out, size_);
         out += sizeof(std::uint64_t);
         std::memcpy(out, keys_, size_ * sizeof(default_key_t));
         out += size_ * sizeof(default_key_t);
-        for (std::size_t b = 0, blocks = used_blocks(); b != blocks; ++b) {
-            std::memcpy(out, blocks_[b], rows_in_block(b) * row_bytes());
-            out += rows_in_block(b) * row_bytes();
-        }
+        for (std::size_t r = 0; r != size_; ++r, out += dimensions_ * sizeof(float))
+            std::memcpy(out, floats_of(rows_.row(r), scratch), dimensions_ * sizeof(float));
+        std::free(scratch);
         return true;
     }
 
     /// Fills an empty index from a version-2 payload; a status other than ok means the bytes are bad.
     std::int32_t read_payload(std::uint8_t const* payload, std::size_t length) {
-        std::size_t const per_row = sizeof(default_key_t) + row_bytes();
+        std::size_t const per_row = sizeof(default_key_t) + dimensions_ * sizeof(float);
         if (length < sizeof(std::uint64_t))
             return fail(status_corrupt, "flat index payload is truncated");
         std::uint64_t const rows = read_le<std::uint64_t>(payload);
         if (rows > (length - sizeof(std::uint64_t)) / per_row || sizeof(std::uint64_t) + rows * per_row != length)
             return fail(status_corrupt, "flat index row count does not match its length");
-        if (!reserve(rows))
-            return fail(status_out_of_memory, "cannot reserve memory for the stored vectors");
         std::uint8_t const* stored_keys = payload + sizeof(std::uint64_t);
-        std::uint8_t const* stored_rows = stored_keys + rows * sizeof(default_key_t);
-        for (std::size_t r = 0; r != rows; ++r) {
-            default_key_t const key = read_le<default_key_t>(stored_keys + r * sizeof(default_key_t));
-            std::int32_t const status = key > max_key ? status_invalid : append(r, key, stored_rows + r * row_bytes());
-            if (status == status_out_of_memory)
-                return fail(status_out_of_memory, "cannot grow the key lookup");
-            if (status != status_ok)
-                return fail(status_corrupt, "flat index keys are out of range or repeated");
-        }
-        size_ = rows;
+        // The rows start 8 + 8n bytes into a payload that follows the 32-byte header, so they are
+        // as aligned as the bytes handed in.
+        float const* stored_rows = reinterpret_cast<float const*>(stored_keys + rows * sizeof(default_key_t));
+        std::int32_t const status = add_rows(
+            rows, [stored_keys](std::size_t r) { return read_le<default_key_t>(stored_keys + r * sizeof(default_key_t)); },
+            stored_rows);
+        if (status == status_out_of_memory)
+            return status;
+        if (status != status_ok)
+            return fail(status_corrupt, "flat index keys are out of range or repeated");
         return status_ok;
     }
 };
@@ -385,6 +630,7 @@ class hnsw_index_t final : public prism_index_t {
     kind_t kind() const override { return kind_hnsw; }
     std::size_t size() const override { return index_.size(); }
     std::size_t dimensions() const override { return index_.dimensions(); }
+    std::size_t row_bytes() const override { return index_.dimensions() * sizeof(float); }
 
     bool reserve(std::size_t extra) override {
         std::size_t const needed = index_.size() + extra;
@@ -541,6 +787,10 @@ EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_size(prism_index_t const* handle)
 EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_dimensions(prism_index_t const* handle) {
     return static_cast<std::uint32_t>(handle->dimensions());
 }
+EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_row_bytes(prism_index_t const* handle) {
+    return static_cast<std::uint32_t>(handle->row_bytes());
+}
+
 EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_kind(prism_index_t const* handle) { return handle->kind(); }
 
 // Lets the caller add one large batch in chunks without reallocating between them.

@@ -15,8 +15,9 @@ export interface IndexOptions {
   dim: number;
   /**
    * 'flat' (default) is exact search, like FAISS IndexFlatIP: the vectors in row-major blocks of
-   * about 4 MB plus their keys, every row scored by usearch's inner-product kernel. Adding is a
-   * copy, and the index holds little beyond 4 × dim bytes per vector. 'hnsw' is approximate:
+   * about 4 MB plus their keys, every row scored as its floats by usearch's inner-product kernel.
+   * Adding is an encode or a copy, and the index holds little beyond `bytesPerVector` per vector
+   * (dim + 4 for store-rounded i8 vectors, else 4 × dim). 'hnsw' is approximate:
    * usearch's HNSW graph, which costs a graph insertion per add and memory for the graph.
    */
   kind?: IndexKind;
@@ -167,6 +168,16 @@ export class UsearchIndex implements VectorIndex {
 
   get size(): number {
     return this.runtime.wasm._prism_index_size(this.live());
+  }
+
+  /**
+   * Bytes one vector's row takes in WASM memory. A flat index keeps dim + 4 (the i8 encoding of
+   * src/store/vector-codec.ts) while every vector added rebuilds bit for bit from it, as the
+   * vectors of a memory on a SQL or IndexedDB store do, and 4 × dim once one does not; HNSW keeps
+   * 4 × dim.
+   */
+  get bytesPerVector(): number {
+    return this.runtime.wasm._prism_index_row_bytes(this.live());
   }
 
   /** All or nothing: an invalid row, or a key already in the index, leaves the index unchanged. */

@@ -278,7 +278,8 @@ describe('graph adjacency', () => {
       .build();
     const ids = (edges: readonly GraphEdge[]) => edges.map((e) => e.id);
     expect(ids(graph.edgesTo('en', 'involves_entity'))).toEqual(['involves_entity:p1->en', 'involves_entity:p2->en', 'involves_entity:p3->en']);
-    expect(ids(graph.edgesFrom('p1'))).toEqual(['belongs_to:p1->fc', 'involves_entity:p1->en', 'temporal:p1->p2']);
+    // Every type: type by type in EDGE_TYPES order.
+    expect(ids(graph.edgesFrom('p1'))).toEqual(['belongs_to:p1->fc', 'temporal:p1->p2', 'involves_entity:p1->en']);
     expect(ids(graph.edgesFrom('p1', 'temporal'))).toEqual(['temporal:p1->p2']);
     const first = graph.edges.get('involves_entity:p1->en')!;
     graph.putEdge({ ...first, confidence: 0.5 });

@@ -1,4 +1,4 @@
-import type { Chunk, EdgeType, EntityNode, FacetPointNode, GraphEdge, GraphNode, Layer, MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, type Chunk, type EdgeType, type EntityNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -25,15 +25,14 @@ export class MemoryGraph {
   private readonly byLayer = new Map<Layer, Set<string>>();
   /** Entities by lower-cased name (the §2.4 exact-name merge), kept as nodes come and go. */
   private readonly entitiesByName = new Map<string, string>();
-  private readonly outgoing = new Map<string, Set<string>>();
-  private readonly incoming = new Map<string, Set<string>>();
   /**
-   * The same adjacency split by edge type, in the same order, as the lists typed lookups
-   * return: retrieval asks for one type per hop, many times per query, and must not scan or
-   * copy a hub's other edges for it.
+   * Adjacency by edge type, each list in insertion order, as typed lookups return it: retrieval
+   * asks for one type per hop, many times per query, and must not scan or copy a hub's other
+   * edges for it. A node's lists sit in a plain object, not a Map: on a 10K-message memory a Map
+   * per node and a second, untyped set of edge ids per node were ~50 MB of heap.
    */
-  private readonly outgoingByType = new Map<string, Map<EdgeType, GraphEdge[]>>();
-  private readonly incomingByType = new Map<string, Map<EdgeType, GraphEdge[]>>();
+  private readonly outgoingByType = new Map<string, EdgeLists>();
+  private readonly incomingByType = new Map<string, EdgeLists>();
   /**
    * `facetPointsOf` by Episode id, until a node or edge changes: retrieval reads the FacetPoints
    * of every Episode it scores, every query, and the walk costs more than their cosines.
@@ -117,14 +116,12 @@ export class MemoryGraph {
     const previous = this.edges.get(edge.id);
     this.edges.set(edge.id, edge);
     this.byKey.set(edge.key, edge.id);
-    link(this.outgoing, edge.from, edge.id);
-    link(this.incoming, edge.to, edge.id);
-    // A replaced edge keeps its place in its lists, as it does in the id sets.
+    // A replaced edge keeps its place in its list.
     const keepsPlace = previous !== undefined && previous.from === edge.from && previous.to === edge.to && previous.type === edge.type;
     if (previous && !keepsPlace) this.unlinkTyped(previous);
     if (keepsPlace) {
-      replaceIn(this.outgoingByType.get(edge.from)?.get(edge.type), previous, edge);
-      replaceIn(this.incomingByType.get(edge.to)?.get(edge.type), previous, edge);
+      replaceIn(this.outgoingByType.get(edge.from)?.[edge.type], previous, edge);
+      replaceIn(this.incomingByType.get(edge.to)?.[edge.type], previous, edge);
     } else {
       linkTyped(this.outgoingByType, edge.from, edge);
       linkTyped(this.incomingByType, edge.to, edge);
@@ -138,14 +135,12 @@ export class MemoryGraph {
     this.edges.delete(id);
     this.byKey.delete(edge.key);
     this.vectors.delete(id);
-    this.outgoing.get(edge.from)?.delete(id);
-    this.incoming.get(edge.to)?.delete(id);
     this.unlinkTyped(edge);
   }
 
   private unlinkTyped(edge: GraphEdge): void {
-    removeFrom(this.outgoingByType.get(edge.from)?.get(edge.type), edge);
-    removeFrom(this.incomingByType.get(edge.to)?.get(edge.type), edge);
+    removeFrom(this.outgoingByType.get(edge.from)?.[edge.type], edge);
+    removeFrom(this.incomingByType.get(edge.to)?.[edge.type], edge);
   }
 
   /** Node or edge id behind an index key. */
@@ -153,14 +148,20 @@ export class MemoryGraph {
     return this.byKey.get(key);
   }
 
-  /** Edges leaving `id` (of one type, when given), in insertion order. Read-only: a typed list is the graph's own. */
+  /**
+   * Edges leaving `id`: of one type in insertion order, or of every type, type by type in
+   * `EDGE_TYPES` order. Read-only: a typed list is the graph's own.
+   */
   edgesFrom(id: string, type?: EdgeType): readonly GraphEdge[] {
-    return type === undefined ? this.collect(this.outgoing.get(id)) : (this.outgoingByType.get(id)?.get(type) ?? NO_EDGES);
+    return listed(this.outgoingByType.get(id), type);
   }
 
-  /** Edges arriving at `id` (of one type, when given), in insertion order. Read-only: a typed list is the graph's own. */
+  /**
+   * Edges arriving at `id`: of one type in insertion order, or of every type, type by type in
+   * `EDGE_TYPES` order. Read-only: a typed list is the graph's own.
+   */
   edgesTo(id: string, type?: EdgeType): readonly GraphEdge[] {
-    return type === undefined ? this.collect(this.incoming.get(id)) : (this.incomingByType.get(id)?.get(type) ?? NO_EDGES);
+    return listed(this.incomingByType.get(id), type);
   }
 
   /** The FacetPoints under an Episode, through its Facets (`belongs_to` edges, in insertion order). Read-only: the list is the graph's own. */
@@ -191,19 +192,17 @@ export class MemoryGraph {
     }
     return out;
   }
-
-  private collect(ids: Set<string> | undefined): GraphEdge[] {
-    const out: GraphEdge[] = [];
-    if (!ids) return out;
-    for (const id of ids) {
-      const edge = this.edges.get(id);
-      if (edge) out.push(edge);
-    }
-    return out;
-  }
 }
 
+/** A node's edges in one direction, a list per type. */
+type EdgeLists = Partial<Record<EdgeType, GraphEdge[]>>;
+
 const NO_EDGES: readonly GraphEdge[] = Object.freeze([]);
+
+function listed(lists: EdgeLists | undefined, type: EdgeType | undefined): readonly GraphEdge[] {
+  if (!lists) return NO_EDGES;
+  return type === undefined ? EDGE_TYPES.flatMap((each) => lists[each] ?? []) : (lists[type] ?? NO_EDGES);
+}
 
 function link<K>(map: Map<K, Set<string>>, from: K, id: string): void {
   let set = map.get(from);
@@ -211,12 +210,10 @@ function link<K>(map: Map<K, Set<string>>, from: K, id: string): void {
   set.add(id);
 }
 
-function linkTyped(map: Map<string, Map<EdgeType, GraphEdge[]>>, node: string, edge: GraphEdge): void {
-  let byType = map.get(node);
-  if (!byType) map.set(node, (byType = new Map()));
-  let list = byType.get(edge.type);
-  if (!list) byType.set(edge.type, (list = []));
-  list.push(edge);
+function linkTyped(map: Map<string, EdgeLists>, node: string, edge: GraphEdge): void {
+  let lists = map.get(node);
+  if (!lists) map.set(node, (lists = {}));
+  (lists[edge.type] ??= []).push(edge);
 }
 
 function replaceIn(list: GraphEdge[] | undefined, previous: GraphEdge, edge: GraphEdge): void {

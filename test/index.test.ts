@@ -268,6 +268,49 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
     for (const index of [narrow, wide, restored]) index.dispose();
   });
 
+  it('takes i8 records as they are, answering as their decoded floats do, in every kind of index', () => {
+    const dim = 48;
+    const count = 3_000;
+    const raw = randomUnitVectors(count, dim, 74);
+    const records = new Uint8Array(count * (dim + 4));
+    const floats = new Float32Array(count * dim);
+    for (let row = 0; row < count; row++) {
+      const record = encodeVector(rowOf(raw, dim, row), 'i8');
+      records.set(record, row * (dim + 4));
+      floats.set(decodeVector(record, dim), row * dim);
+    }
+    const keys = keysFrom(1, count);
+    const queries = randomUnitVectors(6, dim, 75);
+    for (const kind of ['flat', 'hnsw'] as const) {
+      const fromRecords = wasm.createIndex({ dim, kind });
+      const fromFloats = wasm.createIndex({ dim, kind });
+      fromRecords.addRecords(keys, records);
+      fromFloats.add(keys, floats);
+      expect(fromRecords.search(queries, 10)).toEqual(fromFloats.search(queries, 10));
+      fromRecords.dispose();
+      fromFloats.dispose();
+    }
+    // An index already widened to f32 decodes them.
+    const wide = wasm.createIndex({ dim });
+    wide.add([count + 1], rowOf(raw, dim, 0));
+    wide.addRecords(keys, records);
+    expect(wide.bytesPerVector).toBe(dim * 4);
+    const narrow = wasm.createIndex({ dim });
+    narrow.addRecords(keys, records);
+    expect(narrow.bytesPerVector).toBe(dim + 4);
+    wide.remove([count + 1]);
+    expect(wide.search(queries, 10)).toEqual(narrow.search(queries, 10));
+    // A record whose scale makes its values infinite, a short buffer, or a key it holds: nothing added.
+    const bad = records.slice(0, 2 * (dim + 4));
+    new DataView(bad.buffer).setFloat32(dim + 4, Number.POSITIVE_INFINITY, true);
+    expectPrismError(() => narrow.addRecords([count + 2, count + 3], bad), 'NON_FINITE_VECTOR');
+    expectPrismError(() => narrow.addRecords([count + 2], records.subarray(0, dim)), 'DIMENSION_MISMATCH');
+    expectPrismError(() => narrow.addRecords([count + 2, 1], records.subarray(0, 2 * (dim + 4))), 'INVALID_INPUT');
+    expect(narrow.size).toBe(count);
+    wide.dispose();
+    narrow.dispose();
+  });
+
   it('keeps the exact top k where the first pass over i8 rows estimates the order wrong', () => {
     // The first pass scores i8 rows against the query rounded to 16-bit steps (max |q| / 32,767).
     // Components just under half a step round to 0 and just over it to a whole step, so row

@@ -119,6 +119,9 @@ class prism_index_t {
     virtual bool reserve(std::size_t extra) = 0;
     /// All or nothing; returns a status and sets `last_error` on failure.
     virtual std::int32_t add(double const* keys, float const* vectors, std::size_t count) = 0;
+    /// `add` for vectors given as i8 records (see `i8_rows`; the caller has checked their scales
+    /// are finite): by default their floats are decoded and added.
+    virtual std::int32_t add_i8(double const* keys, std::uint8_t const* records, std::size_t count);
     /// How many of the keys were present and removed, or a negative status.
     virtual std::int32_t remove(double const* keys, std::size_t count) = 0;
     /// Up to `k` hits, best first, written at out_keys/out_scores; `found` gets their count.
@@ -409,23 +412,57 @@ class flat_index_t final : public prism_index_t {
             row_of_.pop_first(keys_[size_ + i], popped);
     }
 
-    /// Writes one row after the `appended` rows already written past `size_` (room is reserved);
-    /// status_invalid when its key is already present, status_out_of_memory when the lookup cannot
-    /// grow, status_not_i8 when the rows are i8 and the vector has no exact i8 encoding.
-    std::int32_t append(std::size_t appended, default_key_t key, float const* vector) {
+    /// Writes one row after the `appended` rows already written past `size_` (room is reserved) with
+    /// `write(row)`; status_invalid when its key is already present, status_out_of_memory when the
+    /// lookup cannot grow, status_not_i8 when `write` cannot hold the vector in an i8 row.
+    template <typename write_at> std::int32_t append(std::size_t appended, default_key_t key, write_at&& write) {
         std::size_t const r = size_ + appended;
         if (row_of_.contains(key))
             return status_invalid;
-        if (!i8_)
-            std::memcpy(rows_.row(r), vector, row_bytes());
-        else if (!i8_rows::encode(vector, dimensions_, rows_.row(r)))
+        if (!write(rows_.row(r)))
             return status_not_i8;
-        else
-            max_scale_ = std::max(max_scale_, read_le<float>(rows_.row(r)));
         if (!row_of_.try_emplace(key_and_row_t{key, static_cast<std::uint32_t>(r)}))
             return status_out_of_memory;
         keys_[r] = key;
+        if (i8_)
+            max_scale_ = std::max(max_scale_, std::fabs(read_le<float>(rows_.row(r))));
         return status_ok;
+    }
+
+    /// All or nothing: `count` rows keyed by `key_of(i)`, row i written by `write(i, row)` (false:
+    /// the vector has no exact i8 row, so every row is widened to f32 and the batch is added again).
+    /// A key over `max_key` or already present is status_invalid.
+    template <typename key_of_at, typename write_at>
+    std::int32_t add_rows(std::size_t count, key_of_at const& key_of, write_at const& write) {
+        if (!reserve(count))
+            return fail(status_out_of_memory, "cannot reserve memory for the new vectors");
+        for (std::size_t i = 0; i != count; ++i) {
+            default_key_t const key = key_of(i);
+            std::int32_t const status =
+                key > max_key ? status_invalid : append(i, key, [&](std::uint8_t* row) { return write(i, row); });
+            if (status == status_ok)
+                continue;
+            forget_appended(i);
+            if (status != status_not_i8)
+                return fail(static_cast<status_t>(status), status == status_invalid ? "a key is out of range or already in the index"
+                                                                                    : "cannot grow the key lookup");
+            if (!widen_rows() || !reserve(count))
+                return fail(status_out_of_memory, "cannot widen the index's rows to f32");
+            return add_rows(count, key_of, write);
+        }
+        size_ += count;
+        return status_ok;
+    }
+
+    /// `add_rows` of row-major floats: an i8 row when the vector has an exact one, else f32.
+    template <typename key_of_at> std::int32_t add_floats(std::size_t count, key_of_at const& key_of, float const* vectors) {
+        return add_rows(count, key_of, [this, vectors](std::size_t i, std::uint8_t* row) {
+            float const* vector = vectors + i * dimensions_;
+            if (i8_)
+                return i8_rows::encode(vector, dimensions_, row);
+            std::memcpy(row, vector, dimensions_ * sizeof(float));
+            return true;
+        });
     }
 
   public:
@@ -448,29 +485,22 @@ class flat_index_t final : public prism_index_t {
     }
 
     std::int32_t add(double const* keys, float const* vectors, std::size_t count) override {
-        return add_rows(count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); }, vectors);
+        return add_floats(count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); }, vectors);
     }
 
-    /// All or nothing: `count` rows keyed by `key_of(i)`, the vectors row-major. A key over
-    /// `max_key` or already present is status_invalid.
-    template <typename key_of_at> std::int32_t add_rows(std::size_t count, key_of_at key_of, float const* vectors) {
-        if (!reserve(count))
-            return fail(status_out_of_memory, "cannot reserve memory for the new vectors");
-        for (std::size_t i = 0; i != count; ++i) {
-            default_key_t const key = key_of(i);
-            std::int32_t const status = key > max_key ? status_invalid : append(i, key, vectors + i * dimensions_);
-            if (status == status_ok)
-                continue;
-            forget_appended(i);
-            if (status != status_not_i8)
-                return fail(static_cast<status_t>(status), status == status_invalid ? "a key is out of range or already in the index"
-                                                                                    : "cannot grow the key lookup");
-            if (!widen_rows() || !reserve(count))
-                return fail(status_out_of_memory, "cannot widen the index's rows to f32");
-            return add_rows(count, key_of, vectors);
-        }
-        size_ += count;
-        return status_ok;
+    /// i8 records are copied as rows as they are (decoded, once the rows are f32).
+    std::int32_t add_i8(double const* keys, std::uint8_t const* records, std::size_t count) override {
+        std::size_t const record_bytes = i8_rows::row_bytes(dimensions_);
+        return add_rows(
+            count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); },
+            [this, records, record_bytes](std::size_t i, std::uint8_t* row) {
+                std::uint8_t const* record = records + i * record_bytes;
+                if (i8_)
+                    std::memcpy(row, record, record_bytes);
+                else
+                    i8_rows::decode(record, dimensions_, reinterpret_cast<float*>(row));
+                return true;
+            });
     }
 
     std::int32_t remove(double const* keys, std::size_t count) override {
@@ -609,7 +639,7 @@ class flat_index_t final : public prism_index_t {
         // The rows start 8 + 8n bytes into a payload that follows the 32-byte header, so they are
         // as aligned as the bytes handed in.
         float const* stored_rows = reinterpret_cast<float const*>(stored_keys + rows * sizeof(default_key_t));
-        std::int32_t const status = add_rows(
+        std::int32_t const status = add_floats(
             rows, [stored_keys](std::size_t r) { return read_le<default_key_t>(stored_keys + r * sizeof(default_key_t)); },
             stored_rows);
         if (status == status_out_of_memory)
@@ -619,6 +649,18 @@ class flat_index_t final : public prism_index_t {
         return status_ok;
     }
 };
+
+std::int32_t prism_index_t::add_i8(double const* keys, std::uint8_t const* records, std::size_t count) {
+    std::size_t const dims = dimensions();
+    float* const vectors = grow(static_cast<float*>(nullptr), std::max<std::size_t>(count * dims, 1));
+    if (!vectors)
+        return fail(status_out_of_memory, "cannot allocate the decoded vectors");
+    for (std::size_t i = 0; i != count; ++i)
+        i8_rows::decode(records + i * i8_rows::row_bytes(dims), dims, vectors + i * dims);
+    std::int32_t const status = add(keys, vectors, count);
+    std::free(vectors);
+    return status;
+}
 
 /// The approximate kind: usearch's HNSW `index_dense_t`.
 class hnsw_index_t final : public prism_index_t {
@@ -802,6 +844,12 @@ EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_reserve(prism_index_t* handle, std
 EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add(prism_index_t* handle, double const* keys, float const* vectors,
                                                   std::uint32_t count) {
     return handle->add(keys, vectors, count);
+}
+
+// `prism_index_add` for i8 records (f32 scale, then a signed byte a dimension), all or nothing.
+EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add_i8(prism_index_t* handle, double const* keys, std::uint8_t const* records,
+                                                     std::uint32_t count) {
+    return handle->add_i8(keys, records, count);
 }
 
 // Returns how many keys were present and removed, or a negative status.

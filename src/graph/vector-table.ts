@@ -49,6 +49,12 @@ export class VectorTable implements Map<string, Float32Array> {
     return slot < 0 ? this.floats.get(id) : (this.decoded.get(id) ?? decodeVector(this.record(slot), this.dim));
   }
 
+  /** The i8 record (f32 scale, then a byte a dimension) `id` is kept as, as a view into the table; undefined for a vector kept as floats. Read-only. */
+  i8Record(id: string): Uint8Array | undefined {
+    const slot = this.slots.get(id);
+    return slot === undefined || slot < 0 ? undefined : this.record(slot);
+  }
+
   /**
    * Whether `id` is an i8 record of `dim` dimensions whose every value is finite, told from its
    * scale alone (its values are at most 128 × the scale in magnitude): a loaded memory is checked

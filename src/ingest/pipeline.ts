@@ -3,7 +3,7 @@ import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
-import { edgeSpace, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
+import { edgeSpace, type IndexEntry, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
 import type { WriteBatch } from '../store/types.ts';
@@ -319,13 +319,20 @@ function nearest(state: MemoryState, layer: 'entity' | 'facetPoint', vector: Flo
   return hit && id ? { id, score: hit.score } : null;
 }
 
+/** Where `applyBatch` finds the vectors it indexes: floats by id, or an i8 record as a store keeps it. */
+export interface IndexVectors {
+  get(id: string): Float32Array | undefined;
+  /** The i8 record (store/vector-codec.ts) under `id`, when the vector is kept as one. */
+  record?(id: string): Uint8Array | undefined;
+}
+
 /**
  * Mirrors a committed batch into the in-memory graph and the vector indexes. Called only
  * after the store accepted the batch, so memory never runs ahead of what is durable. New nodes
  * and edges are indexed under their vectors in `indexVectors`: the batch's own by default; a
  * reload passes the graph's table, which already holds them.
  */
-export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: Pick<ReadonlyMap<string, Float32Array>, 'get'> = new Map(batch.putVectors ?? [])): void {
+export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: IndexVectors = new Map(batch.putVectors ?? [])): void {
   const { graph, indexes } = state;
   for (const id of batch.deleteEdges ?? []) {
     const edge = graph.edges.get(id);
@@ -344,21 +351,24 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   for (const chunk of batch.putChunks ?? []) graph.putChunk(chunk);
   for (const [id, vector] of batch.putVectors ?? []) graph.vectors.set(id, vector);
   // Index additions are grouped per space so each index takes one batched add.
-  const additions = new Map<IndexSpace, Array<{ key: number; vector: Float32Array }>>();
-  const queue = (space: IndexSpace | null, key: number, vector: Float32Array | undefined) => {
-    if (!space || !vector) return;
+  const additions = new Map<IndexSpace, IndexEntry[]>();
+  const queue = (space: IndexSpace | null, key: number, id: string) => {
+    if (!space) return;
+    const record = indexVectors.record?.(id);
+    const vector = record ? undefined : indexVectors.get(id);
+    if (!record && !vector) return;
     const list = additions.get(space) ?? [];
-    list.push({ key, vector });
+    list.push(record ? { key, record } : { key, vector: vector as Float32Array });
     additions.set(space, list);
   };
   for (const node of batch.putNodes ?? []) {
     // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
-    if (!graph.nodes.has(node.id)) queue(node.layer, node.key, indexVectors.get(node.id));
+    if (!graph.nodes.has(node.id)) queue(node.layer, node.key, node.id);
     graph.putNode(node);
   }
   for (const edge of batch.putEdges ?? []) {
     graph.putEdge(edge);
-    queue(edgeSpace(edge.type), edge.key, indexVectors.get(edge.id));
+    queue(edgeSpace(edge.type), edge.key, edge.id);
   }
   for (const [space, entries] of additions) indexes.add(space, entries);
   for (const hash of batch.putHashes ?? []) state.hashes.add(hash);

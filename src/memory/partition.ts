@@ -59,7 +59,7 @@ export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): Memory
     putEdges: byKey(snapshot.edges),
     putHashes: [...snapshot.hashes],
     meta: snapshot.meta,
-  }, { get: (id) => vectors.peek(id) });
+  }, { get: (id) => vectors.peek(id), record: (id) => vectors.i8Record(id) });
   return state;
 }
 

@@ -1,4 +1,5 @@
 import type { EdgeType, Layer } from '../graph/types.ts';
+import { decodeVector } from '../store/vector-codec.ts';
 import { packRows } from '../util/vectors.ts';
 import type { SearchHit, VectorIndex } from './types.ts';
 
@@ -11,6 +12,16 @@ export function edgeSpace(type: EdgeType): IndexSpace | null {
   return type === 'semantic' ? 'edge_semantic' : 'edge_relation';
 }
 
+/** A vector to index: its floats, or its i8 record (store/vector-codec.ts) as a store keeps it. */
+export type IndexEntry = { key: number; vector: Float32Array } | RecordEntry;
+type RecordEntry = { key: number; record: Uint8Array };
+
+function packRecords(records: readonly Uint8Array[], bytes: number): Uint8Array {
+  const packed = new Uint8Array(records.length * bytes);
+  records.forEach((record, i) => packed.set(record, i * bytes));
+  return packed;
+}
+
 /** A lazily created vector index per space, all of one dimension. */
 export class IndexSet {
   private readonly spaces = new Map<IndexSpace, VectorIndex>();
@@ -20,17 +31,19 @@ export class IndexSet {
     private readonly create: (dim: number) => VectorIndex,
   ) {}
 
-  add(space: IndexSpace, entries: ReadonlyArray<{ key: number; vector: Float32Array }>): void {
+  /**
+   * Adds entries to the space's index in one batch. A batch of i8 records only goes to an index
+   * that takes records as they are (`VectorIndex.addRecords`); otherwise every entry is added as
+   * its floats.
+   */
+  add(space: IndexSpace, entries: ReadonlyArray<IndexEntry>): void {
     if (entries.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
-    index.add(
-      entries.map((e) => e.key),
-      packRows(
-        entries.map((e) => e.vector),
-        this.dim,
-      ),
-    );
+    const keys = entries.map((e) => e.key);
+    const records = entries.every((e): e is RecordEntry => 'record' in e) ? entries.map((e) => e.record) : null;
+    if (records && index.addRecords) index.addRecords(keys, packRecords(records, this.dim + 4));
+    else index.add(keys, packRows(entries.map((e) => ('record' in e ? decodeVector(e.record, this.dim) : e.vector)), this.dim));
   }
 
   remove(space: IndexSpace, keys: readonly number[]): void {

@@ -7,6 +7,12 @@ export interface VectorIndex {
   readonly size: number;
   /** Adds `keys.length` vectors packed row-major in `vectors` (length keys.length × dim). */
   add(keys: readonly number[], vectors: Float32Array): void;
+  /**
+   * Adds `keys.length` vectors given as i8 records (store/vector-codec.ts: an f32 scale, then one
+   * signed byte a dimension; dim + 4 bytes each, packed): the same as adding their decoded floats.
+   * Optional: without it, callers decode and `add`.
+   */
+  addRecords?(keys: readonly number[], records: Uint8Array): void;
   /** Removes the keys that exist; returns how many were removed. */
   remove(keys: readonly number[]): number;
   /** Top-k by inner product for each packed query row; best first. */

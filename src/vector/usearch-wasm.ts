@@ -2,7 +2,7 @@ import createUsearchModule from '../../wasm/usearch.mjs';
 import type { UsearchModule } from '../../wasm/usearch.mjs';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
 import type { IndexKind, SearchHit, VectorIndex } from './types.ts';
-import { checkK, checkKeys, checkRows, compareHits } from './validate.ts';
+import { checkK, checkKeys, checkRecords, checkRows, compareHits } from './validate.ts';
 
 /**
  * Where the usearch WASM comes from: its bytes (Node reads them from disk), a precompiled
@@ -42,8 +42,8 @@ const KIND_BY_CODE: readonly IndexKind[] = ['flat', 'hnsw'];
 /** Status codes of usearch_binding.cpp. */
 const STATUS_ERROR: Record<number, PrismErrorCode> = { 1: 'INVALID_INPUT', 2: 'OUT_OF_MEMORY', 3: 'CORRUPT_CHECKPOINT' };
 
-/** Rows copied into WASM per add call, so a large batch does not need a second full copy in memory. */
-const ADD_CHUNK_FLOATS = 1 << 20;
+/** Bytes of rows copied into WASM per add call, so a large batch does not need a second full copy in memory. */
+const ADD_CHUNK_BYTES = 4 << 20;
 
 export async function loadUsearchWasm(source: UsearchWasmSource): Promise<UsearchWasm> {
   let module: UsearchModule;
@@ -182,21 +182,39 @@ export class UsearchIndex implements VectorIndex {
 
   /** All or nothing: an invalid row, or a key already in the index, leaves the index unchanged. */
   add(keys: readonly number[], vectors: Float32Array): void {
-    const handle = this.live();
     checkKeys(keys);
     checkRows(vectors, this.dim, keys.length);
+    this.addInChunks(keys, vectors, this.dim, (wasm, handle, keysPointer, rowsPointer, count) => wasm._prism_index_add(handle, keysPointer, rowsPointer, count));
+  }
+
+  /**
+   * `add` for i8 records (see `VectorIndex.addRecords`): a flat index with i8 rows copies them
+   * as they are, with no floats in between. All or nothing, as `add`.
+   */
+  addRecords(keys: readonly number[], records: Uint8Array): void {
+    checkKeys(keys);
+    checkRecords(records, this.dim, keys.length);
+    this.addInChunks(keys, records, this.dim + 4, (wasm, handle, keysPointer, rowsPointer, count) => wasm._prism_index_add_i8(handle, keysPointer, rowsPointer, count));
+  }
+
+  /** Copies the rows into WASM a chunk at a time and adds each chunk; a failing chunk undoes the ones before it. */
+  private addInChunks<Rows extends Float32Array | Uint8Array>(
+    keys: readonly number[],
+    rows: Rows,
+    perRow: number,
+    addChunk: (wasm: UsearchModule, handle: number, keysPointer: number, rowsPointer: number, count: number) => number,
+  ): void {
+    const handle = this.live();
     if (keys.length === 0) return;
     const { runtime } = this;
     const wasm = runtime.wasm;
     runtime.withCopy(Float64Array.from(keys), (keysPointer) => {
       runtime.check(wasm._prism_index_reserve(handle, keys.length));
-      const rowsPerChunk = Math.max(1, Math.floor(ADD_CHUNK_FLOATS / this.dim));
+      const rowsPerChunk = Math.max(1, Math.floor((ADD_CHUNK_BYTES / rows.BYTES_PER_ELEMENT) / perRow));
       for (let start = 0; start < keys.length; start += rowsPerChunk) {
         const count = Math.min(rowsPerChunk, keys.length - start);
-        const rows = vectors.subarray(start * this.dim, (start + count) * this.dim);
-        const status = runtime.withCopy(rows, (rowsPointer) =>
-          wasm._prism_index_add(handle, keysPointer + start * 8, rowsPointer, count),
-        );
+        const chunk = rows.subarray(start * perRow, (start + count) * perRow);
+        const status = runtime.withCopy(chunk, (rowsPointer) => addChunk(wasm, handle, keysPointer + start * 8, rowsPointer, count));
         if (status !== 0) {
           // Each chunk is atomic in C++; undo the chunks before it so the whole batch is.
           const error = runtime.lastError(STATUS_ERROR[status] ?? 'INVALID_INPUT');

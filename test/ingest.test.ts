@@ -142,6 +142,16 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     expect(await fingerprint(resumed)).toEqual(await fingerprint(reference));
   });
 
+  it('a chunk keeps its text\'s tokens under the default counter (a custom one keeps none: see tokens.test.ts)', async () => {
+    const store = new MemoryStore();
+    const memory = await Memory.open(options(store));
+    await memory.add(conversation);
+    const chunks = (await store.load(DEFAULT_PARTITION))?.chunks ?? [];
+    expect(chunks.length).toBeGreaterThan(0);
+    for (const chunk of chunks) expect(chunk.textTokens).toBe(countTokens(chunk.text));
+    await memory.close();
+  });
+
   it('delete removes a session everywhere', async () => {
     const onlyFirst = await Memory.open(options(new MemoryStore()));
     await onlyFirst.add({ ...conversation, sessions: conversation.sessions.slice(0, 1) });

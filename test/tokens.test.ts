@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../src/eval/stats.ts';
-import { countSpaced, countTokens, loadTokenCounter } from '../src/util/tokens.ts';
+import { countKeptTokens, countSpaced, countTokens, defaultCounterTokens, loadTokenCounter } from '../src/util/tokens.ts';
 
 describe('counting text joined at spaces from its parts (o200k_base)', () => {
   // Runs first in this file, while the default counter that test/setup.ts loads is installed.
@@ -32,6 +32,19 @@ describe('counting text joined at spaces from its parts (o200k_base)', () => {
     for (const parts of [['a ', ' b'], ['a', '  b'], ['a', 'b'], ['a', ' b '], ['a', ' \nb'], ['', ' b']]) {
       expect(countSpaced(parts)).toBe(countTokens(parts.join('')));
     }
+  });
+});
+
+describe('counts a record keeps (Chunk.textTokens)', () => {
+  it('are the default counter\'s, and are read only while it is installed', async () => {
+    await loadTokenCounter();
+    const text = '[s1 · 8 May 2023]\nUser: I painted a sunrise.\nAssistant: Lovely!';
+    expect(defaultCounterTokens(text)).toBe(countTokens(text));
+    expect(countKeptTokens(text, 1_000)).toBe(1_000);
+    expect(countKeptTokens(text, undefined)).toBe(countTokens(text));
+    await loadTokenCounter((t) => t.length);
+    expect(defaultCounterTokens(text)).toBeUndefined();
+    expect(countKeptTokens(text, 1_000)).toBe(text.length);
   });
 });
 

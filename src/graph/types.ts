@@ -118,6 +118,13 @@ export interface Chunk {
   turns: ChunkTurn[];
   /** Absent in memories written before v0.3 (read as `local` or `llm` by the memory's mode). */
   extraction?: ChunkExtraction;
+  /**
+   * Tokens of `text` under the default counter (o200k_base), counted once at ingest so a search
+   * does not count a whole session again to know how much text an Episode holds. Absent when a
+   * custom counter was installed, and in memories written before v0.3.1; read only while the
+   * default counter is installed.
+   */
+  textTokens?: number;
 }
 
 export interface ChunkTurn {

@@ -9,6 +9,7 @@ import { usageTotals } from '../llm/usage.ts';
 import type { WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
+import { defaultCounterTokens } from '../util/tokens.ts';
 import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import type { ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
@@ -143,6 +144,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       progress('embed');
       const extraction = outcome.extraction;
       const vectors = await embedExtraction(extraction, deps.embedder, signal);
+      const textTokens = defaultCounterTokens(item.draft.text);
       const chunk = {
         id: item.hash,
         sessionId: item.draft.sessionId,
@@ -151,6 +153,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
         time: item.draft.time,
         turns: item.draft.turns,
         extraction: chunkExtraction(deps.extractor, outcome),
+        ...(textTokens === undefined ? {} : { textTokens }),
       };
       const built = await exclusive(() => deps.writer.locked(() => commitChunk(deps, chunk, extraction, vectors, () => progress('commit'), signal)));
       if (!built) {

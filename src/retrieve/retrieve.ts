@@ -12,8 +12,9 @@ import type { QueryEvidence } from './evidence.ts';
 import { asksForLatest, routeIntent, type IntentDecision } from './intent.ts';
 import { termsOf } from './lexical.ts';
 import { episodesOn, queryInstant, queryTimeSpans, type TimeSpan } from './dates.ts';
+import { countKeptTokens } from '../util/tokens.ts';
 import { dot } from '../util/vectors.ts';
-import { countTokens, packContext } from './pack.ts';
+import { packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
@@ -232,11 +233,11 @@ function searchForUnits(
   }
 }
 
-/** Tokens of an Episode's chunk text (remembered by `countTokens`); 0 for an unknown one. */
+/** Tokens of an Episode's chunk text (kept by the chunk, else counted and remembered); 0 for an unknown one. */
 function episodeTokens(graph: MemoryGraph, episodeId: string): number {
   const node = graph.nodes.get(episodeId);
   const chunk = node?.layer === 'episode' ? graph.chunks.get(node.chunkId) : undefined;
-  return chunk ? countTokens(chunk.text) : 0;
+  return chunk ? countKeptTokens(chunk.text, chunk.textTokens) : 0;
 }
 
 /**

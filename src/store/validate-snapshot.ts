@@ -168,6 +168,7 @@ export function checkChunk(chunk: unknown, fail: Fail): asserts chunk is Chunk {
   if (chunk.extraction !== undefined && (typeof chunk.extraction !== 'string' || !Object.hasOwn(EXTRACTIONS, chunk.extraction))) {
     fail(`${what} has unknown extraction ${shown(chunk.extraction)}`);
   }
+  if (chunk.textTokens !== undefined) checkCount(chunk.textTokens, `${what} textTokens`, fail);
 }
 
 export function checkVector(id: string, vector: unknown, dim: number, fail: Fail): asserts vector is Float32Array {

@@ -79,6 +79,16 @@ export function countTokens(text: string): number {
   return tokens;
 }
 
+/** Tokens of `text` under the default counter (o200k_base) when it is the one installed, else undefined: what a record may keep (`Chunk.textTokens`). */
+export function defaultCounterTokens(text: string): number | undefined {
+  return countsPartsApart ? countTokens(text) : undefined;
+}
+
+/** Tokens of `text`: `kept` (a `defaultCounterTokens` count a record kept) while the default counter is installed, else counted. */
+export function countKeptTokens(text: string, kept: number | undefined): number {
+  return kept !== undefined && countsPartsApart ? kept : countTokens(text);
+}
+
 /**
  * Tokens of `pieces.join('')`. With o200k_base, where every piece but the last ends in a line
  * break, this is the sum of the pieces' own (remembered) counts: its pre-tokenizer splits the

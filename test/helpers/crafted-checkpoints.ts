@@ -478,6 +478,13 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
     damage: (db, partition) => editChunks(db, partition, (chunks) => drop(first(chunks, 'chunk'), 'turns')),
   },
   {
+    name: 'a chunk whose kept token count is negative',
+    damage: (db, partition) =>
+      editChunks(db, partition, (chunks) => {
+        first(chunks, 'chunk').textTokens = -1;
+      }),
+  },
+  {
     name: 'meta.dim 383 with 383-float vectors',
     // Whole, but written for another embedder's dimension.
     code: 'EMBEDDER_MISMATCH',

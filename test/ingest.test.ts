@@ -526,6 +526,9 @@ describe('bad and extreme input', () => {
       expect(excerpt?.text).toMatch(/^\(diary:1#\d\) Ana: … .*My sister Lena moved to Porto last spring\./);
       // At most half the budget, and never more than maxTurnTokens.
       expect(countTokens(excerpt?.text ?? '')).toBeLessThanOrEqual(Math.min(budget / 2, memory.config.retrieval.maxTurnTokens));
+      // Worked out when packing read it, handed out as plain data.
+      for (const unit of result.units) expect(Object.getOwnPropertyDescriptor(unit, 'text')).toHaveProperty('value', unit.text);
+      expect(JSON.parse(JSON.stringify(result.units)).map((u: { text: string }) => u.text)).toEqual(result.units.map((u) => u.text));
     }
   });
 });

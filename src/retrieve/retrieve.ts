@@ -190,7 +190,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   return {
     context: packed.text,
     tokens: packed.tokens,
-    units: packed.units,
+    // As plain data: a long turn's unit works out its text when first read (see `buildUnits`).
+    units: packed.units.map((unit) => ({ ...unit })),
     dialogIds: packed.dialogIds,
     intent: routed.intent,
     tier: routed.tier,

@@ -121,11 +121,9 @@ export function buildUnits(
         (index.asks[i] ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
       const line = index.lines[i] ?? turnLine(turn);
-      // Byte-level BPE spends at least one UTF-8 byte per token, so short lines skip the count.
-      const long = (index.bytes[i] ?? Infinity) > maxTurnTokens && countTokens(line) > maxTurnTokens;
       // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
-      units.push({
-        text: long ? excerptTurn(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms), maxTurnTokens) : line,
+      const unit: RetrievedUnit = {
+        text: line,
         dialogIds: [turn.dialogId],
         id: index.unitIds[i] ?? `${node.id}#${turn.dialogId}`,
         episodeId: node.id,
@@ -133,12 +131,37 @@ export function buildUnits(
         score,
         time: node.time ?? chunk.time,
         trace: episode.trace,
-        kind: long ? 'excerpt' : 'turn',
-      });
+        kind: 'turn',
+      };
+      // Byte-level BPE spends at least one UTF-8 byte per token, so short lines are never long.
+      if ((index.bytes[i] ?? Infinity) > maxTurnTokens) {
+        resolveWhenRead(unit, () =>
+          countTokens(line) > maxTurnTokens
+            ? { text: excerptTurn(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms), maxTurnTokens), kind: 'excerpt' }
+            : { text: line, kind: 'turn' },
+        );
+      }
+      units.push(unit);
     });
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
+}
+
+/**
+ * Makes a unit's `text` and `kind` what `resolve` gives, worked out when they are first read.
+ * Whether a long-looking turn is over `maxTurnTokens`, and its excerpt if so, cost counting its
+ * line and weighing its sentences: most of a search's work on long chat turns, while packing reads
+ * only the units it reaches, a small share of those built. Both stay enumerable, so a spread or
+ * JSON reads the resolved values.
+ */
+function resolveWhenRead(unit: RetrievedUnit, resolve: () => Pick<RetrievedUnit, 'text' | 'kind'>): void {
+  let resolved: Pick<RetrievedUnit, 'text' | 'kind'> | undefined;
+  const read = () => (resolved ??= resolve());
+  Object.defineProperties(unit, {
+    text: { get: () => read().text, enumerable: true },
+    kind: { get: () => read().kind, enumerable: true },
+  });
 }
 
 /** What the FacetPoints taken from one turn say about the query. */

@@ -15,7 +15,7 @@ const RELATIVE_FLOOR = 0.5;
  * A single sentence longer than the cap is cut at the cap.
  */
 export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): string {
-  const sentences = splitSentences(turn.text);
+  const sentences = sentencesOf(turn);
   const order = sentences.map((sentence, i) => ({ i, score: sentenceScore(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
   // The excerpt's line as parts that join into it: the line's head, then each sentence and
   // each "…" with the space before it; `countSpaced` weighs it from the parts' own counts.
@@ -45,9 +45,22 @@ export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) =
   return render(picked);
 }
 
+let segmenter: Intl.Segmenter | undefined;
+/**
+ * A turn's sentences, kept while the turn is: a long turn a search reaches is split again by the
+ * next search that reaches it, and the split does not depend on the query.
+ */
+const sentencesOfTurn = new WeakMap<ChunkTurn, readonly string[]>();
+
+function sentencesOf(turn: ChunkTurn): readonly string[] {
+  let sentences = sentencesOfTurn.get(turn);
+  if (!sentences) sentencesOfTurn.set(turn, (sentences = splitSentences(turn.text)));
+  return sentences;
+}
+
 /** Sentences by the platform's Unicode segmenter (browsers, Node, Deno and workerd all have it). */
 function splitSentences(text: string): string[] {
-  const segmenter = new Intl.Segmenter(undefined, { granularity: 'sentence' });
+  segmenter ??= new Intl.Segmenter(undefined, { granularity: 'sentence' });
   const sentences = [...segmenter.segment(text)].map((s) => s.segment.trim()).filter((s) => s.length > 0);
   return sentences.length > 0 ? sentences : [text];
 }

@@ -355,13 +355,17 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   for (const [id, vector] of batch.putVectors ?? []) graph.vectors.set(id, vector);
   // Index additions are grouped per space so each index takes one batched add.
   const additions = new Map<IndexSpace, IndexEntry[]>();
-  const queue = (space: IndexSpace | null, key: number, id: string) => {
-    if (!space) return;
+  const entryFor = (key: number, id: string): IndexEntry | undefined => {
     const record = indexVectors.record?.(id);
-    const vector = record ? undefined : indexVectors.get(id);
-    if (!record && !vector) return;
+    if (record) return { key, record };
+    const vector = indexVectors.get(id);
+    return vector ? { key, vector } : undefined;
+  };
+  const queue = (space: IndexSpace | null, key: number, id: string) => {
+    const entry = space ? entryFor(key, id) : undefined;
+    if (!space || !entry) return;
     const list = additions.get(space) ?? [];
-    list.push(record ? { key, record } : { key, vector: vector as Float32Array });
+    list.push(entry);
     additions.set(space, list);
   };
   for (const node of batch.putNodes ?? []) {

@@ -121,7 +121,7 @@ export interface Chunk {
   /**
    * Tokens of `text` under the default counter (o200k_base), counted once at ingest so a search
    * does not count a whole session again to know how much text an Episode holds. Absent when a
-   * custom counter was installed, and in memories written before v0.3.1; read only while the
+   * custom counter was installed, and in chunks written before the field; read only while the
    * default counter is installed.
    */
   textTokens?: number;

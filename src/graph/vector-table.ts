@@ -1,4 +1,4 @@
-import { decodeStoredVector, decodeVector, encodeVector } from '../store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
 
 /** i8 records per page: pages are allocated as the table grows, and a freed record is reused. */
 const RECORDS_PER_PAGE = 1024;
@@ -63,9 +63,7 @@ export class VectorTable implements Map<string, Float32Array> {
   isFiniteRecord(id: string, dim: number): boolean {
     const slot = this.slots.get(id);
     if (slot === undefined || slot < 0 || dim !== this.dim) return false;
-    const record = this.record(slot);
-    const scale = new DataView(record.buffer, record.byteOffset, 4).getFloat32(0, true);
-    return Number.isFinite(Math.fround(128 * Math.abs(scale)));
+    return i8ScaleIsFinite(i8RecordScale(this.record(slot)));
   }
 
   get(id: string): Float32Array | undefined {

@@ -424,23 +424,23 @@ function forEachLexicalDocument(graph: MemoryGraph, visit: (id: string, make: ()
         });
         break;
       }
-      case 'facet': {
-        const id = `facet:${node.id}`;
-        visit(id, () => ({ id, layer: 'facet', nodeId: node.id, dialogId: '', text: node.theme }));
+      case 'facet':
+        visitNode(visit, 'facet', node.id, node.theme);
         break;
-      }
-      case 'facetPoint': {
-        const id = `facetPoint:${node.id}`;
-        visit(id, () => ({ id, layer: 'facetPoint', nodeId: node.id, dialogId: '', text: node.content }));
+      case 'facetPoint':
+        visitNode(visit, 'facetPoint', node.id, node.content);
         break;
-      }
-      case 'entity': {
-        const id = `entity:${node.id}`;
-        visit(id, () => ({ id, layer: 'entity', nodeId: node.id, dialogId: '', text: node.name }));
+      case 'entity':
+        visitNode(visit, 'entity', node.id, node.name);
         break;
-      }
     }
   }
+}
+
+/** The one document of a Facet, FacetPoint or Entity: `<layer>:<node id>`, its text the node's. */
+function visitNode(visit: (id: string, make: () => LexicalDoc) => void, layer: LexicalDoc['layer'], nodeId: string, text: string): void {
+  const id = `${layer}:${nodeId}`;
+  visit(id, () => ({ id, layer, nodeId, dialogId: '', text }));
 }
 
 /** The documents the index holds for `graph`, in the graph's node order. */

@@ -104,6 +104,16 @@ export function encodeVector(vector: Float32Array, precision: VectorPrecision): 
   return bytes;
 }
 
+/** The f32 scale of the i8 record at `offset` in `bytes` (see `encodeVector`). */
+export function i8RecordScale(bytes: Uint8Array, offset = 0): number {
+  return new DataView(bytes.buffer, bytes.byteOffset + offset, 4).getFloat32(0, true);
+}
+
+/** Whether every value an i8 record of this scale decodes to is finite: they are at most 128 × the scale in magnitude. */
+export function i8ScaleIsFinite(scale: number): boolean {
+  return Number.isFinite(Math.fround(128 * Math.abs(scale)));
+}
+
 /** A vector of `dim` dimensions from its bytes at any precision (told by their length). */
 export function decodeVector(bytes: Uint8Array, dim: number): Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

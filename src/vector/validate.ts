@@ -1,5 +1,6 @@
 import { PrismError } from '../errors.ts';
 import type { SearchHit } from './types.ts';
+import { i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
 
 /** Keys must be distinct safe non-negative integers (they cross into WASM as f64 → u64). */
 export function checkKeys(keys: readonly number[]): void {
@@ -14,19 +15,15 @@ export function checkKeys(keys: readonly number[]): void {
 }
 
 /** Checks a packed row-major matrix: `rows` rows of `dim` finite floats; returns the row count. */
-/**
- * `keys` i8 records of `dim` dimensions, packed (see `VectorIndex.addRecords`); a record's values
- * are finite when 128 × its scale is, as with `VectorTable.isFiniteRecord`.
- */
+/** `rows` i8 records of `dim` dimensions, packed (see `VectorIndex.addRecords`), each with a scale its values stay finite under. */
 export function checkRecords(records: Uint8Array, dim: number, rows: number): void {
   if (!(records instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'records must be a Uint8Array of packed i8 records');
   if (records.length !== rows * (dim + 4)) {
     throw new PrismError('DIMENSION_MISMATCH', `got ${records.length} bytes, expected ${rows} i8 records × ${dim + 4} = ${rows * (dim + 4)}`);
   }
-  const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
   for (let row = 0; row < rows; row++) {
-    const scale = view.getFloat32(row * (dim + 4), true);
-    if (!Number.isFinite(Math.fround(128 * Math.abs(scale)))) throw new PrismError('NON_FINITE_VECTOR', `record ${row} has scale ${scale}`);
+    const scale = i8RecordScale(records, row * (dim + 4));
+    if (!i8ScaleIsFinite(scale)) throw new PrismError('NON_FINITE_VECTOR', `record ${row} has scale ${scale}`);
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type IngestConfig } from '../src/config.ts';
+import { chunkText, turnTextOffsets } from '../src/graph/chunk-text.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
 import type { Chunk, GraphNode } from '../src/graph/types.ts';
 import { buildChunkGraph, embedExtraction, type BuildOutput } from '../src/ingest/build-graph.ts';
@@ -211,5 +212,60 @@ describe('MemoryGraph turn indexes', () => {
     graph.deleteChunk('missing');
     check();
     expect(graph.turnsInSession('s2')).toBe(0);
+  });
+});
+
+describe('MemoryGraph text sharing', () => {
+  const turns = [
+    { dialogId: 'd:1', speaker: 'Caroline', text: 'I went to a pride parade last week. It was so much fun!', time: null },
+    { dialogId: 'd:2', speaker: 'Melanie', text: 'That sounds amazing. I painted a sunrise over the lake yesterday.', time: null },
+    { dialogId: 'd:1', speaker: 'Caroline', text: 'A later turn that reuses the first dialog id.', time: null },
+  ];
+  const header = '[conv 1 · 8 May 2023]';
+  const copyOf = (value: unknown) => JSON.parse(JSON.stringify(value)) as never;
+  const canonical = (): Chunk => ({ id: 'c'.repeat(64), sessionId: 's', header, text: chunkText(header, turns), time: null, order: 0, turns: copyOf(turns) });
+  const point = (i: number, content: string, dialogIds: string[]): GraphNode => ({
+    id: `fp:c:${i}`,
+    key: 10 + i,
+    layer: 'facetPoint',
+    chunkId: 'c'.repeat(64),
+    episodeId: 'ep:c',
+    facetId: 'fc:c:0',
+    content,
+    entityId: null,
+    timeText: null,
+    time: null,
+    dialogIds,
+  });
+  const points = [
+    point(0, 'Caroline: I went to a pride parade last week.', ['d:1']),
+    point(1, 'Caroline: It was so much fun!', ['d:1']),
+    point(2, 'Melanie: That sounds amazing. I painted a sunrise over the lake yesterday.', ['d:2']),
+    point(3, 'Melanie: a paraphrase the turn does not hold', ['d:2']),
+    point(4, 'Caroline: I went to a pride parade', ['d:1', 'd:2']),
+    point(5, 'Melanie: I went to a pride parade last week.', ['d:1']),
+  ];
+
+  it('finds where each turn starts in the joined text, and nothing in a text that is not the join', () => {
+    const c = canonical();
+    const offsets = turnTextOffsets(c);
+    expect(offsets?.map((at, i) => c.text.slice(at, at + (turns[i]?.text.length ?? 0)))).toEqual(turns.map((t) => t.text));
+    expect(turnTextOffsets({ ...c, text: `${c.text}\n` })).toBeNull();
+    expect(turnTextOffsets({ ...c, text: c.text.replace('pride', 'Pride') })).toBeNull();
+    expect(turnTextOffsets({ ...c, header: '[another header]' })).toBeNull();
+    expect(turnTextOffsets({ ...c, text: 'chunk 1' })).toBeNull();
+  });
+
+  it('leaves every turn, fact and id equal to what was put, for joined and hand-made chunk texts', () => {
+    for (const c of [canonical(), { ...canonical(), text: 'a chunk text made by hand' }]) {
+      const nodes: GraphNode[] = [
+        { id: 'ep:c', key: 1, layer: 'episode', chunkId: 'c'.repeat(64), summary: 's', time: null, order: 0 },
+        { id: 'fc:c:0', key: 2, layer: 'facet', chunkId: 'c'.repeat(64), episodeId: 'ep:c', theme: 'Caroline: I went' },
+        ...points,
+      ];
+      const graph = new MemoryGraph({ nodes: copyOf(nodes), edges: [], chunks: [copyOf(c)], vectors: new Map() });
+      expect([...graph.chunks.values()]).toEqual([c]);
+      expect([...graph.nodes.values()]).toEqual(nodes);
+    }
   });
 });

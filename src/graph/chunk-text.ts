@@ -1,4 +1,4 @@
-import type { ChunkTurn } from './types.ts';
+import type { Chunk, ChunkTurn } from './types.ts';
 
 /** One line per turn, with its dialog id so packed context can be scored against gold evidence. */
 export function turnLine(turn: ChunkTurn): string {
@@ -14,4 +14,22 @@ export function chunkText(header: string, turns: readonly ChunkTurn[]): string {
 export function turnTheme(speaker: string, text: string): string {
   const oneLine = text.replace(/\s+/g, ' ').trim();
   return `${speaker}: ${oneLine.length > 160 ? `${oneLine.slice(0, 157)}…` : oneLine}`;
+}
+
+/**
+ * Where each turn's text starts in `chunk.text`, or null when `chunk.text` is not the
+ * canonical join of its header and turns (a chunk built by hand).
+ */
+export function turnTextOffsets(chunk: Pick<Chunk, 'header' | 'text' | 'turns'>): number[] | null {
+  const { text } = chunk;
+  if (!text.startsWith(chunk.header)) return null;
+  const offsets: number[] = [];
+  let at = chunk.header.length;
+  for (const turn of chunk.turns) {
+    const lead = `\n(${turn.dialogId}) ${turn.speaker}: `;
+    if (!text.startsWith(lead, at) || !text.startsWith(turn.text, at + lead.length)) return null;
+    offsets.push(at + lead.length);
+    at += lead.length + turn.text.length;
+  }
+  return at === text.length ? offsets : null;
 }

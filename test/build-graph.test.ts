@@ -269,3 +269,41 @@ describe('MemoryGraph text sharing', () => {
     }
   });
 });
+
+describe('MemoryGraph Episode chain', () => {
+  const episode = (n: number, time: string | null, order: number): GraphNode => ({ id: `ep:${n}`, key: n + 1, layer: 'episode', chunkId: `c${n}`, summary: '', time, order });
+  /** The rule the chain replaces: a scan of every Episode for the latest before and the earliest at or after. */
+  const scanned = (graph: MemoryGraph, ep: Extract<GraphNode, { layer: 'episode' }>) => {
+    const compare = (a: typeof ep, b: typeof ep) => (a.time ?? '').localeCompare(b.time ?? '') || a.order - b.order;
+    let before: typeof ep | null = null;
+    let after: typeof ep | null = null;
+    for (const node of graph.nodesOfLayer('episode')) {
+      if (node.id === ep.id) continue;
+      if (compare(node, ep) < 0) {
+        if (!before || compare(node, before) > 0) before = node;
+      } else if (!after || compare(node, after) < 0) after = node;
+    }
+    return { before, after };
+  };
+
+  it('finds the same neighbours as a scan of every Episode, and lists them in time order, as Episodes come, are re-put and go', () => {
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new Map() });
+    const times = [null, '2023-05-01', '2023-05-01T10:00:00', '2023-06-15', '2024-01-02'];
+    for (let step = 0; step < 400; step++) {
+      const n = random(60);
+      const roll = random(10);
+      if (roll < 6) graph.putNode(episode(n, times[random(times.length)] ?? null, n));
+      else if (roll < 8) graph.deleteNode(`ep:${n}`);
+      const probe = episode(random(70), times[random(times.length)] ?? null, random(70)) as Extract<GraphNode, { layer: 'episode' }>;
+      expect(graph.episodeNeighbours(probe)).toEqual(scanned(graph, probe));
+      const listed = graph.episodesInTime();
+      expect(listed.map((e) => e.id).sort()).toEqual(graph.nodesOfLayer('episode').map((e) => e.id).sort());
+      for (let i = 1; i < listed.length; i++) {
+        const [a, b] = [listed[i - 1], listed[i]];
+        expect((a?.time ?? '').localeCompare(b?.time ?? '') || (a?.order ?? 0) - (b?.order ?? 0)).toBeLessThanOrEqual(0);
+      }
+    }
+  });
+});

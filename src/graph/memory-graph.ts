@@ -1,5 +1,5 @@
 import { turnTextOffsets } from './chunk-text.ts';
-import { EDGE_TYPES, type Chunk, type ChunkTurn, type EdgeType, type EntityNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, type Chunk, type ChunkTurn, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -39,6 +39,12 @@ export class MemoryGraph {
    * of every Episode it scores, every query, and the walk costs more than their cosines.
    */
   private readonly pointsByEpisode = new Map<string, readonly FacetPointNode[]>();
+  /**
+   * Episodes in time order (`compareEpisodes`), kept sorted as they come and go: each add links
+   * its Episode between its neighbours in time (design §2.4), and finding them by scanning every
+   * Episode grew each add with the memory.
+   */
+  private readonly episodeChain: EpisodeNode[] = [];
   /** Where each turn's text starts in its chunk's text, for chunks whose text is the join of their turns. */
   private readonly turnOffsets = new WeakMap<Chunk, readonly number[]>();
   /** `turnOf`'s map of the last chunk it was asked about. */
@@ -99,6 +105,9 @@ export class MemoryGraph {
   putNode(node: GraphNode): void {
     this.shareStrings(node);
     this.pointsByEpisode.clear();
+    const previous = this.nodes.get(node.id);
+    if (previous?.layer === 'episode') this.unchain(previous);
+    if (node.layer === 'episode') this.episodeChain.splice(searchChain(this.episodeChain, node, false), 0, node);
     this.nodes.set(node.id, node);
     this.byKey.set(node.key, node.id);
     link(this.byLayer, node.layer, node.id);
@@ -109,11 +118,34 @@ export class MemoryGraph {
     const node = this.nodes.get(id);
     if (!node) return;
     this.pointsByEpisode.clear();
+    if (node.layer === 'episode') this.unchain(node);
     this.nodes.delete(id);
     this.byKey.delete(node.key);
     this.vectors.delete(id);
     this.byLayer.get(node.layer)?.delete(id);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
+  }
+
+  private unchain(episode: EpisodeNode): void {
+    const at = this.episodeChain.indexOf(episode, searchChain(this.episodeChain, episode, true));
+    if (at >= 0) this.episodeChain.splice(at, 1);
+  }
+
+  /** Every Episode in time order (`compareEpisodes`; equal ones in the order they came). Read-only: the list is the graph's own. */
+  episodesInTime(): readonly EpisodeNode[] {
+    return this.episodeChain;
+  }
+
+  /** The Episodes nearest before and after `episode` in time order, other than itself (it need not be in the graph). */
+  episodeNeighbours(episode: EpisodeNode): { before: EpisodeNode | null; after: EpisodeNode | null } {
+    const chain = this.episodeChain;
+    const nearest = (from: number, step: 1 | -1) => {
+      let at = from;
+      while (chain[at]?.id === episode.id) at += step;
+      return chain[at] ?? null;
+    };
+    const at = searchChain(chain, episode, true);
+    return { before: nearest(at - 1, -1), after: nearest(at, 1) };
   }
 
   /** The Entity named `name` (case-insensitive), if any. */
@@ -260,6 +292,24 @@ export class MemoryGraph {
     }
     return out;
   }
+}
+
+/** Session time, then ingestion order: the order of the Episode chain. */
+function compareEpisodes(a: EpisodeNode, b: EpisodeNode): number {
+  return (a.time ?? '').localeCompare(b.time ?? '') || a.order - b.order;
+}
+
+/** The first index of `chain` (sorted) whose Episode comes after `episode`, or with `orEqual` the first that does not come before it. */
+function searchChain(chain: readonly EpisodeNode[], episode: EpisodeNode, orEqual: boolean): number {
+  const skip = orEqual ? 0 : 1;
+  let low = 0;
+  let high = chain.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (compareEpisodes(chain[mid] as EpisodeNode, episode) < skip) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }
 
 /** A turn, its chunk, and where the turn's text starts in the chunk's text. */

@@ -89,7 +89,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   };
   nodes.push(episode);
   nodeVectors.push([episode.id, vectors.summary]);
-  const { before, after } = chainNeighbours(graph, episode);
+  const { before, after } = graph.episodeNeighbours(episode);
   if (before) edge('temporal', before.id, episode.id, chainDescription(before, episode));
   if (after) edge('temporal', episode.id, after.id, chainDescription(episode, after));
 
@@ -220,7 +220,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
  * the later Episode's chunk, as a chain edge made at ingest time does.
  */
 export function chainGapEdges(graph: MemoryGraph, removed: ReadonlySet<string>, nextKey: () => number): GraphEdge[] {
-  const chain = graph.nodesOfLayer('episode').sort(episodeCompare);
+  const chain = graph.episodesInTime();
   const edges: GraphEdge[] = [];
   let last: EpisodeNode | null = null;
   let gap = false;
@@ -245,23 +245,6 @@ function chainDescription(before: EpisodeNode, after: EpisodeNode): string {
 
 function label(ep: EpisodeNode): string {
   return `episode ${ep.order}${ep.time ? ` (${ep.time.slice(0, 10)})` : ''}`;
-}
-
-/** Nearest Episodes before and after `ep` in (time, order). */
-function chainNeighbours(graph: MemoryGraph, ep: EpisodeNode): { before: EpisodeNode | null; after: EpisodeNode | null } {
-  let before: EpisodeNode | null = null;
-  let after: EpisodeNode | null = null;
-  for (const node of graph.nodesOfLayer('episode')) {
-    if (node.id === ep.id) continue;
-    if (episodeCompare(node, ep) < 0) {
-      if (!before || episodeCompare(node, before) > 0) before = node;
-    } else if (!after || episodeCompare(node, after) < 0) after = node;
-  }
-  return { before, after };
-}
-
-function episodeCompare(a: EpisodeNode, b: EpisodeNode): number {
-  return (a.time ?? '').localeCompare(b.time ?? '') || a.order - b.order;
 }
 
 /** Sort key of a fact: its own date if any, else its Episode's. */

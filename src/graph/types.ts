@@ -134,6 +134,12 @@ export interface ChunkTurn {
   text: string;
   /** ISO time of the message when the caller gave one (else the session's time applies). */
   time?: string | null;
+  /**
+   * Tokens of the turn's line (`turnLine`) under the default counter, counted once at ingest so
+   * a search does not tokenise a long turn again to know whether it fits whole. Absent as
+   * `Chunk.textTokens` is, and read only while that counter is installed.
+   */
+  lineTokens?: number;
   metadata?: Record<string, JsonValue>;
 }
 

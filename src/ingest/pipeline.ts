@@ -2,7 +2,8 @@ import type { EdgeVectorMode, PrismConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
+import { turnLine } from '../graph/chunk-text.ts';
+import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type ChunkTurn, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
 import { edgeSpace, type IndexEntry, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
@@ -151,7 +152,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
         header: item.draft.header,
         text: item.draft.text,
         time: item.draft.time,
-        turns: item.draft.turns,
+        turns: item.draft.turns.map(withLineTokens),
         extraction: chunkExtraction(deps.extractor, outcome),
         ...(textTokens === undefined ? {} : { textTokens }),
       };
@@ -320,6 +321,12 @@ function nearest(state: MemoryState, layer: 'entity' | 'facetPoint', vector: Flo
   const [hit] = state.indexes.search(layer, vector, 1);
   const id = hit ? state.graph.idForKey(hit.key) : undefined;
   return hit && id ? { id, score: hit.score } : null;
+}
+
+/** `turn` with its line's tokens under the default counter (`ChunkTurn.lineTokens`), when that counter is installed. */
+function withLineTokens(turn: ChunkTurn): ChunkTurn {
+  const lineTokens = defaultCounterTokens(turnLine(turn));
+  return lineTokens === undefined ? turn : { ...turn, lineTokens };
 }
 
 /** Where `applyBatch` finds the vectors it indexes: floats by id, or an i8 record as a store keeps it. */

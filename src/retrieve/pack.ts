@@ -32,9 +32,10 @@ export interface PackedContext<U extends ContextUnit = ContextUnit> {
 /**
  * Greedy packing in rank order: a unit that does not fit is skipped and smaller, lower-ranked
  * units may still fill the rest. Units sharing a header are grouped under one header line, and
- * groups are written in time order so an answer model reads a chronological record.
+ * groups are written in time order so an answer model reads a chronological record. `tokensOf`
+ * is a unit text's token count (counted by default).
  */
-export function packContext<U extends ContextUnit>(ranked: readonly U[], budget: number): PackedContext<U> {
+export function packContext<U extends ContextUnit>(ranked: readonly U[], budget: number, tokensOf: (unit: U) => number = (unit) => countTokens(unit.text)): PackedContext<U> {
   const chosen: U[] = [];
   const headersUsed = new Set<string>();
   let used = 0;
@@ -42,7 +43,7 @@ export function packContext<U extends ContextUnit>(ranked: readonly U[], budget:
     // No unit (a dialog id, a speaker and a line) fits in fewer tokens; stop counting the rest.
     if (budget - used < MIN_UNIT_TOKENS) break;
     const headerCost = headersUsed.has(unit.header) ? 0 : countTokens(unit.header) + 1;
-    const cost = headerCost + countTokens(unit.text) + 1;
+    const cost = headerCost + tokensOf(unit) + 1;
     if (used + cost > budget) continue;
     used += cost;
     headersUsed.add(unit.header);

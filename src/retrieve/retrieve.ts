@@ -18,7 +18,7 @@ import { packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
-import { buildUnits, type RetrievedUnit } from './units.ts';
+import { buildUnits, unitTokens, type RetrievedUnit } from './units.ts';
 
 export interface RetrieveOptions {
   /** At most this many context tokens (o200k_base). Absent: no token limit, M Episodes. */
@@ -185,7 +185,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const built = buildUnits(deps.graph, chosen, evidence, config, fineBudget, outside);
   const recency = config.retrieval.turnScore.recency;
   const units = recency > 0 && asksForLatest(query) ? preferRecent(built, recency) : built;
-  const packed = packContext(units, options.budget ?? Infinity);
+  const packed = packContext(units, options.budget ?? Infinity, unitTokens);
 
   return {
     context: packed.text,

@@ -6,8 +6,9 @@ import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from '
 import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
+import { countKeptTokens, countTokens } from '../util/tokens.ts';
 import { dot, dotEach, pairMemo } from '../util/vectors.ts';
-import { countTokens, type ContextUnit } from './pack.ts';
+import type { ContextUnit } from './pack.ts';
 import type { PathTrace, RankedEpisode } from './types.ts';
 
 /**
@@ -133,10 +134,11 @@ export function buildUnits(
         trace: episode.trace,
         kind: 'turn',
       };
+      if (turn.lineTokens !== undefined) keptLineTokens.set(unit, turn.lineTokens);
       // Byte-level BPE spends at least one UTF-8 byte per token, so short lines are never long.
       if ((index.bytes[i] ?? Infinity) > maxTurnTokens) {
         resolveWhenRead(unit, () =>
-          countTokens(line) > maxTurnTokens
+          countKeptTokens(line, turn.lineTokens) > maxTurnTokens
             ? { text: excerptTurn(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms), maxTurnTokens), kind: 'excerpt' }
             : { text: line, kind: 'turn' },
         );
@@ -146,6 +148,14 @@ export function buildUnits(
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
+}
+
+/** Line token counts a turn's record kept (`ChunkTurn.lineTokens`), by the unit made of the turn. */
+const keptLineTokens = new WeakMap<RetrievedUnit, number>();
+
+/** Tokens of a unit's text: a whole turn's as its record kept them, any other counted (the packer weighs hundreds of units per query). */
+export function unitTokens(unit: RetrievedUnit): number {
+  return unit.kind === 'turn' ? countKeptTokens(unit.text, keptLineTokens.get(unit)) : countTokens(unit.text);
 }
 
 /**

@@ -148,6 +148,7 @@ function checkTurn(turn: unknown, what: string, fail: Fail): void {
   checkString(turn.speaker, `${what}.speaker`, fail);
   checkString(turn.text, `${what}.text`, fail);
   if (turn.time !== undefined) checkStringOrNull(turn.time, `${what}.time`, fail);
+  if (turn.lineTokens !== undefined) checkCount(turn.lineTokens, `${what}.lineTokens`, fail);
   if (turn.metadata !== undefined) {
     if (!isRecord(turn.metadata)) fail(`${what}.metadata must be an object`);
     checkDepth(turn.metadata, `${what}.metadata`, fail);

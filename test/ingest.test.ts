@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { turnLine } from '../src/graph/chunk-text.ts';
 import { chunkConversation } from '../src/ingest/chunking.ts';
 import { extractLocally } from '../src/ingest/extract-local.ts';
 import { createLlmClient } from '../src/llm/client.ts';
@@ -142,13 +143,16 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     expect(await fingerprint(resumed)).toEqual(await fingerprint(reference));
   });
 
-  it('a chunk keeps its text\'s tokens under the default counter (a custom one keeps none: see tokens.test.ts)', async () => {
+  it('a chunk keeps its text\'s tokens, and each turn its line\'s, under the default counter (a custom one keeps none: see tokens.test.ts)', async () => {
     const store = new MemoryStore();
     const memory = await Memory.open(options(store));
     await memory.add(conversation);
     const chunks = (await store.load(DEFAULT_PARTITION))?.chunks ?? [];
     expect(chunks.length).toBeGreaterThan(0);
-    for (const chunk of chunks) expect(chunk.textTokens).toBe(countTokens(chunk.text));
+    for (const chunk of chunks) {
+      expect(chunk.textTokens).toBe(countTokens(chunk.text));
+      for (const turn of chunk.turns) expect(turn.lineTokens).toBe(countTokens(turnLine(turn)));
+    }
     await memory.close();
   });
 
@@ -530,6 +534,15 @@ describe('bad and extreme input', () => {
       for (const unit of result.units) expect(Object.getOwnPropertyDescriptor(unit, 'text')).toHaveProperty('value', unit.text);
       expect(JSON.parse(JSON.stringify(result.units)).map((u: { text: string }) => u.text)).toEqual(result.units.map((u) => u.text));
     }
+
+    // Whether a turn fits whole is read from the count its record kept (`lineTokens`), not counted again.
+    const passages = [...view.graph.chunks.values()].flatMap((chunk) => chunk.turns).filter((turn) => turn.dialogId.startsWith('diary:1#'));
+    expect(passages.length).toBeGreaterThan(1);
+    expect(passages.filter((turn) => (turn.lineTokens ?? 0) > memory.config.retrieval.maxTurnTokens).length).toBeGreaterThan(0);
+    const kinds = async () => (await memory.search('Where did Lena move?', { budget: 4000 })).units.filter((u) => u.dialogIds[0]?.startsWith('diary:1#')).map((u) => u.kind);
+    expect(await kinds()).toContain('excerpt');
+    for (const turn of passages) turn.lineTokens = 1;
+    expect(await kinds()).not.toContain('excerpt');
   });
 });
 

@@ -485,6 +485,14 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
       }),
   },
   {
+    name: "a turn whose kept line token count is not a count",
+    damage: (db, partition) =>
+      editChunks(db, partition, (chunks) => {
+        const turn = first(chunks, 'chunk').turns[0];
+        if (turn) turn.lineTokens = 1.5;
+      }),
+  },
+  {
     name: 'meta.dim 383 with 383-float vectors',
     // Whole, but written for another embedder's dimension.
     code: 'EMBEDDER_MISMATCH',

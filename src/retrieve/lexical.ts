@@ -254,6 +254,12 @@ interface TermPostings {
 /** Raw tokens remembered at most: chat repeats its words, and normalising each occurrence again was a third of indexing. */
 const TOKEN_CACHE_LIMIT = 1 << 17;
 
+/** What the index remembers of a raw token: the postings of its term (null: no term), and the last document that held it. */
+interface TokenEntry {
+  postings: TermPostings | null;
+  lastOrdinal: number;
+}
+
 /**
  * Term → documents → term frequency over one text field, with what BM25+ normalises by: the
  * document count and the average field length, kept as minisearch keeps them (a running mean of
@@ -268,8 +274,11 @@ class Postings {
   private readonly docs: Array<IndexedDoc | undefined> = [];
   private docCount = 0;
   private readonly byTerm = new Map<string, TermPostings>();
-  /** Raw token → the postings of its term (null: no term), so a repeated word is normalised and looked up once. */
-  private readonly postingsByToken = new Map<string, TermPostings | null>();
+  /**
+   * Raw token → its entry, so a repeated word is normalised and looked up once, and a document's
+   * distinct tokens (its field length) are counted in the same lookup.
+   */
+  private readonly tokens = new Map<string, TokenEntry>();
   private nextOrdinal = 0;
   private passes = 0;
   private averageFieldLength = 0;
@@ -299,15 +308,20 @@ class Postings {
   }
 
   add({ id, layer, nodeId, dialogId, text }: LexicalDoc): void {
-    const tokens = tokenize(text);
-    const fieldLength = new Set(tokens).size;
+    const ordinal = this.nextOrdinal++;
+    // Between documents only: a document's distinct tokens are counted by their entries.
+    if (this.tokens.size >= TOKEN_CACHE_LIMIT) this.tokens.clear();
+    let fieldLength = 0;
+    for (const token of tokenize(text)) {
+      const entry = this.entryOf(token);
+      if (entry.lastOrdinal !== ordinal) {
+        entry.lastOrdinal = ordinal;
+        fieldLength++;
+      }
+      if (entry.postings) addOccurrence(entry.postings, ordinal);
+    }
     const count = this.docCount;
     this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
-    const ordinal = this.nextOrdinal++;
-    for (const token of tokens) {
-      const postings = this.postingsOf(token);
-      if (postings) addOccurrence(postings, ordinal);
-    }
     this.ordinals.set(id, ordinal);
     this.docs[ordinal] = { id, layer, nodeId, dialogId, fieldLength, pass: this.passes };
     this.docCount++;
@@ -315,7 +329,7 @@ class Postings {
 
   /** Drops the raw-token cache, which speeds a run of `add`s and is dead weight between them. */
   forgetTokens(): void {
-    this.postingsByToken.clear();
+    this.tokens.clear();
   }
 
   /** Gives each term's entries the room they use and no more: lists grown one push at a time keep up to half again as much. */
@@ -343,7 +357,7 @@ class Postings {
       if (postings.holding === 0) this.byTerm.delete(postings.term);
     }
     // Raw tokens may still lead to a dropped list.
-    this.postingsByToken.clear();
+    this.tokens.clear();
   }
 
   /** Calls `visit` with each document holding `term`, its ordinal and its BM25+ score, in the order documents were added. */
@@ -359,17 +373,16 @@ class Postings {
     });
   }
 
-  /** The postings a raw token adds to (made when new), or null for a token that is no term. */
-  private postingsOf(token: string): TermPostings | null {
-    let postings = this.postingsByToken.get(token);
-    if (postings === undefined) {
+  /** The entry of a raw token, made when new with the postings its term adds to (made when new; null for a token that is no term). */
+  private entryOf(token: string): TokenEntry {
+    let entry = this.tokens.get(token);
+    if (entry === undefined) {
       const term = normaliseTerm(token);
-      postings = term === null ? null : (this.byTerm.get(term) ?? null);
+      let postings = term === null ? null : (this.byTerm.get(term) ?? null);
       if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, entries: [], holding: 0 }));
-      if (this.postingsByToken.size >= TOKEN_CACHE_LIMIT) this.postingsByToken.clear();
-      this.postingsByToken.set(token, postings);
+      this.tokens.set(token, (entry = { postings, lastOrdinal: -1 }));
     }
-    return postings;
+    return entry;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLine } from '../graph/chunk-text.ts';
-import { countSpaced, countTokens } from '../util/tokens.ts';
+import { countedApart, countTokens } from '../util/tokens.ts';
 
 /** What marks left-out sentences, with the space before it (a gap between two sentences is " … "). */
 const ELLIPSIS = ' …';
@@ -18,27 +18,33 @@ export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) =
   const sentences = sentencesOf(turn);
   const order = sentences.map((sentence, i) => ({ i, score: sentenceScore(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
   // The excerpt's line as parts that join into it: the line's head, then each sentence and
-  // each "…" with the space before it; `countSpaced` weighs it from the parts' own counts.
+  // each "…" with the space before it. Made once, then named by position: `pieces[0]` is the
+  // head, `pieces[1]` the "…", `pieces[2 + i]` sentence i.
   const head = turnLine({ ...turn, text: '' }).trimEnd();
-  // Made once: each is looked up again for every candidate excerpt that holds it.
-  const spaced = sentences.map((sentence) => ` ${sentence}`);
-  const parts = (picked: readonly number[]): string[] => {
+  const pieces = [head, ELLIPSIS, ...sentences.map((sentence) => ` ${sentence}`)];
+  const partsOf = (picked: readonly number[]): number[] => {
     const sorted = [...picked].sort((a, b) => a - b);
-    const out = [head];
+    const out = [0];
     sorted.forEach((i, k) => {
-      if (k === 0 ? i > 0 : sorted[k - 1] !== i - 1) out.push(ELLIPSIS);
-      out.push(spaced[i] as string);
+      if (k === 0 ? i > 0 : sorted[k - 1] !== i - 1) out.push(1);
+      out.push(2 + i);
     });
-    if (sorted.at(-1) !== sentences.length - 1) out.push(ELLIPSIS);
+    if (sorted.at(-1) !== sentences.length - 1) out.push(1);
     return out;
   };
   // The parts join into the excerpt's turn line: the head, its space, then the text.
-  const render = (picked: readonly number[]): string => parts(picked).join('');
+  const render = (picked: readonly number[]): string => partsOf(picked).map((k) => pieces[k]).join('');
+  // Counted apart (the default counter), a candidate's tokens are its parts' counts summed
+  // (`countSpaced`), each part's looked up once for all the candidates that hold it.
+  const apart = countedApart(pieces);
+  const counts: number[] = [];
+  const tokensOf = (picked: readonly number[]): number =>
+    apart ? partsOf(picked).reduce((sum, k) => sum + (counts[k] ??= countTokens(pieces[k] as string)), 0) : countTokens(render(picked));
   const floor = (order[0]?.score ?? 0) * RELATIVE_FLOOR;
   const picked: number[] = [];
   for (const { i, score } of order) {
     if (picked.length > 0 && score < floor) break;
-    if (countSpaced(parts([...picked, i])) <= maxTokens) picked.push(i);
+    if (tokensOf([...picked, i]) <= maxTokens) picked.push(i);
     else if (picked.length > 0) break;
     else return cutToTokens(render([i]), maxTokens);
   }

@@ -127,10 +127,18 @@ const SPACED_PART = /^ \S(?:.*\S)?$/su;
  * the joined text.
  */
 export function countSpaced(parts: readonly string[]): number {
-  const first = parts[0] ?? '';
-  const apart = countsPartsApart && /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
-  if (!apart) return countTokens(parts.join(''));
+  if (!countedApart(parts)) return countTokens(parts.join(''));
   let tokens = 0;
   for (const part of parts) tokens += countTokens(part);
   return tokens;
+}
+
+/**
+ * Whether `countSpaced` counts these parts apart (the default counter, parts of the shape it
+ * counts apart): then the tokens of any join of them in which the first stays first are the sum
+ * of its parts' own counts.
+ */
+export function countedApart(parts: readonly string[]): boolean {
+  const first = parts[0] ?? '';
+  return countsPartsApart && /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
 }

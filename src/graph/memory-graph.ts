@@ -1,5 +1,5 @@
 import { turnTextOffsets } from './chunk-text.ts';
-import { EDGE_TYPES, type Chunk, type ChunkTurn, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -45,10 +45,6 @@ export class MemoryGraph {
    * Episode grew each add with the memory.
    */
   private readonly episodeChain: EpisodeNode[] = [];
-  /** Where each turn's text starts in its chunk's text, for chunks whose text is the join of their turns. */
-  private readonly turnOffsets = new WeakMap<Chunk, readonly number[]>();
-  /** `turnOf`'s map of the last chunk it was asked about. */
-  private turnsOfLastChunk: { chunk: Chunk; byDialogId: Map<string, TurnInChunk> } | null = null;
 
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
@@ -59,11 +55,7 @@ export class MemoryGraph {
 
   putChunk(chunk: Chunk): void {
     this.deleteChunk(chunk.id);
-    const offsets = turnTextOffsets(chunk);
-    if (offsets) {
-      sliceTurnTexts(chunk, offsets);
-      this.turnOffsets.set(chunk, offsets);
-    }
+    sliceTurnTexts(chunk);
     this.chunkById.set(chunk.id, chunk);
     this.countTurns(chunk, 1);
   }
@@ -71,7 +63,6 @@ export class MemoryGraph {
   deleteChunk(id: string): void {
     const chunk = this.chunks.get(id);
     if (!chunk) return;
-    if (this.turnsOfLastChunk?.chunk === chunk) this.turnsOfLastChunk = null;
     this.chunkById.delete(id);
     this.countTurns(chunk, -1);
   }
@@ -191,12 +182,10 @@ export class MemoryGraph {
   }
 
   /**
-   * Points the ids `node` names at the strings the graph already holds for them, and the
-   * content of a fact that opens its turn into its chunk's text (equal strings, so nothing a
-   * reader sees changes). A store decodes every record's ids afresh, and a fact's content
-   * became a copy of a stretch of its turn once a search had read it: on a 10K-message memory
-   * of chat the copies (with the turns' own, `sliceTurnTexts`) were ~30 MB of heap. Nodes arrive after their chunk, and in key order, so Episodes, Facets and Entities
-   * come before the FacetPoints naming them.
+   * Points the ids `node` names at the strings the graph already holds for them (equal strings,
+   * so nothing a reader sees changes): a store decodes every record's ids afresh, and on a
+   * 10K-message memory of chat their copies were ~15 MB of heap. Nodes arrive after their chunk,
+   * and in key order, so Episodes, Facets and Entities come before the FacetPoints naming them.
    */
   private shareStrings(node: GraphNode): void {
     if (node.layer === 'entity') {
@@ -209,15 +198,6 @@ export class MemoryGraph {
     if (node.layer === 'facet') return;
     node.facetId = this.nodeId(node.facetId);
     if (node.entityId !== null) node.entityId = this.nodeId(node.entityId);
-    const found = this.turnOf(node.chunkId, node.dialogIds[0]);
-    if (!found) return;
-    const { chunk, turn, offset } = found;
-    node.dialogIds[0] = turn.dialogId;
-    // A fact that opens its turn ("speaker: " and the turn's first words) is a stretch of the
-    // chunk's text, where the turn's line reads "(dialog id) speaker: text".
-    const lead = turn.speaker.length + 2;
-    const end = offset - lead + node.content.length;
-    if (end <= offset + turn.text.length && chunk.text.startsWith(node.content, offset - lead)) node.content = chunk.text.slice(offset - lead, end);
   }
 
   /** The graph's own string for chunk id `id` (`id` itself when the chunk is unknown). */
@@ -228,19 +208,6 @@ export class MemoryGraph {
   /** The graph's own string for node id `id` (`id` itself when the node is unknown). */
   private nodeId(id: string): string {
     return this.nodes.get(id)?.id ?? id;
-  }
-
-  /**
-   * The first turn of chunk `chunkId` with dialog id `dialogId`, and where its text starts in the
-   * chunk's text (undefined when the chunk's text is not the join of its turns). A chunk's turns
-   * are mapped once while its facts arrive.
-   */
-  private turnOf(chunkId: string, dialogId: string | undefined): TurnInChunk | undefined {
-    const chunk = this.chunkById.get(chunkId);
-    const offsets = chunk && this.turnOffsets.get(chunk);
-    if (!chunk || !offsets || dialogId === undefined) return undefined;
-    if (this.turnsOfLastChunk?.chunk !== chunk) this.turnsOfLastChunk = { chunk, byDialogId: turnsByDialogId(chunk, offsets) };
-    return this.turnsOfLastChunk.byDialogId.get(dialogId);
   }
 
   /** Node or edge id behind an index key. */
@@ -312,31 +279,15 @@ function searchChain(chain: readonly EpisodeNode[], episode: EpisodeNode, orEqua
   return low;
 }
 
-/** A turn, its chunk, and where the turn's text starts in the chunk's text. */
-interface TurnInChunk {
-  chunk: Chunk;
-  turn: ChunkTurn;
-  offset: number;
-}
-
-/** Each dialog id's first turn (the one `store/record-codec.ts` rebuilds a fact from), with where its text starts (`offsets`, by turn). */
-function turnsByDialogId(chunk: Chunk, offsets: readonly number[]): Map<string, TurnInChunk> {
-  const byDialogId = new Map<string, TurnInChunk>();
-  chunk.turns.forEach((turn, i) => {
-    const offset = offsets[i];
-    if (offset !== undefined && !byDialogId.has(turn.dialogId)) byDialogId.set(turn.dialogId, { chunk, turn, offset });
-  });
-  return byDialogId;
-}
-
 /**
  * Points each turn's text into the chunk's text, which holds it whole (header, then a line
  * per turn): a session's text is then held once, not twice. A slice of a string shares its
  * characters in JavaScript engines, and reads as fast.
  */
-function sliceTurnTexts(chunk: Chunk, offsets: readonly number[]): void {
+function sliceTurnTexts(chunk: Chunk): void {
+  const offsets = turnTextOffsets(chunk);
   chunk.turns.forEach((turn, i) => {
-    const offset = offsets[i];
+    const offset = offsets?.[i];
     if (offset !== undefined) turn.text = chunk.text.slice(offset, offset + turn.text.length);
   });
 }

@@ -40,16 +40,21 @@ export class LexicalIndex {
    * Each query term's hits (`termHits`), kept until the index changes: questions share most of
    * their terms (names, topics), and scoring a term's postings again is most of a search's cost.
    * Only terms the index holds are kept, so at most one entry per indexed term, each no longer
-   * than that term's postings.
+   * than that term's postings; a hit is a document slot and a score in two typed arrays (12
+   * bytes: an object a hit was most of the ~90 MB that 40 searches cached on 30K messages).
    */
-  private readonly hitsByTerm = new Map<string, readonly TermHit[]>();
-  /** One `HitDoc` per document ordinal, shared by every term's hits, so a query sums a document's scores in its slot. */
-  private readonly docsByOrdinal = new Map<number, HitDoc>();
-  /** One `HitNode` per layer and node id, shared by the node's documents, so a query keeps a node's best score in its slot. */
-  private readonly nodesByKey = new Map<string, HitNode>();
-  /** Slots handed out since the index last changed. */
-  private docSlots = 0;
-  private nodeSlots = 0;
+  private readonly hitsByTerm = new Map<string, TermHits>();
+  /**
+   * Slots: one per document a cached hit reached (by ordinal), shared by every term's hits, so a
+   * query sums a document's scores in its slot; and one per node those documents stand for, so a
+   * query keeps a node's best score in its slot. Each slot's facts sit in plain arrays.
+   */
+  private docSlotByOrdinal: Array<number | undefined> = [];
+  private docNodeSlot: number[] = [];
+  private docDialogId: string[] = [];
+  private readonly nodeSlotById = new Map<string, number>();
+  private nodeLayer: Layer[] = [];
+  private nodeIds: string[] = [];
 
   private readonly postings = new Postings();
 
@@ -82,9 +87,12 @@ export class LexicalIndex {
     // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
     if (stale.length > 0 || fresh.length > 0) {
       this.hitsByTerm.clear();
-      this.docsByOrdinal.clear();
-      this.nodesByKey.clear();
-      this.docSlots = this.nodeSlots = 0;
+      this.nodeSlotById.clear();
+      this.docSlotByOrdinal = [];
+      this.docNodeSlot = [];
+      this.docDialogId = [];
+      this.nodeLayer = [];
+      this.nodeIds = [];
     }
   }
 
@@ -95,31 +103,35 @@ export class LexicalIndex {
   search(query: string, perLayer = Infinity): LexicalMatches {
     const hits = this.queryHits(query);
     // Each node's best document score, by node slot (sized after `queryHits`, which may hand out slots).
-    const best = new Float64Array(this.nodeSlots);
-    const seen = new Uint8Array(this.nodeSlots);
-    const reached: HitNode[] = [];
-    const turnHits: TermHit[] = [];
+    const nodeSlots = this.nodeIds.length;
+    const best = new Float64Array(nodeSlots);
+    const seen = new Uint8Array(nodeSlots);
+    const reached: number[] = [];
+    const turnHits: number[] = [];
     // The query's hits, in the order minisearch lists them for the whole query, and not sorted:
     // each layer's list is selected below by score and id, so only the turn hits need
     // minisearch's order, and they alone are sorted as minisearch would have (stably, so ties
     // stay in index order).
-    for (const hit of hits) {
-      const { node } = hit.doc;
-      if (seen[node.slot] === 0) {
-        seen[node.slot] = 1;
+    hits.slots.forEach((slot, i) => {
+      const node = this.docNodeSlot[slot] as number;
+      const score = hits.scores[i] as number;
+      if (seen[node] === 0) {
+        seen[node] = 1;
         reached.push(node);
       }
-      best[node.slot] = Math.max(hit.score, best[node.slot] ?? 0);
-      if (node.layer === 'episode') turnHits.push(hit);
-    }
+      best[node] = Math.max(score, best[node] ?? 0);
+      if (this.nodeLayer[node] === 'episode') turnHits.push(i);
+    });
     const turns = new Map<string, Map<string, number>>();
-    for (const hit of turnHits.sort((a, b) => b.score - a.score)) {
-      let byDialog = turns.get(hit.doc.node.id);
-      if (!byDialog) turns.set(hit.doc.node.id, (byDialog = new Map()));
-      byDialog.set(hit.doc.dialogId, hit.score);
+    for (const i of turnHits.sort((a, b) => (hits.scores[b] as number) - (hits.scores[a] as number))) {
+      const slot = hits.slots[i] as number;
+      const episodeId = this.nodeIds[this.docNodeSlot[slot] as number] as string;
+      let byDialog = turns.get(episodeId);
+      if (!byDialog) turns.set(episodeId, (byDialog = new Map()));
+      byDialog.set(this.docDialogId[slot] as string, hits.scores[i] as number);
     }
     const byLayer = new Map<Layer, Array<[string, number]>>(LAYERS.map((layer) => [layer, []]));
-    for (const node of reached) byLayer.get(node.layer)?.push([node.id, best[node.slot] ?? 0]);
+    for (const node of reached) byLayer.get(this.nodeLayer[node] as Layer)?.push([this.nodeIds[node] as string, best[node] ?? 0]);
     const layers = Object.fromEntries(
       LAYERS.map((layer) => [layer, topK(byLayer.get(layer) ?? [], perLayer, byScoreThenId).map(([id, score]) => ({ id, score }))]),
     ) as Record<Layer, LexicalHit[]>;
@@ -132,69 +144,69 @@ export class LexicalIndex {
    * query order (a repeated term counts each time), times the number of distinct query terms it
    * matches; documents come in the order of the first term that reaches them.
    */
-  private queryHits(query: string): TermHit[] {
+  private queryHits(query: string): { slots: number[]; scores: number[] } {
     const terms = tokenize(query).flatMap((word) => normaliseTerm(word) ?? []);
     // Looked up first: a term seen for the first time may hand out new slots.
     const hitsByPosition = terms.map((term) => this.termHits(term));
     // Sums and distinct-term counts by document slot: thousands of hits per query, no map lookups.
-    const sums = new Float64Array(this.docSlots);
-    const matched = new Uint32Array(this.docSlots);
-    const reached: HitDoc[] = [];
+    const docSlots = this.docNodeSlot.length;
+    const sums = new Float64Array(docSlots);
+    const matched = new Uint32Array(docSlots);
+    const reached: number[] = [];
     terms.forEach((term, position) => {
       const firstTime = terms.indexOf(term) === position;
-      for (const { doc, score } of hitsByPosition[position] ?? []) {
-        if (matched[doc.slot] === 0) reached.push(doc);
-        sums[doc.slot] = (sums[doc.slot] ?? 0) + score;
-        if (firstTime) matched[doc.slot] = (matched[doc.slot] ?? 0) + 1;
-      }
+      const { slots, scores } = hitsByPosition[position] ?? NO_HITS;
+      slots.forEach((slot, i) => {
+        if (matched[slot] === 0) reached.push(slot);
+        sums[slot] = (sums[slot] ?? 0) + (scores[i] as number);
+        if (firstTime) matched[slot] = (matched[slot] ?? 0) + 1;
+      });
     });
-    return reached.map((doc) => ({ doc, score: (sums[doc.slot] ?? 0) * (matched[doc.slot] ?? 0) }));
+    return { slots: reached, scores: reached.map((slot) => (sums[slot] ?? 0) * (matched[slot] ?? 0)) };
   }
 
   /** The documents holding one normalised term, each with its BM25 score for it, in the order they were indexed. */
-  private termHits(term: string): readonly TermHit[] {
+  private termHits(term: string): TermHits {
     const known = this.hitsByTerm.get(term);
     if (known) return known;
-    const hits: TermHit[] = [];
+    const slots: number[] = [];
+    const scores: number[] = [];
     this.postings.forEachHit(term, (doc, ordinal, score) => {
-      let hit = this.docsByOrdinal.get(ordinal);
-      if (!hit) {
-        hit = { slot: this.docSlots++, node: this.hitNode(doc.layer, doc.nodeId), dialogId: doc.dialogId };
-        this.docsByOrdinal.set(ordinal, hit);
+      let slot = this.docSlotByOrdinal[ordinal];
+      if (slot === undefined) {
+        slot = this.docNodeSlot.length;
+        this.docSlotByOrdinal[ordinal] = slot;
+        this.docNodeSlot.push(this.nodeSlot(doc.layer, doc.nodeId));
+        this.docDialogId.push(doc.dialogId);
       }
-      hits.push({ doc: hit, score });
+      slots.push(slot);
+      scores.push(score);
     });
-    if (hits.length > 0) this.hitsByTerm.set(term, hits);
+    const hits = { slots: Int32Array.from(slots), scores: Float64Array.from(scores) };
+    if (slots.length > 0) this.hitsByTerm.set(term, hits);
     return hits;
   }
 
-  private hitNode(layer: Layer, id: string): HitNode {
-    const key = `${layer}:${id}`;
-    let node = this.nodesByKey.get(key);
-    if (!node) this.nodesByKey.set(key, (node = { layer, id, slot: this.nodeSlots++ }));
-    return node;
+  /** A node's slot, by its id alone: the graph holds one node per id, whatever its layer. */
+  private nodeSlot(layer: Layer, id: string): number {
+    let slot = this.nodeSlotById.get(id);
+    if (slot === undefined) {
+      slot = this.nodeIds.length;
+      this.nodeSlotById.set(id, slot);
+      this.nodeLayer.push(layer);
+      this.nodeIds.push(id);
+    }
+    return slot;
   }
 }
 
-/** A node documents stand for (a turn's Episode; a Facet, FacetPoint or Entity itself), and its slot in a query's per-node arrays. */
-interface HitNode {
-  layer: Layer;
-  id: string;
-  slot: number;
+/** A term's hits: document slots and the term's BM25 score in each, in indexing order. */
+interface TermHits {
+  slots: Int32Array;
+  scores: Float64Array;
 }
 
-/** A matching document: its node, its dialog id (turns only), and its slot in a query's score arrays. */
-interface HitDoc {
-  node: HitNode;
-  dialogId: string;
-  slot: number;
-}
-
-/** A document's BM25 score for one query term, or for the whole query. */
-interface TermHit {
-  doc: HitDoc;
-  score: number;
-}
+const NO_HITS: TermHits = { slots: new Int32Array(0), scores: new Float64Array(0) };
 
 /** Where texts and queries are cut into words: at spaces and punctuation (minisearch's default). */
 const SEPARATORS = /[\n\r\p{Z}\p{P}]+/u;

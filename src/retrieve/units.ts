@@ -239,7 +239,7 @@ function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId:
     unitIds: chunk.turns.map((turn) => `${episodeId}#${turn.dialogId}`),
     asks: chunk.turns.map((turn) => endsAsking(turn.text)),
     lines,
-    bytes: lines.map(utf8Length),
+    bytes: chunk.turns.map(turnLineBytes),
   };
   turnIndexes.set(points, index);
   return index;
@@ -300,6 +300,18 @@ export function endsAsking(text: string): boolean {
 
 function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: string[] } {
   return { text: turns.map(turnLine).join('\n'), dialogIds: turns.map((t) => t.dialogId) };
+}
+
+/** What `turnLine` adds around a turn's dialog id, speaker and text: "(", ") " and ": ". */
+const LINE_FRAME_BYTES = turnLine({ dialogId: '', speaker: '', text: '' }).length;
+
+/**
+ * `utf8Length` of the turn's line, from its parts: reading the line itself would flatten it
+ * into a copy of the turn's text, kept as long as the index is (~10 MB on 10K chat messages
+ * after 40 searches).
+ */
+function turnLineBytes(turn: ChunkTurn): number {
+  return utf8Length(turn.dialogId) + utf8Length(turn.speaker) + utf8Length(turn.text) + LINE_FRAME_BYTES;
 }
 
 /** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */

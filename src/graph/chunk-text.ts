@@ -2,7 +2,12 @@ import type { Chunk, ChunkTurn } from './types.ts';
 
 /** One line per turn, with its dialog id so packed context can be scored against gold evidence. */
 export function turnLine(turn: ChunkTurn): string {
-  return `(${turn.dialogId}) ${turn.speaker}: ${turn.text}`;
+  return `${turnLineHead(turn)}${turn.text}`;
+}
+
+/** What a turn's line holds before its text: `(dialog id) speaker: `. */
+export function turnLineHead(turn: Pick<ChunkTurn, 'dialogId' | 'speaker'>): string {
+  return `(${turn.dialogId}) ${turn.speaker}: `;
 }
 
 /** A chunk's canonical text: its header, then one line per turn (`Chunk.text`; its SHA-256 is the chunk id). */
@@ -26,7 +31,7 @@ export function turnTextOffsets(chunk: Pick<Chunk, 'header' | 'text' | 'turns'>)
   const offsets: number[] = [];
   let at = chunk.header.length;
   for (const turn of chunk.turns) {
-    const lead = `\n(${turn.dialogId}) ${turn.speaker}: `;
+    const lead = `\n${turnLineHead(turn)}`;
     if (!text.startsWith(lead, at) || !text.startsWith(turn.text, at + lead.length)) return null;
     offsets.push(at + lead.length);
     at += lead.length + turn.text.length;

@@ -94,9 +94,9 @@ export class MemoryGraph {
   }
 
   putNode(node: GraphNode): void {
-    this.shareStrings(node);
-    this.pointsByEpisode.clear();
     const previous = this.nodes.get(node.id);
+    this.shareStrings(node, previous);
+    this.pointsByEpisode.clear();
     if (previous?.layer === 'episode') this.unchain(previous);
     if (node.layer === 'episode') this.episodeChain.splice(searchChain(this.episodeChain, node, false), 0, node);
     this.nodes.set(node.id, node);
@@ -186,10 +186,13 @@ export class MemoryGraph {
    * so nothing a reader sees changes): a store decodes every record's ids afresh, and on a
    * 10K-message memory of chat their copies were ~15 MB of heap. Nodes arrive after their chunk,
    * and in key order, so Episodes, Facets and Entities come before the FacetPoints naming them.
+   * An Entity put again (a speaker's, with every add) keeps the ids it held, which are the
+   * graph's already: only the chunks it gained, at the end of its list, are looked up.
    */
-  private shareStrings(node: GraphNode): void {
+  private shareStrings(node: GraphNode, previous: GraphNode | undefined): void {
     if (node.layer === 'entity') {
-      node.chunkIds.forEach((id, i) => (node.chunkIds[i] = this.chunkId(id)));
+      const held = previous?.layer === 'entity' ? previous.chunkIds.length : 0;
+      for (let i = held; i < node.chunkIds.length; i++) node.chunkIds[i] = this.chunkId(node.chunkIds[i] as string);
       return;
     }
     node.chunkId = this.chunkId(node.chunkId);

@@ -63,7 +63,8 @@ export class VectorTable implements Map<string, Float32Array> {
   isFiniteRecord(id: string, dim: number): boolean {
     const slot = this.slots.get(id);
     if (slot === undefined || slot < 0 || dim !== this.dim) return false;
-    return i8ScaleIsFinite(i8RecordScale(this.record(slot)));
+    const record = this.record(slot);
+    return i8ScaleIsFinite(i8RecordScale(new DataView(record.buffer, record.byteOffset, record.byteLength)));
   }
 
   get(id: string): Float32Array | undefined {

@@ -1,5 +1,5 @@
 import type { ChunkTurn } from '../graph/types.ts';
-import { turnLine } from '../graph/chunk-text.ts';
+import { turnLineHead } from '../graph/chunk-text.ts';
 import { countedApart, countTokens } from '../util/tokens.ts';
 
 /** What marks left-out sentences, with the space before it (a gap between two sentences is " … "). */
@@ -20,7 +20,7 @@ export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) =
   // The excerpt's line as parts that join into it: the line's head, then each sentence and
   // each "…" with the space before it. Made once, then named by position: `pieces[0]` is the
   // head, `pieces[1]` the "…", `pieces[2 + i]` sentence i.
-  const head = turnLine({ ...turn, text: '' }).trimEnd();
+  const head = turnLineHead(turn).trimEnd();
   const pieces = [head, ELLIPSIS, ...sentences.map((sentence) => ` ${sentence}`)];
   const partsOf = (picked: readonly number[]): number[] => {
     const sorted = [...picked].sort((a, b) => a - b);

@@ -1,7 +1,7 @@
 import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
-import { turnLine } from '../graph/chunk-text.ts';
+import { turnLine, turnLineHead } from '../graph/chunk-text.ts';
 import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
@@ -302,16 +302,13 @@ function turnsText(turns: readonly ChunkTurn[]): { text: string; dialogIds: stri
   return { text: turns.map(turnLine).join('\n'), dialogIds: turns.map((t) => t.dialogId) };
 }
 
-/** What `turnLine` adds around a turn's dialog id, speaker and text: "(", ") " and ": ". */
-const LINE_FRAME_BYTES = turnLine({ dialogId: '', speaker: '', text: '' }).length;
-
 /**
  * `utf8Length` of the turn's line, from its parts: reading the line itself would flatten it
  * into a copy of the turn's text, kept as long as the index is (~10 MB on 10K chat messages
  * after 40 searches).
  */
 function turnLineBytes(turn: ChunkTurn): number {
-  return utf8Length(turn.dialogId) + utf8Length(turn.speaker) + utf8Length(turn.text) + LINE_FRAME_BYTES;
+  return utf8Length(turnLineHead(turn)) + utf8Length(turn.text);
 }
 
 /** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */

@@ -104,9 +104,9 @@ export function encodeVector(vector: Float32Array, precision: VectorPrecision): 
   return bytes;
 }
 
-/** The f32 scale of the i8 record at `offset` in `bytes` (see `encodeVector`). */
-export function i8RecordScale(bytes: Uint8Array, offset = 0): number {
-  return new DataView(bytes.buffer, bytes.byteOffset + offset, 4).getFloat32(0, true);
+/** The f32 scale of the i8 record at byte `offset` of `view` (see `encodeVector`): one view serves a whole run of packed records. */
+export function i8RecordScale(view: DataView, offset = 0): number {
+  return view.getFloat32(offset, true);
 }
 
 /** Whether every value an i8 record of this scale decodes to is finite: they are at most 128 × the scale in magnitude. */

@@ -14,19 +14,20 @@ export function checkKeys(keys: readonly number[]): void {
   }
 }
 
-/** Checks a packed row-major matrix: `rows` rows of `dim` finite floats; returns the row count. */
 /** `rows` i8 records of `dim` dimensions, packed (see `VectorIndex.addRecords`), each with a scale its values stay finite under. */
 export function checkRecords(records: Uint8Array, dim: number, rows: number): void {
   if (!(records instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'records must be a Uint8Array of packed i8 records');
   if (records.length !== rows * (dim + 4)) {
     throw new PrismError('DIMENSION_MISMATCH', `got ${records.length} bytes, expected ${rows} i8 records × ${dim + 4} = ${rows * (dim + 4)}`);
   }
+  const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
   for (let row = 0; row < rows; row++) {
-    const scale = i8RecordScale(records, row * (dim + 4));
+    const scale = i8RecordScale(view, row * (dim + 4));
     if (!i8ScaleIsFinite(scale)) throw new PrismError('NON_FINITE_VECTOR', `record ${row} has scale ${scale}`);
   }
 }
 
+/** Checks a packed row-major matrix: `rows` rows of `dim` finite floats; returns the row count. */
 export function checkRows(vectors: Float32Array, dim: number, rows?: number): number {
   if (!(vectors instanceof Float32Array)) {
     throw new PrismError('INVALID_INPUT', 'vectors must be a Float32Array packed row-major');

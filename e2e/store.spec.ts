@@ -23,6 +23,22 @@ test('a batch written to IndexedDB is read back after a reload', async ({ page }
   expect(read.temporalByIndex).toBe(2);
 });
 
+test('derived edges fold into their nodes, and every later batch leaves what the reference store holds', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.foldsAsReference('e2e-folds'));
+  expect(result.differing).toEqual([]);
+  expect(result.reopenedSame).toBe(true);
+  // Left as records: the two edges of the node deleted alone (point:0), point:1's belongs_to to
+  // facet:1 once the node names another Facet, and an edge put without its node (point:2's
+  // involves_entity); the rest of that kind are keys in their nodes (the SQL store keeps the same rows).
+  expect(result.derivedEdgeRecords).toBe(4);
+  expect(result.edgeRecords).toBeGreaterThan(result.derivedEdgeRecords);
+});
+
+test('a key ring kept in memory is read again once another tab wrote it; a ring file without a stamp reads', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.ringsAcrossFolders('e2e-rings'));
+  expect(result).toEqual({ seenByOther: true, seenBack: [true, true], legacyRead: true });
+});
+
 test('checkpoint bytes exported from IndexedDB import into a MemoryStore unchanged', async ({ page }) => {
   await page.evaluate(() => window.storeHarness.write('e2e-export'));
   const moved = await page.evaluate(() => window.storeHarness.exportToMemory('e2e-export'));

@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
 import type { PrismErrorCode } from '../src/errors.ts';
-import { chunkText } from '../src/graph/chunk-text.ts';
-import type { FacetPointNode, GraphEdge, GraphNode, MemorySnapshot } from '../src/graph/types.ts';
+import type { FacetPointNode, MemorySnapshot } from '../src/graph/types.ts';
 import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../src/store/checkpoint.ts';
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
@@ -17,7 +16,7 @@ import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
 import { encodeVector, roundVector } from '../src/store/vector-codec.ts';
-import { sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
+import { foldingBatches, ingestShapedSample, sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<PrismError> {
   const err = await promise.then(
@@ -339,25 +338,6 @@ describe.each(backends)('$name', (backend) => {
   });
 });
 
-/**
- * The sample memory with the records a real ingest writes: node keys in its order, canonical edge
- * ids, chunk text as `chunkText` makes it, facts quoting their turn. So the SQL store's compact forms apply.
- */
-function ingestShapedSample(): MemorySnapshot {
-  const sample = sampleMemory();
-  const chunks = sample.chunks.map((c) => ({ ...c, text: chunkText(c.header, c.turns) }));
-  const turnText = new Map(chunks.flatMap((c) => c.turns.map((t) => [t.dialogId, `${t.speaker}: ${t.text}`] as const)));
-  // Keys in graph building's order (id, key, layer first).
-  const nodes = sample.nodes.map((n): GraphNode => {
-    const ordered: GraphNode = Object.assign({ id: n.id, key: n.key, layer: n.layer }, n);
-    return ordered.layer === 'facetPoint' ? { ...ordered, content: turnText.get(ordered.dialogIds[0]!) ?? ordered.content } : ordered;
-  });
-  const edges = sample.edges.map((e): GraphEdge => ({ ...e, id: `${e.type}:${e.from}>${e.to}` }));
-  const rename = new Map(sample.edges.map((e, i) => [e.id, edges[i]!.id]));
-  const vectors = new Map([...sample.vectors].map(([id, v]) => [rename.get(id) ?? id, v]));
-  return { ...sample, nodes, edges, chunks, vectors };
-}
-
 describe('SqlStore keeps what it can rebuild once', () => {
   const sample = ingestShapedSample();
   const table = (name: string) => new Database(sqlitePath(), { readonly: true }).prepare(`SELECT id, json FROM ${name}`).all() as Array<{ id: string; json: string }>;
@@ -375,22 +355,10 @@ describe('SqlStore keeps what it can rebuild once', () => {
     for (const row of table('nodes')) expect(row.json).not.toContain('adopted a puppy');
   });
 
-  it('applies later batches exactly as the reference store does: a node put again alone, a folded edge deleted alone, a node deleted alone, a chunk deleted whole', async () => {
+  it('applies later batches exactly as the reference store does: a node put again alone, folded edges deleted alone, a node deleted alone, a chunk deleted whole', async () => {
     const sql = await openSqlite();
     const reference = new MemoryStore();
-    const point = sample.nodes.find((n): n is FacetPointNode => n.id === 'point:1' && n.layer === 'facetPoint')!;
-    // Session 4 deleted whole, as the writer composes it (the edges it made, by their ids here).
-    const gone = sample.edges.filter((e) => e.chunkId === 'chunk-7-3').map((e) => e.id);
-    const followUp: WriteBatch = { ...sampleFollowUp(), deleteEdges: gone, deleteVectors: [...(sampleFollowUp().deleteNodes ?? []), ...gone].filter((id) => sample.vectors.has(id)) };
-    const batches: WriteBatch[] = [
-      snapshotAsBatch(sample),
-      { putNodes: [{ ...point, timeText: 'changed' }] },
-      { deleteEdges: ['belongs_to:point:2>facet:2'] },
-      { deleteNodes: ['point:0'] },
-      { putEdges: [{ ...sample.edges.find((e) => e.id === 'involves_entity:point:2>entity:alice')!, key: 900 }], meta: { ...sample.meta, nextKey: 901 } },
-      { putNodes: [{ ...point, facetId: 'facet:2' }] },
-      followUp,
-    ];
+    const batches = foldingBatches(sample);
     for (const [i, batch] of batches.entries()) {
       await sql.commit(P, batch);
       await reference.commit(P, batch);

@@ -6,12 +6,13 @@ import { deletionBatch } from '../../src/ingest/chunk-removal.ts';
 import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import { encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../../src/store/checkpoint.ts';
 import { IDB_SCHEMA_VERSION, IndexedDbStore } from '../../src/store/idb.ts';
+import { KeyFolder } from '../../src/store/idb-keys.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
-import { sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
+import { foldingBatches, ingestShapedSample, sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
 import { sha256Hex } from '../support/site.ts';
 import { withStore } from './with-store.ts';
 
@@ -64,6 +65,55 @@ const storeHarness = {
     } finally {
       raw.close();
     }
+  },
+
+  /**
+   * Applies the folding batches (see sample-memory) to IndexedDB and to a MemoryStore, and after
+   * each compares what both hold; then counts the edge records of the derived types.
+   */
+  async foldsAsReference(name: string): Promise<{ differing: number[]; reopenedSame: boolean; derivedEdgeRecords: number; edgeRecords: number }> {
+    const reference = new MemoryStore();
+    const differing: number[] = [];
+    await withStore(name, async (store) => {
+      await store.clear();
+      for (const [i, batch] of foldingBatches(ingestShapedSample()).entries()) {
+        await store.commit(P, batch);
+        await reference.commit(P, batch);
+        if ((await digestOf(store)) !== (await digestOf(reference))) differing.push(i);
+      }
+    });
+    const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+    const raw = await openDB(name);
+    try {
+      const derived = await Promise.all(['belongs_to', 'involves_entity'].map((type) => raw.countFromIndex('edges', 'type', type)));
+      return { differing, reopenedSame, derivedEdgeRecords: derived[0]! + derived[1]!, edgeRecords: await raw.count('edges') };
+    } finally {
+      raw.close();
+    }
+  },
+
+  /**
+   * Two key folders on one database's rings, as two tabs hold them: each reads what the other
+   * wrote although it keeps the ring it last read or wrote; a ring file written before rings had a
+   * stamp reads too.
+   */
+  async ringsAcrossFolders(name: string): Promise<{ seenByOther: boolean; seenBack: boolean[]; legacyRead: boolean }> {
+    const [first, second] = [await KeyFolder.open(name), await KeyFolder.open(name)];
+    const ring = await first.read('shared');
+    const a = ring.add('chunk-a');
+    await first.write(ring);
+    const other = await second.read('shared');
+    const b = other.add('chunk-b');
+    await second.write(other);
+    const back = await first.read('shared');
+    const root = await navigator.storage.getDirectory();
+    const folder = await root.getDirectoryHandle(`prism-memory-keys-${encodeURIComponent(name)}`);
+    const writable = await (await folder.getFileHandle('legacy', { create: true })).createWritable();
+    await writable.write(JSON.stringify({ keys: [{ id: 'k1', owner: null, key: btoa('x'.repeat(32)) }] }));
+    await writable.close();
+    const legacy = await first.read('legacy');
+    await Promise.all(['shared', 'legacy'].map((file) => first.remove(file)));
+    return { seenByOther: other.has(a), seenBack: [back.has(a), back.has(b)], legacyRead: legacy.has('k1') && legacy.keyOf(null) === 'k1' };
   },
 
   /** Exports the IndexedDB memory and imports the bytes into a MemoryStore. */

@@ -1,6 +1,8 @@
-import type { Chunk, GraphEdge, GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
+import { chunkText } from '../../src/graph/chunk-text.ts';
+import type { Chunk, FacetPointNode, GraphEdge, GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
 import type { WriteBatch } from '../../src/store/types.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
+import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import { DEFAULT_VECTOR_PRECISION, roundVector } from '../../src/store/vector-codec.ts';
 
 /**
@@ -112,4 +114,47 @@ export function sampleFollowUp(): WriteBatch {
     putHashes: ['follow-up'],
     meta: { ...sample.meta, chunkCount: sample.meta.chunkCount + 1 },
   };
+}
+
+/**
+ * The sample memory with the records a real ingest writes: node keys in its order, canonical edge
+ * ids, chunk text as `chunkText` makes it, facts quoting their turn. So the stores' compact forms
+ * apply (derived edges folded into their nodes, see record-codec).
+ */
+export function ingestShapedSample(): MemorySnapshot {
+  const sample = sampleMemory();
+  const chunks = sample.chunks.map((c) => ({ ...c, text: chunkText(c.header, c.turns) }));
+  const turnText = new Map(chunks.flatMap((c) => c.turns.map((t) => [t.dialogId, `${t.speaker}: ${t.text}`] as const)));
+  // Keys in graph building's order (id, key, layer first).
+  const nodes = sample.nodes.map((n): GraphNode => {
+    const ordered: GraphNode = Object.assign({ id: n.id, key: n.key, layer: n.layer }, n);
+    return ordered.layer === 'facetPoint' ? { ...ordered, content: turnText.get(ordered.dialogIds[0]!) ?? ordered.content } : ordered;
+  });
+  const edges = sample.edges.map((e): GraphEdge => ({ ...e, id: `${e.type}:${e.from}>${e.to}` }));
+  const rename = new Map(sample.edges.map((e, i) => [e.id, edges[i]!.id]));
+  const vectors = new Map([...sample.vectors].map(([id, v]) => [rename.get(id) ?? id, v]));
+  return { ...sample, nodes, edges, chunks, vectors };
+}
+
+/**
+ * Batches that reach every case of folding, applied after the whole `sample`
+ * (`ingestShapedSample()`): a node put again alone, one folded edge deleted alone, a node deleted
+ * alone, a folded edge put again with another key, a node put again that no longer rebuilds its
+ * edge, both folded edges of one node deleted alone, then session 4 deleted whole as the writer
+ * composes it.
+ */
+export function foldingBatches(sample: MemorySnapshot): WriteBatch[] {
+  const point = sample.nodes.find((n): n is FacetPointNode => n.id === 'point:1' && n.layer === 'facetPoint')!;
+  const gone = sample.edges.filter((e) => e.chunkId === 'chunk-7-3').map((e) => e.id);
+  const followUp: WriteBatch = { ...sampleFollowUp(), deleteEdges: gone, deleteVectors: [...(sampleFollowUp().deleteNodes ?? []), ...gone].filter((id) => sample.vectors.has(id)) };
+  return [
+    snapshotAsBatch(sample),
+    { putNodes: [{ ...point, timeText: 'changed' }] },
+    { deleteEdges: ['belongs_to:point:2>facet:2'] },
+    { deleteNodes: ['point:0'] },
+    { putEdges: [{ ...sample.edges.find((e) => e.id === 'involves_entity:point:2>entity:alice')!, key: 900 }], meta: { ...sample.meta, nextKey: 901 } },
+    { putNodes: [{ ...point, facetId: 'facet:2' }] },
+    { deleteEdges: ['belongs_to:point:3>facet:3', 'involves_entity:point:3>entity:alice'] },
+    followUp,
+  ];
 }

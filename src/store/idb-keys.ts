@@ -21,8 +21,17 @@ interface RingEntry {
 }
 
 interface RingFile {
+  /**
+   * Random, new at every write and first in the file: a folder that wrote or read a ring
+   * knows from the file's first bytes whether it still holds what it has in memory.
+   */
+  stamp?: string;
   keys: Array<{ id: string; owner: string | null; key: string }>;
 }
+
+/** The file's stamp as `write` puts it: first, so a short read finds it. */
+const STAMP_PREFIX = '{"stamp":"';
+const STAMP_HEX = 16;
 
 function randomHex(bytes: number): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -39,6 +48,10 @@ function fromBase64(text: string): Uint8Array<ArrayBuffer> {
 /** The keys of one partition (or of the cache), as its file in the key folder holds them. */
 export class KeyRing {
   private readonly entries: Map<string, RingEntry>;
+  /** The newest key of each owner, so that finding one does not scan the ring (a key per chunk). */
+  private readonly newest = new Map<string | null, string>();
+  /** Each key as the file writes it, kept so that writing a grown ring does not encode every key again. */
+  private readonly written = new Map<string, string>();
 
   constructor(
     /** The ring's file name in the key folder. */
@@ -46,6 +59,7 @@ export class KeyRing {
     entries: readonly RingEntry[] = [],
   ) {
     this.entries = new Map(entries.map((entry) => [entry.id, entry]));
+    for (const entry of this.entries.values()) this.newest.set(entry.owner, entry.id);
   }
 
   get ids(): string[] {
@@ -62,28 +76,49 @@ export class KeyRing {
 
   /** The newest key for `owner` (`null`: the shared key), if the ring holds one. */
   keyOf(owner: string | null): string | undefined {
-    let newest: string | undefined;
-    for (const entry of this.entries.values()) if (entry.owner === owner) newest = entry.id;
-    return newest;
+    return this.newest.get(owner);
   }
 
   /** Adds a fresh random key for `owner` and returns its id. */
   add(owner: string | null): string {
     const id = randomHex(12);
     this.entries.set(id, { id, owner, bytes: crypto.getRandomValues(new Uint8Array(KEY_BYTES)) });
+    this.newest.set(owner, id);
     return id;
   }
 
   /** Drops every key not in `kept`; true when any went. */
   retain(kept: ReadonlySet<string>): boolean {
     const before = this.entries.size;
-    for (const id of this.entries.keys()) if (!kept.has(id)) this.entries.delete(id);
-    return this.entries.size !== before;
+    for (const id of this.entries.keys()) {
+      if (kept.has(id)) continue;
+      this.entries.delete(id);
+      this.written.delete(id);
+    }
+    if (this.entries.size === before) return false;
+    this.newest.clear();
+    for (const entry of this.entries.values()) this.newest.set(entry.owner, entry.id);
+    return true;
   }
 
-  serialize(): string {
-    const file: RingFile = { keys: [...this.entries.values()].map(({ id, owner, bytes }) => ({ id, owner, key: toBase64(bytes) })) };
-    return JSON.stringify(file);
+  /** A ring of the same keys that changes apart from this one (the keys' bytes are never changed, so they are shared). */
+  copy(): KeyRing {
+    const ring = new KeyRing(this.name, [...this.entries.values()]);
+    for (const [id, text] of this.written) ring.written.set(id, text);
+    return ring;
+  }
+
+  serialize(stamp: string): string {
+    const keys: string[] = [];
+    for (const { id, owner, bytes } of this.entries.values()) {
+      let text = this.written.get(id);
+      if (text === undefined) {
+        text = JSON.stringify({ id, owner, key: toBase64(bytes) });
+        this.written.set(id, text);
+      }
+      keys.push(text);
+    }
+    return `${STAMP_PREFIX}${stamp}","keys":[${keys.join(',')}]}`;
   }
 
   static parse(name: string, text: string): KeyRing {
@@ -106,6 +141,8 @@ export class KeyRing {
 export class KeyFolder {
   /** Imported keys by id: ids are random and never reused, so an entry never goes stale. */
   private readonly imported = new Map<string, Promise<CryptoKey>>();
+  /** The ring of each file as this folder last wrote or read it, under the stamp the file then began with. */
+  private readonly rings = new Map<string, { stamp: string; ring: KeyRing }>();
 
   private constructor(private readonly folder: FileSystemDirectoryHandle) {}
 
@@ -121,7 +158,11 @@ export class KeyFolder {
     return new KeyFolder(await root.getDirectoryHandle(`prism-memory-keys-${encodeURIComponent(dbName)}`, { create: true }));
   }
 
-  /** The ring in file `name`, or an empty ring when there is none. */
+  /**
+   * The ring in file `name`, or an empty ring when there is none. A ring this folder wrote or
+   * read last is not parsed again while the file still starts with its stamp (another tab's
+   * write changes the stamp): a commit reads its ring, and a ring holds a key per chunk.
+   */
   async read(name: string): Promise<KeyRing> {
     let file: File;
     try {
@@ -130,23 +171,34 @@ export class KeyFolder {
       if (err instanceof DOMException && err.name === 'NotFoundError') return new KeyRing(name);
       throw err;
     }
-    return KeyRing.parse(name, await file.text());
+    const known = this.rings.get(name);
+    if (known && (await file.slice(0, STAMP_PREFIX.length + STAMP_HEX).text()) === `${STAMP_PREFIX}${known.stamp}`) return known.ring.copy();
+    const text = await file.text();
+    const ring = KeyRing.parse(name, text);
+    const stamp = text.startsWith(STAMP_PREFIX) ? text.slice(STAMP_PREFIX.length, STAMP_PREFIX.length + STAMP_HEX) : undefined;
+    if (stamp !== undefined && /^[0-9a-f]+$/.test(stamp)) this.rings.set(name, { stamp, ring: ring.copy() });
+    else this.rings.delete(name);
+    return ring;
   }
 
   /** Replaces the ring's file whole: the swap-and-rename leaves no copy of a dropped key. */
   async write(ring: KeyRing): Promise<void> {
+    this.rings.delete(ring.name);
+    const stamp = randomHex(STAMP_HEX / 2);
     const writable = await (await this.folder.getFileHandle(ring.name, { create: true })).createWritable();
     try {
-      await writable.write(ring.serialize());
+      await writable.write(ring.serialize(stamp));
       await writable.close();
     } catch (err) {
       await writable.abort().catch(() => undefined);
       throw err;
     }
+    this.rings.set(ring.name, { stamp, ring: ring.copy() });
   }
 
   /** Unlinks the ring's file, and with it every key it held. */
   async remove(name: string): Promise<void> {
+    this.rings.delete(name);
     try {
       await this.folder.removeEntry(name);
     } catch (err) {

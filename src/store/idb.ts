@@ -5,8 +5,9 @@ import type { Chunk, GraphEdge, GraphNode, Layer, EdgeType, MemoryMeta, MemorySn
 import { DEFAULT_PARTITION } from '../scope.ts';
 import { KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
-import { changesDimension, snapshotAsBatch, validateBatch } from './snapshot.ts';
-import { decodeChunk, decodeNode, encodeChunk, encodeNode } from './record-codec.ts';
+import { changesDimension, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
+import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
+import { foldReads, planFolds, readNodesAndEdges, type FoldPlan } from './fold-plan.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -448,18 +449,19 @@ export class IndexedDbStore implements GraphStore {
         const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...chunks, ...vectors]);
         const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
         const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
-        const [opened, nodeJson, openedEdges, openedChunks, vectorBytes] = await Promise.all([
+        const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
+        const [opened, nodeJson, edgeJson, openedChunks, vectorBytes] = await Promise.all([
           openJson<PartitionMeta>(meta),
-          Promise.all(nodes.map(async (node) => decoder.decode(await open(node)))),
-          Promise.all(edges.map((edge) => openJson<GraphEdge>(edge))),
-          Promise.all(chunks.map(async (chunk) => decodeChunk(decoder.decode(await open(chunk))))),
+          Promise.all(nodes.map(openText)),
+          Promise.all(edges.map(openText)),
+          Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
           Promise.all(vectors.map((vector) => open(vector))),
         ]);
-        const chunkById = new Map(openedChunks.map((chunk) => [chunk.id, chunk]));
+        const records = readNodesAndEdges(nodeJson, edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])));
         return {
           meta: opened.meta,
-          nodes: nodeJson.map((json) => decodeNode(json, chunkById).node),
-          edges: openedEdges,
+          nodes: records.nodes,
+          edges: sortById(records.edges),
           chunks: openedChunks,
           vectors: vectorKeys.reduce((table, [, id], i) => table.setStored(id, vectorBytes[i] ?? new Uint8Array(0), opened.meta.dim), new VectorTable()),
           hashes: new Set(hashKeys.map(([, hash]) => hash)),
@@ -525,8 +527,9 @@ export class IndexedDbStore implements GraphStore {
     const deletedChunks = batch.deleteChunks ?? [];
     const retired = new Set(deletedChunks.length === 0 ? [] : [...deletedChunks, null].flatMap((owner) => ring.keyOf(owner) ?? []));
     const keyFor = keyAssigner(ring, retired);
-    const { writes: resealed, vectorKeys } = await this.resealSurvivors(token, ring, batch, retired, keyFor);
-    const writes: Write[] = [...deletionsOf(token, batch), ...(await this.sealPuts(token, ring, batch, keyFor, vectorKeys)), ...resealed];
+    const plan = await this.planFolds(token, ring, batch);
+    const { writes: resealed, vectorKeys } = await this.resealSurvivors(token, ring, batch, plan, retired, keyFor);
+    const writes: Write[] = [...deletionsOf(token, batch), ...(await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys)), ...resealed];
     if (batch.meta !== undefined || current === null || retired.size > 0) writes.push(await this.sealMeta(token, ring, keyFor(null), partition, meta));
     const revision = (existing === undefined ? retiredRevision : storedRevision) + 1;
     writes.push((tx) => tx.objectStore('revisions').put(revision, token));
@@ -555,6 +558,31 @@ export class IndexedDbStore implements GraphStore {
     return revision;
   }
 
+  /** The node and edge records `batch` writes, with derived edges folded into their nodes (see fold-plan). Hold the key lock. */
+  private async planFolds(token: Token, ring: KeyRing, batch: WriteBatch): Promise<FoldPlan> {
+    const reads = foldReads(batch);
+    const tx = this.db.transaction(['nodes', 'chunks'], 'readonly');
+    const [nodes, chunks] = await Promise.all([
+      Promise.all(reads.nodeIds.map((id) => tx.objectStore('nodes').get([token, id]))),
+      Promise.all(reads.chunkIds.map((id) => tx.objectStore('chunks').get([token, id]))),
+      tx.done,
+    ]);
+    const openText = async (value: Sealed): Promise<string> => decoder.decode(await this.keys.unseal(ring, value.keyId, value.sealed));
+    const storedNodes = new Map<string, string>();
+    const storedChunks = new Map<string, Chunk>();
+    await Promise.all([
+      ...reads.nodeIds.map(async (id, i) => {
+        const value = nodes[i];
+        if (value !== undefined) storedNodes.set(id, await openText(value));
+      }),
+      ...reads.chunkIds.map(async (id, i) => {
+        const value = chunks[i];
+        if (value !== undefined) storedChunks.set(id, decodeChunk(await openText(value)));
+      }),
+    ]);
+    return planFolds(batch, storedNodes, storedChunks);
+  }
+
   /**
    * Records the batch leaves in place although their key retires (those of the shared key,
    * and any a deleted chunk's key sealed), sealed again under their owner's key now; and the
@@ -564,12 +592,13 @@ export class IndexedDbStore implements GraphStore {
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
+    plan: FoldPlan,
     retired: ReadonlySet<string>,
     keyFor: (owner: string | null) => string,
   ): Promise<{ writes: Write[]; vectorKeys: Map<string, string> }> {
     const touched = {
-      nodes: new Set([...(batch.deleteNodes ?? []), ...(batch.putNodes ?? []).map((n) => n.id)]),
-      edges: new Set([...(batch.deleteEdges ?? []), ...(batch.putEdges ?? []).map((e) => e.id)]),
+      nodes: new Set([...(batch.deleteNodes ?? []), ...plan.nodes.keys()]),
+      edges: new Set([...(batch.deleteEdges ?? []), ...plan.edges.map((e) => e.id), ...plan.folded]),
       chunks: new Set([...(batch.deleteChunks ?? []), ...(batch.putChunks ?? []).map((c) => c.id)]),
       vectors: new Set([...(batch.deleteVectors ?? []), ...(batch.putVectors ?? []).map(([id]) => id)]),
     };
@@ -605,26 +634,37 @@ export class IndexedDbStore implements GraphStore {
     return { writes, vectorKeys };
   }
 
-  /** The batch's puts, sealed: a chunk's records under its key, entities under the shared key, vectors under their node's or edge's. */
-  private async sealPuts(token: Token, ring: KeyRing, batch: WriteBatch, keyFor: (owner: string | null) => string, vectorKeys: Map<string, string>): Promise<Write[]> {
+  /**
+   * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, entities
+   * under the shared key, vectors under their node's or edge's.
+   */
+  private async sealPuts(
+    token: Token,
+    ring: KeyRing,
+    batch: WriteBatch,
+    plan: FoldPlan,
+    keyFor: (owner: string | null) => string,
+    vectorKeys: Map<string, string>,
+  ): Promise<Write[]> {
     const key = (id: string): RecordKey => [token, id];
     const seal = (keyId: string, plain: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer> => this.keys.seal(ring, keyId, plain);
     for (const node of batch.putNodes ?? []) vectorKeys.set(node.id, keyFor(ownerOfNode(node)));
     for (const edge of batch.putEdges ?? []) vectorKeys.set(edge.id, keyFor(edge.chunkId));
-    // A fact quoting its turn keeps the quote's offsets when its chunk comes in the same batch (see record-codec).
-    const chunks = new Map((batch.putChunks ?? []).map((chunk) => [chunk.id, chunk]));
+    const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
     const writes = await Promise.all([
-      ...(batch.putNodes ?? []).map(async (node): Promise<Write> => {
+      ...[...plan.nodes].map(async ([id, json]): Promise<Write> => {
+        // A node the plan rewrites without being put (it dropped a folded edge) is read from its JSON.
+        const node = putNodes.get(id) ?? decodeNode(json, new Map()).node;
         const keyId = keyFor(ownerOfNode(node));
-        const json = encodeNode(node, [], node.layer === 'facetPoint' ? chunks.get(node.chunkId) : undefined).json;
         const value: SealedNode = { keyId, layer: node.layer, sealed: await seal(keyId, encoder.encode(json)) };
-        return (tx) => tx.objectStore('nodes').put(value, key(node.id));
+        return (tx) => tx.objectStore('nodes').put(value, key(id));
       }),
-      ...(batch.putEdges ?? []).map(async (edge): Promise<Write> => {
+      ...plan.edges.map(async (edge): Promise<Write> => {
         const keyId = keyFor(edge.chunkId);
-        const value: SealedEdge = { keyId, type: edge.type, sealed: await seal(keyId, jsonBytes(edge)) };
+        const value: SealedEdge = { keyId, type: edge.type, sealed: await seal(keyId, encoder.encode(encodeEdge(edge))) };
         return (tx) => tx.objectStore('edges').put(value, key(edge.id));
       }),
+      ...plan.folded.map(async (id): Promise<Write> => (tx) => tx.objectStore('edges').delete(key(id))),
       ...(batch.putChunks ?? []).map(async (chunk): Promise<Write> => {
         const keyId = keyFor(chunk.id);
         const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeChunk(chunk))) };
@@ -813,7 +853,9 @@ export class IndexedDbStore implements GraphStore {
       const token = await this.newToken();
       const ring = new KeyRing(ringOf(token));
       const keyFor = keyAssigner(ring, new Set());
-      writes.push(...(await this.sealPuts(token, ring, snapshotAsBatch(snapshot), keyFor, new Map())), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
+      const batch = snapshotAsBatch(snapshot);
+      const plan = planFolds(batch, new Map(), new Map());
+      writes.push(...(await this.sealPuts(token, ring, batch, plan, keyFor, new Map())), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
       writes.push((tx) => tx.objectStore('revisions').put(revision, token));
       rings.push(ring);
     }

@@ -2,7 +2,7 @@ import { chunkText, turnTheme } from '../graph/chunk-text.ts';
 import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 
 /**
- * How the SQL stores keep records compactly, and read them back exactly. What a record can be
+ * How the stores (SQL and IndexedDB) keep records compactly, and read them back exactly. What a record can be
  * rebuilt from is not written twice (on LongMemEval chat it was most of a memory's bytes):
  * - a `belongs_to` or `involves_entity` edge is its from-node's `facetId`, `episodeId` or
  *   `entityId` (one of every two records of a graph): its node keeps just the edge's key;

@@ -1,6 +1,7 @@
 import { PrismError } from '../errors.ts';
-import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
-import { canFoldEdges, decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
+import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
+import { foldReads, planFolds, readNodesAndEdges, type FoldPlan } from './fold-plan.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
@@ -172,18 +173,11 @@ export class SqlStore implements GraphStore {
       const meta = this.readMeta(partition);
       if (meta === null) return null;
       const chunks = this.driver.all('SELECT json FROM chunks WHERE partition = ?', [partition]).map((row) => decodeChunk(text(row, 'json')));
-      const chunkById = new Map(chunks.map((chunk) => [chunk.id, chunk]));
-      // Edges a node folds in (see record-codec), then the stored rows, which win over them.
-      const edges = new Map<string, GraphEdge>();
-      const nodes = this.driver.all('SELECT json FROM nodes WHERE partition = ?', [partition]).map((row) => {
-        const decoded = decodeNode(text(row, 'json'), chunkById);
-        for (const edge of decoded.edges) edges.set(edge.id, edge);
-        return decoded.node;
-      });
-      for (const row of this.driver.all('SELECT json FROM edges WHERE partition = ?', [partition])) {
-        const edge = decodeEdge(text(row, 'json'));
-        edges.set(edge.id, edge);
-      }
+      const { nodes, edges } = readNodesAndEdges(
+        this.driver.all('SELECT json FROM nodes WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
+        this.driver.all('SELECT json FROM edges WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
+        new Map(chunks.map((chunk) => [chunk.id, chunk])),
+      );
       const vectors = new VectorTable();
       const vectorRows = this.driver
         .all('SELECT id, data FROM vectors WHERE partition = ?', [partition])
@@ -194,7 +188,7 @@ export class SqlStore implements GraphStore {
       return {
         meta,
         nodes: sortById(nodes),
-        edges: sortById([...edges.values()]),
+        edges: sortById(edges),
         chunks: sortById(chunks),
         vectors,
         hashes: new Set(hashes.sort()),
@@ -297,72 +291,21 @@ export class SqlStore implements GraphStore {
     this.driver.close();
   }
 
-  /**
-   * The node rows and edge rows a batch writes, with derived edges folded into their nodes
-   * (see record-codec), so that reading gives back exactly what the batch leaves:
-   * - an edge put with its from-node is folded in when the node rebuilds it;
-   * - an edge a stored node folded in, neither deleted nor put again, survives its node being put
-   *   again (folded again, or as a row when the new node no longer rebuilds it) or deleted (as a row);
-   * - a folded edge deleted while its node stays is taken out of the node's row.
-   * Runs inside the commit's transaction, before its deletes.
-   */
-  private foldEdges(partition: string, batch: WriteBatch): { nodes: Map<string, string>; edges: GraphEdge[]; folded: string[] } {
+  /** The node and edge rows a batch writes (see fold-plan), reading what it needs inside the commit's transaction, before its deletes. */
+  private foldEdges(partition: string, batch: WriteBatch): FoldPlan {
     const { driver } = this;
-    const putEdges = batch.putEdges ?? [];
-    const gone = new Set([...(batch.deleteEdges ?? []), ...putEdges.map((e) => e.id)]);
-    const chunksInBatch = new Map((batch.putChunks ?? []).map((chunk) => [chunk.id, chunk]));
-    const storedChunks = new Map<string, Chunk | undefined>();
-    const chunkOf = (id: string): Chunk | undefined => {
-      if (chunksInBatch.has(id)) return chunksInBatch.get(id);
-      if (!storedChunks.has(id)) {
-        const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
-        storedChunks.set(id, row ? decodeChunk(text(row, 'json')) : undefined);
-      }
-      return storedChunks.get(id);
-    };
-    const storedNode = (id: string): string | null => {
+    const reads = foldReads(batch);
+    const storedNodes = new Map<string, string>();
+    for (const id of reads.nodeIds) {
       const row = driver.all('SELECT json FROM nodes WHERE partition = ? AND id = ?', [partition, id])[0];
-      return row ? text(row, 'json') : null;
-    };
-    // Folded edges of stored nodes this batch replaces or deletes that the batch leaves alone
-    // (only Facets and FacetPoints fold edges in: a hub Entity put again is not read back).
-    const deletedNodes = new Set(batch.deleteNodes ?? []);
-    const replaced = (batch.putNodes ?? []).filter((n) => canFoldEdges(n)).map((n) => n.id);
-    const surviving = new Map<string, GraphEdge[]>();
-    for (const id of new Set([...deletedNodes, ...replaced])) {
-      const stored = storedNode(id);
-      if (!stored) continue;
-      const kept = decodeNode(stored, new Map()).edges.filter((e) => !gone.has(e.id));
-      if (kept.length > 0) surviving.set(id, kept);
+      if (row) storedNodes.set(id, text(row, 'json'));
     }
-    const edgesFrom = new Map<string, GraphEdge[]>();
-    for (const edge of putEdges) {
-      const list = edgesFrom.get(edge.from);
-      if (list) list.push(edge);
-      else edgesFrom.set(edge.from, [edge]);
+    const storedChunks = new Map<string, Chunk>();
+    for (const id of reads.chunkIds) {
+      const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
+      if (row) storedChunks.set(id, decodeChunk(text(row, 'json')));
     }
-
-    const nodes = new Map<string, string>();
-    const folded = new Set<string>();
-    for (const node of batch.putNodes ?? []) {
-      const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
-      const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined);
-      nodes.set(node.id, encoded.json);
-      for (const id of encoded.folded) folded.add(id);
-    }
-    // A folded edge deleted on its own: its node stays, without it.
-    for (const id of batch.deleteEdges ?? []) {
-      for (const from of foldingNodeCandidates(id)) {
-        if (nodes.has(from) || deletedNodes.has(from)) continue;
-        const stored = storedNode(from);
-        const json = stored === null ? null : withoutFoldedEdge(stored, id);
-        if (json !== null) nodes.set(from, json);
-      }
-    }
-    // Put edges and survivors that no node folds in (a survivor of a deleted node, or of a node
-    // put again that no longer rebuilds it) are written as rows, as any edge is.
-    const rows = [...putEdges, ...[...surviving.values()].flat()].filter((e) => !folded.has(e.id));
-    return { nodes, edges: rows, folded: [...folded] };
+    return planFolds(batch, storedNodes, storedChunks);
   }
 
   private readMeta(partition: string): MemoryMeta | null {

@@ -1,0 +1,127 @@
+import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
+import { canFoldEdges, decodeEdge, decodeNode, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
+
+/**
+ * How a store writes a batch with derived edges folded into their nodes (see record-codec), and
+ * reads them back: pure functions over plain records, so that every store (SQL, IndexedDB) folds
+ * the same way and only fetches records its own way. Planning a batch reads a few stored records,
+ * all named by the batch itself: a store fetches `foldReads(batch)` inside its transaction (or
+ * under its writer lock), then `planFolds` says what to write.
+ */
+
+/** The stored records planning a batch reads: node JSON by id, and the chunks of the nodes it puts. */
+export interface FoldReads {
+  nodeIds: string[];
+  chunkIds: string[];
+}
+
+/** What a batch writes for its nodes and edges once derived edges are folded in. */
+export interface FoldPlan {
+  /** Node rows to write, as stored JSON by node id: the batch's puts, and stored nodes that drop a folded edge the batch deletes. */
+  nodes: Map<string, string>;
+  /** Edge rows to write: edges no node folds in. */
+  edges: GraphEdge[];
+  /** Edge ids now folded into a node: any row of theirs goes. */
+  folded: string[];
+}
+
+/** Nodes a batch replaces or deletes whose folded edges may survive it: only Facets and FacetPoints fold edges in. */
+function replacedOrDeleted(batch: FoldBatch): string[] {
+  const replaced = (batch.putNodes ?? []).filter((n) => canFoldEdges(n)).map((n) => n.id);
+  return [...new Set([...(batch.deleteNodes ?? []), ...replaced])];
+}
+
+/** The parts of a write batch folding looks at. */
+export interface FoldBatch {
+  putNodes?: readonly GraphNode[];
+  deleteNodes?: readonly string[];
+  putEdges?: readonly GraphEdge[];
+  deleteEdges?: readonly string[];
+  putChunks?: readonly Chunk[];
+}
+
+/** The stored records `planFolds` needs for `batch` (chunks the batch carries itself are not read). */
+export function foldReads(batch: FoldBatch): FoldReads {
+  const inBatch = new Set((batch.putChunks ?? []).map((chunk) => chunk.id));
+  const chunkIds = new Set<string>();
+  for (const node of batch.putNodes ?? []) if ('chunkId' in node && !inBatch.has(node.chunkId)) chunkIds.add(node.chunkId);
+  const nodeIds = new Set(replacedOrDeleted(batch));
+  const written = new Set((batch.putNodes ?? []).map((n) => n.id));
+  for (const id of batch.deleteEdges ?? []) {
+    for (const from of foldingNodeCandidates(id)) if (!written.has(from)) nodeIds.add(from);
+  }
+  return { nodeIds: [...nodeIds], chunkIds: [...chunkIds] };
+}
+
+/**
+ * The node and edge rows `batch` writes, with derived edges folded into their nodes, so that
+ * reading gives back exactly what the batch leaves:
+ * - an edge put with its from-node is folded in when the node rebuilds it;
+ * - an edge a stored node folded in, neither deleted nor put again, survives its node being put
+ *   again (folded again, or as a row when the new node no longer rebuilds it) or deleted (as a row);
+ * - a folded edge deleted while its node stays is taken out of the node's row.
+ * `storedNodes` and `storedChunks` hold what the store has of `foldReads(batch)` (absent: none).
+ * The store applies the batch's deletes first, then these rows, then deletes the rows of `folded`.
+ */
+export function planFolds(batch: FoldBatch, storedNodes: ReadonlyMap<string, string>, storedChunks: ReadonlyMap<string, Chunk>): FoldPlan {
+  const putEdges = batch.putEdges ?? [];
+  const gone = new Set([...(batch.deleteEdges ?? []), ...putEdges.map((e) => e.id)]);
+  const chunksInBatch = new Map((batch.putChunks ?? []).map((chunk) => [chunk.id, chunk]));
+  const chunkOf = (id: string): Chunk | undefined => chunksInBatch.get(id) ?? storedChunks.get(id);
+  const deletedNodes = new Set(batch.deleteNodes ?? []);
+  const surviving = new Map<string, GraphEdge[]>();
+  for (const id of replacedOrDeleted(batch)) {
+    const stored = storedNodes.get(id);
+    if (stored === undefined) continue;
+    const kept = decodeNode(stored, new Map()).edges.filter((e) => !gone.has(e.id));
+    if (kept.length > 0) surviving.set(id, kept);
+  }
+  const edgesFrom = new Map<string, GraphEdge[]>();
+  for (const edge of putEdges) {
+    const list = edgesFrom.get(edge.from);
+    if (list) list.push(edge);
+    else edgesFrom.set(edge.from, [edge]);
+  }
+
+  const nodes = new Map<string, string>();
+  const folded = new Set<string>();
+  for (const node of batch.putNodes ?? []) {
+    const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
+    const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined);
+    nodes.set(node.id, encoded.json);
+    for (const id of encoded.folded) folded.add(id);
+  }
+  // A folded edge deleted on its own: its node stays, without it (a node put again was encoded without it above).
+  const put = new Set((batch.putNodes ?? []).map((n) => n.id));
+  for (const id of batch.deleteEdges ?? []) {
+    for (const from of foldingNodeCandidates(id)) {
+      const stored = nodes.get(from) ?? storedNodes.get(from);
+      if (put.has(from) || deletedNodes.has(from) || stored === undefined) continue;
+      const json = withoutFoldedEdge(stored, id);
+      if (json !== null) nodes.set(from, json);
+    }
+  }
+  // Put edges and survivors that no node folds in (a survivor of a deleted node, or of a node
+  // put again that no longer rebuilds it) are written as rows, as any edge is.
+  const rows = [...putEdges, ...[...surviving.values()].flat()].filter((e) => !folded.has(e.id));
+  return { nodes, edges: rows, folded: [...folded] };
+}
+
+/**
+ * A partition's nodes and edges from its stored rows: each node with the edges it folds in, then
+ * the edge rows, which win over a folded edge of the same id. `chunks` are the partition's chunks.
+ */
+export function readNodesAndEdges(nodeRows: Iterable<string>, edgeRows: Iterable<string>, chunks: ReadonlyMap<string, Chunk>): { nodes: GraphNode[]; edges: GraphEdge[] } {
+  const edges = new Map<string, GraphEdge>();
+  const nodes: GraphNode[] = [];
+  for (const json of nodeRows) {
+    const decoded = decodeNode(json, chunks);
+    for (const edge of decoded.edges) edges.set(edge.id, edge);
+    nodes.push(decoded.node);
+  }
+  for (const json of edgeRows) {
+    const edge = decodeEdge(json);
+    edges.set(edge.id, edge);
+  }
+  return { nodes, edges: [...edges.values()] };
+}

@@ -236,7 +236,7 @@ const storeHarness = {
    * the partition cleared, by the IndexedDB store and by plain IndexedDB puts and reads of the
    * same records (what the store did before values were sealed). Milliseconds, median of `runs`.
    */
-  async sealCost(name: string, episodes: number, runs: number): Promise<{ records: number; sealed: SealCost; plain: SealCost; loadedWhole: boolean }> {
+  async sealCost(name: string, episodes: number, runs: number): Promise<{ records: number; sealed: SealCost; plain: SealCost; loadedWhole: boolean; sealedAgainByDelete: number }> {
     const memory = withEntities(sampleMemory({ episodes }));
     const records = memory.nodes.length + memory.edges.length + memory.chunks.length + memory.vectors.size;
     const gone = new Set([memory.chunks[Math.floor(episodes / 2)]?.id ?? '']);
@@ -249,6 +249,7 @@ const storeHarness = {
     const sealed: SealCost[] = [];
     const plain: SealCost[] = [];
     let loadedWhole = true;
+    let sealedAgainByDelete = 0;
     for (let i = 0; i < runs; i++) {
       sealed.push(
         await withStore(`${name}-sealed`, async (store) => {
@@ -258,6 +259,7 @@ const storeHarness = {
           const loadMs = await timed(async () => (loaded = await store.load(P)));
           loadedWhole &&= loaded !== null && (await sha256Hex(encodeCheckpoint(loaded))) === (await sha256Hex(encodeCheckpoint(memory)));
           const deleteChunkMs = await timed(() => store.commit(P, deletion));
+          sealedAgainByDelete = await recordsUnderSharedKey(`${name}-sealed`);
           const clearMs = await timed(() => store.clear(P));
           return { commitMs, loadMs, deleteChunkMs, clearMs };
         }),
@@ -268,7 +270,7 @@ const storeHarness = {
       const of = (key: keyof SealCost): number => costs.map((c) => c[key]).sort((a, b) => a - b)[Math.floor(costs.length / 2)] ?? Number.NaN;
       return { commitMs: of('commitMs'), loadMs: of('loadMs'), deleteChunkMs: of('deleteChunkMs'), clearMs: of('clearMs') };
     };
-    return { records, sealed: median(sealed), plain: median(plain), loadedWhole };
+    return { records, sealed: median(sealed), plain: median(plain), loadedWhole, sealedAgainByDelete };
   },
 
   /** Holds the writer lock of database `name` until `release()`; a second tab then times out. */
@@ -420,6 +422,19 @@ export interface SealCost {
   loadMs: number;
   deleteChunkMs: number;
   clearMs: number;
+}
+
+/** Node and vector records of the database's one partition sealed under the key its meta is sealed under (the shared key). */
+async function recordsUnderSharedKey(name: string): Promise<number> {
+  const raw = await openDB(name);
+  try {
+    const [meta] = (await raw.getAll('meta')) as Array<{ keyId: string }>;
+    if (meta === undefined) return 0;
+    const counts = await Promise.all(['nodes', 'vectors'].map((store) => raw.countFromIndex(store, 'keyId', meta.keyId)));
+    return counts.reduce((a, b) => a + b, 0);
+  } finally {
+    raw.close();
+  }
 }
 
 /** The sample with two more entities per chunk (and their vectors): the records a chunk delete seals again. */

@@ -190,8 +190,8 @@ type UntypedTransaction<Mode extends IDBTransactionMode> = IDBPTransaction<unkno
 type Write = (tx: WriteTransaction) => Promise<unknown>;
 
 /**
- * Which key seals what, for one batch: a chunk's records under the chunk's key, entities and
- * meta under the partition's shared key. An owner whose key is `retired` gets a fresh one.
+ * Which key seals what, for one batch: a chunk's records under the chunk's key, meta under the
+ * partition's shared key. An owner whose key is `retired` gets a fresh one.
  */
 function keyAssigner(ring: KeyRing, retired: ReadonlySet<string>): (owner: string | null) => string {
   const fresh = new Map<string | null, string>();
@@ -207,14 +207,28 @@ function keyAssigner(ring: KeyRing, retired: ReadonlySet<string>): (owner: strin
   };
 }
 
-const ownerOfNode = (node: GraphNode): string | null => (node.layer === 'entity' ? null : node.chunkId);
+/**
+ * The chunk whose key seals a node: its own, or for an Entity the first chunk that mentions it.
+ * An Entity that loses that chunk is written again (with the chunks left), so its name leaves
+ * with the last chunk that mentions it; under one shared key instead, every delete had to seal
+ * every Entity again (9.4 s of a delete at 30K messages in Chromium).
+ */
+const ownerOfNode = (node: GraphNode): string | null => (node.layer === 'entity' ? (node.chunkIds[0] ?? null) : node.chunkId);
+
+/** The owner of a stored node's JSON as `ownerOfNode` names it; the shared key's (`null`) for a record too damaged to say. */
+function storedOwner(json: string): string | null {
+  const node: Partial<Record<string, unknown>> = { ...decodeNode(json, new Map()).node };
+  const chunkIds = node['chunkIds'];
+  const owner = node['layer'] === 'entity' ? (Array.isArray(chunkIds) ? chunkIds[0] : null) : node['chunkId'];
+  return typeof owner === 'string' ? owner : null;
+}
 
 /**
  * The browser backend: the memory in IndexedDB, one object store per record kind, keyed by
  * [partition token, id]. Every value is sealed (AES-GCM) under a key in the partition's key
  * ring in the Origin Private File System: one key per chunk for the chunk and the nodes, edges
- * and vectors made from it, and one shared key for entities and meta. A delete drops the keys of
- * what it deleted (and replaces the shared key), so the copies LevelDB keeps until it compacts
+ * and vectors made from it (an Entity's under its first chunk's), and one shared key for meta.
+ * A delete drops the keys of what it deleted (and replaces the shared key), so the copies LevelDB keeps until it compacts
  * are noise; clearing a partition unlinks its ring, and its name, sealed in its meta, goes too.
  *
  * `commit` is one readwrite transaction over every store, so a batch lands whole or not at all —
@@ -585,8 +599,8 @@ export class IndexedDbStore implements GraphStore {
 
   /**
    * Records the batch leaves in place although their key retires (those of the shared key,
-   * and any a deleted chunk's key sealed), sealed again under their owner's key now; and the
-   * key of every stored node or edge a put vector belongs to.
+   * and any a deleted chunk's key sealed), sealed again: a node under its owner's key, anything
+   * else under the shared key; and the key of every stored node or edge a put vector belongs to.
    */
   private async resealSurvivors(
     token: Token,
@@ -623,11 +637,12 @@ export class IndexedDbStore implements GraphStore {
       const keyId = owners[i]?.keyId;
       vectorKeys.set(id, keyId === undefined || retired.has(keyId) ? keyFor(null) : keyId);
     });
-    const shared = keyFor(null);
     const writes = await Promise.all(
       survivors.flat().map(async ({ store, id, value }): Promise<Write> => {
         const plain = await this.keys.unseal(ring, value.keyId, value.sealed);
-        const resealed = { ...value, keyId: shared, sealed: await this.keys.seal(ring, shared, plain) };
+        // An Entity an earlier version sealed under the shared key moves to its own chunk's.
+        const keyId = keyFor(store === 'nodes' ? storedOwner(decoder.decode(plain)) : null);
+        const resealed = { ...value, keyId, sealed: await this.keys.seal(ring, keyId, plain) };
         return (tx) => tx.objectStore(store).put(resealed as SealedNode & SealedEdge, [token, id]);
       }),
     );
@@ -635,8 +650,8 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /**
-   * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, entities
-   * under the shared key, vectors under their node's or edge's.
+   * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, an Entity
+   * under its first chunk's, vectors under their node's or edge's.
    */
   private async sealPuts(
     token: Token,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { decodeVector, encodedBytes, encodeVector, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
-import { VectorTable } from '../src/graph/vector-table.ts';
+import { VectorTable, vectorDot } from '../src/graph/vector-table.ts';
+import { dot as exactDot } from '../src/util/vectors.ts';
 import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
 
 function unitVectors(count: number, dim: number): Float32Array[] {
@@ -65,6 +66,16 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
     expect([...table].map(([id, v]) => [id, bits(v)])).toEqual([...expected].map(([id, v]) => [id, bits(v)]));
   });
 
+  it('gives each inner product bit for bit as `dot` of the decoded vector, for i8 records and kept floats; refuses another dimension', () => {
+    const table = new VectorTable();
+    vectors.forEach((v, i) => table.set(`v${i}`, i % 2 ? roundVector(v, 'i8') : v));
+    const queries = unitVectors(3, 384);
+    for (const query of queries) for (let i = 0; i < 50; i++) expect(table.dot(`v${i}`, query)).toBe(exactDot(table.get(`v${i}`) as Float32Array, query));
+    for (const query of queries) for (let i = 0; i < 50; i++) expect(vectorDot(new Map([[`v${i}`, table.get(`v${i}`) as Float32Array]]), `v${i}`, query)).toBe(table.dot(`v${i}`, query));
+    expect(table.dot('absent', queries[0] as Float32Array)).toBeUndefined();
+    expect(() => table.dot('v1', new Float32Array(10))).toThrow(expect.objectContaining({ code: 'DIMENSION_MISMATCH' }));
+  });
+
   it('takes stored bytes at any precision, and names a vector whose bytes fit none', () => {
     const table = new VectorTable();
     for (const precision of ['i8', 'f16', 'f32'] as const) table.setStored(precision, encodeVector(vectors[0] as Float32Array, precision), 384);
@@ -85,6 +96,12 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
       expect(bits(table.get(`n${i}`))).toEqual(bits(want));
     }
     expect(table.has('n3')).toBe(false);
+    // Past the first page of records too: each inner product straight from the record is the one of the decoded floats.
+    const query = unitVectors(1, 384)[0] as Float32Array;
+    for (let i = 0; i < count; i += 7) {
+      const vector = table.get(`n${i}`);
+      expect(table.dot(`n${i}`, query)).toBe(vector && exactDot(vector, query));
+    }
     table.clear();
     expect(table.size).toBe(0);
     expect(table.get('n2')).toBeUndefined();

@@ -1,4 +1,6 @@
+import { PrismError } from '../errors.ts';
 import { decodeStoredVector, decodeVector, encodeVector, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
+import { dot } from '../util/vectors.ts';
 
 /** i8 records per page: pages are allocated as the table grows, and a freed record is reused. */
 const RECORDS_PER_PAGE = 1024;
@@ -21,6 +23,9 @@ export class VectorTable implements Map<string, Float32Array> {
   private readonly floats = new Map<string, Float32Array>();
   private readonly decoded = new Map<string, Float32Array>();
   private readonly pages: Uint8Array[] = [];
+  /** Each page as signed codes and as a view for its scales, for `dot`. */
+  private readonly codeViews: Int8Array[] = [];
+  private readonly scaleViews: DataView[] = [];
   private readonly freeSlots: number[] = [];
   private nextSlot = 0;
   /** Dimensions of the i8 records (fixed by the first one). */
@@ -65,6 +70,26 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slot === undefined || slot < 0 || dim !== this.dim) return false;
     const record = this.record(slot);
     return i8ScaleIsFinite(i8RecordScale(new DataView(record.buffer, record.byteOffset, record.byteLength)));
+  }
+
+  /**
+   * The inner product of `id`'s vector and `query`, without decoding an i8 record: the same
+   * double `dot(get(id), query)` gives, bit for bit (each product is the decoded float times the
+   * query's, added in the same order). Undefined when `id` holds nothing.
+   */
+  dot(id: string, query: Float32Array): number | undefined {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return undefined;
+    if (slot < 0) return dot(this.floats.get(id) as Float32Array, query);
+    const dim = this.dim;
+    if (query.length !== dim) throw new PrismError('DIMENSION_MISMATCH', `vectors of ${dim} and ${query.length} dimensions`);
+    const page = Math.floor(slot / RECORDS_PER_PAGE);
+    const start = (slot % RECORDS_PER_PAGE) * (dim + 4);
+    const codes = this.codeViews[page] as Int8Array;
+    const scale = (this.scaleViews[page] as DataView).getFloat32(start, true);
+    let sum = 0;
+    for (let i = 0; i < dim; i++) sum += Math.fround((codes[start + 4 + i] as number) * scale) * (query[i] as number);
+    return sum;
   }
 
   get(id: string): Float32Array | undefined {
@@ -120,6 +145,8 @@ export class VectorTable implements Map<string, Float32Array> {
     this.floats.clear();
     this.decoded.clear();
     this.pages.length = 0;
+    this.codeViews.length = 0;
+    this.scaleViews.length = 0;
     this.freeSlots.length = 0;
     this.nextSlot = 0;
     this.dim = 0;
@@ -148,7 +175,13 @@ export class VectorTable implements Map<string, Float32Array> {
   /** Keeps `bytes`, an i8 record of this table's dimensions, under `id` (which holds nothing). */
   private store(id: string, bytes: Uint8Array): void {
     const slot = this.freeSlots.pop() ?? this.nextSlot++;
-    this.pages[Math.floor(slot / RECORDS_PER_PAGE)] ??= new Uint8Array(RECORDS_PER_PAGE * (this.dim + 4));
+    const page = Math.floor(slot / RECORDS_PER_PAGE);
+    if (this.pages[page] === undefined) {
+      const bytes = new Uint8Array(RECORDS_PER_PAGE * (this.dim + 4));
+      this.pages[page] = bytes;
+      this.codeViews[page] = new Int8Array(bytes.buffer);
+      this.scaleViews[page] = new DataView(bytes.buffer);
+    }
     this.record(slot).set(bytes);
     this.slots.set(id, slot);
   }
@@ -167,4 +200,11 @@ function sameFloats(a: Float32Array, b: Float32Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
   return true;
+}
+
+/** `dot(vectors.get(id), query)`, bit for bit; a VectorTable's i8 records are not decoded for it. Undefined when `id` has no vector. */
+export function vectorDot(vectors: ReadonlyMap<string, Float32Array>, id: string, query: Float32Array): number | undefined {
+  if (vectors instanceof VectorTable) return vectors.dot(id, query);
+  const vector = vectors.get(id);
+  return vector && dot(vector, query);
 }

@@ -1,6 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { FacetPointNode } from '../graph/types.ts';
-import { dotEach } from '../util/vectors.ts';
+import { vectorDot } from '../graph/vector-table.ts';
 import type { TimeSpan } from './dates.ts';
 import type { TurnAnchors } from './turn-anchors.ts';
 
@@ -42,26 +42,20 @@ export interface EpisodeFacts {
 export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): EpisodeFacts {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
-  const { points, vectors } = pointsWithVectors(graph, episodeId);
-  const facts = { points, cosines: dotEach(vectors, evidence.queryVector) };
+  const points = factPoints(graph, episodeId);
+  // Each cosine straight from the kept vector (an i8 record is not decoded): the same doubles as `dot`.
+  const cosines = new Float64Array(points.length);
+  points.forEach((point, i) => (cosines[i] = vectorDot(graph.vectors, point.id, evidence.queryVector) ?? 0));
+  const facts = { points, cosines };
   evidence.factCosines.set(episodeId, facts);
   return facts;
 }
 
 /** The Episode's FacetPoints that have a vector (`EpisodeFacts.points`), without their cosines. */
 export function factPoints(graph: MemoryGraph, episodeId: string): readonly FacetPointNode[] {
-  return pointsWithVectors(graph, episodeId).points;
-}
-
-function pointsWithVectors(graph: MemoryGraph, episodeId: string): { points: readonly FacetPointNode[]; vectors: Float32Array[] } {
   const all = graph.facetPointsOf(episodeId);
-  const vectors: Float32Array[] = [];
-  for (const point of all) {
-    const vector = graph.vectors.get(point.id);
-    if (vector) vectors.push(vector);
-  }
   // Usually every FacetPoint has a vector; only when one has none is a filtered list built.
-  return { points: vectors.length === all.length ? all : all.filter((point) => graph.vectors.has(point.id)), vectors };
+  return all.every((point) => graph.vectors.has(point.id)) ? all : all.filter((point) => graph.vectors.has(point.id));
 }
 
 /** The best of an Episode's fact cosines, or `floor` when it has none above it. */

@@ -1,6 +1,6 @@
 import { LAYERS, type Layer } from '../graph/types.ts';
 import type { LexicalHit } from './lexical.ts';
-import { dot } from '../util/vectors.ts';
+import { vectorDot } from '../graph/vector-table.ts';
 import type { Anchor, LayerAnchors } from './types.ts';
 
 export interface FusionContext {
@@ -48,8 +48,7 @@ export function fuseAnchors(dense: readonly Anchor[], lexical: readonly LexicalH
     let m = members.get(hit.id);
     if (!m) {
       // A lexical hit the dense search did not return: its own cosine.
-      const vector = ctx.vectors.get(hit.id);
-      members.set(hit.id, (m = { rrf: 0, cosine: vector ? dot(vector, ctx.queryVector) : 0 }));
+      members.set(hit.id, (m = { rrf: 0, cosine: vectorDot(ctx.vectors, hit.id, ctx.queryVector) ?? 0 }));
     }
     m.rrf += ctx.lexicalWeight / (ctx.rrfK + rank + 1);
   });

@@ -7,7 +7,8 @@ import { fallsOn } from './dates.ts';
 import { excerptTurn } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
 import { countKeptTokens, countTokens } from '../util/tokens.ts';
-import { dot, dotEach, pairMemo } from '../util/vectors.ts';
+import { dot, pairMemo } from '../util/vectors.ts';
+import { vectorDot } from '../graph/vector-table.ts';
 import type { ContextUnit } from './pack.ts';
 import type { PathTrace, RankedEpisode } from './types.ts';
 
@@ -250,15 +251,9 @@ function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId:
  * gave no FacetPoint). The exchange Facet is looked up only when `exchange` is on.
  */
 function turnFacts(facts: EpisodeFacts, index: TurnIndex, vectors: ReadonlyMap<string, Float32Array>, queryVector: Float32Array, exchange: boolean): (TurnFacts | undefined)[] {
-  // A Facet holds several FacetPoints: its cosine is taken once per query (0 without a vector).
-  const facetVectors = index.facetIds.map((id) => vectors.get(id));
-  const present = facetVectors.filter((vector): vector is Float32Array => vector !== undefined);
-  const presentCosines = dotEach(present, queryVector);
-  const facetCosines = new Float64Array(facetVectors.length);
-  let next = 0;
-  facetVectors.forEach((vector, slot) => {
-    if (vector) facetCosines[slot] = presentCosines[next++] ?? 0;
-  });
+  // A Facet holds several FacetPoints: its cosine is taken once per query (0 without a vector),
+  // from the kept vector without decoding it; only an exchange's best Facet is decoded.
+  const facetCosines = index.facetIds.map((id) => vectorDot(vectors, id, queryVector));
   return index.points.map((points, i) => {
     if (points === null) return undefined;
     let fact = -1;
@@ -268,8 +263,9 @@ function turnFacts(facts: EpisodeFacts, index: TurnIndex, vectors: ReadonlyMap<s
     for (const slot of index.facets[i] ?? []) {
       const cosine = facetCosines[slot] ?? 0;
       facet = Math.max(cosine, facet);
-      const vector = exchange ? facetVectors[slot] : undefined;
-      if (vector && cosine > (exchangeFacet?.cosine ?? -Infinity)) exchangeFacet = { vector, cosine };
+      if (!exchange || facetCosines[slot] === undefined || cosine <= (exchangeFacet?.cosine ?? -Infinity)) continue;
+      const vector = vectors.get(index.facetIds[slot] as string);
+      if (vector) exchangeFacet = { vector, cosine };
     }
     return { fact, facet, exchangeFacet, points };
   });

@@ -34,6 +34,15 @@ test('derived edges fold into their nodes, and every later batch leaves what the
   expect(result.edgeRecords).toBeGreaterThan(result.derivedEdgeRecords);
 });
 
+test('a long Entity chunk list is kept in pages: a batch rewrites only the pages it changes, and every batch leaves what the reference store holds', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.pagesAsReference('e2e-pages'));
+  expect(result.differing).toEqual([]);
+  expect(result.reopenedSame).toBe(true);
+  // The same pages as on SQLite (test/store.test.ts): 600 ids in 3, then 601, 768, 769, 768, 300, 100, 700, deleted.
+  expect(result.pageRecords).toEqual([3, 3, 3, 4, 3, 2, 0, 3, 0]);
+  expect(result.rewritten).toEqual([[2], [2], [3], [0, 1, 2], [0, 1], [], [0, 1, 2], []]);
+});
+
 test('a key ring kept in memory is read again once another tab wrote it; a ring file without a stamp reads', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.ringsAcrossFolders('e2e-rings'));
   expect(result).toEqual({ seenByOther: true, seenBack: [true, true], legacyRead: true });

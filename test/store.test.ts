@@ -11,12 +11,13 @@ import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { LEGACY_FILES, MIGRATED_SUFFIX, migrateFileStore } from '../src/store/file.node.ts';
 import { decodeEdge } from '../src/store/record-codec.ts';
 import { MIGRATIONS, SQL_SCHEMA_VERSION } from '../src/store/sql.ts';
+import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
 import { encodeVector, roundVector } from '../src/store/vector-codec.ts';
-import { foldingBatches, ingestShapedSample, sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
+import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<PrismError> {
   const err = await promise.then(
@@ -370,6 +371,50 @@ describe('SqlStore keeps what it can rebuild once', () => {
     expect(final.edges.some((e) => e.chunkId === 'chunk-7-3')).toBe(false);
     // The node deleted alone left its edges behind as rows, as any store keeps them.
     expect(final.edges.map((e) => e.id)).toContain('belongs_to:point:0>facet:0');
+  });
+});
+
+describe('SqlStore keeps a long Entity chunk list in pages', () => {
+  it('rewrites only the pages a batch changes, drops the pages a shorter list or a delete leaves, and reads back what the reference store holds', async () => {
+    const sql = await openSqlite();
+    const reference = new MemoryStore();
+    const batches = pagingBatches();
+    // Every page row the store writes, logged by a trigger on the store's own file.
+    await sql.commit(P, batches[0]!);
+    await reference.commit(P, batches[0]!);
+    const db = new Database(sqlitePath());
+    // The record keeps a count and a digest, not the 600 ids.
+    const record = (db.prepare("SELECT json FROM nodes WHERE id = 'entity:speaker'").get() as { json: string }).json;
+    expect(record).not.toContain('chunk-paged');
+    expect(record.length).toBeLessThan(120);
+    db.exec('CREATE TABLE page_log (page INTEGER); CREATE TRIGGER log_pages AFTER INSERT ON entity_pages BEGIN INSERT INTO page_log VALUES (new.page); END');
+    const written: number[][] = [];
+    const stored: number[] = [];
+    for (const batch of batches.slice(1)) {
+      await sql.commit(P, batch);
+      await reference.commit(P, batch);
+      expect(await sql.load(P)).toEqual(await reference.load(P));
+      written.push((db.prepare('SELECT page FROM page_log').all() as Array<{ page: number }>).map((row) => row.page));
+      db.exec('DELETE FROM page_log');
+      stored.push((db.prepare('SELECT count(*) AS n FROM entity_pages').get() as { n: number }).n);
+    }
+    db.close();
+    // 601 ids: page 2 alone; 768: page 2; 769: page 3 begun; the first id gone: pages 0–2 (the
+    // fourth goes); 300: two pages (the rest go); 100: in the record; 700: three pages; deleted: none.
+    expect(written).toEqual([[2], [2], [3], [0, 1, 2], [0, 1], [], [0, 1, 2], []]);
+    expect(stored).toEqual([3, 3, 4, 3, 2, 0, 3, 0]);
+  });
+
+  it('leaves a paged Entity whose pages do not add up to its record for validation to reject', async () => {
+    const sql = await openSqlite();
+    await sql.commit(P, pagingBatches()[0]!);
+    const db = new Database(sqlitePath());
+    db.prepare('DELETE FROM entity_pages WHERE page = 1').run();
+    db.close();
+    const loaded = (await sql.load(P))!;
+    const entity = loaded.nodes.find((n) => n.id === 'entity:speaker')!;
+    expect(Array.isArray((entity as { chunkIds: unknown }).chunkIds)).toBe(false);
+    expect(() => checkMemoryStructure(loaded, (message) => { throw new PrismError('CORRUPT_CHECKPOINT', message); })).toThrow('entity:speaker chunkIds must be an array');
   });
 });
 

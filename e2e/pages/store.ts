@@ -12,7 +12,7 @@ import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
-import { foldingBatches, ingestShapedSample, sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
+import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
 import { sha256Hex } from '../support/site.ts';
 import { withStore } from './with-store.ts';
 
@@ -90,6 +90,42 @@ const storeHarness = {
     } finally {
       raw.close();
     }
+  },
+
+  /**
+   * Applies the paging batches (see sample-memory) to IndexedDB and to a MemoryStore, comparing
+   * what both hold after each; counts the page records, and tells after each batch which pages'
+   * sealed bytes changed (a page written again is sealed afresh, under a new IV).
+   */
+  async pagesAsReference(name: string): Promise<{ differing: number[]; pageRecords: number[]; rewritten: number[][]; reopenedSame: boolean }> {
+    const reference = new MemoryStore();
+    const differing: number[] = [];
+    const pageRecords: number[] = [];
+    const rewritten: number[][] = [];
+    const sealedPages = async (): Promise<Map<number, string>> => {
+      const raw = await openDB(name);
+      try {
+        const keys = (await raw.getAllKeys('entityPages')) as Array<[number, string, number]>;
+        const values = (await raw.getAll('entityPages')) as Array<{ sealed: ArrayBuffer }>;
+        return new Map(keys.map(([, , page], i) => [page, btoa(String.fromCharCode(...new Uint8Array(values[i]!.sealed)))]));
+      } finally {
+        raw.close();
+      }
+    };
+    await withStore(name, async (store) => {
+      await store.clear();
+      for (const [i, batch] of pagingBatches().entries()) {
+        const before = await sealedPages();
+        await store.commit(P, batch);
+        await reference.commit(P, batch);
+        if ((await digestOf(store)) !== (await digestOf(reference))) differing.push(i);
+        const after = await sealedPages();
+        pageRecords.push(after.size);
+        if (i > 0) rewritten.push([...after].filter(([page, sealed]) => before.get(page) !== sealed).map(([page]) => page));
+      }
+    });
+    const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+    return { differing, pageRecords, rewritten, reopenedSame };
   },
 
   /**

@@ -158,3 +158,31 @@ export function foldingBatches(sample: MemorySnapshot): WriteBatch[] {
     followUp,
   ];
 }
+
+/** The chunk ids of the paged Entity of `pagingBatches`, the first `count`. */
+export const pagedChunkIds = (count: number): string[] => Array.from({ length: count }, (_, i) => `chunk-paged-${String(i).padStart(4, '0')}`);
+
+/**
+ * Batches that reach every case of a long Entity chunk list kept in pages (record-codec's
+ * ENTITY_PAGE_IDS, 256), applied one after the other: the sample with an Entity naming 600
+ * chunks (3 pages), a chunk joining it (only the last page changes), a full third page, a fourth
+ * page begun, its first chunk gone (every page changes), a shorter list (pages past the second
+ * go), one short enough for the record itself (every page goes), a long one again, then the
+ * Entity deleted (its pages go). Stores keep chunk ids as given, so these name no real chunk.
+ */
+export function pagingBatches(): WriteBatch[] {
+  const sample = ingestShapedSample();
+  const entity: GraphNode = { id: 'entity:speaker', key: sample.meta.nextKey, layer: 'entity', name: 'Speaker', entityType: 'person', chunkIds: pagedChunkIds(600) };
+  const withIds = (chunkIds: string[]): WriteBatch => ({ putNodes: [{ ...entity, chunkIds }] });
+  return [
+    { ...snapshotAsBatch(sample), putNodes: [...sample.nodes, entity], meta: { ...sample.meta, nextKey: sample.meta.nextKey + 1 } },
+    withIds(pagedChunkIds(601)),
+    withIds(pagedChunkIds(768)),
+    withIds(pagedChunkIds(769)),
+    withIds(pagedChunkIds(769).slice(1)),
+    withIds(pagedChunkIds(300)),
+    withIds(pagedChunkIds(100)),
+    withIds(pagedChunkIds(700)),
+    { deleteNodes: [entity.id] },
+  ];
+}

@@ -1,5 +1,5 @@
 import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
-import { canFoldEdges, decodeEdge, decodeNode, encodeNode, foldingNodeCandidates, withoutFoldedEdge } from './record-codec.ts';
+import { canFoldEdges, decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, foldingNodeCandidates, storedPageCount, withoutFoldedEdge } from './record-codec.ts';
 
 /**
  * How a store writes a batch with derived edges folded into their nodes (see record-codec), and
@@ -15,8 +15,17 @@ export interface FoldReads {
   chunkIds: string[];
 }
 
+/** An Entity's pages (see record-codec) a batch writes, and the first stored page that goes (null: none). */
+export interface PageWrite {
+  id: string;
+  put: Array<[page: number, json: string]>;
+  dropFrom: number | null;
+}
+
 /** What a batch writes for its nodes and edges once derived edges are folded in. */
 export interface FoldPlan {
+  /** Entity pages to write and to drop: those of Entities put (what changed) and of Entities deleted (all). */
+  pages: PageWrite[];
   /** Node rows to write, as stored JSON by node id: the batch's puts, and stored nodes that drop a folded edge the batch deletes. */
   nodes: Map<string, string>;
   /** Edge rows to write: edges no node folds in. */
@@ -29,6 +38,23 @@ export interface FoldPlan {
 function replacedOrDeleted(batch: FoldBatch): string[] {
   const replaced = (batch.putNodes ?? []).filter((n) => canFoldEdges(n)).map((n) => n.id);
   return [...new Set([...(batch.deleteNodes ?? []), ...replaced])];
+}
+
+/** The pages of Entities the batch puts (only what changed) or deletes (all), given their stored records. */
+function pageWrites(batch: FoldBatch, storedNodes: ReadonlyMap<string, string>): PageWrite[] {
+  const writes: PageWrite[] = [];
+  for (const node of batch.putNodes ?? []) {
+    if (node.layer !== 'entity') continue;
+    const { pages, storedPages } = entityPaging(node, storedNodes.get(node.id));
+    const pageCount = node.chunkIds.length > ENTITY_PAGE_IDS ? Math.ceil(node.chunkIds.length / ENTITY_PAGE_IDS) : 0;
+    if (pages.length > 0 || storedPages > pageCount) writes.push({ id: node.id, put: pages, dropFrom: storedPages > pageCount ? pageCount : null });
+  }
+  const put = new Set((batch.putNodes ?? []).map((n) => n.id));
+  for (const id of batch.deleteNodes ?? []) {
+    const stored = storedNodes.get(id);
+    if (!put.has(id) && stored !== undefined && storedPageCount(stored) > 0) writes.push({ id, put: [], dropFrom: 0 });
+  }
+  return writes;
 }
 
 /** The parts of a write batch folding looks at. */
@@ -46,6 +72,8 @@ export function foldReads(batch: FoldBatch): FoldReads {
   const chunkIds = new Set<string>();
   for (const node of batch.putNodes ?? []) if ('chunkId' in node && !inBatch.has(node.chunkId)) chunkIds.add(node.chunkId);
   const nodeIds = new Set(replacedOrDeleted(batch));
+  // An Entity's stored record says which of its pages still hold.
+  for (const node of batch.putNodes ?? []) if (node.layer === 'entity') nodeIds.add(node.id);
   const written = new Set((batch.putNodes ?? []).map((n) => n.id));
   for (const id of batch.deleteEdges ?? []) {
     for (const from of foldingNodeCandidates(id)) if (!written.has(from)) nodeIds.add(from);
@@ -104,18 +132,24 @@ export function planFolds(batch: FoldBatch, storedNodes: ReadonlyMap<string, str
   // Put edges and survivors that no node folds in (a survivor of a deleted node, or of a node
   // put again that no longer rebuilds it) are written as rows, as any edge is.
   const rows = [...putEdges, ...[...surviving.values()].flat()].filter((e) => !folded.has(e.id));
-  return { nodes, edges: rows, folded: [...folded] };
+  return { nodes, edges: rows, folded: [...folded], pages: pageWrites(batch, storedNodes) };
 }
 
 /**
  * A partition's nodes and edges from its stored rows: each node with the edges it folds in, then
- * the edge rows, which win over a folded edge of the same id. `chunks` are the partition's chunks.
+ * the edge rows, which win over a folded edge of the same id. `chunks` are the partition's chunks,
+ * `pages` each paged Entity's pages in order.
  */
-export function readNodesAndEdges(nodeRows: Iterable<string>, edgeRows: Iterable<string>, chunks: ReadonlyMap<string, Chunk>): { nodes: GraphNode[]; edges: GraphEdge[] } {
+export function readNodesAndEdges(
+  nodeRows: Iterable<string>,
+  edgeRows: Iterable<string>,
+  chunks: ReadonlyMap<string, Chunk>,
+  pages: ReadonlyMap<string, readonly string[]>,
+): { nodes: GraphNode[]; edges: GraphEdge[] } {
   const edges = new Map<string, GraphEdge>();
   const nodes: GraphNode[] = [];
   for (const json of nodeRows) {
-    const decoded = decodeNode(json, chunks);
+    const decoded = decodeNode(json, chunks, pages);
     for (const edge of decoded.edges) edges.set(edge.id, edge);
     nodes.push(decoded.node);
   }
@@ -125,3 +159,4 @@ export function readNodesAndEdges(nodeRows: Iterable<string>, edgeRows: Iterable
   }
   return { nodes, edges: [...edges.values()] };
 }
+

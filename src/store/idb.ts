@@ -21,6 +21,9 @@ type Token = number;
 /** A record's key: its partition's token, then its own id (or hash). Ids are hashes of the text, never the text. */
 type RecordKey = [token: Token, id: string];
 
+/** A page of a long Entity chunk list (see record-codec): the Entity's key, then the page's number. */
+type PageKey = [token: Token, id: string, page: number];
+
 /** A value as stored: AES-GCM sealed under key `keyId` of its partition's (or the cache's) key ring. */
 interface Sealed {
   keyId: string;
@@ -60,6 +63,8 @@ type RingCleanup = 'remove' | 'prune';
 interface PrismDb extends DBSchema {
   nodes: { key: RecordKey; value: SealedNode; indexes: { layer: Layer; keyId: string } };
   edges: { key: RecordKey; value: SealedEdge; indexes: { type: EdgeType; keyId: string } };
+  /** Pages of long Entity chunk lists, sealed under their Entity's key. */
+  entityPages: { key: PageKey; value: Sealed; indexes: { keyId: string } };
   chunks: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
   vectors: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
   /** The value carries nothing; the key is the hash. */
@@ -77,9 +82,9 @@ interface PrismDb extends DBSchema {
 type StoreName = StoreNames<PrismDb>;
 type UpgradeTransaction = IDBPTransaction<unknown, string[], 'versionchange'>;
 
-const RECORD_STORES = ['nodes', 'edges', 'chunks', 'vectors', 'hashes'] as const satisfies readonly StoreName[];
+const RECORD_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'hashes'] as const satisfies readonly StoreName[];
 /** Stores whose values are sealed, each with an index on the key id. */
-const SEALED_STORES = ['nodes', 'edges', 'chunks', 'vectors', 'meta', 'cache'] as const satisfies readonly StoreName[];
+const SEALED_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'meta', 'cache'] as const satisfies readonly StoreName[];
 const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
 
 /** The key ring of the LLM cache: one key per entry, dropped with the entry. */
@@ -131,7 +136,7 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
     for (const name of ['chunks', 'vectors', 'hashes', 'meta', 'revisions']) db.createObjectStore(name);
     db.createObjectStore('cache').createIndex('tags', 'tags', { multiEntry: true });
     const writes: Array<Promise<unknown>> = [];
-    for (const name of RECORD_STORES) {
+    for (const name of ['nodes', 'edges', 'chunks', 'vectors', 'hashes'] as const) {
       const { keys, values } = old[name];
       keys.forEach((key, i) => writes.push(tx.objectStore(name).put(values[i], [DEFAULT_PARTITION, String(key)])));
     }
@@ -152,6 +157,11 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
     db.createObjectStore('ringCleanups');
     const held = await Promise.all(['meta', 'revisions', 'cache'].map((name) => tx.objectStore(name).count()));
     if (held.some((count) => count > 0)) await tx.objectStore('counters').put(1, 'legacy');
+  },
+  // v4: long Entity chunk lists in pages beside their record (see record-codec's ENTITY_PAGE_IDS),
+  // so that an add rewrites a speaker's last page, not the list of every chunk.
+  async (db) => {
+    db.createObjectStore('entityPages').createIndex('keyId', 'keyId');
   },
 ];
 
@@ -185,6 +195,8 @@ function storeError(err: unknown, action: string): PrismError {
 
 type WriteTransaction = IDBPTransaction<PrismDb, StoreName[], 'readwrite'>;
 type UntypedTransaction<Mode extends IDBTransactionMode> = IDBPTransaction<unknown, string[], Mode>;
+/** A store of a readwrite transaction, whichever: sealed values are put back under the key they had. */
+type UntypedStore = { put(value: Sealed, key: IDBValidKey): Promise<unknown> };
 
 /** One request of a readwrite transaction, prepared (and sealed) before the transaction opens: WebCrypto cannot run inside one. */
 type Write = (tx: WriteTransaction) => Promise<unknown>;
@@ -449,10 +461,12 @@ export class IndexedDbStore implements GraphStore {
         if (token === undefined) return null;
         const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
         const range = partitionRange(token);
-        const [meta, nodes, edges, chunks, vectorKeys, vectors, hashKeys] = await Promise.all([
+        const [meta, nodes, edges, pageKeys, pages, chunks, vectorKeys, vectors, hashKeys] = await Promise.all([
           tx.objectStore('meta').get(token),
           tx.objectStore('nodes').getAll(range),
           tx.objectStore('edges').getAll(range),
+          tx.objectStore('entityPages').getAllKeys(range),
+          tx.objectStore('entityPages').getAll(range),
           tx.objectStore('chunks').getAll(range),
           tx.objectStore('vectors').getAllKeys(range),
           tx.objectStore('vectors').getAll(range),
@@ -460,18 +474,26 @@ export class IndexedDbStore implements GraphStore {
           tx.done,
         ]);
         if (meta === undefined) return null;
-        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...chunks, ...vectors]);
+        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...pages, ...chunks, ...vectors]);
         const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
         const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
         const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
-        const [opened, nodeJson, edgeJson, openedChunks, vectorBytes] = await Promise.all([
+        const [opened, nodeJson, edgeJson, pageJson, openedChunks, vectorBytes] = await Promise.all([
           openJson<PartitionMeta>(meta),
           Promise.all(nodes.map(openText)),
           Promise.all(edges.map(openText)),
+          Promise.all(pages.map(openText)),
           Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
           Promise.all(vectors.map((vector) => open(vector))),
         ]);
-        const records = readNodesAndEdges(nodeJson, edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])));
+        // Keys sort by Entity id, then page number: each Entity's pages come in order.
+        const pagesById = new Map<string, string[]>();
+        pageKeys.forEach(([, id], i) => {
+          const list = pagesById.get(id) ?? [];
+          list.push(pageJson[i] as string);
+          pagesById.set(id, list);
+        });
+        const records = readNodesAndEdges(nodeJson, edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
         return {
           meta: opened.meta,
           nodes: records.nodes,
@@ -613,12 +635,14 @@ export class IndexedDbStore implements GraphStore {
     const touched = {
       nodes: new Set([...(batch.deleteNodes ?? []), ...plan.nodes.keys()]),
       edges: new Set([...(batch.deleteEdges ?? []), ...plan.edges.map((e) => e.id), ...plan.folded]),
+      // An Entity's pages go with it, or are written again with it.
+      entityPages: new Set([...(batch.deleteNodes ?? []), ...(batch.putNodes ?? []).map((n) => n.id)]),
       chunks: new Set([...(batch.deleteChunks ?? []), ...(batch.putChunks ?? []).map((c) => c.id)]),
       vectors: new Set([...(batch.deleteVectors ?? []), ...(batch.putVectors ?? []).map(([id]) => id)]),
     };
     const strayVectors = (batch.putVectors ?? []).map(([id]) => id).filter((id) => !touched.nodes.has(id) && !touched.edges.has(id));
-    const tx = this.db.transaction(['nodes', 'edges', 'chunks', 'vectors'], 'readonly');
-    const stores = ['nodes', 'edges', 'chunks', 'vectors'] as const;
+    const stores = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors'] as const;
+    const tx = this.db.transaction(stores, 'readonly');
     const [owners, survivors] = await Promise.all([
       Promise.all(strayVectors.map(async (id) => (await tx.objectStore('nodes').get([token, id])) ?? (await tx.objectStore('edges').get([token, id])))),
       Promise.all(
@@ -626,7 +650,7 @@ export class IndexedDbStore implements GraphStore {
           stores.map(async (store) => {
             const index = tx.objectStore(store).index('keyId');
             const [keys, values] = await Promise.all([index.getAllKeys(keyId), index.getAll(keyId)]);
-            return keys.flatMap(([, id], i) => (touched[store].has(id) ? [] : [{ store, id, value: values[i] as Sealed }]));
+            return keys.flatMap((key, i) => (touched[store].has(key[1]) ? [] : [{ store, key, value: values[i] as Sealed }]));
           }),
         ),
       ),
@@ -638,12 +662,12 @@ export class IndexedDbStore implements GraphStore {
       vectorKeys.set(id, keyId === undefined || retired.has(keyId) ? keyFor(null) : keyId);
     });
     const writes = await Promise.all(
-      survivors.flat().map(async ({ store, id, value }): Promise<Write> => {
+      survivors.flat().map(async ({ store, key, value }): Promise<Write> => {
         const plain = await this.keys.unseal(ring, value.keyId, value.sealed);
         // An Entity an earlier version sealed under the shared key moves to its own chunk's.
         const keyId = keyFor(store === 'nodes' ? storedOwner(decoder.decode(plain)) : null);
         const resealed = { ...value, keyId, sealed: await this.keys.seal(ring, keyId, plain) };
-        return (tx) => tx.objectStore(store).put(resealed as SealedNode & SealedEdge, [token, id]);
+        return (tx) => (tx.objectStore(store) as unknown as UntypedStore).put(resealed, key);
       }),
     );
     return { writes, vectorKeys };
@@ -680,6 +704,16 @@ export class IndexedDbStore implements GraphStore {
         return (tx) => tx.objectStore('edges').put(value, key(edge.id));
       }),
       ...plan.folded.map(async (id): Promise<Write> => (tx) => tx.objectStore('edges').delete(key(id))),
+      ...plan.pages.flatMap(({ id, put, dropFrom }) => {
+        const node = putNodes.get(id);
+        const keyId = keyFor(node ? ownerOfNode(node) : null);
+        const dropped: Array<Promise<Write>> = dropFrom === null ? [] : [Promise.resolve((tx) => tx.objectStore('entityPages').delete(IDBKeyRange.bound([token, id, dropFrom], [token, id, Infinity])))];
+        const written = put.map(async ([page, json]): Promise<Write> => {
+          const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
+          return (tx) => tx.objectStore('entityPages').put(value, [token, id, page]);
+        });
+        return [...dropped, ...written];
+      }),
       ...(batch.putChunks ?? []).map(async (chunk): Promise<Write> => {
         const keyId = keyFor(chunk.id);
         const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeChunk(chunk))) };

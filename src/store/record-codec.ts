@@ -12,6 +12,9 @@ import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type Gr
  * - a Facet's `theme` that is a turn's theme as the local extractor names it (`turnTheme`) keeps
  *   the turn's index;
  * - a chunk's `text` is its header and turn lines (`chunkText`): it keeps `null`;
+ * - an Entity's `chunkIds` longer than `ENTITY_PAGE_IDS` (a speaker's Entity names every chunk)
+ *   are kept in pages beside the record, which keeps their count and digest (`entityPaging`), so
+ *   a chunk joining the Entity rewrites its last page, not the whole list;
  * - a node or edge with exactly the keys graph building writes, in its order, is the array of
  *   its values, without the key names (a node's first value is its layer's number, its last the
  *   keys of the edges it folds in, as offsets from its own key; an edge's `id` is
@@ -43,6 +46,83 @@ const NODE_KEYS: { readonly [L in Layer]: readonly string[] } = {
 const EDGE_KEYS = ['id', 'key', 'type', 'from', 'to', 'chunkId', 'description', 'confidence'] as const;
 /** Values an edge array always holds (key to chunkId); description and confidence only when not null. */
 const EDGE_REQUIRED_VALUES = 5;
+
+/**
+ * Chunk ids an Entity record holds itself. A longer list is kept in pages of this many ids
+ * beside it: on 10K messages of chat a speaker's Entity named ~1,000 chunks (64 KB) and was
+ * written whole on every add; now an add rewrites one page (≤ 17 KB) and the record.
+ */
+export const ENTITY_PAGE_IDS = 256;
+
+/** What a paged Entity's record keeps for its `chunkIds`: their count and digest (an object, which `chunkIds` never is). */
+interface PagedChunkIds {
+  count: number;
+  digest: string;
+}
+
+function isPagedChunkIds(value: unknown): value is PagedChunkIds {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as PagedChunkIds).count === 'number' && typeof (value as PagedChunkIds).digest === 'string';
+}
+
+/**
+ * A digest of a list of ids, taken as it grows: `at(n)` is the digest of the first n ids. Two
+ * 32-bit multiply-xor lanes (53 bits): a stored digest tells a writer whether the list it puts
+ * starts with the stored one, so it rewrites only the pages after it.
+ */
+class IdsDigest {
+  private h1 = 0xdeadbeef;
+  private h2 = 0x41c6ce57;
+
+  add(id: string): void {
+    for (let i = 0; i <= id.length; i++) {
+      // The list's separator (a code no UTF-16 unit has) after each id.
+      const code = i < id.length ? id.charCodeAt(i) : 0x10000;
+      this.h1 = Math.imul(this.h1 ^ code, 2654435761);
+      this.h2 = Math.imul(this.h2 ^ code, 1597334677);
+    }
+  }
+
+  value(): string {
+    const h1 = Math.imul(this.h1 ^ (this.h1 >>> 16), 2246822507) ^ Math.imul(this.h2 ^ (this.h2 >>> 13), 3266489909);
+    const h2 = Math.imul(this.h2 ^ (this.h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+    return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36);
+  }
+}
+
+function digestOf(ids: readonly string[], count = ids.length): string {
+  const digest = new IdsDigest();
+  for (let i = 0; i < count; i++) digest.add(ids[i] as string);
+  return digest.value();
+}
+
+/** The pages a paged Entity's chunk ids are written in, from page `from` on, each as its JSON. */
+export function entityPages(chunkIds: readonly string[], from = 0): Array<[page: number, json: string]> {
+  const pages: Array<[number, string]> = [];
+  for (let page = from; page * ENTITY_PAGE_IDS < chunkIds.length; page++) pages.push([page, JSON.stringify(chunkIds.slice(page * ENTITY_PAGE_IDS, (page + 1) * ENTITY_PAGE_IDS))]);
+  return pages;
+}
+
+/** How many pages a stored node record has beside it (0: none, its chunk ids, if any, are in the record). */
+export function storedPageCount(json: string): number {
+  const { fields } = readStored(json);
+  const ids = fields['chunkIds'];
+  return isPagedChunkIds(ids) ? Math.ceil(ids.count / ENTITY_PAGE_IDS) : 0;
+}
+
+/**
+ * Which of an Entity's pages a write must rewrite: those from the first page the stored list
+ * (`storedJson`, its record as stored, or none) does not hold unchanged, through the new list's
+ * last; and how many pages are stored, so that those past the new list's last go.
+ */
+export function entityPaging(node: GraphNode, storedJson: string | undefined): { pages: Array<[page: number, json: string]>; storedPages: number } {
+  const stored = storedJson === undefined ? undefined : readStored(storedJson).fields['chunkIds'];
+  const storedPages = isPagedChunkIds(stored) ? Math.ceil(stored.count / ENTITY_PAGE_IDS) : 0;
+  if (node.layer !== 'entity' || node.chunkIds.length <= ENTITY_PAGE_IDS) return { pages: [], storedPages };
+  const ids = node.chunkIds;
+  // The stored list still holds when it is a prefix of the new one: only its last page can change.
+  const kept = isPagedChunkIds(stored) && stored.count <= ids.length && digestOf(ids, stored.count) === stored.digest ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
+  return { pages: entityPages(ids, kept), storedPages };
+}
 
 /** A stored node's fields (stand-ins included), the keys of the edges it folds in, and which form it takes. */
 interface StoredNode {
@@ -108,6 +188,7 @@ function contentOffsets(content: string, turn: ChunkTurn | undefined): [number, 
 /** The fields of `node` as stored: each field its chunk rebuilds replaced by its stand-in. */
 function storedFields(node: GraphNode, chunk: Chunk | undefined): Record<string, unknown> {
   const fields: Record<string, unknown> = { ...node };
+  if (node.layer === 'entity' && node.chunkIds.length > ENTITY_PAGE_IDS) fields['chunkIds'] = { count: node.chunkIds.length, digest: digestOf(node.chunkIds) } satisfies PagedChunkIds;
   if ((node.layer === 'facet' || node.layer === 'facetPoint') && node.episodeId === episodeIdOf(node.chunkId)) fields['episodeId'] = null;
   const turns = turnsOf(chunk);
   if (node.layer === 'facet') {
@@ -122,8 +203,17 @@ function storedFields(node: GraphNode, chunk: Chunk | undefined): Record<string,
   return fields;
 }
 
-/** `fields` with the stand-ins of fields its chunk rebuilds replaced; a stand-in that cannot be rebuilt stays, for validation to reject. */
-function rebuiltNode(fields: Record<string, unknown>, chunks: ReadonlyMap<string, Chunk>): GraphNode {
+/**
+ * `fields` with the stand-ins of fields its chunk (or its pages) rebuild replaced; a stand-in that
+ * cannot be rebuilt stays, for validation to reject.
+ */
+function rebuiltNode(fields: Record<string, unknown>, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>): GraphNode {
+  const paged = fields['chunkIds'];
+  const own = isPagedChunkIds(paged) && typeof fields['id'] === 'string' ? pages?.get(fields['id']) : undefined;
+  if (isPagedChunkIds(paged) && own !== undefined) {
+    const ids = idsOfPages(own);
+    if (ids !== null && ids.length === paged.count && digestOf(ids) === paged.digest) fields['chunkIds'] = ids;
+  }
   const chunkId = fields['chunkId'];
   if (typeof chunkId !== 'string') return fields as unknown as GraphNode;
   if (fields['episodeId'] === null) fields['episodeId'] = episodeIdOf(chunkId);
@@ -135,6 +225,22 @@ function rebuiltNode(fields: Record<string, unknown>, chunks: ReadonlyMap<string
   const turn = Array.isArray(dialogId) && typeof dialogId[0] === 'string' ? turns[turnIndex(turns, dialogId[0])] : undefined;
   if (isOffsets(content) && turn) fields['content'] = `${turn.speaker}: ${turn.text.slice(content[0], content[1])}`;
   return fields as unknown as GraphNode;
+}
+
+/** The ids of an Entity's pages in order, or null when one is not a JSON list of strings. */
+function idsOfPages(pages: readonly string[]): string[] | null {
+  const ids: string[] = [];
+  for (const page of pages) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(page);
+    } catch {
+      return null;
+    }
+    if (!Array.isArray(parsed) || !parsed.every((id) => typeof id === 'string')) return null;
+    ids.push(...(parsed as string[]));
+  }
+  return ids;
 }
 
 function isOffsets(value: unknown): value is [number, number] {
@@ -216,11 +322,12 @@ export function withoutFoldedEdge(json: string, id: string): string | null {
 
 /**
  * A stored node and the edges it folds in, as committed; `chunks` are the partition's chunks by
- * id. A record whose fields do not fit is returned as it reads, for snapshot validation to reject.
+ * id, `pages` each paged Entity's pages in order, by its id. A record whose fields do not fit (or whose pages do
+ * not) is returned as it reads, for snapshot validation to reject.
  */
-export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>): { node: GraphNode; edges: GraphEdge[] } {
+export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>): { node: GraphNode; edges: GraphEdge[] } {
   const { fields, edgeKeys } = readStored(json);
-  const node = rebuiltNode(fields, chunks);
+  const node = rebuiltNode(fields, chunks, pages);
   const edges: GraphEdge[] = [];
   for (const type of DERIVED_EDGE_TYPES) {
     const key = edgeKeys[type];

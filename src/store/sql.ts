@@ -101,12 +101,15 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     'DROP TABLE vectors',
     'ALTER TABLE vectors_v4 RENAME TO vectors',
   ],
+  // A long Entity chunk list in pages beside its record (see record-codec's ENTITY_PAGE_IDS):
+  // an add rewrites a speaker's last page, not the list of every chunk.
+  ['CREATE TABLE entity_pages (partition TEXT NOT NULL, id TEXT NOT NULL, page INTEGER NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id, page)) WITHOUT ROWID'],
 ];
 
 export const SQL_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Tables holding one partition's memory. */
-const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'chunks', 'vectors', 'hashes'] as const;
+const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vectors', 'hashes'] as const;
 
 function text(row: SqlRow, column: string): string {
   const value = row[column];
@@ -177,6 +180,7 @@ export class SqlStore implements GraphStore {
         this.driver.all('SELECT json FROM nodes WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
         this.driver.all('SELECT json FROM edges WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
+        this.entityPages(partition),
       );
       const vectors = new VectorTable();
       const vectorRows = this.driver
@@ -219,7 +223,7 @@ export class SqlStore implements GraphStore {
       const remove = (table: (typeof MEMORY_TABLES)[number], column: string, ids: readonly string[] | undefined): void => {
         for (const id of ids ?? []) driver.run(`DELETE FROM ${table} WHERE partition = ? AND ${column} = ?`, [partition, id]);
       };
-      const edgeRows = this.foldEdges(partition, batch);
+      const plan = this.foldEdges(partition, batch);
       remove('nodes', 'id', batch.deleteNodes);
       remove('edges', 'id', batch.deleteEdges);
       remove('chunks', 'id', batch.deleteChunks);
@@ -228,9 +232,13 @@ export class SqlStore implements GraphStore {
       for (const chunk of batch.putChunks ?? []) {
         driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, encodeChunk(chunk)]);
       }
-      for (const [id, json] of edgeRows.nodes) driver.run('INSERT OR REPLACE INTO nodes (partition, id, json) VALUES (?, ?, ?)', [partition, id, json]);
-      remove('edges', 'id', edgeRows.folded);
-      for (const edge of edgeRows.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, encodeEdge(edge)]);
+      for (const [id, json] of plan.nodes) driver.run('INSERT OR REPLACE INTO nodes (partition, id, json) VALUES (?, ?, ?)', [partition, id, json]);
+      for (const { id, put, dropFrom } of plan.pages) {
+        if (dropFrom !== null) driver.run('DELETE FROM entity_pages WHERE partition = ? AND id = ? AND page >= ?', [partition, id, dropFrom]);
+        for (const [page, json] of put) driver.run('INSERT OR REPLACE INTO entity_pages (partition, id, page, json) VALUES (?, ?, ?, ?)', [partition, id, page, json]);
+      }
+      remove('edges', 'id', plan.folded);
+      for (const edge of plan.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, encodeEdge(edge)]);
       for (const [id, vector] of batch.putVectors ?? []) {
         driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, encodeVector(vector, this.vectorPrecision)]);
       }
@@ -306,6 +314,18 @@ export class SqlStore implements GraphStore {
       if (row) storedChunks.set(id, decodeChunk(text(row, 'json')));
     }
     return planFolds(batch, storedNodes, storedChunks);
+  }
+
+  /** Each paged Entity's pages in order, by Entity id. */
+  private entityPages(partition: string): Map<string, string[]> {
+    const pages = new Map<string, string[]>();
+    for (const row of this.driver.all('SELECT id, json FROM entity_pages WHERE partition = ? ORDER BY id, page', [partition])) {
+      const id = text(row, 'id');
+      const list = pages.get(id);
+      if (list) list.push(text(row, 'json'));
+      else pages.set(id, [text(row, 'json')]);
+    }
+    return pages;
   }
 
   private readMeta(partition: string): MemoryMeta | null {

@@ -7,7 +7,7 @@ import { KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
-import { foldReads, planFolds, readNodesAndEdges, type FoldPlan } from './fold-plan.ts';
+import { recordReads, planRecords, readNodesAndEdges, type RecordPlan } from './record-plan.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -563,7 +563,7 @@ export class IndexedDbStore implements GraphStore {
     const deletedChunks = batch.deleteChunks ?? [];
     const retired = new Set(deletedChunks.length === 0 ? [] : [...deletedChunks, null].flatMap((owner) => ring.keyOf(owner) ?? []));
     const keyFor = keyAssigner(ring, retired);
-    const plan = await this.planFolds(token, ring, batch);
+    const plan = await this.planRecords(token, ring, batch);
     const { writes: resealed, vectorKeys } = await this.resealSurvivors(token, ring, batch, plan, retired, keyFor);
     const writes: Write[] = [...deletionsOf(token, batch), ...(await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys)), ...resealed];
     if (batch.meta !== undefined || current === null || retired.size > 0) writes.push(await this.sealMeta(token, ring, keyFor(null), partition, meta));
@@ -594,9 +594,9 @@ export class IndexedDbStore implements GraphStore {
     return revision;
   }
 
-  /** The node and edge records `batch` writes, with derived edges folded into their nodes (see fold-plan). Hold the key lock. */
-  private async planFolds(token: Token, ring: KeyRing, batch: WriteBatch): Promise<FoldPlan> {
-    const reads = foldReads(batch);
+  /** The node, edge and Entity page records `batch` writes, in their stored forms (see record-plan). Hold the key lock. */
+  private async planRecords(token: Token, ring: KeyRing, batch: WriteBatch): Promise<RecordPlan> {
+    const reads = recordReads(batch);
     const tx = this.db.transaction(['nodes', 'chunks'], 'readonly');
     const [nodes, chunks] = await Promise.all([
       Promise.all(reads.nodeIds.map((id) => tx.objectStore('nodes').get([token, id]))),
@@ -616,7 +616,7 @@ export class IndexedDbStore implements GraphStore {
         if (value !== undefined) storedChunks.set(id, decodeChunk(await openText(value)));
       }),
     ]);
-    return planFolds(batch, storedNodes, storedChunks);
+    return planRecords(batch, storedNodes, storedChunks);
   }
 
   /**
@@ -628,7 +628,7 @@ export class IndexedDbStore implements GraphStore {
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
-    plan: FoldPlan,
+    plan: RecordPlan,
     retired: ReadonlySet<string>,
     keyFor: (owner: string | null) => string,
   ): Promise<{ writes: Write[]; vectorKeys: Map<string, string> }> {
@@ -681,7 +681,7 @@ export class IndexedDbStore implements GraphStore {
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
-    plan: FoldPlan,
+    plan: RecordPlan,
     keyFor: (owner: string | null) => string,
     vectorKeys: Map<string, string>,
   ): Promise<Write[]> {
@@ -903,7 +903,7 @@ export class IndexedDbStore implements GraphStore {
       const ring = new KeyRing(ringOf(token));
       const keyFor = keyAssigner(ring, new Set());
       const batch = snapshotAsBatch(snapshot);
-      const plan = planFolds(batch, new Map(), new Map());
+      const plan = planRecords(batch, new Map(), new Map());
       writes.push(...(await this.sealPuts(token, ring, batch, plan, keyFor, new Map())), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
       writes.push((tx) => tx.objectStore('revisions').put(revision, token));
       rings.push(ring);

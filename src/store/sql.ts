@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
 import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
-import { foldReads, planFolds, readNodesAndEdges, type FoldPlan } from './fold-plan.ts';
+import { recordReads, planRecords, readNodesAndEdges, type RecordPlan } from './record-plan.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
@@ -223,7 +223,7 @@ export class SqlStore implements GraphStore {
       const remove = (table: (typeof MEMORY_TABLES)[number], column: string, ids: readonly string[] | undefined): void => {
         for (const id of ids ?? []) driver.run(`DELETE FROM ${table} WHERE partition = ? AND ${column} = ?`, [partition, id]);
       };
-      const plan = this.foldEdges(partition, batch);
+      const plan = this.planRecords(partition, batch);
       remove('nodes', 'id', batch.deleteNodes);
       remove('edges', 'id', batch.deleteEdges);
       remove('chunks', 'id', batch.deleteChunks);
@@ -299,10 +299,10 @@ export class SqlStore implements GraphStore {
     this.driver.close();
   }
 
-  /** The node and edge rows a batch writes (see fold-plan), reading what it needs inside the commit's transaction, before its deletes. */
-  private foldEdges(partition: string, batch: WriteBatch): FoldPlan {
+  /** The node, edge and Entity page rows a batch writes (see record-plan), reading what it needs inside the commit's transaction, before its deletes. */
+  private planRecords(partition: string, batch: WriteBatch): RecordPlan {
     const { driver } = this;
-    const reads = foldReads(batch);
+    const reads = recordReads(batch);
     const storedNodes = new Map<string, string>();
     for (const id of reads.nodeIds) {
       const row = driver.all('SELECT json FROM nodes WHERE partition = ? AND id = ?', [partition, id])[0];
@@ -313,7 +313,7 @@ export class SqlStore implements GraphStore {
       const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
       if (row) storedChunks.set(id, decodeChunk(text(row, 'json')));
     }
-    return planFolds(batch, storedNodes, storedChunks);
+    return planRecords(batch, storedNodes, storedChunks);
   }
 
   /** Each paged Entity's pages in order, by Entity id. */

@@ -2,15 +2,16 @@ import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
 import { canFoldEdges, decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, foldingNodeCandidates, storedPageCount, withoutFoldedEdge } from './record-codec.ts';
 
 /**
- * How a store writes a batch with derived edges folded into their nodes (see record-codec), and
- * reads them back: pure functions over plain records, so that every store (SQL, IndexedDB) folds
- * the same way and only fetches records its own way. Planning a batch reads a few stored records,
- * all named by the batch itself: a store fetches `foldReads(batch)` inside its transaction (or
- * under its writer lock), then `planFolds` says what to write.
+ * Which rows a store writes for a batch's nodes and edges, and how it reads them back, in the
+ * compact forms of record-codec: derived edges folded into their nodes, long Entity chunk lists in
+ * pages. Pure functions over plain records, so that every store (SQL, IndexedDB) writes the same
+ * rows and only fetches records its own way. Planning a batch reads a few stored records, all
+ * named by the batch itself: a store fetches `recordReads(batch)` inside its transaction (or
+ * under its writer lock), then `planRecords` says what to write.
  */
 
 /** The stored records planning a batch reads: node JSON by id, and the chunks of the nodes it puts. */
-export interface FoldReads {
+export interface RecordReads {
   nodeIds: string[];
   chunkIds: string[];
 }
@@ -22,8 +23,8 @@ export interface PageWrite {
   dropFrom: number | null;
 }
 
-/** What a batch writes for its nodes and edges once derived edges are folded in. */
-export interface FoldPlan {
+/** What a batch writes for its nodes and edges, in their stored forms. */
+export interface RecordPlan {
   /** Entity pages to write and to drop: those of Entities put (what changed) and of Entities deleted (all). */
   pages: PageWrite[];
   /** Node rows to write, as stored JSON by node id: the batch's puts, and stored nodes that drop a folded edge the batch deletes. */
@@ -35,13 +36,13 @@ export interface FoldPlan {
 }
 
 /** Nodes a batch replaces or deletes whose folded edges may survive it: only Facets and FacetPoints fold edges in. */
-function replacedOrDeleted(batch: FoldBatch): string[] {
+function replacedOrDeleted(batch: PlannedBatch): string[] {
   const replaced = (batch.putNodes ?? []).filter((n) => canFoldEdges(n)).map((n) => n.id);
   return [...new Set([...(batch.deleteNodes ?? []), ...replaced])];
 }
 
 /** The pages of Entities the batch puts (only what changed) or deletes (all), given their stored records. */
-function pageWrites(batch: FoldBatch, storedNodes: ReadonlyMap<string, string>): PageWrite[] {
+function pageWrites(batch: PlannedBatch, storedNodes: ReadonlyMap<string, string>): PageWrite[] {
   const writes: PageWrite[] = [];
   for (const node of batch.putNodes ?? []) {
     if (node.layer !== 'entity') continue;
@@ -57,8 +58,8 @@ function pageWrites(batch: FoldBatch, storedNodes: ReadonlyMap<string, string>):
   return writes;
 }
 
-/** The parts of a write batch folding looks at. */
-export interface FoldBatch {
+/** The parts of a write batch planning looks at. */
+export interface PlannedBatch {
   putNodes?: readonly GraphNode[];
   deleteNodes?: readonly string[];
   putEdges?: readonly GraphEdge[];
@@ -66,8 +67,8 @@ export interface FoldBatch {
   putChunks?: readonly Chunk[];
 }
 
-/** The stored records `planFolds` needs for `batch` (chunks the batch carries itself are not read). */
-export function foldReads(batch: FoldBatch): FoldReads {
+/** The stored records `planRecords` needs for `batch` (chunks the batch carries itself are not read). */
+export function recordReads(batch: PlannedBatch): RecordReads {
   const inBatch = new Set((batch.putChunks ?? []).map((chunk) => chunk.id));
   const chunkIds = new Set<string>();
   for (const node of batch.putNodes ?? []) if ('chunkId' in node && !inBatch.has(node.chunkId)) chunkIds.add(node.chunkId);
@@ -88,10 +89,10 @@ export function foldReads(batch: FoldBatch): FoldReads {
  * - an edge a stored node folded in, neither deleted nor put again, survives its node being put
  *   again (folded again, or as a row when the new node no longer rebuilds it) or deleted (as a row);
  * - a folded edge deleted while its node stays is taken out of the node's row.
- * `storedNodes` and `storedChunks` hold what the store has of `foldReads(batch)` (absent: none).
+ * `storedNodes` and `storedChunks` hold what the store has of `recordReads(batch)` (absent: none).
  * The store applies the batch's deletes first, then these rows, then deletes the rows of `folded`.
  */
-export function planFolds(batch: FoldBatch, storedNodes: ReadonlyMap<string, string>, storedChunks: ReadonlyMap<string, Chunk>): FoldPlan {
+export function planRecords(batch: PlannedBatch, storedNodes: ReadonlyMap<string, string>, storedChunks: ReadonlyMap<string, Chunk>): RecordPlan {
   const putEdges = batch.putEdges ?? [];
   const gone = new Set([...(batch.deleteEdges ?? []), ...putEdges.map((e) => e.id)]);
   const chunksInBatch = new Map((batch.putChunks ?? []).map((chunk) => [chunk.id, chunk]));

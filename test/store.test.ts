@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
 import type { PrismErrorCode } from '../src/errors.ts';
-import type { FacetPointNode, MemorySnapshot } from '../src/graph/types.ts';
+import type { EntityNode, FacetPointNode, MemorySnapshot } from '../src/graph/types.ts';
 import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../src/store/checkpoint.ts';
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
@@ -17,7 +17,7 @@ import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
 import { encodeVector, roundVector } from '../src/store/vector-codec.ts';
-import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
+import { foldingBatches, ingestShapedSample, pagedChunkIds, pagingBatches, sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<PrismError> {
   const err = await promise.then(
@@ -403,6 +403,27 @@ describe('SqlStore keeps a long Entity chunk list in pages', () => {
     // fourth goes); 300: two pages (the rest go); 100: in the record; 700: three pages; deleted: none.
     expect(written).toEqual([[2], [2], [3], [0, 1, 2], [0, 1], [], [0, 1, 2], []]);
     expect(stored).toEqual([3, 3, 4, 3, 2, 0, 3, 0]);
+  });
+
+  it('writes every page again when another writer changed the list since this one wrote it', async () => {
+    const [first, second] = [await openSqlite(), await openSqlite()];
+    const reference = new MemoryStore();
+    const [base] = pagingBatches();
+    const entity = base!.putNodes!.find((n): n is EntityNode => n.id === 'entity:speaker' && n.layer === 'entity')!;
+    const other = pagedChunkIds(600).map((id) => `${id}-other`);
+    // The first writer remembers the list it wrote; the second replaces it with a list of the same
+    // length; the first then extends the list it remembers, which is no longer what is stored.
+    const steps: Array<[GraphStore, WriteBatch]> = [
+      [first, base!],
+      [second, { putNodes: [{ ...entity, chunkIds: other }] }],
+      [first, { putNodes: [{ ...entity, chunkIds: [...pagedChunkIds(600), 'chunk-paged-new'] }] }],
+    ];
+    for (const [store, batch] of steps) {
+      await store.commit(P, batch);
+      await reference.commit(P, batch);
+    }
+    expect(await first.load(P)).toEqual(await reference.load(P));
+    expect(await second.load(P)).toEqual(await reference.load(P));
   });
 
   it('leaves a paged Entity whose pages do not add up to its record for validation to reject', async () => {

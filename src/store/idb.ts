@@ -7,7 +7,7 @@ import { KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
-import { recordReads, planRecords, readNodesAndEdges, type RecordPlan } from './record-plan.ts';
+import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordPlan } from './record-plan.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -258,6 +258,8 @@ export class IndexedDbStore implements GraphStore {
   private directory: { generation: number; tokens: Map<string, Token> } | null = null;
   /** The last token each partition name had here, kept once it is cleared: its final revision is the name's. */
   private readonly lastTokens = new Map<string, Token>();
+  /** The long Entity chunk lists this store wrote last, by partition token then Entity (see record-codec's `WrittenList`). */
+  private readonly writtenLists = new WrittenLists();
   /** Key rings as last read for reading values, by file name. */
   private readonly readRings = new Map<string, KeyRing>();
 
@@ -616,7 +618,7 @@ export class IndexedDbStore implements GraphStore {
         if (value !== undefined) storedChunks.set(id, decodeChunk(await openText(value)));
       }),
     ]);
-    return planRecords(batch, storedNodes, storedChunks);
+    return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token));
   }
 
   /**

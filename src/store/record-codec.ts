@@ -65,9 +65,9 @@ function isPagedChunkIds(value: unknown): value is PagedChunkIds {
 }
 
 /**
- * A digest of a list of ids, taken as it grows: `at(n)` is the digest of the first n ids. Two
- * 32-bit multiply-xor lanes (53 bits): a stored digest tells a writer whether the list it puts
- * starts with the stored one, so it rewrites only the pages after it.
+ * A digest of a list of ids, taken as it grows. Two 32-bit multiply-xor lanes (53 bits): a stored
+ * digest tells a writer whether the list it puts starts with the stored one, so it rewrites only
+ * the pages after it.
  */
 class IdsDigest {
   private h1 = 0xdeadbeef;
@@ -82,6 +82,13 @@ class IdsDigest {
     }
   }
 
+  copy(): IdsDigest {
+    const digest = new IdsDigest();
+    digest.h1 = this.h1;
+    digest.h2 = this.h2;
+    return digest;
+  }
+
   value(): string {
     const h1 = Math.imul(this.h1 ^ (this.h1 >>> 16), 2246822507) ^ Math.imul(this.h2 ^ (this.h2 >>> 13), 3266489909);
     const h2 = Math.imul(this.h2 ^ (this.h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
@@ -89,10 +96,26 @@ class IdsDigest {
   }
 }
 
-function digestOf(ids: readonly string[], count = ids.length): string {
-  const digest = new IdsDigest();
-  for (let i = 0; i < count; i++) digest.add(ids[i] as string);
-  return digest.value();
+/**
+ * A long Entity's chunk list as a writer last wrote it, with its digest. Kept by the writer, it
+ * spares hashing every id on every add: a list that starts with it (the same strings, compared
+ * by reference first) is hashed from where it ends.
+ */
+export interface WrittenList {
+  ids: readonly string[];
+  digest: IdsDigest;
+}
+
+/** The digest of `ids`, continued from `written` when that list is a prefix of `ids`. */
+function digestFrom(ids: readonly string[], written: WrittenList | undefined): IdsDigest {
+  const prefix = written !== undefined && written.ids.length <= ids.length && written.ids.every((id, i) => id === ids[i]);
+  const digest = prefix ? written.digest.copy() : new IdsDigest();
+  for (let i = prefix ? written.ids.length : 0; i < ids.length; i++) digest.add(ids[i] as string);
+  return digest;
+}
+
+function digestOf(ids: readonly string[]): string {
+  return digestFrom(ids, undefined).value();
 }
 
 /** The pages a paged Entity's chunk ids are written in, from page `from` on, each as its JSON. */
@@ -112,16 +135,26 @@ export function storedPageCount(json: string): number {
 /**
  * Which of an Entity's pages a write must rewrite: those from the first page the stored list
  * (`storedJson`, its record as stored, or none) does not hold unchanged, through the new list's
- * last; and how many pages are stored, so that those past the new list's last go.
+ * last; how many pages are stored, so that those past the new list's last go; and, for a paged
+ * list, its digest and the list to remember as written. `written` is the list this writer wrote
+ * last (if any): when the stored record still has its digest, the stored list is that one.
  */
-export function entityPaging(node: GraphNode, storedJson: string | undefined): { pages: Array<[page: number, json: string]>; storedPages: number } {
+export function entityPaging(
+  node: GraphNode,
+  storedJson: string | undefined,
+  written: WrittenList | undefined,
+): { pages: Array<[page: number, json: string]>; storedPages: number; paged: WrittenList | null } {
   const stored = storedJson === undefined ? undefined : readStored(storedJson).fields['chunkIds'];
   const storedPages = isPagedChunkIds(stored) ? Math.ceil(stored.count / ENTITY_PAGE_IDS) : 0;
-  if (node.layer !== 'entity' || node.chunkIds.length <= ENTITY_PAGE_IDS) return { pages: [], storedPages };
+  if (node.layer !== 'entity' || node.chunkIds.length <= ENTITY_PAGE_IDS) return { pages: [], storedPages, paged: null };
   const ids = node.chunkIds;
+  // What this writer wrote last is what is stored when the stored digest is its digest.
+  const known = isPagedChunkIds(stored) && written?.ids.length === stored.count && written.digest.value() === stored.digest ? written : undefined;
+  const storedList = isPagedChunkIds(stored) ? (known ?? { ids: ids.slice(0, stored.count), digest: digestFrom(ids.slice(0, stored.count), undefined) }) : undefined;
   // The stored list still holds when it is a prefix of the new one: only its last page can change.
-  const kept = isPagedChunkIds(stored) && stored.count <= ids.length && digestOf(ids, stored.count) === stored.digest ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
-  return { pages: entityPages(ids, kept), storedPages };
+  const prefix = storedList !== undefined && isPagedChunkIds(stored) && storedList.digest.value() === stored.digest && storedList.ids.every((id, i) => id === ids[i]);
+  const kept = prefix && isPagedChunkIds(stored) ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
+  return { pages: entityPages(ids, kept), storedPages, paged: { ids, digest: digestFrom(ids, prefix ? storedList : undefined) } };
 }
 
 /** A stored node's fields (stand-ins included), the keys of the edges it folds in, and which form it takes. */
@@ -186,9 +219,12 @@ function contentOffsets(content: string, turn: ChunkTurn | undefined): [number, 
 }
 
 /** The fields of `node` as stored: each field its chunk rebuilds replaced by its stand-in. */
-function storedFields(node: GraphNode, chunk: Chunk | undefined): Record<string, unknown> {
+function storedFields(node: GraphNode, chunk: Chunk | undefined, paged: WrittenList | undefined): Record<string, unknown> {
   const fields: Record<string, unknown> = { ...node };
-  if (node.layer === 'entity' && node.chunkIds.length > ENTITY_PAGE_IDS) fields['chunkIds'] = { count: node.chunkIds.length, digest: digestOf(node.chunkIds) } satisfies PagedChunkIds;
+  if (node.layer === 'entity' && node.chunkIds.length > ENTITY_PAGE_IDS) {
+    const digest = paged?.ids === node.chunkIds ? paged.digest.value() : digestOf(node.chunkIds);
+    fields['chunkIds'] = { count: node.chunkIds.length, digest } satisfies PagedChunkIds;
+  }
   if ((node.layer === 'facet' || node.layer === 'facetPoint') && node.episodeId === episodeIdOf(node.chunkId)) fields['episodeId'] = null;
   const turns = turnsOf(chunk);
   if (node.layer === 'facet') {
@@ -284,7 +320,7 @@ function readStored(json: string): StoredNode {
  * A node's stored JSON, and the ids of the `edges` it folds in (those it rebuilds exactly; the
  * store writes no row for them). `chunk` is the node's chunk when known, for the fields it rebuilds.
  */
-export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: Chunk | undefined): { json: string; folded: string[] } {
+export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: Chunk | undefined, paged?: WrittenList): { json: string; folded: string[] } {
   const edgeKeys: EdgeKeys = {};
   const folded: string[] = [];
   for (const edge of edges) {
@@ -293,7 +329,7 @@ export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: 
     folded.push(edge.id);
   }
   const asArray = hasKeysInOrder(node, NODE_KEYS[node.layer]);
-  return { json: writeStored({ fields: storedFields(node, chunk), edgeKeys, asArray }), folded };
+  return { json: writeStored({ fields: storedFields(node, chunk, paged), edgeKeys, asArray }), folded };
 }
 
 /** Node ids a derived edge with this id may run from (the edge's id is `<type>:<from>><to>`). */

@@ -1,5 +1,5 @@
 import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
-import { canFoldEdges, decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, foldingNodeCandidates, storedPageCount, withoutFoldedEdge } from './record-codec.ts';
+import { canFoldEdges, decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, foldingNodeCandidates, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
 
 /**
  * Which rows a store writes for a batch's nodes and edges, and how it reads them back, in the
@@ -41,21 +41,41 @@ function replacedOrDeleted(batch: PlannedBatch): string[] {
   return [...new Set([...(batch.deleteNodes ?? []), ...replaced])];
 }
 
-/** The pages of Entities the batch puts (only what changed) or deletes (all), given their stored records. */
-function pageWrites(batch: PlannedBatch, storedNodes: ReadonlyMap<string, string>): PageWrite[] {
+/**
+ * The pages of Entities the batch puts (only what changed) or deletes (all), given their stored
+ * records; and each paged Entity's list with its digest, which `written` (the writer's memo of
+ * the lists it wrote last) now remembers.
+ */
+function pageWrites(batch: PlannedBatch, storedNodes: ReadonlyMap<string, string>, written: Map<string, WrittenList>): { writes: PageWrite[]; paged: Map<string, WrittenList> } {
   const writes: PageWrite[] = [];
+  const paged = new Map<string, WrittenList>();
   for (const node of batch.putNodes ?? []) {
     if (node.layer !== 'entity') continue;
-    const { pages, storedPages } = entityPaging(node, storedNodes.get(node.id));
+    const paging = entityPaging(node, storedNodes.get(node.id), written.get(node.id));
     const pageCount = node.chunkIds.length > ENTITY_PAGE_IDS ? Math.ceil(node.chunkIds.length / ENTITY_PAGE_IDS) : 0;
-    if (pages.length > 0 || storedPages > pageCount) writes.push({ id: node.id, put: pages, dropFrom: storedPages > pageCount ? pageCount : null });
+    if (paging.pages.length > 0 || paging.storedPages > pageCount) writes.push({ id: node.id, put: paging.pages, dropFrom: paging.storedPages > pageCount ? pageCount : null });
+    if (paging.paged) paged.set(node.id, paging.paged);
   }
   const put = new Set((batch.putNodes ?? []).map((n) => n.id));
   for (const id of batch.deleteNodes ?? []) {
     const stored = storedNodes.get(id);
     if (!put.has(id) && stored !== undefined && storedPageCount(stored) > 0) writes.push({ id, put: [], dropFrom: 0 });
   }
-  return writes;
+  // Remembered before the commit lands: a memo the store does not hold is told apart by the stored digest.
+  for (const id of [...(batch.deleteNodes ?? []), ...put]) written.delete(id);
+  for (const [id, list] of paged) written.set(id, list);
+  return { writes, paged };
+}
+
+/** A store's memo of the long Entity lists it wrote last, per partition (see record-codec's `WrittenList`). */
+export class WrittenLists {
+  private readonly byPartition = new Map<string | number, Map<string, WrittenList>>();
+
+  of(partition: string | number): Map<string, WrittenList> {
+    let lists = this.byPartition.get(partition);
+    if (!lists) this.byPartition.set(partition, (lists = new Map()));
+    return lists;
+  }
 }
 
 /** The parts of a write batch planning looks at. */
@@ -89,10 +109,17 @@ export function recordReads(batch: PlannedBatch): RecordReads {
  * - an edge a stored node folded in, neither deleted nor put again, survives its node being put
  *   again (folded again, or as a row when the new node no longer rebuilds it) or deleted (as a row);
  * - a folded edge deleted while its node stays is taken out of the node's row.
- * `storedNodes` and `storedChunks` hold what the store has of `recordReads(batch)` (absent: none).
+ * `storedNodes` and `storedChunks` hold what the store has of `recordReads(batch)` (absent: none);
+ * `written` is the store's memo of the long Entity lists it wrote (see `WrittenList`), kept up to date here.
  * The store applies the batch's deletes first, then these rows, then deletes the rows of `folded`.
  */
-export function planRecords(batch: PlannedBatch, storedNodes: ReadonlyMap<string, string>, storedChunks: ReadonlyMap<string, Chunk>): RecordPlan {
+export function planRecords(
+  batch: PlannedBatch,
+  storedNodes: ReadonlyMap<string, string>,
+  storedChunks: ReadonlyMap<string, Chunk>,
+  written: Map<string, WrittenList> = new Map(),
+): RecordPlan {
+  const pages = pageWrites(batch, storedNodes, written);
   const putEdges = batch.putEdges ?? [];
   const gone = new Set([...(batch.deleteEdges ?? []), ...putEdges.map((e) => e.id)]);
   const chunksInBatch = new Map((batch.putChunks ?? []).map((chunk) => [chunk.id, chunk]));
@@ -116,7 +143,7 @@ export function planRecords(batch: PlannedBatch, storedNodes: ReadonlyMap<string
   const folded = new Set<string>();
   for (const node of batch.putNodes ?? []) {
     const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
-    const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined);
+    const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined, pages.paged.get(node.id));
     nodes.set(node.id, encoded.json);
     for (const id of encoded.folded) folded.add(id);
   }
@@ -133,7 +160,7 @@ export function planRecords(batch: PlannedBatch, storedNodes: ReadonlyMap<string
   // Put edges and survivors that no node folds in (a survivor of a deleted node, or of a node
   // put again that no longer rebuilds it) are written as rows, as any edge is.
   const rows = [...putEdges, ...[...surviving.values()].flat()].filter((e) => !folded.has(e.id));
-  return { nodes, edges: rows, folded: [...folded], pages: pageWrites(batch, storedNodes) };
+  return { nodes, edges: rows, folded: [...folded], pages: pages.writes };
 }
 
 /**

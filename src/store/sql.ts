@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
 import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
-import { recordReads, planRecords, readNodesAndEdges, type RecordPlan } from './record-plan.ts';
+import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordPlan } from './record-plan.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
@@ -140,6 +140,9 @@ function schemaVersion(driver: SqlDriver): number {
  * batch; validation runs inside it against the stored meta, so a bad batch changes nothing.
  */
 export class SqlStore implements GraphStore {
+  /** The long Entity chunk lists this store wrote last (see record-codec's `WrittenList`). */
+  private readonly writtenLists = new WrittenLists();
+
   private constructor(
     private readonly driver: SqlDriver,
     private readonly lock: WriteLock,
@@ -313,7 +316,7 @@ export class SqlStore implements GraphStore {
       const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
       if (row) storedChunks.set(id, decodeChunk(text(row, 'json')));
     }
-    return planRecords(batch, storedNodes, storedChunks);
+    return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(partition));
   }
 
   /** Each paged Entity's pages in order, by Entity id. */

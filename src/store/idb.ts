@@ -637,7 +637,8 @@ export class IndexedDbStore implements GraphStore {
     const touched = {
       nodes: new Set([...(batch.deleteNodes ?? []), ...plan.nodes.keys()]),
       edges: new Set([...(batch.deleteEdges ?? []), ...plan.edges.map((e) => e.id), ...plan.folded]),
-      // An Entity's pages go with it, or are written again with it.
+      // An Entity's pages go with it, or stay under its key: that key changes only when its first
+      // chunk does, and then every page is written again (the stored list is no longer a prefix).
       entityPages: new Set([...(batch.deleteNodes ?? []), ...(batch.putNodes ?? []).map((n) => n.id)]),
       chunks: new Set([...(batch.deleteChunks ?? []), ...(batch.putChunks ?? []).map((c) => c.id)]),
       vectors: new Set([...(batch.deleteVectors ?? []), ...(batch.putVectors ?? []).map(([id]) => id)]),

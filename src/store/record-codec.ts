@@ -148,13 +148,15 @@ export function entityPaging(
   const storedPages = isPagedChunkIds(stored) ? Math.ceil(stored.count / ENTITY_PAGE_IDS) : 0;
   if (node.layer !== 'entity' || node.chunkIds.length <= ENTITY_PAGE_IDS) return { pages: [], storedPages, paged: null };
   const ids = node.chunkIds;
-  // What this writer wrote last is what is stored when the stored digest is its digest.
-  const known = isPagedChunkIds(stored) && written?.ids.length === stored.count && written.digest.value() === stored.digest ? written : undefined;
-  const storedList = isPagedChunkIds(stored) ? (known ?? { ids: ids.slice(0, stored.count), digest: digestFrom(ids.slice(0, stored.count), undefined) }) : undefined;
+  if (!isPagedChunkIds(stored)) return { pages: entityPages(ids), storedPages, paged: { ids, digest: digestFrom(ids, undefined) } };
+  // What this writer wrote last is what is stored when the stored digest is its digest; else the
+  // new list's first ids are taken for the stored list, and their digest says whether they are.
+  const known = written?.ids.length === stored.count && written.digest.value() === stored.digest ? written : undefined;
+  const head = known ?? { ids: ids.slice(0, stored.count), digest: digestFrom(ids.slice(0, stored.count), undefined) };
   // The stored list still holds when it is a prefix of the new one: only its last page can change.
-  const prefix = storedList !== undefined && isPagedChunkIds(stored) && storedList.digest.value() === stored.digest && storedList.ids.every((id, i) => id === ids[i]);
-  const kept = prefix && isPagedChunkIds(stored) ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
-  return { pages: entityPages(ids, kept), storedPages, paged: { ids, digest: digestFrom(ids, prefix ? storedList : undefined) } };
+  const prefix = head.digest.value() === stored.digest && head.ids.length <= ids.length && head.ids.every((id, i) => id === ids[i]);
+  const kept = prefix ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
+  return { pages: entityPages(ids, kept), storedPages, paged: { ids, digest: digestFrom(ids, prefix ? head : undefined) } };
 }
 
 /** A stored node's fields (stand-ins included), the keys of the edges it folds in, and which form it takes. */

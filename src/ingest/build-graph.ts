@@ -108,7 +108,11 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
       if (candidate?.layer === 'entity') target = candidate;
     }
     if (target) {
-      if (!target.chunkIds.includes(chunk.id)) {
+      // Joined already when met earlier in this chunk (its id is then the last), or, for a chunk the
+      // graph holds (extracted again), anywhere; a new chunk is in no other list (an Entity names
+      // only chunks the graph holds), so a speaker's list of every chunk is not searched.
+      const joined = target.chunkIds.at(-1) === chunk.id || (graph.chunks.has(chunk.id) && target.chunkIds.includes(chunk.id));
+      if (!joined) {
         target = { ...target, chunkIds: [...target.chunkIds, chunk.id] };
         if (!nodes.some((n) => n.id === target?.id)) nodes.push(target);
       }

@@ -61,7 +61,10 @@ function checkStringOrNull(value: unknown, what: string, fail: Fail): void {
 
 function checkIdList(value: unknown, what: string, fail: Fail): void {
   if (!Array.isArray(value)) fail(`${what} must be an array`);
-  value.forEach((item, i) => checkId(item, `${what}[${i}]`, fail));
+  // An item is named only when it is bad: every add checks a speaker's Entity, which names every chunk.
+  value.forEach((item: unknown, i) => {
+    if (typeof item !== 'string' || item.length === 0) checkId(item, `${what}[${i}]`, fail);
+  });
 }
 
 function checkCount(value: unknown, what: string, fail: Fail): asserts value is number {

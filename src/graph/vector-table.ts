@@ -1,5 +1,4 @@
-import { PrismError } from '../errors.ts';
-import { decodeStoredVector, decodeVector, encodeVector, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, i8RecordDot, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 
 /** i8 records per page: pages are allocated as the table grows, and a freed record is reused. */
@@ -68,8 +67,8 @@ export class VectorTable implements Map<string, Float32Array> {
   isFiniteRecord(id: string, dim: number): boolean {
     const slot = this.slots.get(id);
     if (slot === undefined || slot < 0 || dim !== this.dim) return false;
-    const record = this.record(slot);
-    return i8ScaleIsFinite(i8RecordScale(new DataView(record.buffer, record.byteOffset, record.byteLength)));
+    const { page, start } = this.place(slot);
+    return i8ScaleIsFinite(i8RecordScale(this.scaleViews[page] as DataView, start));
   }
 
   /**
@@ -81,15 +80,8 @@ export class VectorTable implements Map<string, Float32Array> {
     const slot = this.slots.get(id);
     if (slot === undefined) return undefined;
     if (slot < 0) return dot(this.floats.get(id) as Float32Array, query);
-    const dim = this.dim;
-    if (query.length !== dim) throw new PrismError('DIMENSION_MISMATCH', `vectors of ${dim} and ${query.length} dimensions`);
-    const page = Math.floor(slot / RECORDS_PER_PAGE);
-    const start = (slot % RECORDS_PER_PAGE) * (dim + 4);
-    const codes = this.codeViews[page] as Int8Array;
-    const scale = (this.scaleViews[page] as DataView).getFloat32(start, true);
-    let sum = 0;
-    for (let i = 0; i < dim; i++) sum += Math.fround((codes[start + 4 + i] as number) * scale) * (query[i] as number);
-    return sum;
+    const { page, start } = this.place(slot);
+    return i8RecordDot(this.scaleViews[page] as DataView, this.codeViews[page] as Int8Array, start, this.dim, query);
   }
 
   get(id: string): Float32Array | undefined {
@@ -186,12 +178,15 @@ export class VectorTable implements Map<string, Float32Array> {
     this.slots.set(id, slot);
   }
 
+  /** Which page holds `slot`'s record, and at which byte it starts. */
+  private place(slot: number): { page: number; start: number } {
+    return { page: Math.floor(slot / RECORDS_PER_PAGE), start: (slot % RECORDS_PER_PAGE) * (this.dim + 4) };
+  }
+
   /** The i8 record (f32 scale, then one byte a dimension) in `slot`, as a view. */
   private record(slot: number): Uint8Array {
-    const bytes = this.dim + 4;
-    const page = this.pages[Math.floor(slot / RECORDS_PER_PAGE)] as Uint8Array;
-    const start = (slot % RECORDS_PER_PAGE) * bytes;
-    return page.subarray(start, start + bytes);
+    const { page, start } = this.place(slot);
+    return (this.pages[page] as Uint8Array).subarray(start, start + this.dim + 4);
   }
 }
 

@@ -106,16 +106,15 @@ export interface WrittenList {
   digest: IdsDigest;
 }
 
-/** The digest of `ids`, continued from `written` when that list is a prefix of `ids`. */
-function digestFrom(ids: readonly string[], written: WrittenList | undefined): IdsDigest {
-  const prefix = written !== undefined && written.ids.length <= ids.length && written.ids.every((id, i) => id === ids[i]);
-  const digest = prefix ? written.digest.copy() : new IdsDigest();
-  for (let i = prefix ? written.ids.length : 0; i < ids.length; i++) digest.add(ids[i] as string);
+/** The digest of `ids[from, to)` continued from `base` (a fresh digest when none; `base` is left as it is). */
+function digestOver(ids: readonly string[], from: number, to: number, base?: IdsDigest): IdsDigest {
+  const digest = base ? base.copy() : new IdsDigest();
+  for (let i = from; i < to; i++) digest.add(ids[i] as string);
   return digest;
 }
 
 function digestOf(ids: readonly string[]): string {
-  return digestFrom(ids, undefined).value();
+  return digestOver(ids, 0, ids.length).value();
 }
 
 /** The pages a paged Entity's chunk ids are written in, from page `from` on, each as its JSON. */
@@ -148,15 +147,19 @@ export function entityPaging(
   const storedPages = isPagedChunkIds(stored) ? Math.ceil(stored.count / ENTITY_PAGE_IDS) : 0;
   if (node.layer !== 'entity' || node.chunkIds.length <= ENTITY_PAGE_IDS) return { pages: [], storedPages, paged: null };
   const ids = node.chunkIds;
-  if (!isPagedChunkIds(stored)) return { pages: entityPages(ids), storedPages, paged: { ids, digest: digestFrom(ids, undefined) } };
-  // What this writer wrote last is what is stored when the stored digest is its digest; else the
-  // new list's first ids are taken for the stored list, and their digest says whether they are.
-  const known = written?.ids.length === stored.count && written.digest.value() === stored.digest ? written : undefined;
-  const head = known ?? { ids: ids.slice(0, stored.count), digest: digestFrom(ids.slice(0, stored.count), undefined) };
+  if (!isPagedChunkIds(stored)) return { pages: entityPages(ids), storedPages, paged: { ids, digest: digestOver(ids, 0, ids.length) } };
   // The stored list still holds when it is a prefix of the new one: only its last page can change.
-  const prefix = head.digest.value() === stored.digest && head.ids.length <= ids.length && head.ids.every((id, i) => id === ids[i]);
-  const kept = prefix ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
-  return { pages: entityPages(ids, kept), storedPages, paged: { ids, digest: digestFrom(ids, prefix ? head : undefined) } };
+  // What this writer wrote last is what is stored when the stored digest is its digest (its ids
+  // are then compared by reference first); else the digest of the new list's head says.
+  const known = written?.ids.length === stored.count && written.digest.value() === stored.digest ? written : undefined;
+  let head: IdsDigest | undefined;
+  if (known) head = known.ids.length <= ids.length && known.ids.every((id, i) => id === ids[i]) ? known.digest : undefined;
+  else if (stored.count <= ids.length) {
+    const digest = digestOver(ids, 0, stored.count);
+    head = digest.value() === stored.digest ? digest : undefined;
+  }
+  const kept = head ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
+  return { pages: entityPages(ids, kept), storedPages, paged: { ids, digest: head ? digestOver(ids, stored.count, ids.length, head) : digestOver(ids, 0, ids.length) } };
 }
 
 /** A stored node's fields (stand-ins included), the keys of the edges it folds in, and which form it takes. */

@@ -132,6 +132,20 @@ export function decodeVector(bytes: Uint8Array, dim: number): Float32Array {
   return vector;
 }
 
+/**
+ * The inner product of `query` and the i8 record at byte `start` (its scale read from `view`, its
+ * codes from `codes`, both over the same bytes), without decoding it: the same double `dot` gives
+ * over `decodeVector`'s floats, bit for bit (each decoded value is rounded to f32 as there, and
+ * the products are added in the same order).
+ */
+export function i8RecordDot(view: DataView, codes: Int8Array, start: number, dim: number, query: Float32Array): number {
+  if (query.length !== dim) throw new PrismError('DIMENSION_MISMATCH', `vectors of ${dim} and ${query.length} dimensions`);
+  const scale = i8RecordScale(view, start);
+  let sum = 0;
+  for (let i = 0; i < dim; i++) sum += Math.fround((codes[start + 4 + i] as number) * scale) * (query[i] as number);
+  return sum;
+}
+
 /** A stored vector's floats (any precision, told by its length); a length that fits none is CORRUPT_CHECKPOINT naming the vector. */
 export function decodeStoredVector(id: string, bytes: Uint8Array, dim: number): Float32Array {
   try {

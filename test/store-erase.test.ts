@@ -125,7 +125,10 @@ describe('revisions without partition names', () => {
     await store.close();
     // Back to schema 1, with the row schema 1 left behind for a partition it had cleared.
     const raw = new Database(path);
-    raw.exec(`DROP TABLE clear_revision; DROP TABLE entity_pages; UPDATE prism_schema SET version = 1; INSERT INTO revisions (partition, revision) VALUES ('gone-user', 7)`);
+    raw.exec(
+      `DROP TABLE clear_revision; DROP TABLE entity_pages; DROP TABLE vector_groups; CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id)); ` +
+        `UPDATE prism_schema SET version = 1; INSERT INTO revisions (partition, revision) VALUES ('gone-user', 7)`,
+    );
     raw.close();
     const upgraded = await openSqliteStore(path);
     expect(await upgraded.revision(P)).toBe(3);

@@ -10,7 +10,9 @@ import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { LEGACY_FILES, MIGRATED_SUFFIX, migrateFileStore } from '../src/store/file.node.ts';
 import { decodeEdge } from '../src/store/record-codec.ts';
-import { MIGRATIONS, SQL_SCHEMA_VERSION } from '../src/store/sql.ts';
+import { MIGRATIONS, SQL_SCHEMA_VERSION, type MigrationStep } from '../src/store/sql.ts';
+import { encodeVectorGroup, vectorGroupOf } from '../src/store/vector-groups.ts';
+import { mulberry32 } from '../src/eval/stats.ts';
 import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
@@ -46,6 +48,12 @@ async function expectCode(promise: Promise<unknown>, code: PrismErrorCode): Prom
 
 /** The canonical form of a snapshot (id order), which is what every store loads. */
 const canonical = (snapshot: MemorySnapshot): MemorySnapshot => applyBatch(null, snapshotAsBatch(snapshot));
+
+/** A migration step of the early schemas, which are statements alone. */
+function statementOf(step: MigrationStep): string {
+  if (typeof step !== 'string') throw new Error('expected a statement, got a step in JavaScript');
+  return step;
+}
 
 function shuffled<T>(items: T[]): T[] {
   return [...items].reverse();
@@ -451,11 +459,62 @@ describe('SqlStore on SQLite', () => {
     await store.commit(P, batch);
     expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'i8'));
     const db = new Database(sqlitePath());
-    db.prepare('UPDATE vectors SET data = ? WHERE id = ?').run(encodeVector(exact, 'f16'), 'ep:0');
+    // `ep:0` is a group of one (see vector-groups.ts), its member named by the stem itself.
+    const setGroup = (bytes: Uint8Array) => {
+      const { members, data } = encodeVectorGroup(new Map([[null, bytes]]));
+      db.prepare('UPDATE vector_groups SET members = ?, data = ? WHERE stem = ?').run(members, data, 'ep:0');
+    };
+    setGroup(encodeVector(exact, 'f16'));
     expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'f16'));
-    db.prepare('UPDATE vectors SET data = ? WHERE id = ?').run(encodeVector(exact, 'f32'), 'ep:0');
+    setGroup(encodeVector(exact, 'f32'));
     db.close();
     expect((await store.load(P))!.vectors.get('ep:0')).toEqual(exact);
+  });
+
+  it("keeps a chunk's vectors of one layer in one row, and applies puts and deletes of single members exactly as the reference store does", async () => {
+    const sql = await openSqlite();
+    const reference = new MemoryStore();
+    const chunk = 'aaaaaaaaaaaa';
+    const ids = [...Array.from({ length: 12 }, (_, i) => `fp:${chunk}:${i}`), `fc:${chunk}:rest`, `en:${chunk}:1`, `ep:${chunk}bbbb`, 'n:1', 'x:y', 'x:y:z', 'a:b:'];
+    const vector = (seed: number) => sampleVector(mulberry32(seed), sample.meta.dim);
+    const batches: WriteBatch[] = [
+      { ...snapshotAsBatch(sample), putVectors: [...(snapshotAsBatch(sample).putVectors ?? []), ...ids.map((id, i): [string, Float32Array] => [id, vector(100 + i)])] },
+      { deleteVectors: [`fp:${chunk}:3`, 'x:y'], putVectors: [[`fp:${chunk}:12`, vector(200)], [`fp:${chunk}:0`, vector(201)]] },
+      // Deleted and put again in one batch: the put wins, as in every store.
+      { deleteVectors: ['x:y:z'], putVectors: [['x:y:z', vector(202)]] },
+      { deleteVectors: ids.filter((id) => id.startsWith('fp:')).concat(`fp:${chunk}:12`) },
+    ];
+    const stems = () => (new Database(sqlitePath(), { readonly: true }).prepare('SELECT stem FROM vector_groups ORDER BY stem').all() as Array<{ stem: string }>).map((row) => row.stem);
+    for (const [i, batch] of batches.entries()) {
+      await sql.commit(P, batch);
+      await reference.commit(P, batch);
+      const loaded = (await sql.load(P))!;
+      expect({ i, loaded }).toEqual({ i, loaded: await reference.load(P) });
+      // A row a stem: every vector of the memory is in the row its id names, and no row is empty.
+      expect(stems()).toEqual([...new Set([...loaded.vectors.keys()].map((id) => vectorGroupOf(id).stem))].sort());
+    }
+    expect(stems()).not.toContain(`fp:${chunk}`);
+    expect(stems()).toContain(`en:${chunk}`);
+  });
+
+  it('reads a damaged vector group as damage (CORRUPT_CHECKPOINT, naming the group)', async () => {
+    const store = await openSqlite();
+    await store.commit(P, snapshotAsBatch(sample));
+    const db = new Database(sqlitePath());
+    const { data } = db.prepare("SELECT data FROM vector_groups WHERE stem = 'ep:0'").get() as { data: Buffer };
+    for (const [members, bytes] of [
+      ['[null', data],
+      ['[1]', data],
+      ['[null]', data.subarray(0, data.length - 1)],
+      ['[null, "x"]', data],
+      ['[]', data],
+    ] as const) {
+      db.prepare("UPDATE vector_groups SET members = ?, data = ? WHERE stem = 'ep:0'").run(members, bytes);
+      const err = await rejection(store.load(P));
+      expect(err.code).toBe('CORRUPT_CHECKPOINT');
+      expect(err.message).toContain('"ep:0"');
+    }
+    db.close();
   });
 
   it('persists commits, revisions and the cache across reopen; exports the same bytes', async () => {
@@ -537,7 +596,7 @@ describe('SqlStore on SQLite', () => {
   it('upgrades a schema-2 file (records with chunk id columns, one row per edge) and reads it exactly as written', async () => {
     const raw = new Database(sqlitePath());
     // The file as schema 2 left it: its migrations, and the version row.
-    for (const statement of ['CREATE TABLE prism_schema (version INTEGER NOT NULL)', 'INSERT INTO prism_schema (version) VALUES (2)', ...MIGRATIONS.slice(0, 2).flat()]) {
+    for (const statement of ['CREATE TABLE prism_schema (version INTEGER NOT NULL)', 'INSERT INTO prism_schema (version) VALUES (2)', ...MIGRATIONS.slice(0, 2).flat().map(statementOf)]) {
       raw.prepare(statement).run();
     }
     raw.prepare('INSERT INTO meta VALUES (?, ?)').run(P, JSON.stringify(sample.meta));
@@ -565,7 +624,7 @@ describe('SqlStore on SQLite', () => {
   it('upgrades a schema-3 file (rowid tables, object records) to keyed tables, reads it exactly as written, and writes compact records after', async () => {
     const shaped = ingestShapedSample();
     const raw = new Database(sqlitePath());
-    for (const statement of ['CREATE TABLE prism_schema (version INTEGER NOT NULL)', 'INSERT INTO prism_schema (version) VALUES (3)', ...MIGRATIONS.slice(0, 3).flat()]) {
+    for (const statement of ['CREATE TABLE prism_schema (version INTEGER NOT NULL)', 'INSERT INTO prism_schema (version) VALUES (3)', ...MIGRATIONS.slice(0, 3).flat().map(statementOf)]) {
       raw.prepare(statement).run();
     }
     raw.prepare('INSERT INTO meta VALUES (?, ?)').run(P, JSON.stringify(shaped.meta));
@@ -592,9 +651,14 @@ describe('SqlStore on SQLite', () => {
     expect(loaded.edges.map((e) => JSON.stringify(e))).toEqual(expected.edges.map((e) => JSON.stringify(e)));
     const db = new Database(sqlitePath(), { readonly: true });
     const withoutRowid = (table: string) => (db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) as { sql: string }).sql.includes('WITHOUT ROWID');
-    expect(['nodes', 'edges', 'vectors', 'chunks'].map(withoutRowid)).toEqual([true, true, true, false]);
+    expect(['nodes', 'edges', 'chunks'].map(withoutRowid)).toEqual([true, true, false]);
     // No index repeats the keys of the keyed tables.
-    expect(db.prepare("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('nodes', 'edges', 'vectors')").all()).toEqual([]);
+    expect(db.prepare("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('nodes', 'edges')").all()).toEqual([]);
+    // Vectors moved into their groups, one row a chunk's layer.
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'vectors'").all()).toEqual([]);
+    expect((db.prepare('SELECT stem FROM vector_groups ORDER BY stem').all() as Array<{ stem: string }>).map((row) => row.stem)).toEqual(
+      [...new Set([...shaped.vectors.keys()].map((id) => vectorGroupOf(id).stem))].sort(),
+    );
     expect(db.prepare('SELECT version FROM prism_schema').get()).toEqual({ version: SQL_SCHEMA_VERSION });
 
     // Put again, the records take the compact forms and still read back exactly.

@@ -6,6 +6,7 @@ import { changesDimension, compareIds, sortById, validateBatch } from './snapsho
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
+import { decodeVectorGroup, encodeVectorGroup, memberId, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -48,9 +49,9 @@ export interface WriteLock {
  *
  * Every memory table is keyed by (partition, id). Records are JSON; the columns beside the
  * JSON are the ones queries select on (chunk ids, for deleting a chunk's records). Vectors are
- * blobs in the vector codec's layout (vector-codec.ts).
+ * blobs in the vector codec's layout (vector-codec.ts), kept in groups (vector-groups.ts).
  */
-export const MIGRATIONS: readonly (readonly string[])[] = [
+export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   [
     'CREATE TABLE meta (partition TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID',
     'CREATE TABLE revisions (partition TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID',
@@ -104,12 +105,71 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   // A long Entity chunk list in pages beside its record (see record-codec's ENTITY_PAGE_IDS):
   // an add rewrites a speaker's last page, not the list of every chunk.
   ['CREATE TABLE entity_pages (partition TEXT NOT NULL, id TEXT NOT NULL, page INTEGER NOT NULL, json TEXT NOT NULL, PRIMARY KEY (partition, id, page)) WITHOUT ROWID'],
+  // Vectors in groups, a row a chunk's layer (see vector-groups.ts): rows of one vector each were
+  // ~1.4× their values on disk. A rowid table: its rows run to tens of KB, which a keyed table
+  // would split across its B-tree.
+  [
+    'CREATE TABLE vector_groups (partition TEXT NOT NULL, stem TEXT NOT NULL, members TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, stem))',
+    (driver) => {
+      for (const partition of driver.all('SELECT DISTINCT partition FROM vectors').map((row) => text(row, 'partition'))) {
+        const rows = driver.all('SELECT id, data FROM vectors WHERE partition = ?', [partition]);
+        const groups = new VectorGroupWrites(partition, () => undefined);
+        for (const row of rows) groups.put(text(row, 'id'), bytesOf(row['data']));
+        groups.write(driver);
+      }
+    },
+    'DROP TABLE vectors',
+  ],
 ];
+
+/** One step of a migration: a statement, or what SQL alone cannot do (it runs in the same transaction). */
+export type MigrationStep = string | ((driver: SqlDriver) => void);
 
 export const SQL_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Tables holding one partition's memory. */
-const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vectors', 'hashes'] as const;
+const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vector_groups', 'hashes'] as const;
+
+/**
+ * The vector groups one transaction changes (see vector-groups.ts): each read once, when first
+ * touched, changed in memory, and written once.
+ */
+class VectorGroupWrites {
+  private readonly touched = new Map<string, VectorGroup>();
+
+  constructor(
+    private readonly partition: string,
+    private readonly stored: (stem: string) => VectorGroup | undefined,
+  ) {}
+
+  put(id: string, bytes: Uint8Array): void {
+    const { stem, member } = vectorGroupOf(id);
+    this.group(stem).set(member, bytes);
+  }
+
+  delete(id: string): void {
+    const { stem, member } = vectorGroupOf(id);
+    this.group(stem).delete(member);
+  }
+
+  write(driver: SqlDriver): void {
+    for (const [stem, group] of this.touched) {
+      if (group.size === 0) {
+        driver.run('DELETE FROM vector_groups WHERE partition = ? AND stem = ?', [this.partition, stem]);
+        continue;
+      }
+      const { members, data } = encodeVectorGroup(group);
+      driver.run('INSERT OR REPLACE INTO vector_groups (partition, stem, members, data) VALUES (?, ?, ?, ?)', [this.partition, stem, members, data]);
+    }
+    this.touched.clear();
+  }
+
+  private group(stem: string): VectorGroup {
+    let group = this.touched.get(stem);
+    if (!group) this.touched.set(stem, (group = new Map(this.stored(stem))));
+    return group;
+  }
+}
 
 function text(row: SqlRow, column: string): string {
   const value = row[column];
@@ -161,7 +221,10 @@ export class SqlStore implements GraphStore {
         const version = schemaVersion(driver);
         if (version === SQL_SCHEMA_VERSION) return;
         driver.run('CREATE TABLE IF NOT EXISTS prism_schema (version INTEGER NOT NULL)');
-        for (const statement of MIGRATIONS.slice(version).flat()) driver.run(statement);
+        for (const step of MIGRATIONS.slice(version).flat()) {
+          if (typeof step === 'string') driver.run(step);
+          else step(driver);
+        }
         driver.run('DELETE FROM prism_schema');
         driver.run('INSERT INTO prism_schema (version) VALUES (?)', [SQL_SCHEMA_VERSION]);
       });
@@ -186,9 +249,11 @@ export class SqlStore implements GraphStore {
         this.entityPages(partition),
       );
       const vectors = new VectorTable();
-      const vectorRows = this.driver
-        .all('SELECT id, data FROM vectors WHERE partition = ?', [partition])
-        .map((row): [string, Uint8Array] => [text(row, 'id'), bytesOf(row['data'])]);
+      const vectorRows: Array<[string, Uint8Array]> = [];
+      for (const row of this.driver.all('SELECT stem, members, data FROM vector_groups WHERE partition = ?', [partition])) {
+        const stem = text(row, 'stem');
+        for (const [member, bytes] of decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) })) vectorRows.push([memberId(stem, member), bytes]);
+      }
       for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
       // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
@@ -220,7 +285,10 @@ export class SqlStore implements GraphStore {
     const revision = driver.transaction('write', () => {
       const current = this.readMeta(partition);
       const storedVectorIds = changesDimension(current, batch)
-        ? driver.all('SELECT id FROM vectors WHERE partition = ?', [partition]).map((row) => text(row, 'id'))
+        ? driver.all('SELECT stem, members FROM vector_groups WHERE partition = ?', [partition]).flatMap((row) => {
+            const stem = text(row, 'stem');
+            return vectorGroupMembers(stem, text(row, 'members')).map((member) => memberId(stem, member));
+          })
         : [];
       const meta = validateBatch(batch, current, storedVectorIds);
       const remove = (table: (typeof MEMORY_TABLES)[number], column: string, ids: readonly string[] | undefined): void => {
@@ -230,7 +298,11 @@ export class SqlStore implements GraphStore {
       remove('nodes', 'id', batch.deleteNodes);
       remove('edges', 'id', batch.deleteEdges);
       remove('chunks', 'id', batch.deleteChunks);
-      remove('vectors', 'id', batch.deleteVectors);
+      const vectorGroups = new VectorGroupWrites(partition, (stem) => {
+        const row = driver.all('SELECT members, data FROM vector_groups WHERE partition = ? AND stem = ?', [partition, stem])[0];
+        return row && decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) });
+      });
+      for (const id of batch.deleteVectors ?? []) vectorGroups.delete(id);
       remove('hashes', 'hash', batch.deleteHashes);
       for (const chunk of batch.putChunks ?? []) {
         driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, encodeChunk(chunk)]);
@@ -242,9 +314,8 @@ export class SqlStore implements GraphStore {
       }
       remove('edges', 'id', plan.folded);
       for (const edge of plan.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, encodeEdge(edge)]);
-      for (const [id, vector] of batch.putVectors ?? []) {
-        driver.run('INSERT OR REPLACE INTO vectors (partition, id, data) VALUES (?, ?, ?)', [partition, id, encodeVector(vector, this.vectorPrecision)]);
-      }
+      for (const [id, vector] of batch.putVectors ?? []) vectorGroups.put(id, encodeVector(vector, this.vectorPrecision));
+      vectorGroups.write(driver);
       for (const hash of batch.putHashes ?? []) driver.run('INSERT OR IGNORE INTO hashes (partition, hash) VALUES (?, ?)', [partition, hash]);
       if (batch.meta !== undefined || current === null) {
         driver.run('INSERT OR REPLACE INTO meta (partition, json) VALUES (?, ?)', [partition, JSON.stringify(meta)]);

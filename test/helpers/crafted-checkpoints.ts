@@ -4,6 +4,7 @@ import type { Chunk, EntityNode, EpisodeNode, FacetPointNode, GraphEdge, GraphNo
 import type { Memory } from '../../src/memory.ts';
 import { partitionOf, resolveScope, type Scope } from '../../src/scope.ts';
 import { decodeChunk, decodeNode, encodeNode } from '../../src/store/record-codec.ts';
+import { decodeVectorGroup, encodeVectorGroup } from '../../src/store/vector-groups.ts';
 
 /**
  * Checkpoints an attacker with the format spec and a CRC calculator could write: a valid export
@@ -500,8 +501,14 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
       editMeta(db, partition, (meta) => {
         meta.dim = 383;
       });
-      // An i8 blob is a 4-byte scale and a byte a dimension; f16 and f32 blobs scale with it.
-      db.prepare('UPDATE vectors SET data = substr(data, 1, CASE length(data) WHEN 388 THEN 387 ELSE length(data) / 384 * 383 END) WHERE partition = ?').run(partition);
+      // An i8 value is a 4-byte scale and a byte a dimension; f16 and f32 values scale with it.
+      const groups = db.prepare('SELECT stem, members, data FROM vector_groups WHERE partition = ?').all(partition) as Array<{ stem: string; members: string; data: Uint8Array }>;
+      for (const { stem, members, data } of groups) {
+        const group = decodeVectorGroup(stem, { members, data });
+        for (const [member, bytes] of group) group.set(member, bytes.subarray(0, bytes.length === 388 ? 387 : (bytes.length / 384) * 383));
+        const shorter = encodeVectorGroup(group);
+        db.prepare('UPDATE vector_groups SET members = ?, data = ? WHERE partition = ? AND stem = ?').run(shorter.members, shorter.data, partition, stem);
+      }
     },
   },
 ];

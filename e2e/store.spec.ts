@@ -43,6 +43,24 @@ test('a long Entity chunk list is kept in pages: a batch rewrites only the pages
   expect(result.rewritten).toEqual([[2], [2], [3], [0, 1, 2], [0, 1], [], [0, 1, 2], []]);
 });
 
+test('the vectors sealed under one key are one record: put again alone, outliving the chunk that sealed them and deleted, they hold what the reference store holds', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.vectorGroupsAsReference('e2e-vector-groups'));
+  expect(result.differing).toEqual([]);
+  expect(result.reopenedSame).toBe(true);
+  for (const after of result.groups) {
+    // Every vector in exactly one group, no group left empty, none written as a record of its own.
+    expect(after.members).toBe(after.vectors);
+    expect(after.emptyRecords).toBe(0);
+    expect(after.single).toBe(0);
+  }
+  // The sample: a group per chunk key (its nodes' and edges' vectors; Alice's under her first chunk's).
+  expect(result.groups[0]!.records).toBe(4);
+  // A session deleted takes its group, and Alice's vector, which outlives it, moves to the shared
+  // key's group; put again alone it joins her node's key's group (the shared one, empty, goes);
+  // it moves again with her next first session, and leaves with her.
+  expect(result.groups.map((g) => g.records)).toEqual([4, 4, 4, 3, 3, 2]);
+});
+
 test('a key ring kept in memory is read again once another tab wrote it; a ring file without a stamp reads', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.ringsAcrossFolders('e2e-rings'));
   expect(result).toEqual({ seenByOther: true, seenBack: [true, true], legacyRead: true });

@@ -19,7 +19,7 @@ import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
 import { encodeVector, roundVector } from '../src/store/vector-codec.ts';
-import { foldingBatches, ingestShapedSample, pagedChunkIds, pagingBatches, sampleFollowUp, sampleMemory, sampleVector } from '../e2e/support/sample-memory.ts';
+import { foldingBatches, ingestShapedSample, pagedChunkIds, pagingBatches, sampleFollowUp, sampleMemory, sampleVector, vectorGroupBatches } from '../e2e/support/sample-memory.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<PrismError> {
   const err = await promise.then(
@@ -495,6 +495,16 @@ describe('SqlStore on SQLite', () => {
     }
     expect(stems()).not.toContain(`fp:${chunk}`);
     expect(stems()).toContain(`en:${chunk}`);
+  });
+
+  it('moves vectors between groups as the reference store keeps them: put again alone, outliving the chunk that sealed them, deleted', async () => {
+    const sql = await openSqlite();
+    const reference = new MemoryStore();
+    for (const [i, batch] of vectorGroupBatches().entries()) {
+      await sql.commit(P, batch);
+      await reference.commit(P, batch);
+      expect({ i, loaded: await sql.load(P) }).toEqual({ i, loaded: await reference.load(P) });
+    }
   });
 
   it('reads a damaged vector group as damage (CORRUPT_CHECKPOINT, naming the group)', async () => {

@@ -12,7 +12,7 @@ import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
-import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector } from '../support/sample-memory.ts';
+import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector, vectorGroupBatches } from '../support/sample-memory.ts';
 import { sha256Hex } from '../support/site.ts';
 import { withStore } from './with-store.ts';
 
@@ -90,6 +90,39 @@ const storeHarness = {
     } finally {
       raw.close();
     }
+  },
+
+  /**
+   * Applies the vector-group batches (see sample-memory) to IndexedDB and to a MemoryStore,
+   * comparing what both hold after each; after each, the vector group records, the vectors they
+   * hold and the vectors the reference holds, and the vector records of one vector each.
+   */
+  async vectorGroupsAsReference(name: string): Promise<{ differing: number[]; groups: Array<{ records: number; members: number; vectors: number; emptyRecords: number; single: number }>; reopenedSame: boolean }> {
+    const reference = new MemoryStore();
+    const differing: number[] = [];
+    const groups: Array<{ records: number; members: number; vectors: number; emptyRecords: number; single: number }> = [];
+    await withStore(name, async (store) => {
+      for (const [i, batch] of vectorGroupBatches().entries()) {
+        await store.commit(P, batch);
+        await reference.commit(P, batch);
+        if ((await digestOf(store)) !== (await digestOf(reference))) differing.push(i);
+        const raw = await openDB(name);
+        try {
+          const records = (await raw.getAll('vectorGroups')) as Array<{ members: unknown[] }>;
+          groups.push({
+            records: records.length,
+            members: records.reduce((sum, group) => sum + group.members.length, 0),
+            vectors: (await reference.load(P))?.vectors.size ?? 0,
+            emptyRecords: records.filter((group) => group.members.length === 0).length,
+            single: await raw.count('vectors'),
+          });
+        } finally {
+          raw.close();
+        }
+      }
+    });
+    const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+    return { differing, groups, reopenedSame };
   },
 
   /**
@@ -460,14 +493,16 @@ export interface SealCost {
   clearMs: number;
 }
 
-/** Node and vector records of the database's one partition sealed under the key its meta is sealed under (the shared key). */
+/** Nodes and vectors of the database's one partition sealed under the key its meta is sealed under (the shared key). */
 async function recordsUnderSharedKey(name: string): Promise<number> {
   const raw = await openDB(name);
   try {
     const [meta] = (await raw.getAll('meta')) as Array<{ keyId: string }>;
     if (meta === undefined) return 0;
     const counts = await Promise.all(['nodes', 'vectors'].map((store) => raw.countFromIndex(store, 'keyId', meta.keyId)));
-    return counts.reduce((a, b) => a + b, 0);
+    // Vectors sealed under one key share a record: count its members.
+    const groups = (await raw.getAllFromIndex('vectorGroups', 'keyId', meta.keyId)) as Array<{ members: unknown[] }>;
+    return counts.reduce((a, b) => a + b, 0) + groups.reduce((sum, group) => sum + group.members.length, 0);
   } finally {
     raw.close();
   }

@@ -99,21 +99,48 @@ export function sampleMemory({ episodes = 4, dim = 384, seed = 7 }: SampleMemory
  */
 export function sampleFollowUp(): WriteBatch {
   const sample = sampleMemory();
-  const gone = 'chunk-7-3';
-  const nodes = sample.nodes.flatMap((n) => (n.layer !== 'entity' && n.chunkId === gone ? [n.id] : []));
-  const edges = sample.edges.flatMap((e) => (e.chunkId === gone ? [e.id] : []));
-  const entities = sample.nodes.flatMap((n) => (n.layer === 'entity' ? [{ ...n, chunkIds: n.chunkIds.filter((id) => id !== gone) }] : []));
   return {
-    deleteNodes: nodes,
-    deleteEdges: edges,
-    deleteVectors: [...nodes, ...edges].filter((id) => sample.vectors.has(id)),
-    deleteChunks: [gone],
-    deleteHashes: [gone],
-    putNodes: entities,
+    ...sessionDeletion(sample, 'chunk-7-3'),
     putChunks: [{ id: 'follow-up', sessionId: 'session-5', header: '[Session 5]', text: 'Later.', time: null, order: 4, turns: [] }],
     putHashes: ['follow-up'],
     meta: { ...sample.meta, chunkCount: sample.meta.chunkCount + 1 },
   };
+}
+
+/** The deletion of one session of `memory` (as it was written) as the writer composes it: its nodes, the edges it made and their vectors, its chunk and hash; Entities no longer name it. */
+function sessionDeletion(memory: MemorySnapshot, gone: string): WriteBatch {
+  const nodes = memory.nodes.flatMap((n) => (n.layer !== 'entity' && n.chunkId === gone ? [n.id] : []));
+  const edges = memory.edges.flatMap((e) => (e.chunkId === gone ? [e.id] : []));
+  const entities = memory.nodes.flatMap((n) => (n.layer === 'entity' ? [{ ...n, chunkIds: n.chunkIds.filter((id) => id !== gone) }] : []));
+  return {
+    deleteNodes: nodes,
+    deleteEdges: edges,
+    deleteVectors: [...nodes, ...edges].filter((id) => memory.vectors.has(id)),
+    deleteChunks: [gone],
+    deleteHashes: [gone],
+    putNodes: entities,
+  };
+}
+
+/**
+ * Batches that move vectors between the groups a store may keep them in (see
+ * store/vector-groups.ts), applied in order: the sample; a vector put again alone; the session
+ * of Alice's first chunk deleted (her vector outlives the chunk, whose key sealed it); her vector
+ * put again alone; her next first session deleted; Alice deleted.
+ */
+export function vectorGroupBatches(): WriteBatch[] {
+  const sample = sampleMemory();
+  const random = mulberry32(5);
+  const alice = sample.nodes.find((n) => n.id === 'entity:alice')!;
+  const afterFirst: MemorySnapshot = { ...sample, nodes: sample.nodes.filter((n) => !(n.layer !== 'entity' && n.chunkId === 'chunk-7-0')).map((n) => (n.id === alice.id && n.layer === 'entity' ? { ...n, chunkIds: n.chunkIds.slice(1) } : n)) };
+  return [
+    snapshotAsBatch(sample),
+    { putVectors: [['ep:1', sampleVector(random, sample.meta.dim)]] },
+    sessionDeletion(sample, 'chunk-7-0'),
+    { putVectors: [[alice.id, sampleVector(random, sample.meta.dim)]] },
+    sessionDeletion(afterFirst, 'chunk-7-1'),
+    { deleteNodes: [alice.id], deleteEdges: sample.edges.flatMap((e) => (e.to === alice.id && e.chunkId !== 'chunk-7-0' && e.chunkId !== 'chunk-7-1' ? [e.id] : [])), deleteVectors: [alice.id] },
+  ];
 }
 
 /**

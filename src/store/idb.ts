@@ -5,12 +5,13 @@ import type { Chunk, GraphEdge, GraphNode, Layer, EdgeType, MemoryMeta, MemorySn
 import { DEFAULT_PARTITION } from '../scope.ts';
 import { KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
-import { changesDimension, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
+import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
 import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordPlan } from './record-plan.ts';
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
+import { joinVectorValues, splitVectorValues } from './vector-groups.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -37,6 +38,14 @@ interface SealedNode extends Sealed {
 
 interface SealedEdge extends Sealed {
   type: EdgeType;
+}
+
+/**
+ * The vectors sealed under one key, in one record (see `vectorGroupWrites`): their ids in the
+ * clear, as every record key is, for the `member` index; their values end to end, sealed.
+ */
+interface SealedVectorGroup extends Sealed {
+  members: RecordKey[];
 }
 
 interface SealedCacheEntry extends Sealed {
@@ -66,7 +75,10 @@ interface PrismDb extends DBSchema {
   /** Pages of long Entity chunk lists, sealed under their Entity's key. */
   entityPages: { key: PageKey; value: Sealed; indexes: { keyId: string } };
   chunks: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
+  /** One record a vector, as v4 and older wrote them; read, deleted and sealed again, never written anew. */
   vectors: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
+  /** By token and key id: the vectors sealed under that key; `member` finds a vector's group. */
+  vectorGroups: { key: RecordKey; value: SealedVectorGroup; indexes: { keyId: string; member: RecordKey } };
   /** The value carries nothing; the key is the hash. */
   hashes: { key: RecordKey; value: true };
   /** By token; a partition holds a memory exactly when it has meta. */
@@ -82,9 +94,9 @@ interface PrismDb extends DBSchema {
 type StoreName = StoreNames<PrismDb>;
 type UpgradeTransaction = IDBPTransaction<unknown, string[], 'versionchange'>;
 
-const RECORD_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'hashes'] as const satisfies readonly StoreName[];
+const RECORD_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes'] as const satisfies readonly StoreName[];
 /** Stores whose values are sealed, each with an index on the key id. */
-const SEALED_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'meta', 'cache'] as const satisfies readonly StoreName[];
+const SEALED_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'meta', 'cache'] as const satisfies readonly StoreName[];
 const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
 
 /** The key ring of the LLM cache: one key per entry, dropped with the entry. */
@@ -162,6 +174,14 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
   // so that an add rewrites a speaker's last page, not the list of every chunk.
   async (db) => {
     db.createObjectStore('entityPages').createIndex('keyId', 'keyId');
+  },
+  // v5: the vectors sealed under one key in one record (see `vectorGroupWrites`): a record each
+  // cost ~2.9 s of a 161K-vector cold open in Chromium (2,904 groups: 0.55 s). Vectors written
+  // before stay as they are until deleted (moving them needs WebCrypto, which an upgrade cannot wait for).
+  async (db) => {
+    const groups = db.createObjectStore('vectorGroups');
+    groups.createIndex('keyId', 'keyId');
+    groups.createIndex('member', 'members', { multiEntry: true });
   },
 ];
 
@@ -463,7 +483,7 @@ export class IndexedDbStore implements GraphStore {
         if (token === undefined) return null;
         const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
         const range = partitionRange(token);
-        const [meta, nodes, edges, pageKeys, pages, chunks, vectorKeys, vectors, hashKeys] = await Promise.all([
+        const [meta, nodes, edges, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
           tx.objectStore('meta').get(token),
           tx.objectStore('nodes').getAll(range),
           tx.objectStore('edges').getAll(range),
@@ -472,21 +492,23 @@ export class IndexedDbStore implements GraphStore {
           tx.objectStore('chunks').getAll(range),
           tx.objectStore('vectors').getAllKeys(range),
           tx.objectStore('vectors').getAll(range),
+          tx.objectStore('vectorGroups').getAll(range),
           tx.objectStore('hashes').getAllKeys(range),
           tx.done,
         ]);
         if (meta === undefined) return null;
-        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...pages, ...chunks, ...vectors]);
+        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...pages, ...chunks, ...vectors, ...groups]);
         const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
         const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
         const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
-        const [opened, nodeJson, edgeJson, pageJson, openedChunks, vectorBytes] = await Promise.all([
+        const [opened, nodeJson, edgeJson, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
           openJson<PartitionMeta>(meta),
           Promise.all(nodes.map(openText)),
           Promise.all(edges.map(openText)),
           Promise.all(pages.map(openText)),
           Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
           Promise.all(vectors.map((vector) => open(vector))),
+          Promise.all(groups.map(async (group) => splitVectorValues(`vector group ${group.keyId}`, group.members.map(([, id]) => id), await open(group)))),
         ]);
         // Keys sort by Entity id, then page number: each Entity's pages come in order.
         const pagesById = new Map<string, string[]>();
@@ -501,7 +523,10 @@ export class IndexedDbStore implements GraphStore {
           nodes: records.nodes,
           edges: sortById(records.edges),
           chunks: openedChunks,
-          vectors: vectorKeys.reduce((table, [, id], i) => table.setStored(id, vectorBytes[i] ?? new Uint8Array(0), opened.meta.dim), new VectorTable()),
+          // In id order, as the other stores hand them over, whichever record kept them.
+          vectors: [...vectorKeys.map(([, id], i): [string, Uint8Array] => [id, vectorBytes[i] ?? new Uint8Array(0)]), ...groupValues.flatMap((values) => [...values])]
+            .sort((a, b) => compareIds(a[0], b[0]))
+            .reduce((table, [id, bytes]) => table.setStored(id, bytes, opened.meta.dim), new VectorTable()),
           hashes: new Set(hashKeys.map(([, hash]) => hash)),
         };
       });
@@ -557,7 +582,12 @@ export class IndexedDbStore implements GraphStore {
       state.done,
     ]);
     const current = sealedMeta === undefined ? null : (await this.openMeta(token, sealedMeta)).meta;
-    const storedVectorIds = changesDimension(current, batch) ? (await db.getAllKeys('vectors', partitionRange(token))).map(([, id]) => id) : [];
+    const storedVectorIds = changesDimension(current, batch)
+      ? [
+          ...(await db.getAllKeys('vectors', partitionRange(token))).map(([, id]) => id),
+          ...(await db.getAll('vectorGroups', partitionRange(token))).flatMap((group) => group.members.map(([, id]) => id)),
+        ]
+      : [];
     const meta = validateBatch(batch, current, storedVectorIds);
 
     // Deleting chunks retires their keys and the shared key: every copy of what those sealed,
@@ -567,7 +597,8 @@ export class IndexedDbStore implements GraphStore {
     const keyFor = keyAssigner(ring, retired);
     const plan = await this.planRecords(token, ring, batch);
     const { writes: resealed, vectorKeys } = await this.resealSurvivors(token, ring, batch, plan, retired, keyFor);
-    const writes: Write[] = [...deletionsOf(token, batch), ...(await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys)), ...resealed];
+    const puts = await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys);
+    const writes: Write[] = [...deletionsOf(token, batch), ...puts, ...(await this.vectorGroupWrites(token, ring, batch, vectorKeys, keyFor, retired)), ...resealed];
     if (batch.meta !== undefined || current === null || retired.size > 0) writes.push(await this.sealMeta(token, ring, keyFor(null), partition, meta));
     const revision = (existing === undefined ? retiredRevision : storedRevision) + 1;
     writes.push((tx) => tx.objectStore('revisions').put(revision, token));
@@ -678,7 +709,8 @@ export class IndexedDbStore implements GraphStore {
 
   /**
    * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, an Entity
-   * under its first chunk's, vectors under their node's or edge's.
+   * under its first chunk's; and, in `vectorKeys`, the key of each put node's and edge's vector
+   * (its own; `vectorGroupWrites` writes the vectors).
    */
   private async sealPuts(
     token: Token,
@@ -722,14 +754,70 @@ export class IndexedDbStore implements GraphStore {
         const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeChunk(chunk))) };
         return (tx) => tx.objectStore('chunks').put(value, key(chunk.id));
       }),
-      ...(batch.putVectors ?? []).map(async ([id, vector]): Promise<Write> => {
-        const keyId = vectorKeys.get(id) ?? keyFor(null);
-        const value: Sealed = { keyId, sealed: await seal(keyId, encodeVector(vector, this.vectorPrecision)) };
-        return (tx) => tx.objectStore('vectors').put(value, key(id));
-      }),
     ]);
     for (const hash of batch.putHashes ?? []) writes.push((tx) => tx.objectStore('hashes').put(true, key(hash)));
     return writes;
+  }
+
+  /**
+   * The vector groups the batch changes, sealed: the vectors sealed under one key are one record,
+   * keyed by the key's id, so a chunk's vectors are read, written and dropped together and its key
+   * still shreds them. Each deleted or put vector leaves the group that holds it (found by the
+   * `member` index), a put joins the group of its key in `vectorKeys` (the shared key's when it has
+   * none), and the vectors of a retiring key that the batch leaves in place move to the shared
+   * key, as the records of any retiring key do. A put also drops the vector's record from before v5.
+   */
+  private async vectorGroupWrites(
+    token: Token,
+    ring: KeyRing,
+    batch: WriteBatch,
+    vectorKeys: ReadonlyMap<string, string>,
+    keyFor: (owner: string | null) => string,
+    retired: ReadonlySet<string>,
+  ): Promise<Write[]> {
+    const puts = batch.putVectors ?? [];
+    const changed = [...new Set([...(batch.deleteVectors ?? []), ...puts.map(([id]) => id)])];
+    if (changed.length === 0 && retired.size === 0) return [];
+    const targets = new Map(puts.map(([id]) => [id, vectorKeys.get(id) ?? keyFor(null)]));
+    const find = this.db.transaction('vectorGroups', 'readonly');
+    const [homes] = await Promise.all([Promise.all(changed.map((id) => find.store.index('member').getKey([token, id]))), find.done]);
+    const survivorKey = retired.size > 0 ? keyFor(null) : null;
+    const keyIds = [...new Set([...homes.flatMap((home) => (home ? [home[1]] : [])), ...targets.values(), ...retired, ...(survivorKey === null ? [] : [survivorKey])])];
+    const read = this.db.transaction('vectorGroups', 'readonly');
+    const [found] = await Promise.all([Promise.all(keyIds.map((keyId) => read.store.get([token, keyId]))), read.done]);
+    const stored = keyIds.map((keyId, i) => [keyId, found[i]] as const);
+    const groups = new Map<string, Map<string, Uint8Array>>();
+    await Promise.all(
+      stored.map(async ([keyId, group]) => {
+        const values = group ? splitVectorValues(`vector group ${keyId}`, group.members.map(([, id]) => id), await this.keys.unseal(ring, keyId, group.sealed)) : new Map<string, Uint8Array>();
+        groups.set(keyId, values);
+      }),
+    );
+    const written = new Set<string>();
+    const groupOf = (keyId: string): Map<string, Uint8Array> => {
+      written.add(keyId);
+      return groups.get(keyId) as Map<string, Uint8Array>;
+    };
+    changed.forEach((id, i) => {
+      const home = homes[i];
+      if (home) groupOf(home[1]).delete(id);
+    });
+    for (const keyId of retired) {
+      const values = groupOf(keyId);
+      if (survivorKey !== null) for (const [id, bytes] of values) groupOf(survivorKey).set(id, bytes);
+      values.clear();
+    }
+    for (const [id, vector] of puts) groupOf(targets.get(id) as string).set(id, encodeVector(vector, this.vectorPrecision));
+    const stale: Write[] = puts.map(([id]): Write => (tx) => tx.objectStore('vectors').delete([token, id]));
+    const sealedGroups = await Promise.all(
+      [...written].map(async (keyId): Promise<Write> => {
+        const values = groups.get(keyId) as Map<string, Uint8Array>;
+        if (values.size === 0) return (tx) => tx.objectStore('vectorGroups').delete([token, keyId]);
+        const value: SealedVectorGroup = { keyId, members: [...values.keys()].map((id): RecordKey => [token, id]), sealed: await this.keys.seal(ring, keyId, joinVectorValues(values.values())) };
+        return (tx) => tx.objectStore('vectorGroups').put(value, [token, keyId]);
+      }),
+    );
+    return [...stale, ...sealedGroups];
   }
 
   private async sealMeta(token: Token, ring: KeyRing, keyId: string, partition: string, meta: MemoryMeta): Promise<Write> {
@@ -907,7 +995,9 @@ export class IndexedDbStore implements GraphStore {
       const keyFor = keyAssigner(ring, new Set());
       const batch = snapshotAsBatch(snapshot);
       const plan = planRecords(batch, new Map(), new Map());
-      writes.push(...(await this.sealPuts(token, ring, batch, plan, keyFor, new Map())), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
+      const vectorKeys = new Map<string, string>();
+      writes.push(...(await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys)), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
+      writes.push(...(await this.vectorGroupWrites(token, ring, batch, vectorKeys, keyFor, new Set())));
       writes.push((tx) => tx.objectStore('revisions').put(revision, token));
       rings.push(ring);
     }

@@ -41,17 +41,7 @@ export interface StoredVectorGroup {
 export type VectorGroup = Map<string | null, Uint8Array>;
 
 export function encodeVectorGroup(group: VectorGroup): StoredVectorGroup {
-  let size = 0;
-  for (const bytes of group.values()) size += 4 + bytes.length;
-  const data = new Uint8Array(size);
-  const view = new DataView(data.buffer);
-  let at = 0;
-  for (const bytes of group.values()) {
-    view.setUint32(at, bytes.length, true);
-    data.set(bytes, at + 4);
-    at += 4 + bytes.length;
-  }
-  return { members: JSON.stringify([...group.keys()]), data };
+  return { members: JSON.stringify([...group.keys()]), data: joinVectorValues(group.values()) };
 }
 
 /**
@@ -59,20 +49,41 @@ export function encodeVectorGroup(group: VectorGroup): StoredVectorGroup {
  * naming the stem, when its members and values do not match.
  */
 export function decodeVectorGroup(stem: string, stored: StoredVectorGroup): VectorGroup {
-  const members = vectorGroupMembers(stem, stored.members);
-  const { data } = stored;
+  return splitVectorValues(`vector group ${JSON.stringify(stem)}`, vectorGroupMembers(stem, stored.members), stored.data);
+}
+
+/** Stored vectors end to end, each after its length (4 bytes, little-endian): a group's values. */
+export function joinVectorValues(values: Iterable<Uint8Array>): Uint8Array<ArrayBuffer> {
+  const list = [...values];
+  const data = new Uint8Array(list.reduce((size, bytes) => size + 4 + bytes.length, 0));
+  const view = new DataView(data.buffer);
+  let at = 0;
+  for (const bytes of list) {
+    view.setUint32(at, bytes.length, true);
+    data.set(bytes, at + 4);
+    at += 4 + bytes.length;
+  }
+  return data;
+}
+
+/**
+ * `joinVectorValues`'s bytes taken apart, as views into `data`, under the names of their
+ * members in order; CORRUPT_CHECKPOINT, naming `what`, when names and values do not match.
+ */
+export function splitVectorValues<K>(what: string, members: readonly K[], data: Uint8Array): Map<K, Uint8Array> {
+  const damaged = (problem: string) => new PrismError('CORRUPT_CHECKPOINT', `${what}: ${problem}`);
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const group: VectorGroup = new Map();
+  const values = new Map<K, Uint8Array>();
   let at = 0;
   for (const member of members) {
     const length = at + 4 <= data.length ? view.getUint32(at, true) : -1;
-    if (length < 0 || at + 4 + length > data.length) throw damaged(stem, `its values end before member ${JSON.stringify(member)}`);
-    if (group.has(member)) throw damaged(stem, `member ${JSON.stringify(member)} appears twice`);
-    group.set(member, data.subarray(at + 4, at + 4 + length));
+    if (length < 0 || at + 4 + length > data.length) throw damaged(`its values end before member ${JSON.stringify(member)}`);
+    if (values.has(member)) throw damaged(`member ${JSON.stringify(member)} appears twice`);
+    values.set(member, data.subarray(at + 4, at + 4 + length));
     at += 4 + length;
   }
-  if (at !== data.length) throw damaged(stem, `${data.length - at} bytes follow its last member`);
-  return group;
+  if (at !== data.length) throw damaged(`${data.length - at} bytes follow its last member`);
+  return values;
 }
 
 /** A stored group's member names, in order; CORRUPT_CHECKPOINT, naming the stem, when they are not a list of names. */
@@ -87,8 +98,8 @@ export function vectorGroupMembers(stem: string, stored: string): Array<string |
   return members;
 }
 
-function damaged(stem: string, what: string): PrismError {
-  return new PrismError('CORRUPT_CHECKPOINT', `vector group ${JSON.stringify(stem)}: ${what}`);
+function damaged(stem: string, problem: string): PrismError {
+  return new PrismError('CORRUPT_CHECKPOINT', `vector group ${JSON.stringify(stem)}: ${problem}`);
 }
 
 /** The id of a group's member. */

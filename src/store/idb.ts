@@ -11,7 +11,7 @@ import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordP
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { joinVectorValues, splitVectorValues } from './vector-groups.ts';
+import { joinVectorValues, splitVectorValues, vectorGroupOf } from './vector-groups.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -257,7 +257,8 @@ function storedOwner(json: string): string | null {
 
 /**
  * The browser backend: the memory in IndexedDB, one object store per record kind, keyed by
- * [partition token, id]. Every value is sealed (AES-GCM) under a key in the partition's key
+ * [partition token, id] (vectors: one record for those sealed under one key, keyed by the key's
+ * id). Every value is sealed (AES-GCM) under a key in the partition's key
  * ring in the Origin Private File System: one key per chunk for the chunk and the nodes, edges
  * and vectors made from it (an Entity's under its first chunk's), and one shared key for meta.
  * A delete drops the keys of what it deleted (and replaces the shared key), so the copies LevelDB keeps until it compacts
@@ -779,16 +780,20 @@ export class IndexedDbStore implements GraphStore {
     const changed = [...new Set([...(batch.deleteVectors ?? []), ...puts.map(([id]) => id)])];
     if (changed.length === 0 && retired.size === 0) return [];
     const targets = new Map(puts.map(([id]) => [id, vectorKeys.get(id) ?? keyFor(null)]));
+    // The groups that may hold a changed vector: one range of the `member` index per id stem
+    // (a chunk's ids share a few; the range from `stem` up to `stem;` holds `stem` and every
+    // `stem:<member>`), not a lookup per id, which LevelDB pays for in full when the id is new (most are).
     const find = this.db.transaction('vectorGroups', 'readonly');
-    const [homes] = await Promise.all([Promise.all(changed.map((id) => find.store.index('member').getKey([token, id]))), find.done]);
+    const stems = [...new Set(changed.map((id) => vectorGroupOf(id).stem))];
+    const [holders] = await Promise.all([Promise.all(stems.map((stem) => find.store.index('member').getAllKeys(IDBKeyRange.bound([token, stem], [token, `${stem};`], false, true)))), find.done]);
     const survivorKey = retired.size > 0 ? keyFor(null) : null;
-    const keyIds = [...new Set([...homes.flatMap((home) => (home ? [home[1]] : [])), ...targets.values(), ...retired, ...(survivorKey === null ? [] : [survivorKey])])];
+    const keyIds = [...new Set([...holders.flat().map(([, keyId]) => keyId), ...targets.values(), ...retired, ...(survivorKey === null ? [] : [survivorKey])])];
     const read = this.db.transaction('vectorGroups', 'readonly');
     const [found] = await Promise.all([Promise.all(keyIds.map((keyId) => read.store.get([token, keyId]))), read.done]);
-    const stored = keyIds.map((keyId, i) => [keyId, found[i]] as const);
     const groups = new Map<string, Map<string, Uint8Array>>();
     await Promise.all(
-      stored.map(async ([keyId, group]) => {
+      keyIds.map(async (keyId, i) => {
+        const group = found[i];
         const values = group ? splitVectorValues(`vector group ${keyId}`, group.members.map(([, id]) => id), await this.keys.unseal(ring, keyId, group.sealed)) : new Map<string, Uint8Array>();
         groups.set(keyId, values);
       }),
@@ -798,10 +803,9 @@ export class IndexedDbStore implements GraphStore {
       written.add(keyId);
       return groups.get(keyId) as Map<string, Uint8Array>;
     };
-    changed.forEach((id, i) => {
-      const home = homes[i];
-      if (home) groupOf(home[1]).delete(id);
-    });
+    // Each changed vector leaves the group holding it.
+    const leaving = new Set(changed);
+    for (const [keyId, values] of groups) for (const id of values.keys()) if (leaving.has(id)) groupOf(keyId).delete(id);
     for (const keyId of retired) {
       const values = groupOf(keyId);
       if (survivorKey !== null) for (const [id, bytes] of values) groupOf(survivorKey).set(id, bytes);

@@ -13,6 +13,10 @@ import { PrismError } from '../errors.ts';
  * long and what comes before it holds a `:` itself; any other id (an Episode's
  * `ep:<16 hex>`, a hand-made `n1`) is a group of one, named by the id. Grouping is a
  * function of the id alone, so a delete finds its vector without reading the node it belonged to.
+ *
+ * IndexedDB groups the vectors sealed under one key instead (a chunk's, as a row here, plus the
+ * Entities whose first chunk it is), since a group is sealed whole; it lays the values out as
+ * here (`joinVectorValues`).
  */
 
 /** The longest last part of an id that joins its stem's group (graph building's are a fact's number, or `rest`). */

@@ -11,7 +11,7 @@ import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordP
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { joinVectorValues, splitVectorValues, vectorGroupOf } from './vector-groups.ts';
+import { joinVectorValues, splitVectorValues, VectorGroupEdits, vectorGroupOf } from './vector-groups.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -782,40 +782,42 @@ export class IndexedDbStore implements GraphStore {
     const targets = new Map(puts.map(([id]) => [id, vectorKeys.get(id) ?? keyFor(null)]));
     // The groups that may hold a changed vector: one range of the `member` index per id stem
     // (a chunk's ids share a few; the range from `stem` up to `stem;` holds `stem` and every
-    // `stem:<member>`), not a lookup per id, which LevelDB pays for in full when the id is new (most are).
-    const find = this.db.transaction('vectorGroups', 'readonly');
-    const stems = [...new Set(changed.map((id) => vectorGroupOf(id).stem))];
-    const [holders] = await Promise.all([Promise.all(stems.map((stem) => find.store.index('member').getAllKeys(IDBKeyRange.bound([token, stem], [token, `${stem};`], false, true)))), find.done]);
+    // `stem:<member>`), not a lookup per id, which LevelDB pays for in full when the id is new (most
+    // are). Read in one transaction with those groups, and with whether any vector of this
+    // partition is still a v4 record (a put must then drop its id's).
     const survivorKey = retired.size > 0 ? keyFor(null) : null;
-    const keyIds = [...new Set([...holders.flat().map(([, keyId]) => keyId), ...targets.values(), ...retired, ...(survivorKey === null ? [] : [survivorKey])])];
-    const read = this.db.transaction('vectorGroups', 'readonly');
-    const [found] = await Promise.all([Promise.all(keyIds.map((keyId) => read.store.get([token, keyId]))), read.done]);
-    const groups = new Map<string, Map<string, Uint8Array>>();
+    const read = this.db.transaction(['vectorGroups', 'vectors'], 'readonly');
+    const groupStore = read.objectStore('vectorGroups');
+    const stems = [...new Set(changed.map((id) => vectorGroupOf(id).stem))];
+    const [[keyIds, found], singles] = await Promise.all([
+      (async () => {
+        const holders = await Promise.all(stems.map((stem) => groupStore.index('member').getAllKeys(IDBKeyRange.bound([token, stem], [token, `${stem};`], false, true))));
+        const keyIds = [...new Set([...holders.flat().map(([, keyId]) => keyId), ...targets.values(), ...retired, ...(survivorKey === null ? [] : [survivorKey])])];
+        return [keyIds, await Promise.all(keyIds.map((keyId) => groupStore.get([token, keyId])))] as const;
+      })(),
+      read.objectStore('vectors').count(partitionRange(token)),
+      read.done,
+    ]);
+    const stored = new Map<string, Map<string, Uint8Array>>();
     await Promise.all(
       keyIds.map(async (keyId, i) => {
         const group = found[i];
-        const values = group ? splitVectorValues(`vector group ${keyId}`, group.members.map(([, id]) => id), await this.keys.unseal(ring, keyId, group.sealed)) : new Map<string, Uint8Array>();
-        groups.set(keyId, values);
+        if (group) stored.set(keyId, splitVectorValues(`vector group ${keyId}`, group.members.map(([, id]) => id), await this.keys.unseal(ring, keyId, group.sealed)));
       }),
     );
-    const written = new Set<string>();
-    const groupOf = (keyId: string): Map<string, Uint8Array> => {
-      written.add(keyId);
-      return groups.get(keyId) as Map<string, Uint8Array>;
-    };
+    const edits = new VectorGroupEdits<string>((keyId) => stored.get(keyId));
     // Each changed vector leaves the group holding it.
     const leaving = new Set(changed);
-    for (const [keyId, values] of groups) for (const id of values.keys()) if (leaving.has(id)) groupOf(keyId).delete(id);
+    for (const [keyId, values] of stored) for (const id of values.keys()) if (leaving.has(id)) edits.group(keyId).delete(id);
     for (const keyId of retired) {
-      const values = groupOf(keyId);
-      if (survivorKey !== null) for (const [id, bytes] of values) groupOf(survivorKey).set(id, bytes);
+      const values = edits.group(keyId);
+      if (survivorKey !== null) for (const [id, bytes] of values) edits.group(survivorKey).set(id, bytes);
       values.clear();
     }
-    for (const [id, vector] of puts) groupOf(targets.get(id) as string).set(id, encodeVector(vector, this.vectorPrecision));
-    const stale: Write[] = puts.map(([id]): Write => (tx) => tx.objectStore('vectors').delete([token, id]));
+    for (const [id, vector] of puts) edits.group(targets.get(id) as string).set(id, encodeVector(vector, this.vectorPrecision));
+    const stale: Write[] = singles === 0 ? [] : puts.map(([id]): Write => (tx) => tx.objectStore('vectors').delete([token, id]));
     const sealedGroups = await Promise.all(
-      [...written].map(async (keyId): Promise<Write> => {
-        const values = groups.get(keyId) as Map<string, Uint8Array>;
+      [...edits.touched()].map(async ([keyId, values]): Promise<Write> => {
         if (values.size === 0) return (tx) => tx.objectStore('vectorGroups').delete([token, keyId]);
         const value: SealedVectorGroup = { keyId, members: [...values.keys()].map((id): RecordKey => [token, id]), sealed: await this.keys.seal(ring, keyId, joinVectorValues(values.values())) };
         return (tx) => tx.objectStore('vectorGroups').put(value, [token, keyId]);

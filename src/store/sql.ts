@@ -6,7 +6,7 @@ import { changesDimension, compareIds, sortById, validateBatch } from './snapsho
 import type { GraphStore, WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { decodeVectorGroup, encodeVectorGroup, memberId, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
+import { decodeVectorGroup, encodeVectorGroup, memberId, VectorGroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -131,29 +131,31 @@ export const SQL_SCHEMA_VERSION = MIGRATIONS.length;
 const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vector_groups', 'hashes'] as const;
 
 /**
- * The vector groups one transaction changes (see vector-groups.ts): each read once, when first
- * touched, changed in memory, and written once.
+ * The vector groups one transaction changes (see vector-groups.ts), by stem; `write` writes each
+ * once.
  */
 class VectorGroupWrites {
-  private readonly touched = new Map<string, VectorGroup>();
+  private readonly edits: VectorGroupEdits<string | null>;
 
   constructor(
     private readonly partition: string,
-    private readonly stored: (stem: string) => VectorGroup | undefined,
-  ) {}
+    stored: (stem: string) => VectorGroup | undefined,
+  ) {
+    this.edits = new VectorGroupEdits(stored);
+  }
 
   put(id: string, bytes: Uint8Array): void {
     const { stem, member } = vectorGroupOf(id);
-    this.group(stem).set(member, bytes);
+    this.edits.group(stem).set(member, bytes);
   }
 
   delete(id: string): void {
     const { stem, member } = vectorGroupOf(id);
-    this.group(stem).delete(member);
+    this.edits.group(stem).delete(member);
   }
 
   write(driver: SqlDriver): void {
-    for (const [stem, group] of this.touched) {
+    for (const [stem, group] of this.edits.touched()) {
       if (group.size === 0) {
         driver.run('DELETE FROM vector_groups WHERE partition = ? AND stem = ?', [this.partition, stem]);
         continue;
@@ -161,13 +163,6 @@ class VectorGroupWrites {
       const { members, data } = encodeVectorGroup(group);
       driver.run('INSERT OR REPLACE INTO vector_groups (partition, stem, members, data) VALUES (?, ?, ?, ?)', [this.partition, stem, members, data]);
     }
-    this.touched.clear();
-  }
-
-  private group(stem: string): VectorGroup {
-    let group = this.touched.get(stem);
-    if (!group) this.touched.set(stem, (group = new Map(this.stored(stem))));
-    return group;
   }
 }
 

@@ -106,6 +106,29 @@ function damaged(stem: string, problem: string): PrismError {
   return new PrismError('CORRUPT_CHECKPOINT', `vector group ${JSON.stringify(stem)}: ${problem}`);
 }
 
+/**
+ * The groups one write changes, as edits over what is stored: each group read once (through
+ * `stored`) when first touched, changed in memory, and handed back by `touched` to be written
+ * once (an empty one deleted). Both stores use it, SQL over stems and IndexedDB over key ids.
+ */
+export class VectorGroupEdits<M> {
+  private readonly edited = new Map<string, Map<M, Uint8Array>>();
+
+  constructor(private readonly stored: (group: string) => ReadonlyMap<M, Uint8Array> | undefined) {}
+
+  /** The group's members as this write leaves them; reading it marks it to be written. */
+  group(group: string): Map<M, Uint8Array> {
+    let members = this.edited.get(group);
+    if (!members) this.edited.set(group, (members = new Map(this.stored(group))));
+    return members;
+  }
+
+  /** The groups read, with their members as this write leaves them. */
+  touched(): IterableIterator<[string, Map<M, Uint8Array>]> {
+    return this.edited.entries();
+  }
+}
+
 /** The id of a group's member. */
 export function memberId(stem: string, member: string | null): string {
   return member === null ? stem : `${stem}:${member}`;

@@ -14,6 +14,9 @@ test("delete({ sessionId }), delete({ userId }), deleteCached and delete('all') 
   expect(outcome.problems).toEqual([]);
   // Values are sealed: not even live text is on disk in the clear.
   expect(outcome.keptBeforeDeletes).toEqual([]);
+  // Each scope's saved lexical index had a key of its own, and the deletes retired both.
+  expect(outcome.derivedKeys).toBe(2);
+  expect(outcome.derivedKeysRetired).toBe(2);
   // The deletes retired keys (the session's chunk keys, the replaced shared key, the reply's key,
   // the user's whole ring), and the search does reach the ring files: every live key is found.
   expect(outcome.retiredKeyCount).toBeGreaterThanOrEqual(5);

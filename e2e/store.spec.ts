@@ -137,3 +137,21 @@ test('a newer schema opened elsewhere displaces this connection; this build refu
   expect(result.displaced?.code).toBe('STORE_BLOCKED');
   expect(result.reopened?.code).toBe('STORE_VERSION');
 });
+
+test('derived state is kept at its revision under a key of its own, kept by an add, refused for a revision gone by, and dropped with its key by a delete and a clear', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.derivedState('e2e-derived'));
+  expect(result.steps).toEqual({
+    beforeAnyMemory: false,
+    saved: true,
+    readBack: true,
+    sealedUnderItsOwnKey: true,
+    readByAnotherConnection: true,
+    keptByAnAdd: true,
+    refusedForRevisionGoneBy: true,
+    savedAgain: true,
+    droppedByDelete: true,
+    savedAfterDelete: true,
+    droppedByClear: true,
+  });
+  expect(result.derivedKeyRetired).toBe(true);
+});

@@ -17,10 +17,10 @@ import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type 
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
 import { catchUp, checkCompatible, loadPartition, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
+import { lexicalIndexOf, settleLexical } from './memory/lexical-state.ts';
 import { findRecord, listSessions, unitTurns, type MemoryRecord, type MemoryTurn, type SessionInfo } from './memory/records.ts';
 import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
-import { LexicalIndex } from './retrieve/lexical.ts';
 import { loadTokenCounter, type TokenCounter } from './util/tokens.ts';
 import { retrieve, type RetrieveOptions, type RetrieveResult } from './retrieve/retrieve.ts';
 import type { RetrieveDeps } from './retrieve/types.ts';
@@ -344,7 +344,7 @@ export class Memory {
     if (typeof query !== 'string' || query.trim() === '') throw new PrismError('INVALID_INPUT', `search: expected a non-empty query string, got ${typeof query === 'string' ? 'an empty string' : typeof query}`);
     checkOptions('search', options);
     const partition = await this.read(options);
-    const result = await retrieve(query, this.retrieveDeps(partition), options);
+    const result = await retrieve(query, await this.retrieveDeps(partition), options);
     const graph = partition.state.graph;
     return { ...result, units: result.units.map((unit) => ({ ...unit, turns: unitTurns(graph, unit.episodeId, unit.dialogIds, partition.scope) })) };
   }
@@ -360,14 +360,10 @@ export class Memory {
     return { answer, retrieval, llmCalls: after.calls - before.calls, llmTokens: after.tokens - before.tokens };
   }
 
-  private retrieveDeps(partition: Partition): RetrieveDeps {
+  private async retrieveDeps(partition: Partition): Promise<RetrieveDeps> {
     const { graph, indexes } = partition.state;
     const embedder = this.options.embedder;
-    const lexical = (partition.lexical ??= LexicalIndex.fromGraph(graph));
-    if (partition.lexicalVersion !== partition.state.version) {
-      lexical.update(graph);
-      partition.lexicalVersion = partition.state.version;
-    }
+    const lexical = await lexicalIndexOf(this.options.store, partition);
     this.prototypes ??= new PrototypeBank((texts) => embedder.embed(texts));
     const llm = this.options.llm;
     return {
@@ -549,7 +545,10 @@ export class Memory {
   async close(): Promise<void> {
     for (const pending of this.partitions.values()) {
       const partition = await pending.catch(() => null);
-      await partition?.serial(async () => partition.state.indexes.dispose());
+      if (!partition) continue;
+      // A save of the lexical index in flight finishes first: it writes to the store closed below.
+      await settleLexical(partition);
+      await partition.serial(async () => partition.state.indexes.dispose());
     }
     this.partitions.clear();
     await this.options.store.close();

@@ -684,6 +684,57 @@ describe('hybrid anchors: lexical index and fusion', () => {
     check();
   });
 
+  it('reads back what it wrote as bytes, then catches up with the nodes added and removed since; damaged bytes read as null', () => {
+    const graph = melanieGraph();
+    const queries = ['sunrise painting', 'Painting the sunrise, painting it again?', 'Melanie pottery', 'exhibition', 'nothing indexed'];
+    const same = (a: LexicalIndex, b: LexicalIndex): void => {
+      for (const query of queries) {
+        const [x, y] = [a.search(query), b.search(query)];
+        expect(x.layers).toEqual(y.layers);
+        expect([...x.turns].map(([id, turns]) => [id, [...turns]])).toEqual([...y.turns].map(([id, turns]) => [id, [...turns]]));
+      }
+    };
+    const written = LexicalIndex.fromGraph(graph);
+    const bytes = written.toBytes();
+    const read = LexicalIndex.fromBytes(bytes, graph);
+    expect(read?.changed).toBe(0);
+    same(read!.index, written);
+
+    // Nodes added since (their keys above every saved one) are indexed as a build from the whole graph indexes them: the same scores, to the last bit.
+    graph.putNode({ layer: 'entity', id: 'en-sunrise', key: 998, name: 'Sunrise', entityType: 'concept', chunkIds: [] });
+    graph.putNode({ layer: 'entity', id: 'en-lake', key: 999, name: 'Lake Tahoe', entityType: 'place', chunkIds: [] });
+    const caughtUp = LexicalIndex.fromBytes(bytes, graph);
+    expect(caughtUp?.changed).toBe(2);
+    same(caughtUp!.index, LexicalIndex.fromGraph(graph));
+    expect(caughtUp!.index.search('tahoe').layers.entity.map((hit) => hit.id)).toEqual(['en-lake']);
+
+    // A node gone since leaves as it leaves the index that wrote the bytes.
+    graph.deleteNode('fp-a');
+    written.update(graph);
+    const dropped = LexicalIndex.fromBytes(bytes, graph);
+    expect(dropped?.changed).toBe(3);
+    same(dropped!.index, written);
+    // Written again after the removal, its holes closed up, it reads back the same.
+    same(LexicalIndex.fromBytes(written.toBytes(), graph)!.index, written);
+
+    // Another format, cut short, or not UTF-8 where text is: null, never a half-read index.
+    const otherFormat = bytes.slice();
+    otherFormat[0] = 99;
+    expect(LexicalIndex.fromBytes(otherFormat, graph)).toBeNull();
+    expect(LexicalIndex.fromBytes(bytes.subarray(0, bytes.length - 1), graph)).toBeNull();
+    expect(LexicalIndex.fromBytes(new Uint8Array(0), graph)).toBeNull();
+    const badText = bytes.slice();
+    badText[bytes.length - 5] = 0xff;
+    expect(LexicalIndex.fromBytes(badText, graph)).toBeNull();
+    // Any one byte changed or any cut: null or an index, never a throw or a runaway allocation.
+    for (let i = 0; i < bytes.length; i++) {
+      const flipped = bytes.slice();
+      flipped[i] = (flipped[i] as number) ^ 0xa5;
+      expect(() => LexicalIndex.fromBytes(flipped, graph)).not.toThrow();
+      expect(LexicalIndex.fromBytes(bytes.subarray(0, i), graph)).toBeNull();
+    }
+  });
+
   it('normalises terms symmetrically', () => {
     expect(['painting', 'painted', 'paints', 'paint'].map(normaliseTerm)).toEqual(['paint', 'paint', 'paint', 'paint']);
     expect(normaliseTerm('parties')).toBe(normaliseTerm('party'));

@@ -29,6 +29,8 @@ afterEach(async () => {
 describe('delete on disk (SQLite)', () => {
   it('leaves none of a deleted session or user, text or name, in any file of the store, open or closed; the rest stays searchable', async () => {
     const outcome = await deleteOnDisk(dir, runtime, { sessions: 4, messages: 25 });
+    // Both users' lexical indexes were saved with their words before the deletes.
+    expect(outcome.savedIndexBytes).toBeGreaterThan(0);
     expect(outcome.afterSessionDelete).toEqual([]);
     expect(outcome.afterUserDelete).toEqual([]);
     expect(outcome.afterClose).toEqual([]);
@@ -126,7 +128,7 @@ describe('revisions without partition names', () => {
     // Back to schema 1, with the row schema 1 left behind for a partition it had cleared.
     const raw = new Database(path);
     raw.exec(
-      `DROP TABLE clear_revision; DROP TABLE entity_pages; DROP TABLE vector_groups; CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id)); ` +
+      `DROP TABLE clear_revision; DROP TABLE entity_pages; DROP TABLE vector_groups; DROP TABLE derived; CREATE TABLE vectors (partition TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, id)); ` +
         `UPDATE prism_schema SET version = 1; INSERT INTO revisions (partition, revision) VALUES ('gone-user', 7)`,
     );
     raw.close();

@@ -450,6 +450,56 @@ describe('SqlStore keeps a long Entity chunk list in pages', () => {
 describe('SqlStore on SQLite', () => {
   const sample = sampleMemory();
 
+  it('keeps derived state at the revision it was made from, in pages; refuses it for a revision gone by; drops it with a delete or a clear', async () => {
+    const store = await openSqlite();
+    // Both are optional in GraphStore; the SQL stores keep derived state.
+    const saveDerived = store.saveDerived!.bind(store);
+    const loadDerived = store.loadDerived!.bind(store);
+    expect(await saveDerived(P, 'lexical', 0, new Uint8Array([1]))).toBe(false);
+    const revision = await store.commit(P, snapshotAsBatch(sample));
+    // 2.5 MB: three rows (a Durable Object takes at most 2 MB a value).
+    const bytes = new Uint8Array(2.5 * 2 ** 20);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7919) % 251;
+    expect(await saveDerived(P, 'lexical', revision, bytes)).toBe(true);
+    const rows = () => new Database(sqlitePath(), { readonly: true }).prepare('SELECT partition, name, page, revision FROM derived ORDER BY page').all();
+    expect(rows()).toEqual([0, 1, 2].map((page) => ({ partition: P, name: 'lexical', page, revision })));
+    const loaded = await loadDerived(P, 'lexical');
+    expect(loaded?.revision).toBe(revision);
+    expect(Buffer.from(loaded!.bytes).equals(Buffer.from(bytes))).toBe(true);
+    expect(await loadDerived(P, 'other')).toBeNull();
+    expect(await loadDerived('another', 'lexical')).toBeNull();
+
+    // A commit that only adds keeps it (as a base to catch up from); a save for the older revision is refused.
+    const added = await store.commit(P, { putHashes: ['one-more'] });
+    expect((await loadDerived(P, 'lexical'))?.revision).toBe(revision);
+    expect(await saveDerived(P, 'lexical', revision, new Uint8Array([9]))).toBe(false);
+    expect(await saveDerived(P, 'lexical', added, new Uint8Array([2]))).toBe(true);
+    expect(await loadDerived(P, 'lexical')).toEqual({ revision: added, bytes: new Uint8Array([2]) });
+
+    // A page missing or from another save is not one save whole.
+    const db = new Database(sqlitePath());
+    db.prepare('INSERT INTO derived (partition, name, page, revision, data) VALUES (?, ?, ?, ?, ?)').run(P, 'lexical', 2, added, Buffer.from([3]));
+    expect(await loadDerived(P, 'lexical')).toBeNull();
+    db.prepare('DELETE FROM derived WHERE page = 2').run();
+    db.prepare('INSERT INTO derived (partition, name, page, revision, data) VALUES (?, ?, ?, ?, ?)').run(P, 'lexical', 1, added - 1, Buffer.from([3]));
+    expect(await loadDerived(P, 'lexical')).toBeNull();
+    db.close();
+
+    // Deleting a node (its text) drops it in the same commit.
+    expect(await saveDerived(P, 'lexical', added, new Uint8Array([4]))).toBe(true);
+    await store.commit(P, sampleFollowUp());
+    expect(rows()).toEqual([]);
+    // So does a clear of the partition, and of everything.
+    expect(await saveDerived(P, 'lexical', await store.revision(P), new Uint8Array([5]))).toBe(true);
+    await store.clear(P);
+    expect(rows()).toEqual([]);
+    const again = await store.commit(P, snapshotAsBatch(sample));
+    expect(await saveDerived(P, 'lexical', again, new Uint8Array([6]))).toBe(true);
+    await store.clear();
+    expect(rows()).toEqual([]);
+    await store.close();
+  });
+
   it('keeps vectors as i8 with a scale, and reads the f16 and f32 blobs of older files as they were', async () => {
     const store = await openSqlite();
     expect(store.vectorPrecision).toBe('i8');

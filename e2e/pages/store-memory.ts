@@ -43,9 +43,9 @@ const memoryHarness = {
     return opened().list(scope);
   },
 
-  /** The dialog ids and message texts a search finds. */
-  async search(query: string): Promise<{ dialogIds: string[]; texts: string[] }> {
-    const result = await opened().search(query, { budget: 256 });
+  /** The dialog ids and message texts a search (of `scope`, default the default scope) finds. */
+  async search(query: string, scope: Scope = {}): Promise<{ dialogIds: string[]; texts: string[] }> {
+    const result = await opened().search(query, { ...scope, budget: 256 });
     return { dialogIds: result.dialogIds, texts: result.units.flatMap((unit) => unit.turns.map((turn) => turn.text)) };
   },
 

@@ -6,7 +6,7 @@ import { deletionBatch } from '../../src/ingest/chunk-removal.ts';
 import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import { encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../../src/store/checkpoint.ts';
 import { IDB_SCHEMA_VERSION, IndexedDbStore } from '../../src/store/idb.ts';
-import { KeyFolder } from '../../src/store/idb-keys.ts';
+import { DERIVED_OWNER, KeyFolder } from '../../src/store/idb-keys.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
@@ -123,6 +123,53 @@ const storeHarness = {
     });
     const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
     return { differing, groups, reopenedSame };
+  },
+
+  /**
+   * Derived state (`GraphStore.saveDerived`) through its life: saved at the current revision,
+   * read back (in this connection and a new one), kept by a commit that only adds, refused for a
+   * revision gone by, dropped with its key by a delete and by a clear. Reports what each step saw.
+   */
+  async derivedState(name: string): Promise<{ steps: Record<string, unknown>; derivedKeyRetired: boolean }> {
+    const steps: Record<string, unknown> = {};
+    const bytes = Uint8Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 251);
+    const sameBytes = (read: { bytes: Uint8Array } | null): boolean => read !== null && read.bytes.length === bytes.length && read.bytes.every((b, i) => b === bytes[i]);
+    let derivedKey: string | undefined;
+    let revision = 0;
+    await withStore(name, async (store) => {
+      await store.clear();
+      steps['beforeAnyMemory'] = await store.saveDerived(P, 'lexical', 0, bytes);
+      revision = await store.commit(P, snapshotAsBatch(sampleMemory()));
+      steps['saved'] = await store.saveDerived(P, 'lexical', revision, bytes);
+      const read = await store.loadDerived(P, 'lexical');
+      steps['readBack'] = read?.revision === revision && sameBytes(read);
+      const raw = await openDB(name);
+      const [token] = await raw.getAllKeys('meta');
+      const [record] = (await raw.getAll('derived')) as Array<{ keyId: string; sealed: ArrayBuffer }>;
+      raw.close();
+      const ring = await (await KeyFolder.open(name)).read(`p${String(token)}`);
+      derivedKey = ring.keyOf(DERIVED_OWNER);
+      steps['sealedUnderItsOwnKey'] = derivedKey !== undefined && record?.keyId === derivedKey && derivedKey !== ring.keyOf(null);
+    });
+    await withStore(name, async (store) => {
+      const read = await store.loadDerived(P, 'lexical');
+      steps['readByAnotherConnection'] = read?.revision === revision && sameBytes(read);
+      const added = await store.commit(P, { putHashes: ['one-more'] });
+      steps['keptByAnAdd'] = (await store.loadDerived(P, 'lexical'))?.revision === revision;
+      steps['refusedForRevisionGoneBy'] = !(await store.saveDerived(P, 'lexical', revision, bytes));
+      steps['savedAgain'] = await store.saveDerived(P, 'lexical', added, bytes);
+      await store.commit(P, sampleFollowUp());
+      steps['droppedByDelete'] = (await store.loadDerived(P, 'lexical')) === null;
+      steps['savedAfterDelete'] = await store.saveDerived(P, 'lexical', await store.revision(P), bytes);
+      await store.clear(P);
+      steps['droppedByClear'] = (await store.loadDerived(P, 'lexical')) === null;
+    });
+    const rings = await KeyFolder.open(name);
+    const raw = await openDB(name);
+    const tokens = await raw.getAllKeys('revisions');
+    raw.close();
+    const live = await Promise.all(tokens.map(async (token) => (await rings.read(`p${String(token)}`)).ids));
+    return { steps, derivedKeyRetired: derivedKey !== undefined && !live.flat().includes(derivedKey) };
   },
 
   /**

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import type { HarnessMessage } from '../pages/store-memory.ts';
+import { DERIVED_OWNER } from '../../src/store/idb-keys.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from './chromium.ts';
 
 /**
@@ -88,7 +89,7 @@ async function filesUnder(dir: string): Promise<Array<{ path: string; bytes: Buf
  * Every key of every key ring in the profile (src/store/idb-keys.ts), read from the files
  * Chromium keeps the Origin Private File System in: JSON `{ keys: [{ id, owner, key }] }`.
  */
-export async function ringKeysIn(dir: string): Promise<Map<string, string>> {
+export async function ringKeysIn(dir: string, owner?: string): Promise<Map<string, string>> {
   const keys = new Map<string, string>();
   for (const { bytes } of await filesUnder(join(dir, 'Default', 'File System'))) {
     let parsed: unknown;
@@ -97,8 +98,8 @@ export async function ringKeysIn(dir: string): Promise<Map<string, string>> {
     } catch {
       continue;
     }
-    const ring = parsed as { keys?: Array<{ id: string; key: string }> };
-    for (const { id, key } of ring.keys ?? []) keys.set(id, key);
+    const ring = parsed as { keys?: Array<{ id: string; owner: string | null; key: string }> };
+    for (const entry of ring.keys ?? []) if (owner === undefined || entry.owner === owner) keys.set(entry.id, entry.key);
   }
   return keys;
 }
@@ -173,6 +174,9 @@ export interface DiskCheck {
 export interface DeleteOnDiskOutcome {
   /** The kept session's and kept reply's words, in the clear, before any delete (none when values are sealed). */
   keptBeforeDeletes: ByteFinding[];
+  /** Keys sealing saved lexical indexes before the deletes (one a scope searched), and how many of them the deletes retired. */
+  derivedKeys: number;
+  derivedKeysRetired: number;
   /** How many ring keys the session, cache and user deletes retired (must be some). */
   retiredKeyCount: number;
   /** Ring keys still live after those deletes, and how many of them the search finds: all, or it misses the key rings' files. */
@@ -212,7 +216,14 @@ export async function deleteOnDisk(siteUrl: string): Promise<DeleteOnDiskOutcome
       await window.memoryHarness.add('session-kept', '2024-03-01T10:00:00', kept);
       await window.memoryHarness.add(deletedSession, '2024-03-02T10:00:00', deleted);
       await window.memoryHarness.add('session-other', '2024-03-03T10:00:00', other, { userId: deletedUser });
+      // A search of each scope saves its lexical index (sealed under a key of its own, words of
+      // every session in it); closing waits for the saves. The deletes below must retire those keys.
+      await window.memoryHarness.search('Where does Ann keep her bicycle?');
+      await window.memoryHarness.search('Where does Ann keep her bicycle?', { userId: deletedUser });
+      await window.memoryHarness.close();
+      await window.memoryHarness.open(name);
     }, { name: DB_NAME, kept: KEPT, deleted: DELETED, other: OTHER_USER, deletedSession: DELETED_SESSION, deletedUser: DELETED_USER });
+    const derivedKeys = await ringKeysIn(profile.dir, DERIVED_OWNER);
     const cachePage = await profile.open('store.html');
     await cachePage.evaluate(
       ({ name, tag, forgotten, kept }) => window.storeHarness.cacheTwo(name, tag, forgotten, kept),
@@ -228,6 +239,7 @@ export async function deleteOnDisk(siteUrl: string): Promise<DeleteOnDiskOutcome
     }, { deletedSession: DELETED_SESSION, deletedUser: DELETED_USER });
     const liveKeys = await ringKeysIn(profile.dir);
     const retired = new Map([...keysBefore].filter(([id]) => !liveKeys.has(id)));
+    const derivedKeysRetired = [...derivedKeys.keys()].filter((id) => retired.has(id)).length;
     const check = async (words: readonly string[], keys: ReadonlyMap<string, string>): Promise<DiskCheck> => ({
       words: await findBytes(profile.dir, wordNeedles(words)),
       retiredKeys: await findBytes(profile.dir, keyNeedles(keys)),
@@ -254,6 +266,8 @@ export async function deleteOnDisk(siteUrl: string): Promise<DeleteOnDiskOutcome
     const afterDeleteAllClosed = await check(ALL_WORDS, everyKey);
     return {
       keptBeforeDeletes,
+      derivedKeys: derivedKeys.size,
+      derivedKeysRetired,
       retiredKeyCount: retired.size,
       liveKeys: liveKeys.size,
       liveKeysFound,

@@ -4,13 +4,13 @@ import { MemoryGraph } from '../graph/memory-graph.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import type { MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
-import type { LexicalIndex } from '../retrieve/lexical.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
 import type { GraphStore } from '../store/types.ts';
 import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { IndexSet } from '../vector/index-set.ts';
+import type { LexicalState } from './lexical-state.ts';
 import type { VectorIndex } from '../vector/types.ts';
 
 export const SCHEMA_VERSION = 1;
@@ -34,8 +34,8 @@ export interface Partition {
   writing: number;
   /** This process's writes to the partition, one at a time. */
   readonly serial: Serial;
-  lexical: LexicalIndex | null;
-  lexicalVersion: number;
+  /** The lexical index, read or built at the first search (see lexical-state.ts). */
+  lexical: Promise<LexicalState> | null;
 }
 
 export function emptySnapshot(embedder: Embedder): MemorySnapshot {
@@ -108,7 +108,6 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
     writing: 0,
     serial: createSerial(),
     lexical: null,
-    lexicalVersion: -1,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { LAYERS, type ChunkTurn, type Layer } from '../graph/types.ts';
+import { LAYERS, type ChunkTurn, type EpisodeNode, type GraphNode, type Layer } from '../graph/types.ts';
+import { ByteFormatError, ByteReader, ByteWriter } from '../util/bytes.ts';
 import { topK } from '../util/top-k.ts';
 
 /**
@@ -56,9 +57,7 @@ export class LexicalIndex {
   private nodeLayer: Layer[] = [];
   private nodeIds: string[] = [];
 
-  private readonly postings = new Postings();
-
-  private constructor() {}
+  private constructor(private readonly postings = new Postings()) {}
 
   static fromGraph(graph: MemoryGraph): LexicalIndex {
     const lexical = new LexicalIndex();
@@ -67,22 +66,49 @@ export class LexicalIndex {
     return lexical;
   }
 
+  /**
+   * The index `toBytes` wrote, brought in step with `graph` (`update`): documents the graph no
+   * longer holds leave, new ones are added; with how many documents that changed. Null when the
+   * bytes are not an index this version wrote whole (another format, damage): the caller builds
+   * afresh. Its scores are those of the index that wrote the bytes after the same `update`, to
+   * the last bit.
+   */
+  static fromBytes(bytes: Uint8Array, graph: MemoryGraph): { index: LexicalIndex; changed: number } | null {
+    let postings: Postings;
+    try {
+      postings = Postings.read(new ByteReader(bytes), graph);
+    } catch (error) {
+      if (error instanceof ByteFormatError) return null;
+      throw error;
+    }
+    const index = new LexicalIndex(postings);
+    return { index, changed: index.update(graph) };
+  }
+
+  /** The index as bytes for `fromBytes`: documents in order with their keys and field lengths, and each term's postings. */
+  toBytes(): Uint8Array {
+    const out = new ByteWriter();
+    out.varint(LEXICAL_FORMAT);
+    this.postings.write(out);
+    return out.finish();
+  }
+
   get size(): number {
     return this.postings.size;
   }
 
-  /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. */
-  update(graph: MemoryGraph): void {
+  /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. Returns how many it added and dropped. */
+  update(graph: MemoryGraph): number {
     // A search after each add runs this over the whole graph: documents it holds are only
     // marked as still wanted, and only new ones are made.
     const pass = this.postings.startPass();
-    const fresh: LexicalDoc[] = [];
-    forEachLexicalDocument(graph, (id, make) => {
-      if (!this.postings.mark(id, pass)) fresh.push(make());
+    const fresh: Array<[number, LexicalDoc]> = [];
+    forEachLexicalDocument(graph, (docKey, make) => {
+      if (!this.postings.mark(docKey, pass)) fresh.push([docKey, make()]);
     });
     const stale = this.postings.unmarked(pass);
     this.postings.remove(stale);
-    for (const doc of fresh) this.postings.add(doc);
+    for (const [docKey, doc] of fresh) this.postings.add(docKey, doc);
     this.postings.forgetTokens();
     // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
     if (stale.length > 0 || fresh.length > 0) {
@@ -94,6 +120,7 @@ export class LexicalIndex {
       this.nodeLayer = [];
       this.nodeIds = [];
     }
+    return stale.length + fresh.length;
   }
 
   /**
@@ -238,14 +265,36 @@ function tokenize(text: string): string[] {
   return tokens;
 }
 
+/** Version of `LexicalIndex.toBytes`'s layout; bytes of another are rebuilt from the graph. */
+const LEXICAL_FORMAT = 1;
+
+/** Layers by their code in the byte layout. */
+const LAYER_CODES: readonly Layer[] = ['episode', 'facet', 'facetPoint', 'entity'];
+
+/**
+ * Turn positions a node key spans in a document key (`docKeyOf`): 2^21, so keys below 2^32 (a
+ * memory allocates ~15 a message) stay exact in a double.
+ */
+const TURN_SPAN = 2 ** 21;
+
+/**
+ * A document's key: its node's key for a Facet, FacetPoint or Entity, and its Episode's key with
+ * the turn's position for a turn. A turn past `TURN_SPAN` in one chunk (a single add of over two
+ * million messages) has none and is not indexed.
+ */
+function docKeyOf(nodeKey: number, position = 0): number {
+  return nodeKey * TURN_SPAN + position;
+}
+
 /** BM25+ constants (minisearch's defaults). */
 const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
 
-/** What a document keeps once indexed: not its text, which only tokenising needed. */
-type IndexedFields = Pick<LexicalDoc, 'id' | 'layer' | 'nodeId' | 'dialogId'>;
+/** What a document keeps once indexed: not its text, which only tokenising needed, nor its id (its `docKey` stands for it). */
+type IndexedFields = Pick<LexicalDoc, 'layer' | 'nodeId' | 'dialogId'>;
 
-/** A document as the index holds it, with its field length (its distinct raw tokens) and the last `update` pass that found it wanted. */
+/** A document as the index holds it, with its key (`docKeyOf`), its field length (its distinct raw tokens) and the last `update` pass that found it wanted. */
 interface IndexedDoc extends IndexedFields {
+  docKey: number;
   fieldLength: number;
   pass: number;
 }
@@ -258,7 +307,8 @@ interface IndexedDoc extends IndexedFields {
  */
 interface TermPostings {
   term: string;
-  entries: number[];
+  /** A typed array as read from bytes (`Postings.read`), made a plain array when the term is added to. */
+  entries: number[] | Int32Array;
   /** Documents holding the term (what the idf counts). */
   holding: number;
 }
@@ -281,7 +331,8 @@ interface TokenEntry {
  * listed in.
  */
 class Postings {
-  private readonly ordinals = new Map<string, number>();
+  /** Ordinals by document key (`docKeyOf`): a number, so the pass over every document per `update` hashes no string. */
+  private readonly ordinals = new Map<number, number>();
   /** Documents by ordinal; a removed document leaves a hole. One flat record each, in an array: a map entry and two objects per document were a sixth of the index. */
   private readonly docs: Array<IndexedDoc | undefined> = [];
   private docCount = 0;
@@ -304,22 +355,119 @@ class Postings {
     return ++this.passes;
   }
 
-  /** Marks document `id` as wanted in `pass`; false when the index does not hold it. */
-  mark(id: string, pass: number): boolean {
-    const ordinal = this.ordinals.get(id);
+  /**
+   * The documents in order (a removed one's hole closed up, so ordinals are renumbered and
+   * their order kept) by key, then each term's postings as (ordinal gap, frequency above 1)
+   * varints.
+   */
+  write(out: ByteWriter): void {
+    const dense = new Int32Array(this.nextOrdinal).fill(-1);
+    out.varint(this.docCount);
+    out.float64(this.averageFieldLength);
+    let next = 0;
+    this.docs.forEach((doc, ordinal) => {
+      if (!doc) return;
+      dense[ordinal] = next++;
+      out.varint(LAYER_CODES.indexOf(doc.layer));
+      out.varint(doc.fieldLength);
+      out.varint(doc.docKey);
+    });
+    out.varint(this.byTerm.size);
+    for (const { term, entries } of this.byTerm.values()) {
+      out.string(term);
+      out.varint(entries.length);
+      let previous = -1;
+      forEachPosting(entries, (ordinal, tf) => {
+        const at = dense[ordinal] as number;
+        out.varint((at - previous - 1) * 2 + (tf > 1 ? 1 : 0));
+        if (tf > 1) out.varint(tf);
+        previous = at;
+      });
+    }
+  }
+
+  /**
+   * What `write` wrote; a `ByteFormatError` when the bytes do not hold that whole. A document
+   * whose node `graph` no longer holds (keys are never reused) keeps its key, which no document
+   * of the graph has, so the `update` that follows removes it.
+   */
+  static read(input: ByteReader, graph: MemoryGraph): Postings {
+    if (input.varint() !== LEXICAL_FORMAT) throw new ByteFormatError('not a lexical index of this format');
+    const postings = new Postings();
+    const count = input.varint();
+    postings.averageFieldLength = input.float64();
+    for (let ordinal = 0; ordinal < count; ordinal++) {
+      const layer = LAYER_CODES[input.varint()];
+      if (layer === undefined) throw new ByteFormatError('unknown layer');
+      const fieldLength = input.varint();
+      const docKey = input.varint();
+      const position = docKey % TURN_SPAN;
+      const node = graph.nodes.get(graph.idForKey((docKey - position) / TURN_SPAN) ?? '');
+      const doc: IndexedDoc = { docKey, layer, nodeId: node?.id ?? '', dialogId: '', fieldLength, pass: 0 };
+      if (node?.layer === 'episode') doc.dialogId = graph.chunks.get(node.chunkId)?.turns[position]?.dialogId ?? '';
+      if (postings.ordinals.has(docKey)) throw new ByteFormatError('document listed twice');
+      postings.ordinals.set(docKey, ordinal);
+      postings.docs.push(doc);
+    }
+    postings.docCount = count;
+    postings.nextOrdinal = count;
+    // Every term's entries go end to end into one typed array, each term's a view of it: a
+    // plain array per term is millions of slots for the collector to scan and grow into.
+    let all = new Int32Array(1 << 16);
+    let used = 0;
+    const spans: Array<[TermPostings, number, number]> = [];
+    const terms = input.varint();
+    for (let t = 0; t < terms; t++) {
+      const term = input.string();
+      const length = input.varint();
+      // Each entry takes a byte at least.
+      if (length === 0 || length > input.remaining || postings.byTerm.has(term)) throw new ByteFormatError('empty, overlong or repeated term');
+      if (used + length > all.length) {
+        const grown = new Int32Array(Math.max(all.length * 2, used + length));
+        grown.set(all.subarray(0, used));
+        all = grown;
+      }
+      const start = used;
+      let holding = 0;
+      let ordinal = -1;
+      while (used - start < length) {
+        const code = input.varint();
+        ordinal += Math.floor(code / 2) + 1;
+        if (ordinal >= count) throw new ByteFormatError('posting past the documents');
+        holding++;
+        if (code % 2 === 0) all[used++] = ordinal;
+        else {
+          const tf = input.varint();
+          if (tf < 2 || used - start + 2 > length) throw new ByteFormatError('bad term frequency');
+          all[used++] = -(ordinal + 1);
+          all[used++] = tf;
+        }
+      }
+      const postingsOfTerm: TermPostings = { term, entries: [], holding };
+      postings.byTerm.set(term, postingsOfTerm);
+      spans.push([postingsOfTerm, start, used]);
+    }
+    for (const [postingsOfTerm, start, end] of spans) postingsOfTerm.entries = all.subarray(start, end);
+    if (!input.done) throw new ByteFormatError('bytes left over');
+    return postings;
+  }
+
+  /** Marks the document of `docKey` as wanted in `pass`; false when the index does not hold it. */
+  mark(docKey: number, pass: number): boolean {
+    const ordinal = this.ordinals.get(docKey);
     const entry = ordinal === undefined ? undefined : this.docs[ordinal];
     if (entry) entry.pass = pass;
     return entry !== undefined;
   }
 
-  /** Ids of the documents `pass` did not mark, in the order they were added. */
-  unmarked(pass: number): string[] {
-    const ids: string[] = [];
-    for (const [id, ordinal] of this.ordinals) if (this.docs[ordinal]?.pass !== pass) ids.push(id);
-    return ids;
+  /** Keys of the documents `pass` did not mark, in the order they were added. */
+  unmarked(pass: number): number[] {
+    const keys: number[] = [];
+    for (const [docKey, ordinal] of this.ordinals) if (this.docs[ordinal]?.pass !== pass) keys.push(docKey);
+    return keys;
   }
 
-  add({ id, layer, nodeId, dialogId, text }: LexicalDoc): void {
+  add(docKey: number, { layer, nodeId, dialogId, text }: LexicalDoc): void {
     const ordinal = this.nextOrdinal++;
     // Between documents only: a document's distinct tokens are counted by their entries.
     if (this.tokens.size >= TOKEN_CACHE_LIMIT) this.tokens.clear();
@@ -334,8 +482,8 @@ class Postings {
     }
     const count = this.docCount;
     this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
-    this.ordinals.set(id, ordinal);
-    this.docs[ordinal] = { id, layer, nodeId, dialogId, fieldLength, pass: this.passes };
+    this.ordinals.set(docKey, ordinal);
+    this.docs[ordinal] = { docKey, layer, nodeId, dialogId, fieldLength, pass: this.passes };
     this.docCount++;
   }
 
@@ -349,16 +497,16 @@ class Postings {
     for (const postings of this.byTerm.values()) postings.entries = postings.entries.slice();
   }
 
-  /** Removes documents, in order; one pass over the postings drops them all (documents leave with whole sessions). */
-  remove(ids: readonly string[]): void {
+  /** Removes documents by key, in order; one pass over the postings drops them all (documents leave with whole sessions). */
+  remove(docKeys: readonly number[]): void {
     const removed = new Set<number>();
-    for (const id of ids) {
-      const ordinal = this.ordinals.get(id);
+    for (const docKey of docKeys) {
+      const ordinal = this.ordinals.get(docKey);
       const entry = ordinal === undefined ? undefined : this.docs[ordinal];
       if (ordinal === undefined || !entry) continue;
       const count = this.docCount;
       this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - entry.fieldLength) / (count - 1);
-      this.ordinals.delete(id);
+      this.ordinals.delete(docKey);
       this.docs[ordinal] = undefined;
       this.docCount--;
       removed.add(ordinal);
@@ -400,6 +548,7 @@ class Postings {
 
 /** One more occurrence of the term in document `ordinal`, the newest document (its tokens are added together). */
 function addOccurrence(postings: TermPostings, ordinal: number): void {
+  if (!Array.isArray(postings.entries)) postings.entries = Array.from(postings.entries);
   const { entries } = postings;
   const last = entries.length - 1;
   if (last >= 1 && (entries[last - 1] as number) < 0) {
@@ -418,7 +567,7 @@ function addOccurrence(postings: TermPostings, ordinal: number): void {
 }
 
 /** Calls `visit` with each (ordinal, term frequency) of a term's entries, in order. */
-function forEachPosting(entries: readonly number[], visit: (ordinal: number, tf: number) => void): void {
+function forEachPosting(entries: ArrayLike<number>, visit: (ordinal: number, tf: number) => void): void {
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i] as number;
     if (entry >= 0) visit(entry, 1);
@@ -451,37 +600,35 @@ export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): str
 }
 
 /**
- * Calls `visit` with the id of each document the index holds for `graph`, in the graph's node
- * order, and a function that makes the document (its text is built only when asked for).
+ * Calls `visit` with the key (`docKeyOf`) of each document the index holds for `graph`, in the
+ * graph's node order, and a function that makes the document (its text is built only when asked for).
  */
-function forEachLexicalDocument(graph: MemoryGraph, visit: (id: string, make: () => LexicalDoc) => void): void {
+function forEachLexicalDocument(graph: MemoryGraph, visit: (docKey: number, make: () => LexicalDoc) => void): void {
   for (const node of graph.nodes.values()) {
     switch (node.layer) {
       case 'episode': {
         const turns = graph.chunks.get(node.chunkId)?.turns ?? [];
         turns.forEach((turn, i) => {
-          const id = `turn:${node.id}:${i}`;
-          visit(id, () => ({ id, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) }));
+          if (i < TURN_SPAN) visit(docKeyOf(node.key, i), () => ({ id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) }));
         });
         break;
       }
       case 'facet':
-        visitNode(visit, 'facet', node.id, node.theme);
+        visitNode(visit, node, node.theme);
         break;
       case 'facetPoint':
-        visitNode(visit, 'facetPoint', node.id, node.content);
+        visitNode(visit, node, node.content);
         break;
       case 'entity':
-        visitNode(visit, 'entity', node.id, node.name);
+        visitNode(visit, node, node.name);
         break;
     }
   }
 }
 
-/** The one document of a Facet, FacetPoint or Entity: `<layer>:<node id>`, its text the node's. */
-function visitNode(visit: (id: string, make: () => LexicalDoc) => void, layer: LexicalDoc['layer'], nodeId: string, text: string): void {
-  const id = `${layer}:${nodeId}`;
-  visit(id, () => ({ id, layer, nodeId, dialogId: '', text }));
+/** The one document of a Facet, FacetPoint or Entity: id `<layer>:<node id>`, its text the node's. */
+function visitNode(visit: (docKey: number, make: () => LexicalDoc) => void, node: Exclude<GraphNode, EpisodeNode>, text: string): void {
+  visit(docKeyOf(node.key), () => ({ id: `${node.layer}:${node.id}`, layer: node.layer, nodeId: node.id, dialogId: '', text }));
 }
 
 /** The documents the index holds for `graph`, in the graph's node order. */

@@ -9,6 +9,14 @@
  */
 import { PrismError } from '../errors.ts';
 
+/**
+ * The owner of the key that seals a partition's derived state (see `GraphStore.loadDerived`).
+ * That state holds words of many chunks, so its key is retired whenever the state is dropped (a
+ * delete of any node or chunk): every copy LevelDB still keeps of it is then noise. Chunk ids,
+ * the other owners, are hex hashes, never this.
+ */
+export const DERIVED_OWNER = 'derived state';
+
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 

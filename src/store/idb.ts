@@ -3,12 +3,12 @@ import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import { PrismError } from '../errors.ts';
 import type { Chunk, GraphEdge, GraphNode, Layer, EdgeType, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { DEFAULT_PARTITION } from '../scope.ts';
-import { KeyFolder, KeyRing } from './idb-keys.ts';
+import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
 import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordPlan } from './record-plan.ts';
-import type { GraphStore, WriteBatch } from './types.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { joinVectorValues, splitVectorValues, VectorGroupEdits, vectorGroupOf } from './vector-groups.ts';
@@ -52,6 +52,11 @@ interface SealedCacheEntry extends Sealed {
   tags: string[];
 }
 
+/** Derived state (see `GraphStore.loadDerived`), sealed under the partition's derived key (`DERIVED_OWNER`), with the revision it was made at. */
+interface SealedDerived extends Sealed {
+  revision: number;
+}
+
 /** What a partition's sealed meta holds: the partition's name and its memory's meta. */
 interface PartitionMeta {
   partition: string;
@@ -81,6 +86,8 @@ interface PrismDb extends DBSchema {
   vectorGroups: { key: RecordKey; value: SealedVectorGroup; indexes: { keyId: string; member: RecordKey } };
   /** The value carries nothing; the key is the hash. */
   hashes: { key: RecordKey; value: true };
+  /** By token and the state's name. */
+  derived: { key: RecordKey; value: SealedDerived; indexes: { keyId: string } };
   /** By token; a partition holds a memory exactly when it has meta. */
   meta: { key: Token; value: Sealed; indexes: { keyId: string } };
   /** By token; kept when the partition is cleared, so its revision only grows. */
@@ -94,9 +101,10 @@ interface PrismDb extends DBSchema {
 type StoreName = StoreNames<PrismDb>;
 type UpgradeTransaction = IDBPTransaction<unknown, string[], 'versionchange'>;
 
-const RECORD_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes'] as const satisfies readonly StoreName[];
+const RECORD_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes', 'derived'] as const satisfies readonly StoreName[];
 /** Stores whose values are sealed, each with an index on the key id. */
-const SEALED_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'meta', 'cache'] as const satisfies readonly StoreName[];
+const SEALED_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'derived', 'meta', 'cache'] as const satisfies readonly StoreName[];
+
 const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
 
 /** The key ring of the LLM cache: one key per entry, dropped with the entry. */
@@ -182,6 +190,10 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
     const groups = db.createObjectStore('vectorGroups');
     groups.createIndex('keyId', 'keyId');
     groups.createIndex('member', 'members', { multiEntry: true });
+  },
+  // v6: derived state beside a partition's records (the lexical index), sealed under a key of its own.
+  async (db) => {
+    db.createObjectStore('derived').createIndex('keyId', 'keyId');
   },
 ];
 
@@ -591,15 +603,19 @@ export class IndexedDbStore implements GraphStore {
       : [];
     const meta = validateBatch(batch, current, storedVectorIds);
 
-    // Deleting chunks retires their keys and the shared key: every copy of what those sealed,
-    // wherever LevelDB still keeps it, turns to noise once they leave the ring.
+    // Deleting chunks retires their keys and the shared key, and dropping derived state its key:
+    // every copy of what those sealed, wherever LevelDB still keeps it, turns to noise once they leave the ring.
     const deletedChunks = batch.deleteChunks ?? [];
     const retired = new Set(deletedChunks.length === 0 ? [] : [...deletedChunks, null].flatMap((owner) => ring.keyOf(owner) ?? []));
+    const dropped = existing !== undefined && dropsDerived(batch);
+    const derivedKey = dropped ? ring.keyOf(DERIVED_OWNER) : undefined;
+    if (derivedKey !== undefined) retired.add(derivedKey);
     const keyFor = keyAssigner(ring, retired);
     const plan = await this.planRecords(token, ring, batch);
     const { writes: resealed, vectorKeys } = await this.resealSurvivors(token, ring, batch, plan, retired, keyFor);
     const puts = await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys);
     const writes: Write[] = [...deletionsOf(token, batch), ...puts, ...(await this.vectorGroupWrites(token, ring, batch, vectorKeys, keyFor, retired)), ...resealed];
+    if (dropped) writes.push((tx) => tx.objectStore('derived').delete(partitionRange(token)));
     if (batch.meta !== undefined || current === null || retired.size > 0) writes.push(await this.sealMeta(token, ring, keyFor(null), partition, meta));
     const revision = (existing === undefined ? retiredRevision : storedRevision) + 1;
     writes.push((tx) => tx.objectStore('revisions').put(revision, token));
@@ -830,6 +846,52 @@ export class IndexedDbStore implements GraphStore {
     const opened: PartitionMeta = { partition, meta };
     const value: Sealed = { keyId, sealed: await this.keys.seal(ring, keyId, jsonBytes(opened)) };
     return (tx) => tx.objectStore('meta').put(value, token);
+  }
+
+  async loadDerived(partition: string, name: string): Promise<DerivedState | null> {
+    try {
+      return await this.withKeys('shared', async () => {
+        const token = (await this.liveTokens()).get(partition);
+        const value = token === undefined ? undefined : await this.usable('reading derived state').get('derived', [token, name]);
+        if (token === undefined || value === undefined) return null;
+        const ring = await this.ringFor(ringOf(token), [value]);
+        try {
+          return { revision: value.revision, bytes: await this.keys.unseal(ring, value.keyId, value.sealed) };
+        } catch (err) {
+          // Damaged or sealed under a key gone: derived state is rebuilt from the records, never needed.
+          if (err instanceof PrismError && err.code === 'CORRUPT_CHECKPOINT') return null;
+          throw err;
+        }
+      });
+    } catch (err) {
+      throw storeError(err, `reading derived state of ${this.name}`);
+    }
+  }
+
+  async saveDerived(partition: string, name: string, revision: number, bytes: Uint8Array): Promise<boolean> {
+    try {
+      // Exclusive: no commit (each holds this lock) lands between the revision check and the put.
+      return await this.withKeys('exclusive', async () => {
+        const db = this.usable('saving derived state');
+        const token = (await this.liveTokens()).get(partition);
+        if (token === undefined || (await db.get('revisions', token)) !== revision) return false;
+        const ring = await this.keys.read(ringOf(token));
+        let keyId = ring.keyOf(DERIVED_OWNER);
+        const fresh = keyId === undefined;
+        keyId ??= ring.add(DERIVED_OWNER);
+        const value: SealedDerived = { keyId, revision, sealed: await this.keys.seal(ring, keyId, new Uint8Array(bytes)) };
+        if (fresh) await this.keys.write(ring);
+        try {
+          await applyWrites(db, [(tx) => tx.objectStore('derived').put(value, [token, name])]);
+        } catch (err) {
+          if (fresh) await this.dropKeys(ring, [keyId]).catch(() => undefined);
+          throw err;
+        }
+        return true;
+      });
+    } catch (err) {
+      throw storeError(err, `saving derived state of ${this.name}`);
+    }
   }
 
   async clear(partition?: string): Promise<void> {

@@ -3,7 +3,7 @@ import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
 import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordPlan } from './record-plan.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
-import type { GraphStore, WriteBatch } from './types.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { decodeVectorGroup, encodeVectorGroup, memberId, VectorGroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
@@ -120,7 +120,12 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
     },
     'DROP TABLE vectors',
   ],
+  // Derived state (see `GraphStore.loadDerived`) in pages: a Durable Object refuses a value over 2 MB.
+  ['CREATE TABLE derived (partition TEXT NOT NULL, name TEXT NOT NULL, page INTEGER NOT NULL, revision INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, name, page))'],
 ];
+
+/** Bytes of derived state a row holds (a Durable Object's limit on one value is 2 MB). */
+const DERIVED_PAGE_BYTES = 1 << 20;
 
 /** One step of a migration: a statement, or what SQL alone cannot do (it runs in the same transaction). */
 export type MigrationStep = string | ((driver: SqlDriver) => void);
@@ -128,7 +133,7 @@ export type MigrationStep = string | ((driver: SqlDriver) => void);
 export const SQL_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Tables holding one partition's memory. */
-const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vector_groups', 'hashes'] as const;
+const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vector_groups', 'hashes', 'derived'] as const;
 
 /**
  * The vector groups one transaction changes (see vector-groups.ts), by stem; `write` writes each
@@ -264,6 +269,10 @@ export class SqlStore implements GraphStore {
   }
 
   async revision(partition: string): Promise<number> {
+    return this.currentRevision(partition);
+  }
+
+  private currentRevision(partition: string): number {
     const row = this.driver.all(
       'SELECT coalesce((SELECT revision FROM revisions WHERE partition = ?), (SELECT revision FROM clear_revision)) AS revision',
       [partition],
@@ -290,6 +299,7 @@ export class SqlStore implements GraphStore {
         for (const id of ids ?? []) driver.run(`DELETE FROM ${table} WHERE partition = ? AND ${column} = ?`, [partition, id]);
       };
       const plan = this.planRecords(partition, batch);
+      if (dropsDerived(batch)) driver.run('DELETE FROM derived WHERE partition = ?', [partition]);
       remove('nodes', 'id', batch.deleteNodes);
       remove('edges', 'id', batch.deleteEdges);
       remove('chunks', 'id', batch.deleteChunks);
@@ -334,6 +344,36 @@ export class SqlStore implements GraphStore {
       for (const table of [...MEMORY_TABLES, 'revisions', 'cache', 'cache_tags']) driver.run(`DELETE FROM ${table}`);
     });
     await driver.eraseDeleted();
+  }
+
+  async loadDerived(partition: string, name: string): Promise<DerivedState | null> {
+    return this.driver.transaction('read', () => {
+      const rows = this.driver.all('SELECT page, revision, data FROM derived WHERE partition = ? AND name = ? ORDER BY page', [partition, name]);
+      const revision = rows[0]?.['revision'];
+      // Pages of one save share its revision and run 0, 1, 2…; anything else is not one save whole.
+      if (typeof revision !== 'number' || rows.some((row, i) => row['page'] !== i || row['revision'] !== revision)) return null;
+      const pages = rows.map((row) => bytesOf(row['data']));
+      const bytes = new Uint8Array(pages.reduce((sum, page) => sum + page.length, 0));
+      let at = 0;
+      for (const page of pages) {
+        bytes.set(page, at);
+        at += page.length;
+      }
+      return { revision, bytes };
+    });
+  }
+
+  async saveDerived(partition: string, name: string, revision: number, bytes: Uint8Array): Promise<boolean> {
+    const { driver } = this;
+    return driver.transaction('write', () => {
+      if (this.readMeta(partition) === null || this.currentRevision(partition) !== revision) return false;
+      driver.run('DELETE FROM derived WHERE partition = ? AND name = ?', [partition, name]);
+      for (let page = 0; page * DERIVED_PAGE_BYTES < bytes.length || page === 0; page++) {
+        const data = bytes.subarray(page * DERIVED_PAGE_BYTES, (page + 1) * DERIVED_PAGE_BYTES);
+        driver.run('INSERT INTO derived (partition, name, page, revision, data) VALUES (?, ?, ?, ?, ?)', [partition, name, page, revision, data]);
+      }
+      return true;
+    });
   }
 
   async getCached(key: string): Promise<string | undefined> {

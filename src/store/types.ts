@@ -19,6 +19,17 @@ export interface WriteBatch {
   meta?: MemoryMeta;
 }
 
+/** Derived state as a store keeps it (see `GraphStore.loadDerived`). */
+export interface DerivedState {
+  revision: number;
+  bytes: Uint8Array;
+}
+
+/** Whether committing `batch` drops the partition's derived state: it deletes a node (its text) or a chunk. */
+export function dropsDerived(batch: WriteBatch): boolean {
+  return (batch.deleteNodes?.length ?? 0) > 0 || (batch.deleteChunks?.length ?? 0) > 0;
+}
+
 /**
  * The narrow persistence contract every backend implements (SQLite in Node, a SQLite-backed
  * Durable Object in workerd, IndexedDB in browsers, memory for tests).
@@ -59,6 +70,24 @@ export interface GraphStore {
   commit(partition: string, batch: WriteBatch): Promise<number>;
   /** Removes one partition (and bumps its revision), or, with none given, everything including the cache. */
   clear(partition?: string): Promise<void>;
+  /**
+   * Derived state a memory keeps beside a partition's records so that opening it does less
+   * work (the lexical index, see `LexicalIndex.toBytes`): the bytes last saved under `name`,
+   * and the revision they were saved at; null when there are none. It is never part of the
+   * memory: `load`, `export` and checkpoints do not carry it, and a reader that cannot use it
+   * builds the same state from the records. Optional: a store without it has a memory rebuild
+   * such state at every open.
+   *
+   * A commit that deletes any node or chunk drops the partition's derived state in the same
+   * transaction (`dropsDerived`), as `clear` does: it may hold the words of what was deleted.
+   */
+  loadDerived?(partition: string, name: string): Promise<DerivedState | null>;
+  /**
+   * Saves derived state made from the partition at `revision`, replacing what `name` held; false,
+   * writing nothing, when the partition is no longer at that revision (or holds no memory): a
+   * commit since may have deleted what the state was made from.
+   */
+  saveDerived?(partition: string, name: string, revision: number, bytes: Uint8Array): Promise<boolean>;
   /** A small key-value area for caches (e.g. LLM responses); values are strings. */
   getCached(key: string): Promise<string | undefined>;
   /** `tags` (e.g. the chunk ids a reply was made for) let `deleteCached` forget the entry with them. */

@@ -5,6 +5,7 @@
  * (erase.fault.ts) and the vitest tests (test/store-erase.test.ts).
  */
 import { readdir, readFile } from 'node:fs/promises';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import type { Embedder } from '../../src/embed/types.ts';
 import { Memory } from '../../src/memory.ts';
@@ -52,6 +53,14 @@ function markerOf(text: string): string {
   return marker;
 }
 
+/**
+ * The marker's word as the lexical index keeps it: `<tag>s<session>m<message>` cut at the tag's
+ * hyphens, its last part (lower-case, no suffix to strip). A saved index holds it as a term.
+ */
+function markerTermOf(text: string): string {
+  return markerOf(text).split(' ')[1]!.split('-').at(-1)!.toLowerCase();
+}
+
 /** One user's sessions: every message carries a word found nowhere else, `<tag>s<session>m<message>`. */
 function sessionsOf(tag: string, sessions: number, messages: number): { sessionId: string; texts: string[] }[] {
   return Array.from({ length: sessions }, (_, s) => ({
@@ -80,6 +89,8 @@ export interface EraseOutcome {
   /** Milliseconds of the session delete and of the user delete. */
   sessionDeleteMs: number;
   userDeleteMs: number;
+  /** Bytes of the lexical indexes saved beside the records before the deletes. */
+  savedIndexBytes: number;
 }
 
 /**
@@ -98,17 +109,25 @@ export async function deleteOnDisk(dir: string, runtime: EraseRuntime, size: { s
       await memory.add(messages, { userId, sessionId: session.sessionId, date: `2024-03-${String(s + 1).padStart(2, '0')}` });
     }
   }
+  // A search of each user saves its lexical index beside the records (close waits for the saves),
+  // so the deletes below must drop a saved index that holds their words.
+  for (const userId of [users.keeper, users.gone]) await memory.search('Where is the harbour key?', { userId });
+  await memory.close();
+  const raw = new Database(path, { readonly: true });
+  const savedIndexBytes = Number((raw.prepare('SELECT coalesce(sum(length(data)), 0) AS bytes FROM derived').get() as { bytes: number }).bytes);
+  raw.close();
+  memory = await open();
   // The middle session: its delete also bridges the episode chain around it.
   const [deletedSession, keptSessions] = [keeper[Math.floor(size.sessions / 2)]!, keeper.filter((_, s) => s !== Math.floor(size.sessions / 2))];
   let started = performance.now();
   await memory.delete({ userId: users.keeper, sessionId: deletedSession.sessionId });
   const sessionDeleteMs = performance.now() - started;
-  const deletedTexts = [...deletedSession.texts, ...deletedSession.texts.map(markerOf)];
+  const deletedTexts = [...deletedSession.texts, ...deletedSession.texts.map(markerOf), ...deletedSession.texts.map(markerTermOf)];
   const afterSessionDelete = await findOnDisk(dir, [...deletedTexts, deletedSession.sessionId]);
   started = performance.now();
   await memory.delete({ userId: users.gone });
   const userDeleteMs = performance.now() - started;
-  const goneNeedles = [...gone.flatMap((session) => [...session.texts, ...session.texts.map(markerOf), session.sessionId]), users.gone];
+  const goneNeedles = [...gone.flatMap((session) => [...session.texts, ...session.texts.map(markerOf), ...session.texts.map(markerTermOf), session.sessionId]), users.gone];
   const afterUserDelete = await findOnDisk(dir, [...deletedTexts, ...goneNeedles]);
   await memory.close();
   const afterClose = await findOnDisk(dir, [...deletedTexts, deletedSession.sessionId, ...goneNeedles]);
@@ -124,5 +143,5 @@ export async function deleteOnDisk(dir: string, runtime: EraseRuntime, size: { s
     if (found.context.includes(word)) keptSearchable++;
   }
   await memory.close();
-  return { afterSessionDelete, afterUserDelete, afterClose, keptOnDisk: onDisk.length, keptSearchable, kept: keptTexts.length, sessionDeleteMs, userDeleteMs };
+  return { afterSessionDelete, afterUserDelete, afterClose, keptOnDisk: onDisk.length, keptSearchable, kept: keptTexts.length, sessionDeleteMs, userDeleteMs, savedIndexBytes };
 }

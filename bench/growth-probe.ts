@@ -1,9 +1,11 @@
 /**
  * One measurement of the growth bench (bench/growth.bench.ts), in a fresh process so that its
- * memory figures are this memory's alone: `growth-probe.ts <sqlite path> <queries json>`.
+ * memory figures are this memory's alone: `growth-probe.ts <sqlite path> <queries json> [first]`.
  * With the real MiniLM loaded first, it times a cold open to the first search result, search
  * p50/p95 (query embedding included), resident memory and JS heap after the searches, add()
- * of one message p50, and the delete of one session; it prints one JSON line.
+ * of one message p50, and the delete of one session; it prints one JSON line. With `first` it
+ * only opens, searches once and closes (the memory then keeps its lexical index saved, as any
+ * memory searched before does) and prints `{ "firstOpenMs": … }`.
  */
 import { readFile } from 'node:fs/promises';
 import { percentile } from '../src/eval/metrics.ts';
@@ -20,8 +22,12 @@ export interface ProbeResult {
   heapMb: number;
 }
 
-const [path, queriesPath] = process.argv.slice(2);
-if (!path || !queriesPath) throw new Error('usage: growth-probe.ts <sqlite path> <queries json>');
+export interface FirstOpenResult {
+  firstOpenMs: number;
+}
+
+const [path, queriesPath, mode] = process.argv.slice(2);
+if (!path || !queriesPath) throw new Error('usage: growth-probe.ts <sqlite path> <queries json> [first]');
 const queries = JSON.parse(await readFile(queriesPath, 'utf8')) as string[];
 const [embedder, usearch] = await Promise.all([nodeEmbedder(), nodeUsearch()]);
 await embedder.embed(['warm up the model']);
@@ -30,6 +36,11 @@ const t0 = performance.now();
 const memory = await Memory.open({ store: await openSqliteStore(path), embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
 await memory.search(queries[0] ?? 'what did I say?', { budget: 2048 });
 const coldOpenMs = performance.now() - t0;
+if (mode === 'first') {
+  await memory.close();
+  console.log(JSON.stringify({ firstOpenMs: coldOpenMs } satisfies FirstOpenResult));
+  process.exit(0);
+}
 
 const searches: number[] = [];
 for (const query of queries.slice(1)) {

@@ -18,7 +18,7 @@ export interface SpeakerFocus {
   episodeCount: number;
 }
 
-/** Each chunk's distinct speakers, kept while the chunk is: every query reads every Episode's. */
+/** Each chunk's distinct speakers, kept while the chunk is: a query naming a speaker reads every Episode's. */
 const chunkSpeakers = new WeakMap<Chunk, readonly string[]>();
 function speakersOf(chunk: Chunk): readonly string[] {
   let speakers = chunkSpeakers.get(chunk);
@@ -45,26 +45,24 @@ function termsOfChunk(chunk: Chunk): ReadonlySet<string> {
 export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>): SpeakerFocus {
   const speakers = new Set<string>();
   const nameTerms = new Set<string>();
-  const seen = new Set<string>();
-  const chunks: Array<{ episodeId: string; chunk: Chunk | undefined }> = [];
-  for (const episode of graph.nodesOfLayer('episode')) {
-    const chunk = graph.chunks.get(episode.chunkId);
-    for (const speaker of chunk ? speakersOf(chunk) : []) {
-      if (seen.has(speaker)) continue;
-      seen.add(speaker);
-      const named = [...termsOf(speaker)].filter((term) => queryTerms.has(term));
-      if (named.length > 0) speakers.add(speaker);
-      for (const term of named) nameTerms.add(term);
-    }
-    chunks.push({ episodeId: episode.id, chunk });
+  for (const speaker of graph.speakers()) {
+    const named = [...termsOf(speaker)].filter((term) => queryTerms.has(term));
+    if (named.length > 0) speakers.add(speaker);
+    for (const term of named) nameTerms.add(term);
   }
+  // Most queries name no speaker: nothing to narrow, and no Episode to read.
+  if (nameTerms.size === 0) return { speakers, nameTerms, episodes: null, episodeCount: graph.countOfLayer('episode') };
   const episodes = new Set<string>();
   const names = [...nameTerms];
-  for (const { episodeId, chunk } of names.length > 0 ? chunks : []) {
-    const terms = chunk ? termsOfChunk(chunk) : null;
-    if (terms && names.some((term) => terms.has(term))) episodes.add(episodeId);
+  let episodeCount = 0;
+  for (const episode of graph.nodesOfLayer('episode')) {
+    episodeCount++;
+    const chunk = graph.chunks.get(episode.chunkId);
+    if (!chunk) continue;
+    const named = speakersOf(chunk).some((speaker) => speakers.has(speaker)) || names.some((term) => termsOfChunk(chunk).has(term));
+    if (named) episodes.add(episode.id);
   }
-  return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < chunks.length ? episodes : null, episodeCount: chunks.length };
+  return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < episodeCount ? episodes : null, episodeCount };
 }
 
 /** What stands for a named speaker in the text the query vector is embedded from. */

@@ -403,6 +403,8 @@ class Postings {
       const docKey = input.varint();
       const position = docKey % TURN_SPAN;
       const node = graph.nodes.get(graph.idForKey((docKey - position) / TURN_SPAN) ?? '');
+      // A node's key names one node of one layer for good: another layer is not what was written.
+      if (node && node.layer !== layer) throw new ByteFormatError('document of another layer than its node');
       const doc: IndexedDoc = { docKey, layer, nodeId: node?.id ?? '', dialogId: '', fieldLength, pass: 0 };
       if (node?.layer === 'episode') doc.dialogId = graph.chunks.get(node.chunkId)?.turns[position]?.dialogId ?? '';
       if (postings.ordinals.has(docKey)) throw new ByteFormatError('document listed twice');

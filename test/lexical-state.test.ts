@@ -97,13 +97,16 @@ describe('the lexical index kept beside a memory', () => {
       return row?.data;
     };
     let memory = await open();
-    for (let s = 0; s < 4; s++) await memory.add(session(s), { sessionId: `s${s}` });
+    // Thirty sessions: the one deleted below is a thirtieth of the index, which alone would not make it saved again.
+    for (let s = 0; s < 30; s++) await memory.add(session(s), { sessionId: `s${s}` });
     await memory.search('harbour');
     await memory.close();
     // The saved index holds each message's marker word as a term.
     expect(savedBytes()?.includes('marker1x3')).toBe(true);
 
     memory = await open();
+    // The index read back before the delete: this handle must save it again after the delete.
+    await memory.search('violin');
     await memory.delete({ sessionId: 's1' });
     expect(savedBytes()).toBeUndefined();
     const found = await memory.search('marker1x3 marker2x3', { budget: 512 });

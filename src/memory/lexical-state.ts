@@ -59,6 +59,22 @@ export async function lexicalIndexOf(store: GraphStore, partition: LexicalHolder
   return lexical.index;
 }
 
+/**
+ * After this process committed a batch that drops the store's saved copy (a delete, see
+ * `dropsDerived`): the index is saved again after the next search, however little changed, or
+ * the next open would build it from the records. (A delete by another process or tab is not
+ * seen as one here: the store then holds no copy until a tenth of the index changed here, or a
+ * fresh open builds and saves one.)
+ */
+export function noteCopyDropped(partition: LexicalHolder): void {
+  void partition.lexical?.then(
+    (lexical) => {
+      lexical.unsaved = Number.POSITIVE_INFINITY;
+    },
+    () => undefined,
+  );
+}
+
 /** Waits for the partition's lexical index save in flight, if any (a failed save is only a rebuild later). */
 export async function settleLexical(partition: LexicalHolder): Promise<void> {
   const lexical = await partition.lexical?.catch(() => null);

@@ -5,12 +5,12 @@ import { VectorTable } from '../graph/vector-table.ts';
 import type { MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
-import type { GraphStore } from '../store/types.ts';
+import { dropsDerived, type GraphStore } from '../store/types.ts';
 import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { IndexSet } from '../vector/index-set.ts';
-import type { LexicalState } from './lexical-state.ts';
+import { noteCopyDropped, type LexicalState } from './lexical-state.ts';
 import type { VectorIndex } from '../vector/types.ts';
 
 export const SCHEMA_VERSION = 1;
@@ -148,6 +148,7 @@ export function writerFor(host: PartitionHost, partition: Partition, lockHeld = 
       const batch = written.putVectors ? { ...written, putVectors: roundVectors(written.putVectors, host.store.vectorPrecision) } : written;
       partition.revision = await host.store.commit(partition.name, batch);
       applyBatch(partition.state, batch);
+      if (dropsDerived(batch)) noteCopyDropped(partition);
     },
   };
 }

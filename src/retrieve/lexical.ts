@@ -1,5 +1,5 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { LAYERS, type ChunkTurn, type EpisodeNode, type GraphNode, type Layer } from '../graph/types.ts';
+import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
 import { ByteFormatError, ByteReader, ByteWriter } from '../util/bytes.ts';
 import { topK } from '../util/top-k.ts';
 
@@ -102,13 +102,13 @@ export class LexicalIndex {
     // A search after each add runs this over the whole graph: documents it holds are only
     // marked as still wanted, and only new ones are made.
     const pass = this.postings.startPass();
-    const fresh: Array<[number, LexicalDoc]> = [];
-    forEachLexicalDocument(graph, (docKey, make) => {
-      if (!this.postings.mark(docKey, pass)) fresh.push([docKey, make()]);
+    const fresh: Array<[GraphNode, number]> = [];
+    forEachLexicalDocument(graph, (node, position) => {
+      if (!this.postings.mark(node.key, position, pass)) fresh.push([node, position]);
     });
     const stale = this.postings.unmarked(pass);
     this.postings.remove(stale);
-    for (const [docKey, doc] of fresh) this.postings.add(docKey, doc);
+    for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
     this.postings.forgetTokens();
     // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
     if (stale.length > 0 || fresh.length > 0) {
@@ -198,13 +198,13 @@ export class LexicalIndex {
     if (known) return known;
     const slots: number[] = [];
     const scores: number[] = [];
-    this.postings.forEachHit(term, (doc, ordinal, score) => {
+    this.postings.forEachHit(term, (ordinal, score) => {
       let slot = this.docSlotByOrdinal[ordinal];
       if (slot === undefined) {
         slot = this.docNodeSlot.length;
         this.docSlotByOrdinal[ordinal] = slot;
-        this.docNodeSlot.push(this.nodeSlot(doc.layer, doc.nodeId));
-        this.docDialogId.push(doc.dialogId);
+        this.docNodeSlot.push(this.nodeSlot(this.postings.layerOf(ordinal), this.postings.nodeIdOf(ordinal)));
+        this.docDialogId.push(this.postings.dialogIdOf(ordinal));
       }
       slots.push(slot);
       scores.push(score);
@@ -289,16 +289,6 @@ function docKeyOf(nodeKey: number, position = 0): number {
 /** BM25+ constants (minisearch's defaults). */
 const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
 
-/** What a document keeps once indexed: not its text, which only tokenising needed, nor its id (its `docKey` stands for it). */
-type IndexedFields = Pick<LexicalDoc, 'layer' | 'nodeId' | 'dialogId'>;
-
-/** A document as the index holds it, with its key (`docKeyOf`), its field length (its distinct raw tokens) and the last `update` pass that found it wanted. */
-interface IndexedDoc extends IndexedFields {
-  docKey: number;
-  fieldLength: number;
-  pass: number;
-}
-
 /**
  * The documents holding one term, in ordinal (so indexing) order, as small integers in one
  * array: a document whose term frequency is 1 is its ordinal; any other is −(ordinal + 1)
@@ -331,10 +321,25 @@ interface TokenEntry {
  * listed in.
  */
 class Postings {
-  /** Ordinals by document key (`docKeyOf`): a number, so the pass over every document per `update` hashes no string. */
-  private readonly ordinals = new Map<number, number>();
-  /** Documents by ordinal; a removed document leaves a hole. One flat record each, in an array: a map entry and two objects per document were a sixth of the index. */
-  private readonly docs: Array<IndexedDoc | undefined> = [];
+  /**
+   * Ordinals by node key: a Facet's, fact's or Entity's one document, an Episode's turns by
+   * position. Node keys are small integers, so the pass over every document per `update`
+   * hashes no string and boxes no number.
+   */
+  private readonly ordinalsByNode = new Map<number, number | Array<number | undefined>>();
+  /**
+   * The documents by ordinal, a column per field (a removed document's node key is −1): an
+   * object per document was ~40 MB at 100K messages, and a tenth of what the collector walked
+   * at every open.
+   */
+  private readonly docNodeKey: number[] = [];
+  private readonly docPosition: number[] = [];
+  private readonly docLayer: Layer[] = [];
+  private readonly docNodeId: string[] = [];
+  private readonly docDialogId: string[] = [];
+  private readonly docFieldLength: number[] = [];
+  /** The last `update` pass that found each document wanted. */
+  private readonly docPass: number[] = [];
   private docCount = 0;
   private readonly byTerm = new Map<string, TermPostings>();
   /**
@@ -342,7 +347,6 @@ class Postings {
    * distinct tokens (its field length) are counted in the same lookup.
    */
   private readonly tokens = new Map<string, TokenEntry>();
-  private nextOrdinal = 0;
   private passes = 0;
   private averageFieldLength = 0;
 
@@ -355,22 +359,35 @@ class Postings {
     return ++this.passes;
   }
 
+  /** The layer, node id and dialog id (turns only; else empty) of the document at `ordinal`. */
+  layerOf(ordinal: number): Layer {
+    return this.docLayer[ordinal] as Layer;
+  }
+
+  nodeIdOf(ordinal: number): string {
+    return this.docNodeId[ordinal] as string;
+  }
+
+  dialogIdOf(ordinal: number): string {
+    return this.docDialogId[ordinal] as string;
+  }
+
   /**
    * The documents in order (a removed one's hole closed up, so ordinals are renumbered and
-   * their order kept) by key, then each term's postings as (ordinal gap, frequency above 1)
-   * varints.
+   * their order kept) by key (`docKeyOf`), then each term's postings as (ordinal gap, frequency
+   * above 1) varints.
    */
   write(out: ByteWriter): void {
-    const dense = new Int32Array(this.nextOrdinal).fill(-1);
+    const dense = new Int32Array(this.docNodeKey.length).fill(-1);
     out.varint(this.docCount);
     out.float64(this.averageFieldLength);
     let next = 0;
-    this.docs.forEach((doc, ordinal) => {
-      if (!doc) return;
+    this.docNodeKey.forEach((nodeKey, ordinal) => {
+      if (nodeKey < 0) return;
       dense[ordinal] = next++;
-      out.varint(LAYER_CODES.indexOf(doc.layer));
-      out.varint(doc.fieldLength);
-      out.varint(doc.docKey);
+      out.varint(LAYER_CODES.indexOf(this.docLayer[ordinal] as Layer));
+      out.varint(this.docFieldLength[ordinal] as number);
+      out.varint(docKeyOf(nodeKey, this.docPosition[ordinal] as number));
     });
     out.varint(this.byTerm.size);
     for (const { term, entries } of this.byTerm.values()) {
@@ -402,17 +419,15 @@ class Postings {
       const fieldLength = input.varint();
       const docKey = input.varint();
       const position = docKey % TURN_SPAN;
-      const node = graph.nodes.get(graph.idForKey((docKey - position) / TURN_SPAN) ?? '');
+      const nodeKey = (docKey - position) / TURN_SPAN;
+      const node = graph.nodes.get(graph.idForKey(nodeKey) ?? '');
       // A node's key names one node of one layer for good: another layer is not what was written.
       if (node && node.layer !== layer) throw new ByteFormatError('document of another layer than its node');
-      const doc: IndexedDoc = { docKey, layer, nodeId: node?.id ?? '', dialogId: '', fieldLength, pass: 0 };
-      if (node?.layer === 'episode') doc.dialogId = graph.chunks.get(node.chunkId)?.turns[position]?.dialogId ?? '';
-      if (postings.ordinals.has(docKey)) throw new ByteFormatError('document listed twice');
-      postings.ordinals.set(docKey, ordinal);
-      postings.docs.push(doc);
+      const dialogId = node?.layer === 'episode' ? (graph.chunks.get(node.chunkId)?.turns[position]?.dialogId ?? '') : '';
+      if (!postings.register(nodeKey, position, layer, ordinal)) throw new ByteFormatError('document listed twice, or at a position its layer has not');
+      postings.push(nodeKey, position, layer, node?.id ?? '', dialogId, fieldLength);
     }
     postings.docCount = count;
-    postings.nextOrdinal = count;
     // Every term's entries go end to end into one typed array, each term's a view of it: a
     // plain array per term is millions of slots for the collector to scan and grow into.
     let all = new Int32Array(1 << 16);
@@ -454,23 +469,26 @@ class Postings {
     return postings;
   }
 
-  /** Marks the document of `docKey` as wanted in `pass`; false when the index does not hold it. */
-  mark(docKey: number, pass: number): boolean {
-    const ordinal = this.ordinals.get(docKey);
-    const entry = ordinal === undefined ? undefined : this.docs[ordinal];
-    if (entry) entry.pass = pass;
-    return entry !== undefined;
+  /** Marks the document at `position` of node `nodeKey` as wanted in `pass`; false when the index does not hold it. */
+  mark(nodeKey: number, position: number, pass: number): boolean {
+    const ordinal = this.ordinalOf(nodeKey, position);
+    if (ordinal === undefined) return false;
+    this.docPass[ordinal] = pass;
+    return true;
   }
 
-  /** Keys of the documents `pass` did not mark, in the order they were added. */
+  /** Ordinals of the documents `pass` did not mark, in the order they were added. */
   unmarked(pass: number): number[] {
-    const keys: number[] = [];
-    for (const [docKey, ordinal] of this.ordinals) if (this.docs[ordinal]?.pass !== pass) keys.push(docKey);
-    return keys;
+    const ordinals: number[] = [];
+    this.docNodeKey.forEach((nodeKey, ordinal) => {
+      if (nodeKey >= 0 && this.docPass[ordinal] !== pass) ordinals.push(ordinal);
+    });
+    return ordinals;
   }
 
-  add(docKey: number, { layer, nodeId, dialogId, text }: LexicalDoc): void {
-    const ordinal = this.nextOrdinal++;
+  add(nodeKey: number, position: number, { layer, nodeId, dialogId, text }: LexicalDoc): void {
+    const ordinal = this.docNodeKey.length;
+    if (!this.register(nodeKey, position, layer, ordinal)) throw new Error(`lexical document ${position} of node key ${nodeKey} is indexed already`);
     // Between documents only: a document's distinct tokens are counted by their entries.
     if (this.tokens.size >= TOKEN_CACHE_LIMIT) this.tokens.clear();
     let fieldLength = 0;
@@ -484,8 +502,7 @@ class Postings {
     }
     const count = this.docCount;
     this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
-    this.ordinals.set(docKey, ordinal);
-    this.docs[ordinal] = { docKey, layer, nodeId, dialogId, fieldLength, pass: this.passes };
+    this.push(nodeKey, position, layer, nodeId, dialogId, fieldLength);
     this.docCount++;
   }
 
@@ -499,17 +516,18 @@ class Postings {
     for (const postings of this.byTerm.values()) postings.entries = postings.entries.slice();
   }
 
-  /** Removes documents by key, in order; one pass over the postings drops them all (documents leave with whole sessions). */
-  remove(docKeys: readonly number[]): void {
+  /** Removes documents by ordinal, in order; one pass over the postings drops them all (documents leave with whole sessions). */
+  remove(ordinals: readonly number[]): void {
     const removed = new Set<number>();
-    for (const docKey of docKeys) {
-      const ordinal = this.ordinals.get(docKey);
-      const entry = ordinal === undefined ? undefined : this.docs[ordinal];
-      if (ordinal === undefined || !entry) continue;
+    for (const ordinal of ordinals) {
+      const nodeKey = this.docNodeKey[ordinal];
+      if (nodeKey === undefined || nodeKey < 0) continue;
       const count = this.docCount;
-      this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - entry.fieldLength) / (count - 1);
-      this.ordinals.delete(docKey);
-      this.docs[ordinal] = undefined;
+      this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - (this.docFieldLength[ordinal] as number)) / (count - 1);
+      this.unregister(nodeKey, this.docPosition[ordinal] as number);
+      this.docNodeKey[ordinal] = -1;
+      this.docNodeId[ordinal] = '';
+      this.docDialogId[ordinal] = '';
       this.docCount--;
       removed.add(ordinal);
     }
@@ -522,17 +540,58 @@ class Postings {
     this.tokens.clear();
   }
 
-  /** Calls `visit` with each document holding `term`, its ordinal and its BM25+ score, in the order documents were added. */
-  forEachHit(term: string, visit: (doc: IndexedFields, ordinal: number, score: number) => void): void {
+  /** Calls `visit` with the ordinal of each document holding `term` and its BM25+ score, in the order documents were added. */
+  forEachHit(term: string, visit: (ordinal: number, score: number) => void): void {
     const postings = this.byTerm.get(term);
     if (!postings) return;
     const total = this.docCount;
     const idf = Math.log(1 + (total - postings.holding + 0.5) / (postings.holding + 0.5));
     forEachPosting(postings.entries, (ordinal, tf) => {
-      const doc = this.docs[ordinal] as IndexedDoc;
-      const { fieldLength } = doc;
-      visit(doc, ordinal, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
+      const fieldLength = this.docFieldLength[ordinal] as number;
+      visit(ordinal, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
     });
+  }
+
+  private ordinalOf(nodeKey: number, position: number): number | undefined {
+    const held = this.ordinalsByNode.get(nodeKey);
+    if (held === undefined) return undefined;
+    return typeof held === 'number' ? (position === 0 ? held : undefined) : held[position];
+  }
+
+  /** Files `ordinal` under its node (an Episode's turns in a list by position); false when that place is taken. */
+  private register(nodeKey: number, position: number, layer: Layer, ordinal: number): boolean {
+    const held = this.ordinalsByNode.get(nodeKey);
+    if (layer !== 'episode') {
+      if (held !== undefined || position !== 0) return false;
+      this.ordinalsByNode.set(nodeKey, ordinal);
+      return true;
+    }
+    if (typeof held === 'number') return false;
+    const turns = held ?? [];
+    if (turns[position] !== undefined) return false;
+    turns[position] = ordinal;
+    if (!held) this.ordinalsByNode.set(nodeKey, turns);
+    return true;
+  }
+
+  private unregister(nodeKey: number, position: number): void {
+    const held = this.ordinalsByNode.get(nodeKey);
+    if (typeof held !== 'object') {
+      this.ordinalsByNode.delete(nodeKey);
+      return;
+    }
+    held[position] = undefined;
+    if (held.every((ordinal) => ordinal === undefined)) this.ordinalsByNode.delete(nodeKey);
+  }
+
+  private push(nodeKey: number, position: number, layer: Layer, nodeId: string, dialogId: string, fieldLength: number): void {
+    this.docNodeKey.push(nodeKey);
+    this.docPosition.push(position);
+    this.docLayer.push(layer);
+    this.docNodeId.push(nodeId);
+    this.docDialogId.push(dialogId);
+    this.docFieldLength.push(fieldLength);
+    this.docPass.push(this.passes);
   }
 
   /** The entry of a raw token, made when new with the postings its term adds to (made when new; null for a token that is no term). */
@@ -602,41 +661,43 @@ export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): str
 }
 
 /**
- * Calls `visit` with the key (`docKeyOf`) of each document the index holds for `graph`, in the
- * graph's node order, and a function that makes the document (its text is built only when asked for).
+ * Calls `visit` with the node and position (a turn's in its Episode; 0 for any other) of each
+ * document the index holds for `graph`, in the graph's node order; `lexicalDocOf` makes one.
  */
-function forEachLexicalDocument(graph: MemoryGraph, visit: (docKey: number, make: () => LexicalDoc) => void): void {
+function forEachLexicalDocument(graph: MemoryGraph, visit: (node: GraphNode, position: number) => void): void {
   for (const node of graph.nodes.values()) {
-    switch (node.layer) {
-      case 'episode': {
-        const turns = graph.chunks.get(node.chunkId)?.turns ?? [];
-        turns.forEach((turn, i) => {
-          if (i < TURN_SPAN) visit(docKeyOf(node.key, i), () => ({ id: `turn:${node.id}:${i}`, layer: 'episode', nodeId: node.id, dialogId: turn.dialogId, text: turnDocumentText(turn) }));
-        });
-        break;
-      }
-      case 'facet':
-        visitNode(visit, node, node.theme);
-        break;
-      case 'facetPoint':
-        visitNode(visit, node, node.content);
-        break;
-      case 'entity':
-        visitNode(visit, node, node.name);
-        break;
+    if (node.layer !== 'episode') visit(node, 0);
+    else {
+      const turns = graph.chunks.get(node.chunkId)?.turns.length ?? 0;
+      for (let i = 0; i < Math.min(turns, TURN_SPAN); i++) visit(node, i);
     }
   }
 }
 
-/** The one document of a Facet, FacetPoint or Entity: id `<layer>:<node id>`, its text the node's. */
-function visitNode(visit: (docKey: number, make: () => LexicalDoc) => void, node: Exclude<GraphNode, EpisodeNode>, text: string): void {
-  visit(docKeyOf(node.key), () => ({ id: `${node.layer}:${node.id}`, layer: node.layer, nodeId: node.id, dialogId: '', text }));
+/**
+ * The document at `position` of `node`: turn `position` of an Episode (`turn:<episode>:<i>`, its
+ * text "speaker: text"), or the one of a Facet, FacetPoint or Entity (`<layer>:<node id>`, its
+ * theme, content or name).
+ */
+function lexicalDocOf(graph: MemoryGraph, node: GraphNode, position: number): LexicalDoc {
+  switch (node.layer) {
+    case 'episode': {
+      const turn = graph.chunks.get(node.chunkId)?.turns[position];
+      return { id: `turn:${node.id}:${position}`, layer: 'episode', nodeId: node.id, dialogId: turn?.dialogId ?? '', text: turn ? turnDocumentText(turn) : '' };
+    }
+    case 'facet':
+      return { id: `facet:${node.id}`, layer: 'facet', nodeId: node.id, dialogId: '', text: node.theme };
+    case 'facetPoint':
+      return { id: `facetPoint:${node.id}`, layer: 'facetPoint', nodeId: node.id, dialogId: '', text: node.content };
+    case 'entity':
+      return { id: `entity:${node.id}`, layer: 'entity', nodeId: node.id, dialogId: '', text: node.name };
+  }
 }
 
 /** The documents the index holds for `graph`, in the graph's node order. */
 export function lexicalDocuments(graph: MemoryGraph): LexicalDoc[] {
   const docs: LexicalDoc[] = [];
-  forEachLexicalDocument(graph, (_, make) => docs.push(make()));
+  forEachLexicalDocument(graph, (node, position) => docs.push(lexicalDocOf(graph, node, position)));
   return docs;
 }
 

@@ -11,7 +11,8 @@ import { MINILM_HUB_ID } from '../src/embed/model-source.ts';
 import { defaultModelDir, fileModelSource } from '../src/embed/model-source.node.ts';
 import { BUCKET_MIN_FILL, lengthBuckets } from '../src/embed/batching.ts';
 import { onnxWebEngine, type OrtWeb } from '../src/embed/ort-web.ts';
-import { bytesField, fieldString, joinChunks, readFields, varintField, type Chunks } from '../src/embed/protobuf.ts';
+import { bytesField, fieldString, readFields, varintField, type Chunks } from '../src/embed/protobuf.ts';
+import { concatBytes } from '../src/util/bytes.ts';
 import { weightOnlyInt8 } from '../src/embed/weight-only-int8.ts';
 import { GOLDEN_DIR, goldenTexts } from './helpers/golden-texts.ts';
 
@@ -174,7 +175,7 @@ describe('weightOnlyInt8', () => {
     bytesField(5, [...dims.flatMap((d) => varintField(1, d)), ...varintField(2, 2), ...bytesField(8, name), ...bytesField(9, Uint8Array.from(values))]);
   /** x → DynamicQuantizeLinear → MatMulInteger with a 2×2 weight, plus `extra` nodes. */
   const tinyModel = (extra: Chunks): Uint8Array =>
-    joinChunks(
+    concatBytes(
       bytesField(7, [
         ...node('DynamicQuantizeLinear', ['x'], ['xq', 'xs', 'xz']),
         ...node('MatMulInteger', ['xq', 'w', 'xz', 'wz'], ['acc']),

@@ -4,6 +4,8 @@
  * back as lists of byte chunks that are joined once at the end.
  */
 
+import { putVarint, readVarint } from '../util/bytes.ts';
+
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
 const WIRE_BYTES = 2;
@@ -25,16 +27,11 @@ export class WireFormatError extends Error {
   override readonly name = 'WireFormatError';
 }
 
-function readVarint(buf: Uint8Array, start: number): [value: number, next: number] {
-  let value = 0;
-  let scale = 1;
-  for (let pos = start; pos < buf.length && pos - start < 10; pos++) {
-    const byte = buf[pos]!;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return [value, pos + 1];
-    scale *= 128;
-  }
-  throw new WireFormatError(`truncated varint at byte ${start}`);
+function wireVarint(buf: Uint8Array, start: number): [value: number, next: number] {
+  // Ten bytes: protobuf writes a negative int64 that long.
+  const read = readVarint(buf, start, buf.length, 10);
+  if (!read) throw new WireFormatError(`truncated varint at byte ${start}`);
+  return read;
 }
 
 /** Splits an encoded message into its fields, in order. */
@@ -43,16 +40,16 @@ export function readFields(message: Uint8Array): WireField[] {
   let pos = 0;
   while (pos < message.length) {
     const start = pos;
-    const [tag, afterTag] = readVarint(message, pos);
+    const [tag, afterTag] = wireVarint(message, pos);
     const field = Math.floor(tag / 8);
     const wire = tag % 8;
     let bytes = message.subarray(afterTag, afterTag);
     let varint = 0;
-    if (wire === WIRE_VARINT) [varint, pos] = readVarint(message, afterTag);
+    if (wire === WIRE_VARINT) [varint, pos] = wireVarint(message, afterTag);
     else if (wire === WIRE_FIXED64) pos = afterTag + 8;
     else if (wire === WIRE_FIXED32) pos = afterTag + 4;
     else if (wire === WIRE_BYTES) {
-      const [length, payloadStart] = readVarint(message, afterTag);
+      const [length, payloadStart] = wireVarint(message, afterTag);
       pos = payloadStart + length;
       bytes = message.subarray(payloadStart, pos);
     } else throw new WireFormatError(`unsupported wire type ${wire} at byte ${start}`);
@@ -76,7 +73,7 @@ export function fieldVarints(fields: readonly WireField[], number: number): numb
     if (f.field !== number) continue;
     if (f.wire === WIRE_VARINT) values.push(f.varint);
     else for (let pos = 0; pos < f.bytes.length; ) {
-      const [value, next] = readVarint(f.bytes, pos);
+      const [value, next] = wireVarint(f.bytes, pos);
       values.push(value);
       pos = next;
     }
@@ -88,14 +85,8 @@ export function fieldVarints(fields: readonly WireField[], number: number): numb
 export type Chunks = Uint8Array[];
 
 function varintBytes(value: number): Uint8Array {
-  const bytes: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    bytes.push((rest % 128) | 0x80);
-    rest = Math.floor(rest / 128);
-  }
-  bytes.push(rest);
-  return Uint8Array.from(bytes);
+  const bytes = new Uint8Array(8);
+  return bytes.subarray(0, putVarint(bytes, 0, value));
 }
 
 export function byteLength(chunks: Chunks): number {
@@ -112,12 +103,3 @@ export function varintField(number: number, value: number): Chunks {
   return [varintBytes(number * 8 + WIRE_VARINT), varintBytes(value)];
 }
 
-export function joinChunks(chunks: Chunks): Uint8Array {
-  const out = new Uint8Array(byteLength(chunks));
-  let pos = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, pos);
-    pos += chunk.length;
-  }
-  return out;
-}

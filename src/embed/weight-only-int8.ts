@@ -1,5 +1,6 @@
 import { PrismError } from '../errors.ts';
-import { bytesField, fieldString, fieldVarints, joinChunks, readFields, varintField, WireFormatError, type Chunks, type WireField } from './protobuf.ts';
+import { concatBytes } from '../util/bytes.ts';
+import { bytesField, fieldString, fieldVarints, readFields, varintField, WireFormatError, type Chunks, type WireField } from './protobuf.ts';
 
 /** Field numbers from onnx.proto for the messages the rewrite reads or writes. */
 const MODEL_GRAPH = 7;
@@ -218,7 +219,7 @@ function rewrite(model: Uint8Array, dequantize: Int8Dequantize): Uint8Array {
   }
   const nodeFields = graphFields.filter((f) => f.field === GRAPH_NODE);
   graph.push(...dequantizers, ...nodes.flatMap((node, i) => rewritten.get(node) ?? [nodeFields[i]!.encoded]), ...added);
-  return joinChunks(modelFields.flatMap((f) => (f === graphField ? bytesField(MODEL_GRAPH, graph) : [f.encoded])));
+  return concatBytes(modelFields.flatMap((f) => (f === graphField ? bytesField(MODEL_GRAPH, graph) : [f.encoded])));
 }
 
 /** The name (field `number`) of an initializer or value info held in `f`. */

@@ -55,7 +55,8 @@ export async function lexicalIndexOf(store: GraphStore, partition: LexicalHolder
     lexical.unsaved += lexical.index.update(graph);
     lexical.version = version;
   }
-  if (store.saveDerived && lexical.saving === null && lexical.unsaved > RESAVE_SHARE * lexical.index.size) scheduleSave(store, partition, lexical);
+  const saveDerived = store.saveDerived?.bind(store);
+  if (saveDerived && lexical.saving === null && lexical.unsaved > RESAVE_SHARE * lexical.index.size) scheduleSave(saveDerived, partition, lexical);
   return lexical.index;
 }
 
@@ -96,16 +97,16 @@ async function openLexical(store: GraphStore, partition: LexicalHolder): Promise
  * first; the bytes and the revision are read together then, and only while the index is in step
  * with the partition (a store refuses a save whose revision is no longer current).
  */
-function scheduleSave(store: GraphStore, partition: LexicalHolder, lexical: LexicalState): void {
+function scheduleSave(saveDerived: NonNullable<GraphStore['saveDerived']>, partition: LexicalHolder, lexical: LexicalState): void {
   const save = async (): Promise<void> => {
     await new Promise((resolve) => setTimeout(resolve, 0));
-    if (lexical.version !== partition.state.version || !store.saveDerived) return;
+    if (lexical.version !== partition.state.version) return;
     const revision = partition.revision;
     const bytes = lexical.index.toBytes();
     // Counted as saved even when the store refuses or fails (full, read-only): the next try
     // waits for another tenth of changes rather than costing every search a serialisation.
     lexical.unsaved = 0;
-    await store.saveDerived(partition.name, LEXICAL_STATE, revision, bytes);
+    await saveDerived(partition.name, LEXICAL_STATE, revision, bytes);
   };
   lexical.saving = save()
     // Derived state is never needed: a failed save costs a rebuild at a later open, nothing else.

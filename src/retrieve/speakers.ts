@@ -18,14 +18,6 @@ export interface SpeakerFocus {
   episodeCount: number;
 }
 
-/** Each chunk's distinct speakers, kept while the chunk is: a query naming a speaker reads every Episode's. */
-const chunkSpeakers = new WeakMap<Chunk, readonly string[]>();
-function speakersOf(chunk: Chunk): readonly string[] {
-  let speakers = chunkSpeakers.get(chunk);
-  if (!speakers) chunkSpeakers.set(chunk, (speakers = [...new Set(chunk.turns.map((t) => t.speaker))]));
-  return speakers;
-}
-
 /** The terms of each chunk's turns and speakers, kept while the chunk is; read only by queries naming a speaker. */
 const chunkTerms = new WeakMap<Chunk, ReadonlySet<string>>();
 function termsOfChunk(chunk: Chunk): ReadonlySet<string> {
@@ -58,9 +50,8 @@ export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>
   for (const episode of graph.nodesOfLayer('episode')) {
     episodeCount++;
     const chunk = graph.chunks.get(episode.chunkId);
-    if (!chunk) continue;
-    const named = speakersOf(chunk).some((speaker) => speakers.has(speaker)) || names.some((term) => termsOfChunk(chunk).has(term));
-    if (named) episodes.add(episode.id);
+    // The chunk's terms include its speakers' names: a named speaker's Episodes are found too.
+    if (chunk && names.some((term) => termsOfChunk(chunk).has(term))) episodes.add(episode.id);
   }
   return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < episodeCount ? episodes : null, episodeCount };
 }

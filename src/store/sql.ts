@@ -5,6 +5,7 @@ import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordP
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
+import { concatBytes } from '../util/bytes.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { decodeVectorGroup, encodeVectorGroup, memberId, VectorGroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
 
@@ -352,14 +353,7 @@ export class SqlStore implements GraphStore {
       const revision = rows[0]?.['revision'];
       // Pages of one save share its revision and run 0, 1, 2…; anything else is not one save whole.
       if (typeof revision !== 'number' || rows.some((row, i) => row['page'] !== i || row['revision'] !== revision)) return null;
-      const pages = rows.map((row) => bytesOf(row['data']));
-      const bytes = new Uint8Array(pages.reduce((sum, page) => sum + page.length, 0));
-      let at = 0;
-      for (const page of pages) {
-        bytes.set(page, at);
-        at += page.length;
-      }
-      return { revision, bytes };
+      return { revision, bytes: concatBytes(rows.map((row) => bytesOf(row['data']))) };
     });
   }
 

@@ -1,3 +1,45 @@
+/** `chunks` end to end in one array. */
+export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
+
+/**
+ * Writes `value` (a non-negative safe integer) at `at` as an unsigned varint (7 bits a byte, low
+ * first; at most 8 bytes) and returns the position after it. `bytes` must have the room.
+ */
+export function putVarint(bytes: Uint8Array, at: number, value: number): number {
+  let rest = value;
+  let next = at;
+  while (rest >= 0x80) {
+    bytes[next++] = (rest % 0x80) | 0x80;
+    rest = Math.floor(rest / 0x80);
+  }
+  bytes[next++] = rest;
+  return next;
+}
+
+/**
+ * The unsigned varint at `start` (exact up to 2^53) and the position after it; null when it runs
+ * past `end` or past `maxBytes` bytes.
+ */
+export function readVarint(bytes: Uint8Array, start: number, end: number, maxBytes: number): [value: number, next: number] | null {
+  let value = 0;
+  let scale = 1;
+  for (let at = start; at < end && at - start < maxBytes; at++) {
+    const byte = bytes[at] as number;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return [value, at + 1];
+    scale *= 0x80;
+  }
+  return null;
+}
+
 /**
  * A compact binary layout for derived state a store keeps (see `LexicalIndex.toBytes`): unsigned
  * varints (7 bits a byte, low first, exact up to 2^53), little-endian float64s, and strings
@@ -12,12 +54,7 @@ export class ByteWriter {
   varint(value: number): void {
     if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`varint out of range: ${value}`);
     this.room(8);
-    let rest = value;
-    while (rest >= 0x80) {
-      this.bytes[this.length++] = (rest % 0x80) | 0x80;
-      rest = Math.floor(rest / 0x80);
-    }
-    this.bytes[this.length++] = rest;
+    this.length = putVarint(this.bytes, this.length, value);
   }
 
   float64(value: number): void {
@@ -79,17 +116,11 @@ export class ByteReader {
   }
 
   varint(): number {
-    let value = 0;
-    let scale = 1;
-    for (;;) {
-      if (this.position >= this.end) throw new ByteFormatError('truncated varint');
-      const byte = this.bytes[this.position++] as number;
-      value += (byte & 0x7f) * scale;
-      if (byte < 0x80) break;
-      scale *= 0x80;
-      if (scale > 2 ** 49) throw new ByteFormatError('varint too long');
-    }
-    return value;
+    // A safe integer takes 8 bytes at most.
+    const read = readVarint(this.bytes, this.position, this.end, 8);
+    if (!read) throw new ByteFormatError('truncated or overlong varint');
+    [, this.position] = read;
+    return read[0];
   }
 
   float64(): number {
@@ -102,8 +133,7 @@ export class ByteReader {
   string(): string {
     const length = this.varint();
     if (this.textPosition + length > this.text.length) throw new ByteFormatError('string past the block');
-    const value = this.text.slice(this.textPosition, (this.textPosition += length));
-    return value;
+    return this.text.slice(this.textPosition, (this.textPosition += length));
   }
 
   /** Whether every number and string written was read. */

@@ -18,7 +18,7 @@ import {
   routeIntent,
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
-import { LexicalIndex, lexicalDocuments, normaliseTerm, termsOf, type LexicalDoc, type LexicalMatches } from '../src/retrieve/lexical.ts';
+import { LexicalIndex, lexicalDocuments, NO_TURN_SCORES, normaliseTerm, termsOf, type LexicalDoc, type LexicalMatches, type TurnScores } from '../src/retrieve/lexical.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { excerptTurn } from '../src/retrieve/excerpt.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
@@ -646,7 +646,7 @@ describe('hybrid anchors: lexical index and fusion', () => {
     // A cap per layer keeps each layer's head and every turn score.
     const capped = lexical.search('sunrise painting', 1);
     expect(capped.layers).toEqual(Object.fromEntries(Object.entries(hits.layers).map(([layer, list]) => [layer, list.slice(0, 1)])));
-    expect(capped.turns).toEqual(hits.turns);
+    expect(turnEntries(graph, capped.turns)).toEqual(turnEntries(graph, hits.turns));
 
     graph.putNode({ layer: 'entity', id: 'en-pottery', key: 999, name: 'Pottery', entityType: 'concept', chunkIds: [] });
     lexical.update(graph);
@@ -654,7 +654,9 @@ describe('hybrid anchors: lexical index and fusion', () => {
     graph.deleteNode('en-pottery');
     lexical.update(graph);
     expect(lexical.search('pottery').layers.entity).toEqual([]);
-    expect(lexical.search('sunrise painting')).toEqual(hits);
+    const again = lexical.search('sunrise painting');
+    expect(again.layers).toEqual(hits.layers);
+    expect(turnEntries(graph, again.turns)).toEqual(turnEntries(graph, hits.turns));
   });
 
   it('scores as minisearch scores the whole query, repeated terms included, before and after documents come and go', () => {
@@ -667,7 +669,7 @@ describe('hybrid anchors: lexical index and fusion', () => {
         const expected = minisearchMatches(graph, query);
         const found = lexical.search(query);
         expect(found.layers).toEqual(expected.layers);
-        expect([...found.turns].map(([id, turns]) => [id, [...turns]])).toEqual([...expected.turns].map(([id, turns]) => [id, [...turns]]));
+        expect(turnEntries(graph, found.turns)).toEqual(turnEntries(graph, expected.turns));
       }
     };
     check();
@@ -691,7 +693,7 @@ describe('hybrid anchors: lexical index and fusion', () => {
       for (const query of queries) {
         const [x, y] = [a.search(query), b.search(query)];
         expect(x.layers).toEqual(y.layers);
-        expect([...x.turns].map(([id, turns]) => [id, [...turns]])).toEqual([...y.turns].map(([id, turns]) => [id, [...turns]]));
+        expect(turnEntries(graph, x.turns)).toEqual(turnEntries(graph, y.turns));
       }
     };
     const written = LexicalIndex.fromGraph(graph);
@@ -755,7 +757,22 @@ describe('hybrid anchors: lexical index and fusion', () => {
 });
 
 /** What `LexicalIndex.search` should find: minisearch's own OR query over the graph's documents, per layer and turn. */
-function minisearchMatches(graph: MemoryGraph, query: string): LexicalMatches {
+/**
+ * A search's turn scores as plain data: each Episode's (in the graph's order) and the best turn.
+ * A reference's map gives its best as the first of the highest in its order, as BM25 lists them.
+ */
+function turnEntries(graph: MemoryGraph, turns: TurnScores | ReadonlyMap<string, ReadonlyMap<string, number>>): { best: TurnScores['best']; episodes: unknown[] } {
+  const episodes = graph.nodesOfLayer('episode').flatMap((episode) => {
+    const scores = turns.get(episode.id);
+    return scores ? [[episode.id, [...scores]]] : [];
+  });
+  if (!(turns instanceof Map)) return { best: (turns as TurnScores).best, episodes };
+  let best: TurnScores['best'] = null;
+  for (const [episodeId, scores] of turns) for (const [dialogId, score] of scores) if (best === null || score > best.score) best = { episodeId, dialogId, score };
+  return { best, episodes };
+}
+
+function minisearchMatches(graph: MemoryGraph, query: string): Omit<LexicalMatches, 'turns'> & { turns: Map<string, Map<string, number>> } {
   const reference = new MiniSearch<LexicalDoc>({ idField: 'id', fields: ['text'], storeFields: ['layer', 'nodeId', 'dialogId'], processTerm: normaliseTerm });
   reference.addAll(lexicalDocuments(graph));
   const best = new Map<string, { layer: Layer; id: string; score: number }>();
@@ -784,7 +801,7 @@ describe('zero-LLM precision, units and packing', () => {
     const anchors = anchorsOf({ episode: [{ id: 'near', score: 0.6 }, { id: 'fact', score: 0.55 }] });
     const bundle = bundleSearch(graph, anchors, Q, 'GENERAL', config);
     expect(bundle.map((e) => e.episodeId)).toEqual(['near', 'fact']);
-    const evidence = { queryVector: Q, lexicalTurns: new Map(), queryTerms: new Set<string>(), speakers: new Set<string>(), dates: [], lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, byMeaning: false, factCosines: new Map() };
+    const evidence = { queryVector: Q, lexicalTurns: NO_TURN_SCORES, queryTerms: new Set<string>(), speakers: new Set<string>(), dates: [], lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, byMeaning: false, factCosines: new Map() };
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
@@ -1337,12 +1354,12 @@ describe('session-independent turn anchors and adaptive fusion', () => {
 
   it('reads the text of the best BM25 turn', () => {
     const graph = anchorGraph();
-    const turns = new Map([
-      ['ep-near', new Map([['D1:1', 1.5]])],
-      ['ep-far', new Map([['D2:2', 0.5], ['D2:1', 2.5]])],
-    ]);
+    const { turns } = LexicalIndex.fromGraph(graph).search('sunrise canvas weather');
+    expect(turns.get('ep-near')?.size).toBe(1);
+    expect(turns.best).toMatchObject({ episodeId: 'ep-far', dialogId: 'D2:1' });
     expect(bestLexicalTurnText(graph, turns)).toBe('Ben: The sunrise canvas hangs over my sofa.');
-    expect(bestLexicalTurnText(graph, new Map())).toBeNull();
+    expect(bestLexicalTurnText(graph, turns.within(new Set(['ep-near'])))).toBe('Ana: Chatter about the weather.');
+    expect(bestLexicalTurnText(graph, NO_TURN_SCORES)).toBeNull();
   });
 
   it('fuses with the lexical list scaled by its weight: none leaves the dense order', () => {

@@ -2,13 +2,14 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { FacetPointNode } from '../graph/types.ts';
 import { vectorDot } from '../graph/vector-table.ts';
 import type { TimeSpan } from './dates.ts';
+import type { TurnScores } from './lexical.ts';
 import type { TurnAnchors } from './turn-anchors.ts';
 
 /** Query-side signals about an Episode's content, shared by the local precision step and finer units. */
 export interface QueryEvidence {
   queryVector: Float32Array;
   /** BM25 of matching turns by Episode id, then dialog id (empty without a lexical index). */
-  lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  lexicalTurns: TurnScores;
   /** The query's normalised terms (see `termsOf`). */
   queryTerms: ReadonlySet<string>;
   /** The memory's speakers the query names (see `speakerFocus`). */

@@ -33,8 +33,75 @@ export interface LexicalMatches {
   /** Matching nodes per layer, best first (at most the `perLayer` best when `search` was given it). */
   layers: Record<Layer, LexicalHit[]>;
   /** BM25 of each matching turn, by Episode id, then dialog id. */
-  turns: Map<string, Map<string, number>>;
+  turns: TurnScores;
 }
+
+/**
+ * BM25 of the turns a query matches, read by Episode. A common word reaches tens of thousands
+ * of turns in a large memory (43,000 in 8,000 Episodes at 100K messages of chat) while a search
+ * reads those of a few dozen Episodes and the best of all: the scores stay as the query's hits
+ * until an Episode's are asked for.
+ */
+export interface TurnScores {
+  /** The Episode's matching turns: BM25 by dialog id, best first; undefined when none of its turns match. */
+  get(episodeId: string): ReadonlyMap<string, number> | undefined;
+  /** The best-scoring turn (of equals, the first the query reached); null when no turn matches. */
+  readonly best: { episodeId: string; dialogId: string; score: number } | null;
+  /** The same scores, for the turns of these Episodes only. */
+  within(episodes: ReadonlySet<string>): TurnScores;
+}
+
+/** A query's turn hits in the order it reached them, grouped by Episode when first read. */
+class QueryTurnScores implements TurnScores {
+  readonly best: TurnScores['best'] = null;
+  /** Hit positions by Episode id, made at the first `get`. */
+  private positions: Map<string, number[]> | null = null;
+  private readonly byEpisode = new Map<string, ReadonlyMap<string, number>>();
+
+  /** Each hit's Episode id, dialog id and score, in the order the query reached them. */
+  constructor(
+    private readonly episodeIds: readonly string[],
+    private readonly dialogIds: readonly string[],
+    private readonly scores: readonly number[],
+  ) {
+    let at = -1;
+    for (let i = 0; i < scores.length; i++) if (at < 0 || (scores[i] as number) > (scores[at] as number)) at = i;
+    if (at >= 0) this.best = { episodeId: episodeIds[at] as string, dialogId: dialogIds[at] as string, score: scores[at] as number };
+  }
+
+  get(episodeId: string): ReadonlyMap<string, number> | undefined {
+    const known = this.byEpisode.get(episodeId);
+    if (known) return known;
+    if (!this.positions) {
+      this.positions = new Map();
+      for (let i = 0; i < this.episodeIds.length; i++) {
+        const id = this.episodeIds[i] as string;
+        const list = this.positions.get(id);
+        if (list) list.push(i);
+        else this.positions.set(id, [i]);
+      }
+    }
+    const hits = this.positions.get(episodeId);
+    if (!hits) return undefined;
+    // Best first, equals in the order reached (the sort is stable).
+    const scores = new Map(hits.sort((a, b) => (this.scores[b] as number) - (this.scores[a] as number)).map((i) => [this.dialogIds[i] as string, this.scores[i] as number]));
+    this.byEpisode.set(episodeId, scores);
+    return scores;
+  }
+
+  within(episodes: ReadonlySet<string>): TurnScores {
+    const kept: number[] = [];
+    for (let i = 0; i < this.episodeIds.length; i++) if (episodes.has(this.episodeIds[i] as string)) kept.push(i);
+    return new QueryTurnScores(
+      kept.map((i) => this.episodeIds[i] as string),
+      kept.map((i) => this.dialogIds[i] as string),
+      kept.map((i) => this.scores[i] as number),
+    );
+  }
+}
+
+/** Scores of no turn: a memory searched without a lexical index. */
+export const NO_TURN_SCORES: TurnScores = new QueryTurnScores([], [], []);
 
 export class LexicalIndex {
   /**
@@ -56,6 +123,7 @@ export class LexicalIndex {
   private readonly nodeSlotById = new Map<string, number>();
   private nodeLayer: Layer[] = [];
   private nodeIds: string[] = [];
+  private readonly scratch = new SearchScratch();
 
   private constructor(private readonly postings = new Postings()) {}
 
@@ -130,38 +198,38 @@ export class LexicalIndex {
   search(query: string, perLayer = Infinity): LexicalMatches {
     const hits = this.queryHits(query);
     // Each node's best document score, by node slot (sized after `queryHits`, which may hand out slots).
-    const nodeSlots = this.nodeIds.length;
-    const best = new Float64Array(nodeSlots);
-    const seen = new Uint8Array(nodeSlots);
+    const { best, seen } = this.scratch.forNodes(this.nodeIds.length);
     const reached: number[] = [];
     const turnHits: number[] = [];
     // The query's hits, in the order minisearch lists them for the whole query, and not sorted:
-    // each layer's list is selected below by score and id, so only the turn hits need
-    // minisearch's order, and they alone are sorted as minisearch would have (stably, so ties
-    // stay in index order).
-    hits.slots.forEach((slot, i) => {
-      const node = this.docNodeSlot[slot] as number;
+    // each layer's list is selected below by score and id, and the turn hits are read by
+    // Episode, in minisearch's order (by score, ties in the order reached) once asked for.
+    for (let i = 0; i < hits.slots.length; i++) {
+      const node = this.docNodeSlot[hits.slots[i] as number] as number;
       const score = hits.scores[i] as number;
       if (seen[node] === 0) {
         seen[node] = 1;
         reached.push(node);
       }
-      best[node] = Math.max(score, best[node] ?? 0);
+      best[node] = Math.max(score, best[node] as number);
       if (this.nodeLayer[node] === 'episode') turnHits.push(i);
-    });
-    const turns = new Map<string, Map<string, number>>();
-    for (const i of turnHits.sort((a, b) => (hits.scores[b] as number) - (hits.scores[a] as number))) {
-      const slot = hits.slots[i] as number;
-      const episodeId = this.nodeIds[this.docNodeSlot[slot] as number] as string;
-      let byDialog = turns.get(episodeId);
-      if (!byDialog) turns.set(episodeId, (byDialog = new Map()));
-      byDialog.set(this.docDialogId[slot] as string, hits.scores[i] as number);
     }
-    const byLayer = new Map<Layer, Array<[string, number]>>(LAYERS.map((layer) => [layer, []]));
-    for (const node of reached) byLayer.get(this.nodeLayer[node] as Layer)?.push([this.nodeIds[node] as string, best[node] ?? 0]);
+    const turns = new QueryTurnScores(
+      turnHits.map((i) => this.nodeIds[this.docNodeSlot[hits.slots[i] as number] as number] as string),
+      turnHits.map((i) => this.docDialogId[hits.slots[i] as number] as string),
+      turnHits.map((i) => hits.scores[i] as number),
+    );
+    const byLayer = new Map<Layer, number[]>(LAYERS.map((layer) => [layer, []]));
+    for (const node of reached) byLayer.get(this.nodeLayer[node] as Layer)?.push(node);
+    // Best score first; equal scores in id order, so the list does not depend on the index's document order.
+    const byScoreThenId = (a: number, b: number) => (best[b] as number) - (best[a] as number) || (this.nodeIds[a] as string).localeCompare(this.nodeIds[b] as string);
     const layers = Object.fromEntries(
-      LAYERS.map((layer) => [layer, topK(byLayer.get(layer) ?? [], perLayer, byScoreThenId).map(([id, score]) => ({ id, score }))]),
+      LAYERS.map((layer) => [layer, topK(byLayer.get(layer) ?? [], perLayer, byScoreThenId).map((node) => ({ id: this.nodeIds[node] as string, score: best[node] as number }))]),
     ) as Record<Layer, LexicalHit[]>;
+    for (const node of reached) {
+      best[node] = 0;
+      seen[node] = 0;
+    }
     return { layers, turns };
   }
 
@@ -176,20 +244,24 @@ export class LexicalIndex {
     // Looked up first: a term seen for the first time may hand out new slots.
     const hitsByPosition = terms.map((term) => this.termHits(term));
     // Sums and distinct-term counts by document slot: thousands of hits per query, no map lookups.
-    const docSlots = this.docNodeSlot.length;
-    const sums = new Float64Array(docSlots);
-    const matched = new Uint32Array(docSlots);
+    const { sums, matched } = this.scratch.forDocuments(this.docNodeSlot.length);
     const reached: number[] = [];
-    terms.forEach((term, position) => {
-      const firstTime = terms.indexOf(term) === position;
+    for (let position = 0; position < terms.length; position++) {
+      const firstTime = terms.indexOf(terms[position] as string) === position;
       const { slots, scores } = hitsByPosition[position] ?? NO_HITS;
-      slots.forEach((slot, i) => {
+      for (let i = 0; i < slots.length; i++) {
+        const slot = slots[i] as number;
         if (matched[slot] === 0) reached.push(slot);
-        sums[slot] = (sums[slot] ?? 0) + (scores[i] as number);
-        if (firstTime) matched[slot] = (matched[slot] ?? 0) + 1;
-      });
-    });
-    return { slots: reached, scores: reached.map((slot) => (sums[slot] ?? 0) * (matched[slot] ?? 0)) };
+        sums[slot] = (sums[slot] as number) + (scores[i] as number);
+        if (firstTime) matched[slot] = (matched[slot] as number) + 1;
+      }
+    }
+    const scores = reached.map((slot) => (sums[slot] as number) * (matched[slot] as number));
+    for (const slot of reached) {
+      sums[slot] = 0;
+      matched[slot] = 0;
+    }
+    return { slots: reached, scores };
   }
 
   /** The documents holding one normalised term, each with its BM25 score for it, in the order they were indexed. */
@@ -225,6 +297,41 @@ export class LexicalIndex {
     }
     return slot;
   }
+}
+
+/**
+ * The per-slot sums a search adds its hits into, kept between searches and zeroed again where
+ * each search wrote: sized to every document and node a query has reached (a million at 100K
+ * messages of chat), they were ~13 MB of fresh arrays per search, most of its garbage.
+ */
+class SearchScratch {
+  private sums = new Float64Array(0);
+  private matched = new Uint32Array(0);
+  private best = new Float64Array(0);
+  private seen = new Uint8Array(0);
+
+  /** Score sums and distinct-term counts for `count` document slots, all zero. */
+  forDocuments(count: number): { sums: Float64Array; matched: Uint32Array } {
+    if (this.sums.length < count) {
+      this.sums = new Float64Array(grown(count));
+      this.matched = new Uint32Array(this.sums.length);
+    }
+    return { sums: this.sums, matched: this.matched };
+  }
+
+  /** Best scores and reached marks for `count` node slots, all zero. */
+  forNodes(count: number): { best: Float64Array; seen: Uint8Array } {
+    if (this.best.length < count) {
+      this.best = new Float64Array(grown(count));
+      this.seen = new Uint8Array(this.best.length);
+    }
+    return { best: this.best, seen: this.seen };
+  }
+}
+
+/** A capacity for at least `count` slots, with room to grow: slots are handed out as terms are first searched. */
+function grown(count: number): number {
+  return Math.max(1024, Math.ceil(count * 1.5));
 }
 
 /** A term's hits: document slots and the term's BM25 score in each, in indexing order. */
@@ -648,11 +755,6 @@ function withoutDocuments(postings: TermPostings, removed: ReadonlySet<number>):
   postings.entries = kept;
   postings.holding = 0;
   forEachPosting(kept, () => postings.holding++);
-}
-
-/** Best score first; equal scores in id order, so the list does not depend on the index's document order. */
-function byScoreThenId([idA, a]: [string, number], [idB, b]: [string, number]): number {
-  return b - a || idA.localeCompare(idB);
 }
 
 /** The text a turn is indexed under: "speaker: text". */

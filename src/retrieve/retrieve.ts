@@ -10,7 +10,7 @@ import { bundleSearch } from './bundle-search.ts';
 import { bundleOrder, localPrecision, rerankWithLlm, type Compression } from './compress.ts';
 import type { QueryEvidence } from './evidence.ts';
 import { asksForLatest, routeIntent, type IntentDecision } from './intent.ts';
-import { termsOf } from './lexical.ts';
+import { NO_TURN_SCORES, termsOf } from './lexical.ts';
 import { episodesOn, queryInstant, queryTimeSpans, type TimeSpan } from './dates.ts';
 import { countKeptTokens } from '../util/tokens.ts';
 import { dot } from '../util/vectors.ts';
@@ -125,9 +125,9 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const lexicalFound = deps.lexical?.search(query, lexicalAnchors * overFetch);
   const lexical =
     lexicalFound && scope
-      ? { layers: anchorsWithin(deps.graph, lexicalFound.layers, scope, lexicalAnchors), turns: new Map([...lexicalFound.turns].filter(([episodeId]) => scope.has(episodeId))) }
+      ? { layers: anchorsWithin(deps.graph, lexicalFound.layers, scope, lexicalAnchors), turns: lexicalFound.turns.within(scope) }
       : lexicalFound;
-  const lexicalTurns = lexical?.turns ?? new Map<string, Map<string, number>>();
+  const lexicalTurns = lexical?.turns ?? NO_TURN_SCORES;
   // How far BM25 is trusted for this query (see `lexicalConfidence`); null without a lexical index.
   const confidence = lexical ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare) : null;
   // Adaptive fusion weighs every lexical signal by it (there are none without an index).

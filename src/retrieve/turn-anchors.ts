@@ -1,5 +1,5 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { termsOf, turnDocumentText } from './lexical.ts';
+import { termsOf, turnDocumentText, type TurnScores } from './lexical.ts';
 import type { Anchor } from './types.ts';
 
 /**
@@ -44,11 +44,8 @@ export function lexicalConfidence(queryTerms: ReadonlySet<string>, bestTurnText:
 }
 
 /** The indexed text of the turn with the highest BM25 score (by Episode id, then dialog id); null when none matched. */
-export function bestLexicalTurnText(graph: MemoryGraph, lexicalTurns: ReadonlyMap<string, ReadonlyMap<string, number>>): string | null {
-  let best: { episodeId: string; dialogId: string; score: number } | null = null;
-  for (const [episodeId, turns] of lexicalTurns) {
-    for (const [dialogId, score] of turns) if (best === null || score > best.score) best = { episodeId, dialogId, score };
-  }
+export function bestLexicalTurnText(graph: MemoryGraph, lexicalTurns: TurnScores): string | null {
+  const { best } = lexicalTurns;
   if (best === null) return null;
   const episode = graph.nodes.get(best.episodeId);
   const chunk = episode?.layer === 'episode' ? graph.chunks.get(episode.chunkId) : undefined;

@@ -63,8 +63,7 @@ export function buildUnits(
   const replyWeight = config.retrieval.meaningRoute.reply;
   // One long turn may take at most half the budget, so it never crowds out all other evidence.
   const maxTurnTokens = Math.min(config.retrieval.maxTurnTokens, Math.floor(fineBudget / 2));
-  let lexicalMax = 0;
-  for (const byDialog of evidence.lexicalTurns.values()) for (const score of byDialog.values()) lexicalMax = Math.max(lexicalMax, score);
+  const lexicalMax = Math.max(0, evidence.lexicalTurns.best?.score ?? 0);
   const scores = episodes.map((e) => e.episode.score);
   const [lo, hi] = [Math.min(...scores), Math.max(...scores)];
   // Anchored turns of Episodes outside the selection join on their own turn evidence alone.

@@ -152,3 +152,25 @@ describe('the record codec', () => {
     }
   });
 });
+
+describe('a turn’s theme', () => {
+  it('is its speaker and its text on one line, capped at 160 characters, read from a long turn’s head alike', () => {
+    // The theme as the whole text gives it, whitespace collapsed first.
+    const reference = (speaker: string, text: string): string => {
+      const line = text.replace(/\s+/g, ' ').trim();
+      return `${speaker}: ${line.length > 160 ? `${line.slice(0, 157)}…` : line}`;
+    };
+    let seed = 7;
+    const next = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const pieces = ['word', ' ', '  ', '\n', '\t \n ', 'é', 'a'.repeat(40), ' '.repeat(300), '\n'.repeat(600)];
+    for (let trial = 0; trial < 2000; trial++) {
+      const text = Array.from({ length: next(80) }, () => pieces[next(pieces.length)]).join('');
+      expect(turnTheme('Ann', text)).toBe(reference('Ann', text));
+    }
+    expect(turnTheme('Ann', `${' '.repeat(600)}short`)).toBe('Ann: short');
+    expect(turnTheme('Ann', 'x'.repeat(2000))).toBe(`Ann: ${'x'.repeat(157)}…`);
+  });
+});

@@ -17,8 +17,21 @@ export function chunkText(header: string, turns: readonly ChunkTurn[]): string {
 
 /** A turn's theme, as the local extractor names a turn's Facet: its speaker and its text on one line, capped at 160 characters. */
 export function turnTheme(speaker: string, text: string): string {
-  const oneLine = text.replace(/\s+/g, ' ').trim();
-  return `${speaker}: ${oneLine.length > 160 ? `${oneLine.slice(0, 157)}…` : oneLine}`;
+  // A long turn's theme is read from its head: collapsing the whitespace of a head that still
+  // fills the cap gives the same first characters as the whole text does (every store reads a
+  // Facet's theme back this way, so an open of a memory of long replies did it for each turn).
+  const head = text.length > THEME_HEAD_CHARS ? oneLine(text.slice(0, THEME_HEAD_CHARS)) : null;
+  const line = head !== null && head.length > THEME_CHARS + 1 ? head : oneLine(text);
+  return `${speaker}: ${line.length > THEME_CHARS ? `${line.slice(0, THEME_CHARS - 3)}…` : line}`;
+}
+
+/** The longest theme, in characters. */
+const THEME_CHARS = 160;
+/** How much of a long turn's text a theme is read from first (more only when whitespace collapses it below the cap). */
+const THEME_HEAD_CHARS = 512;
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
 }
 
 /**

@@ -686,6 +686,49 @@ describe('hybrid anchors: lexical index and fusion', () => {
     check();
   });
 
+  it('scores only the documents that can rank, and ranks, reads turns and picks the best turn as a full query does', () => {
+    // Words from common to rare (long and short posting lists, low and high IDF), few of them:
+    // documents holding several query terms, many equal scores.
+    const words = ['amber', 'birch', 'cedar', 'dune', 'ember', 'fjord', 'grove', 'heath', 'inlet', 'juniper', 'kelp', 'larch'];
+    let seed = 11;
+    const pick = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const word = (): string => words[Math.floor((pick(1000) / 1000) ** 2.5 * words.length)] as string;
+    const phrase = (length: number): string => Array.from({ length }, word).join(' ');
+    // Lexical search reads no vector: every node gets the same one (`unrelated()` would use up axes the other tests own).
+    const v = atCos(0.1, 1);
+    const builder = new GraphBuilder();
+    for (let e = 0; e < 120; e++) {
+      const turns = Array.from({ length: 1 + pick(6) }, (_, t): [string, string, string] => [`D${e}:${t}`, pick(2) === 0 ? 'Ann' : 'Bo', phrase(1 + pick(12))]);
+      builder.episode(`ep${e}`, e, v, turns);
+      turns.forEach(([dialogId, speaker, text], t) => {
+        builder.facet(`fc${e}-${t}`, `ep${e}`, `${speaker}: ${text}`, v).point(`fp${e}-${t}`, `fc${e}-${t}`, `${speaker}: ${text}`, v, { dialogIds: [dialogId] });
+      });
+    }
+    words.forEach((name, i) => builder.entity(`en${i}`, name, v));
+    const graph = builder.build();
+    const lexical = LexicalIndex.fromGraph(graph);
+    const episodeIds = graph.nodesOfLayer('episode').map((e) => e.id);
+    for (let q = 0; q < 200; q++) {
+      // Repeated words count each time; an unknown word matches nothing.
+      const query = `${phrase(1 + pick(5))}${pick(4) === 0 ? ' zebra' : ''}`;
+      const expected = minisearchMatches(graph, query);
+      const scope = new Set(episodeIds.filter(() => pick(3) === 0));
+      const inScope = new Map([...expected.turns].filter(([id]) => scope.has(id)));
+      for (const k of [1, 2, 3, 5, 10]) {
+        const found = lexical.search(query, k);
+        for (const layer of LAYERS) expect(found.layers[layer], `${query} (${layer}, ${k})`).toEqual(expected.layers[layer].slice(0, k));
+        expect(turnEntries(graph, found.turns)).toEqual(turnEntries(graph, expected.turns));
+        expect(turnEntries(graph, found.turns.within(scope))).toEqual(turnEntries(graph, inScope));
+      }
+    }
+    // Two documents alike: the one added second wins the tie by its id, though the first already holds the best score there is.
+    const twins = new GraphBuilder().episode('ep', 1, v, [['D1', 'Ann', 'kelp']]).facet('fc-b', 'ep', 'Ann: kelp', v).facet('fc-a', 'ep', 'Ann: kelp', v).build();
+    expect(LexicalIndex.fromGraph(twins).search('kelp', 1).layers.facet.map((hit) => hit.id)).toEqual(['fc-a']);
+  });
+
   it('reads back what it wrote as bytes, then catches up with the nodes added and removed since; damaged bytes read as null', () => {
     const graph = melanieGraph();
     const queries = ['sunrise painting', 'Painting the sunrise, painting it again?', 'Melanie pottery', 'exhibition', 'nothing indexed'];

@@ -2,6 +2,7 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
 import { ByteFormatError, ByteReader, ByteWriter } from '../util/bytes.ts';
 import { topK } from '../util/top-k.ts';
+import { scoreCandidates, scoreDocument, type LayerHits, type LayerQuery, type ScoredDocument } from './lexical-query.ts';
 
 /**
  * Hybrid anchors (beyond the paper): a BM25 index over the graph's text, so names and rare
@@ -51,79 +52,76 @@ export interface TurnScores {
   within(episodes: ReadonlySet<string>): TurnScores;
 }
 
-/** A query's turn hits in the order it reached them, grouped by Episode when first read. */
+/**
+ * A query's turn scores, worked out as they are read: the Episodes and the best turn its search
+ * ranked come scored; any other Episode's turns are scored when asked for, from the query's
+ * hits as they were when it ran (an index update since leaves them as they were).
+ */
 class QueryTurnScores implements TurnScores {
-  readonly best: TurnScores['best'] = null;
-  /** Hit positions by Episode id, made at the first `get`. */
-  private positions: Map<string, number[]> | null = null;
-  private readonly byEpisode = new Map<string, ReadonlyMap<string, number>>();
+  private readonly byEpisode = new Map<string, ReadonlyMap<string, number> | undefined>();
+  private bestTurn: TurnScores['best'] | undefined;
 
-  /** Each hit's Episode id, dialog id and score, in the order the query reached them. */
+  /** `best`: the best turn when the search that made these scores found it, else undefined (found when read). */
   constructor(
-    private readonly episodeIds: readonly string[],
-    private readonly dialogIds: readonly string[],
-    private readonly scores: readonly number[],
+    private readonly postings: Postings,
+    private readonly query: LayerQuery,
+    private readonly episodes: ReadonlySet<string> | null,
+    best?: TurnScores['best'],
   ) {
-    let at = -1;
-    for (let i = 0; i < scores.length; i++) if (at < 0 || (scores[i] as number) > (scores[at] as number)) at = i;
-    if (at >= 0) this.best = { episodeId: episodeIds[at] as string, dialogId: dialogIds[at] as string, score: scores[at] as number };
+    this.bestTurn = best;
+  }
+
+  get best(): TurnScores['best'] {
+    if (this.bestTurn === undefined) {
+      const { postings, episodes } = this;
+      this.bestTurn = bestTurnOf(postings, scoreCandidates(this.query, 1, (ordinal) => (episodes === null || episodes.has(postings.nodeIdOf(ordinal)) ? '' : null)));
+    }
+    return this.bestTurn;
   }
 
   get(episodeId: string): ReadonlyMap<string, number> | undefined {
-    const known = this.byEpisode.get(episodeId);
-    if (known) return known;
-    if (!this.positions) {
-      this.positions = new Map();
-      for (let i = 0; i < this.episodeIds.length; i++) {
-        const id = this.episodeIds[i] as string;
-        const list = this.positions.get(id);
-        if (list) list.push(i);
-        else this.positions.set(id, [i]);
-      }
-    }
-    const hits = this.positions.get(episodeId);
-    if (!hits) return undefined;
-    // Best first, equals in the order reached (the sort is stable).
-    const scores = new Map(hits.sort((a, b) => (this.scores[b] as number) - (this.scores[a] as number)).map((i) => [this.dialogIds[i] as string, this.scores[i] as number]));
+    if (this.byEpisode.has(episodeId)) return this.byEpisode.get(episodeId);
+    const turns =
+      this.episodes !== null && !this.episodes.has(episodeId)
+        ? []
+        : this.postings.turnOrdinals(episodeId).flatMap((ordinal) => scoreDocument(this.query, ordinal) ?? []);
+    // Best first, equals in the order a full query reaches them.
+    turns.sort(byScoreThenReach);
+    const scores = turns.length === 0 ? undefined : new Map(turns.map((turn) => [this.postings.dialogIdOf(turn.ordinal), turn.score]));
     this.byEpisode.set(episodeId, scores);
     return scores;
   }
 
   within(episodes: ReadonlySet<string>): TurnScores {
-    const kept: number[] = [];
-    for (let i = 0; i < this.episodeIds.length; i++) if (episodes.has(this.episodeIds[i] as string)) kept.push(i);
-    return new QueryTurnScores(
-      kept.map((i) => this.episodeIds[i] as string),
-      kept.map((i) => this.dialogIds[i] as string),
-      kept.map((i) => this.scores[i] as number),
-    );
+    const kept = this.episodes === null ? episodes : new Set([...episodes].filter((id) => this.episodes?.has(id)));
+    return new QueryTurnScores(this.postings, this.query, kept);
   }
 }
 
+/** Higher score first; equal scores in the order a full OR query reaches the documents. */
+function byScoreThenReach(a: ScoredDocument, b: ScoredDocument): number {
+  return b.score - a.score || a.reachedAt - b.reachedAt || a.ordinal - b.ordinal;
+}
+
+/** The best of scored turns (of equals, the first a full query reaches), or null. */
+function bestTurnOf(postings: Postings, turns: readonly ScoredDocument[]): TurnScores['best'] {
+  let best: ScoredDocument | null = null;
+  for (const turn of turns) if (best === null || byScoreThenReach(turn, best) < 0) best = turn;
+  return best === null ? null : { episodeId: postings.nodeIdOf(best.ordinal), dialogId: postings.dialogIdOf(best.ordinal), score: best.score };
+}
+
 /** Scores of no turn: a memory searched without a lexical index. */
-export const NO_TURN_SCORES: TurnScores = new QueryTurnScores([], [], []);
+export const NO_TURN_SCORES: TurnScores = { best: null, get: () => undefined, within: () => NO_TURN_SCORES };
 
 export class LexicalIndex {
   /**
-   * Each query term's hits (`termHits`), kept until the index changes: questions share most of
-   * their terms (names, topics), and scoring a term's postings again is most of a search's cost.
-   * Only terms the index holds are kept, so at most one entry per indexed term, each no longer
-   * than that term's postings; a hit is a document slot and a score in two typed arrays (12
-   * bytes: an object a hit was most of the ~90 MB that 40 searches cached on 30K messages).
+   * Each query term's hits by layer (`termHits`), kept until the index changes: questions share
+   * most of their terms (names, topics), and scoring a term's postings again is most of a
+   * search's cost. Only terms the index holds are kept, so at most one entry per indexed term,
+   * each no longer than that term's postings; a hit is an ordinal and a score in two typed arrays
+   * (12 bytes: an object a hit was most of the ~90 MB that 40 searches cached on 30K messages).
    */
   private readonly hitsByTerm = new Map<string, TermHits>();
-  /**
-   * Slots: one per document a cached hit reached (by ordinal), shared by every term's hits, so a
-   * query sums a document's scores in its slot; and one per node those documents stand for, so a
-   * query keeps a node's best score in its slot. Each slot's facts sit in plain arrays.
-   */
-  private docSlotByOrdinal: Array<number | undefined> = [];
-  private docNodeSlot: number[] = [];
-  private docDialogId: string[] = [];
-  private readonly nodeSlotById = new Map<string, number>();
-  private nodeLayer: Layer[] = [];
-  private nodeIds: string[] = [];
-  private readonly scratch = new SearchScratch();
 
   private constructor(private readonly postings = new Postings()) {}
 
@@ -178,169 +176,65 @@ export class LexicalIndex {
     this.postings.remove(stale);
     for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
     this.postings.forgetTokens();
-    // Document count, lengths and postings feed every BM25 score; documents and nodes are found again as terms are.
-    if (stale.length > 0 || fresh.length > 0) {
-      this.hitsByTerm.clear();
-      this.nodeSlotById.clear();
-      this.docSlotByOrdinal = [];
-      this.docNodeSlot = [];
-      this.docDialogId = [];
-      this.nodeLayer = [];
-      this.nodeIds = [];
-    }
+    // Document count, lengths and postings feed every BM25 score.
+    if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
     return stale.length + fresh.length;
   }
 
   /**
    * Matches for `query`; `perLayer` caps each layer's list at its best hits (all by default), as
-   * anchor fusion reads only the head of each and a long tail costs a full sort per query.
+   * anchor fusion reads only the head of each: documents that cannot make a list are not scored
+   * (see lexical-query.ts). The turn scores are worked out as they are read.
    */
   search(query: string, perLayer = Infinity): LexicalMatches {
-    const hits = this.queryHits(query);
-    // Each node's best document score, by node slot (sized after `queryHits`, which may hand out slots).
-    const { best, seen } = this.scratch.forNodes(this.nodeIds.length);
-    const reached: number[] = [];
-    const turnHits: number[] = [];
-    // The query's hits, in the order minisearch lists them for the whole query, and not sorted:
-    // each layer's list is selected below by score and id, and the turn hits are read by
-    // Episode, in minisearch's order (by score, ties in the order reached) once asked for.
-    for (let i = 0; i < hits.slots.length; i++) {
-      const node = this.docNodeSlot[hits.slots[i] as number] as number;
-      const score = hits.scores[i] as number;
-      if (seen[node] === 0) {
-        seen[node] = 1;
-        reached.push(node);
+    const terms = tokenize(query).flatMap((word) => normaliseTerm(word) ?? []);
+    const distinct = [...new Set(terms)];
+    const positions = terms.map((term) => distinct.indexOf(term));
+    const hits = distinct.map((term) => this.termHits(term));
+    const queryOf = (layer: Layer): LayerQuery => ({ hits: hits.map((byLayer) => byLayer[layer]), positions });
+    const layers = {} as Record<Layer, LexicalHit[]>;
+    let turns: TurnScores = NO_TURN_SCORES;
+    for (const layer of LAYERS) {
+      const layerQuery = queryOf(layer);
+      // An Episode ranks by its best turn, and the best turn of all is asked for besides.
+      const scored = scoreCandidates(layerQuery, layer === 'episode' ? Math.max(1, perLayer) : perLayer, (ordinal) => this.postings.nodeIdOf(ordinal));
+      const bestOfNode = new Map<string, number>();
+      for (const { ordinal, score } of scored) {
+        const id = this.postings.nodeIdOf(ordinal);
+        bestOfNode.set(id, Math.max(score, bestOfNode.get(id) ?? 0));
       }
-      best[node] = Math.max(score, best[node] as number);
-      if (this.nodeLayer[node] === 'episode') turnHits.push(i);
-    }
-    const turns = new QueryTurnScores(
-      turnHits.map((i) => this.nodeIds[this.docNodeSlot[hits.slots[i] as number] as number] as string),
-      turnHits.map((i) => this.docDialogId[hits.slots[i] as number] as string),
-      turnHits.map((i) => hits.scores[i] as number),
-    );
-    const byLayer = new Map<Layer, number[]>(LAYERS.map((layer) => [layer, []]));
-    for (const node of reached) byLayer.get(this.nodeLayer[node] as Layer)?.push(node);
-    // Best score first; equal scores in id order, so the list does not depend on the index's document order.
-    const byScoreThenId = (a: number, b: number) => (best[b] as number) - (best[a] as number) || (this.nodeIds[a] as string).localeCompare(this.nodeIds[b] as string);
-    const layers = Object.fromEntries(
-      LAYERS.map((layer) => [layer, topK(byLayer.get(layer) ?? [], perLayer, byScoreThenId).map((node) => ({ id: this.nodeIds[node] as string, score: best[node] as number }))]),
-    ) as Record<Layer, LexicalHit[]>;
-    for (const node of reached) {
-      best[node] = 0;
-      seen[node] = 0;
+      // Best score first; equal scores in id order, so the list does not depend on the index's document order.
+      const ranked = topK([...bestOfNode], perLayer, ([idA, a], [idB, b]) => b - a || idA.localeCompare(idB));
+      layers[layer] = ranked.map(([id, score]) => ({ id, score }));
+      if (layer === 'episode') turns = new QueryTurnScores(this.postings, layerQuery, null, bestTurnOf(this.postings, scored));
     }
     return { layers, turns };
   }
 
-  /**
-   * Every document matching `query` with its score, as minisearch's OR query scores and lists
-   * them, built from each term's own hits: a document's score is the sum of its terms' scores in
-   * query order (a repeated term counts each time), times the number of distinct query terms it
-   * matches; documents come in the order of the first term that reaches them.
-   */
-  private queryHits(query: string): { slots: number[]; scores: number[] } {
-    const terms = tokenize(query).flatMap((word) => normaliseTerm(word) ?? []);
-    // Looked up first: a term seen for the first time may hand out new slots.
-    const hitsByPosition = terms.map((term) => this.termHits(term));
-    // Sums and distinct-term counts by document slot: thousands of hits per query, no map lookups.
-    const { sums, matched } = this.scratch.forDocuments(this.docNodeSlot.length);
-    const reached: number[] = [];
-    for (let position = 0; position < terms.length; position++) {
-      const firstTime = terms.indexOf(terms[position] as string) === position;
-      const { slots, scores } = hitsByPosition[position] ?? NO_HITS;
-      for (let i = 0; i < slots.length; i++) {
-        const slot = slots[i] as number;
-        if (matched[slot] === 0) reached.push(slot);
-        sums[slot] = (sums[slot] as number) + (scores[i] as number);
-        if (firstTime) matched[slot] = (matched[slot] as number) + 1;
-      }
-    }
-    const scores = reached.map((slot) => (sums[slot] as number) * (matched[slot] as number));
-    for (const slot of reached) {
-      sums[slot] = 0;
-      matched[slot] = 0;
-    }
-    return { slots: reached, scores };
-  }
-
-  /** The documents holding one normalised term, each with its BM25 score for it, in the order they were indexed. */
+  /** The documents holding one normalised term, by layer, each with its BM25 score for it, in ordinal order. */
   private termHits(term: string): TermHits {
     const known = this.hitsByTerm.get(term);
     if (known) return known;
-    const slots: number[] = [];
-    const scores: number[] = [];
+    const ordinals = Object.fromEntries(LAYERS.map((layer) => [layer, [] as number[]])) as Record<Layer, number[]>;
+    const scores = Object.fromEntries(LAYERS.map((layer) => [layer, [] as number[]])) as Record<Layer, number[]>;
     this.postings.forEachHit(term, (ordinal, score) => {
-      let slot = this.docSlotByOrdinal[ordinal];
-      if (slot === undefined) {
-        slot = this.docNodeSlot.length;
-        this.docSlotByOrdinal[ordinal] = slot;
-        this.docNodeSlot.push(this.nodeSlot(this.postings.layerOf(ordinal), this.postings.nodeIdOf(ordinal)));
-        this.docDialogId.push(this.postings.dialogIdOf(ordinal));
-      }
-      slots.push(slot);
-      scores.push(score);
+      const layer = this.postings.layerOf(ordinal);
+      ordinals[layer].push(ordinal);
+      scores[layer].push(score);
     });
-    const hits = { slots: Int32Array.from(slots), scores: Float64Array.from(scores) };
-    if (slots.length > 0) this.hitsByTerm.set(term, hits);
+    const hits = Object.fromEntries(
+      LAYERS.map((layer) => {
+        const layerScores = Float64Array.from(scores[layer]);
+        return [layer, { ordinals: Int32Array.from(ordinals[layer]), scores: layerScores, max: layerScores.reduce((a, b) => Math.max(a, b), 0) }];
+      }),
+    ) as TermHits;
+    if (LAYERS.some((layer) => hits[layer].ordinals.length > 0)) this.hitsByTerm.set(term, hits);
     return hits;
   }
-
-  /** A node's slot, by its id alone: the graph holds one node per id, whatever its layer. */
-  private nodeSlot(layer: Layer, id: string): number {
-    let slot = this.nodeSlotById.get(id);
-    if (slot === undefined) {
-      slot = this.nodeIds.length;
-      this.nodeSlotById.set(id, slot);
-      this.nodeLayer.push(layer);
-      this.nodeIds.push(id);
-    }
-    return slot;
-  }
 }
 
-/**
- * The per-slot sums a search adds its hits into, kept between searches and zeroed again where
- * each search wrote: sized to every document and node a query has reached (a million at 100K
- * messages of chat), they were ~13 MB of fresh arrays per search, most of its garbage.
- */
-class SearchScratch {
-  private sums = new Float64Array(0);
-  private matched = new Uint32Array(0);
-  private best = new Float64Array(0);
-  private seen = new Uint8Array(0);
-
-  /** Score sums and distinct-term counts for `count` document slots, all zero. */
-  forDocuments(count: number): { sums: Float64Array; matched: Uint32Array } {
-    if (this.sums.length < count) {
-      this.sums = new Float64Array(grown(count));
-      this.matched = new Uint32Array(this.sums.length);
-    }
-    return { sums: this.sums, matched: this.matched };
-  }
-
-  /** Best scores and reached marks for `count` node slots, all zero. */
-  forNodes(count: number): { best: Float64Array; seen: Uint8Array } {
-    if (this.best.length < count) {
-      this.best = new Float64Array(grown(count));
-      this.seen = new Uint8Array(this.best.length);
-    }
-    return { best: this.best, seen: this.seen };
-  }
-}
-
-/** A capacity for at least `count` slots, with room to grow: slots are handed out as terms are first searched. */
-function grown(count: number): number {
-  return Math.max(1024, Math.ceil(count * 1.5));
-}
-
-/** A term's hits: document slots and the term's BM25 score in each, in indexing order. */
-interface TermHits {
-  slots: Int32Array;
-  scores: Float64Array;
-}
-
-const NO_HITS: TermHits = { slots: new Int32Array(0), scores: new Float64Array(0) };
+/** A term's hits in each layer. */
+type TermHits = Record<Layer, LayerHits>;
 
 /** Where texts and queries are cut into words: at spaces and punctuation (minisearch's default). */
 const SEPARATORS = /[\n\r\p{Z}\p{P}]+/u;
@@ -434,6 +328,8 @@ class Postings {
    * hashes no string and boxes no number.
    */
   private readonly ordinalsByNode = new Map<number, number | Array<number | undefined>>();
+  /** Each indexed Episode's node key, by its id: a search reads an Episode's turns by id. */
+  private readonly episodeKeys = new Map<string, number>();
   /**
    * The documents by ordinal, a column per field (a removed document's node key is −1): an
    * object per document was ~40 MB at 100K messages, and a tenth of what the collector walked
@@ -477,6 +373,13 @@ class Postings {
 
   dialogIdOf(ordinal: number): string {
     return this.docDialogId[ordinal] as string;
+  }
+
+  /** The ordinals of an Episode's turn documents, in turn order (none when the Episode is not indexed). */
+  turnOrdinals(episodeId: string): number[] {
+    const key = this.episodeKeys.get(episodeId);
+    const held = key === undefined ? undefined : this.ordinalsByNode.get(key);
+    return typeof held === 'object' ? held.filter((ordinal): ordinal is number => ordinal !== undefined) : [];
   }
 
   /**
@@ -632,9 +535,11 @@ class Postings {
       const count = this.docCount;
       this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - (this.docFieldLength[ordinal] as number)) / (count - 1);
       this.unregister(nodeKey, this.docPosition[ordinal] as number);
+      const nodeId = this.docNodeId[ordinal] as string;
+      if (!this.ordinalsByNode.has(nodeKey) && this.episodeKeys.get(nodeId) === nodeKey) this.episodeKeys.delete(nodeId);
+      // A removed document keeps its ids (a few bytes): a search that ran before the removal
+      // still names, when its turn scores are read, the documents it found.
       this.docNodeKey[ordinal] = -1;
-      this.docNodeId[ordinal] = '';
-      this.docDialogId[ordinal] = '';
       this.docCount--;
       removed.add(ordinal);
     }
@@ -699,6 +604,7 @@ class Postings {
     this.docDialogId.push(dialogId);
     this.docFieldLength.push(fieldLength);
     this.docPass.push(this.passes);
+    if (layer === 'episode' && nodeId !== '') this.episodeKeys.set(nodeId, nodeKey);
   }
 
   /** The entry of a raw token, made when new with the postings its term adds to (made when new; null for a token that is no term). */

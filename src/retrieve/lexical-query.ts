@@ -100,39 +100,71 @@ export function scoreDocument(query: LayerQuery, ordinal: number): ScoredDocumen
 }
 
 /**
- * The best `k` units' scores so far, and the lowest of them once there are `k`: the score a
- * document must beat to matter. It only rises, as units are added and their scores rise.
+ * The best `k` units' scores so far, in a min-heap, and the lowest of them once there are `k`:
+ * the score a document must beat to matter. It only rises, as units come in and their scores
+ * rise (a unit's score rising moves it down the heap).
  */
 class TopUnits {
-  private readonly scores = new Map<string, number>();
+  private readonly units: string[] = [];
+  private readonly scores: number[] = [];
+  private readonly slotOf = new Map<string, number>();
   threshold = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly k: number) {}
 
   offer(unit: string, score: number): void {
-    const held = this.scores.get(unit);
-    if (held !== undefined) {
-      if (score <= held) return;
-      this.scores.set(unit, score);
-      // Only the unit at the threshold, rising, can raise it.
-      if (held === this.threshold) this.threshold = Math.min(...this.scores.values());
-      return;
+    const at = this.slotOf.get(unit);
+    if (at !== undefined) {
+      if (score <= (this.scores[at] as number)) return;
+      this.scores[at] = score;
+      this.siftDown(at);
+    } else if (this.units.length < this.k) {
+      this.units.push(unit);
+      this.scores.push(score);
+      this.slotOf.set(unit, this.units.length - 1);
+      this.siftUp(this.units.length - 1);
+    } else {
+      if (score <= this.threshold) return;
+      // The unit at the threshold leaves (one of them, when several share it).
+      this.slotOf.delete(this.units[0] as string);
+      this.units[0] = unit;
+      this.scores[0] = score;
+      this.slotOf.set(unit, 0);
+      this.siftDown(0);
     }
-    if (this.scores.size < this.k) {
-      this.scores.set(unit, score);
-      if (this.scores.size === this.k) this.threshold = Math.min(...this.scores.values());
-      return;
+    if (this.units.length === this.k) this.threshold = this.scores[0] as number;
+  }
+
+  private siftUp(from: number): void {
+    let at = from;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if ((this.scores[parent] as number) <= (this.scores[at] as number)) return;
+      this.swap(at, parent);
+      at = parent;
     }
-    if (score <= this.threshold) return;
-    // The unit at the threshold leaves (one of them, when several share it).
-    for (const [other, otherScore] of this.scores) {
-      if (otherScore === this.threshold) {
-        this.scores.delete(other);
-        break;
-      }
+  }
+
+  private siftDown(from: number): void {
+    let at = from;
+    for (;;) {
+      const left = 2 * at + 1;
+      const right = left + 1;
+      let least = at;
+      if (left < this.units.length && (this.scores[left] as number) < (this.scores[least] as number)) least = left;
+      if (right < this.units.length && (this.scores[right] as number) < (this.scores[least] as number)) least = right;
+      if (least === at) return;
+      this.swap(at, least);
+      at = least;
     }
-    this.scores.set(unit, score);
-    this.threshold = Math.min(...this.scores.values());
+  }
+
+  private swap(a: number, b: number): void {
+    const [unitA, unitB] = [this.units[a] as string, this.units[b] as string];
+    [this.units[a], this.units[b]] = [unitB, unitA];
+    [this.scores[a], this.scores[b]] = [this.scores[b] as number, this.scores[a] as number];
+    this.slotOf.set(unitB, a);
+    this.slotOf.set(unitA, b);
   }
 }
 
@@ -163,7 +195,8 @@ function scoreAbove(query: LayerQuery, k: number, unitOf: (ordinal: number) => s
   let skippedBound = 0;
   const cursors = new Int32Array(hits.length);
   const termScores = new Float64Array(hits.length);
-  const top = new TopUnits(k);
+  // A top 0 lists nothing: the best one is as good a bar as any.
+  const top = new TopUnits(Math.max(1, k));
   const scored: ScoredDocument[] = [];
   for (;;) {
     let next = Number.POSITIVE_INFINITY;

@@ -66,6 +66,8 @@ function seek(ordinals: Int32Array, from: number, target: number): number {
  * Scores document `ordinal`, moving each term's cursor to its first hit at or after it (and past
  * it when the term holds it); the cursors only move forward, so documents go in ascending order.
  * The sum is taken in query order, as minisearch adds it, so scores are equal to the last bit.
+ * `termScores` is scratch: each term's score in the document, −1 where it has none (BM25+
+ * scores are positive).
  */
 function scoreWithCursors(query: LayerQuery, ordinal: number, cursors: Int32Array, termScores: Float64Array): ScoredDocument | null {
   const { hits, positions } = query;

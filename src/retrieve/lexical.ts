@@ -53,9 +53,10 @@ export interface TurnScores {
 }
 
 /**
- * A query's turn scores, worked out as they are read: the Episodes and the best turn its search
- * ranked come scored; any other Episode's turns are scored when asked for, from the query's
- * hits as they were when it ran (an index update since leaves them as they were).
+ * A query's turn scores, worked out as they are read: the best turn comes from the search (or,
+ * within a scope, from a pass over the scope's turns when first read), and an Episode's turns
+ * are scored when asked for, from the query's hits as they were when it ran (an index update
+ * since leaves them as they were).
  */
 class QueryTurnScores implements TurnScores {
   private readonly byEpisode = new Map<string, ReadonlyMap<string, number> | undefined>();
@@ -74,6 +75,7 @@ class QueryTurnScores implements TurnScores {
   get best(): TurnScores['best'] {
     if (this.bestTurn === undefined) {
       const { postings, episodes } = this;
+      // One unit, the best turn of all: every turn of the scope counts for it, the others for none.
       this.bestTurn = bestTurnOf(postings, scoreCandidates(this.query, 1, (ordinal) => (episodes === null || episodes.has(postings.nodeIdOf(ordinal)) ? '' : null)));
     }
     return this.bestTurn;

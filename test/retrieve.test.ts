@@ -729,6 +729,27 @@ describe('hybrid anchors: lexical index and fusion', () => {
     expect(LexicalIndex.fromGraph(twins).search('kelp', 1).layers.facet.map((hit) => hit.id)).toEqual(['fc-a']);
   });
 
+  it('reads a search\'s turn scores as they were when it ran, though the index changed since', () => {
+    const query = 'painting sunrise pottery exhibition';
+    const graph = melanieGraph();
+    const expected = LexicalIndex.fromGraph(melanieGraph()).search(query).turns;
+    const lexical = LexicalIndex.fromGraph(graph);
+    // Searched, not read yet: then its best Episode goes, and a new turn matches every word.
+    const found = lexical.search(query).turns;
+    graph.deleteNode('ep3');
+    graph.putNode({ id: 'ep4', key: 990, layer: 'episode', chunkId: 'c-ep4', summary: '', time: null, order: 4 });
+    graph.putChunk({ id: 'c-ep4', sessionId: 's4', header: '[Session 4]', text: '', time: null, order: 4, turns: [{ dialogId: 'D4:1', speaker: 'Melanie', text: 'Painting a sunrise, pottery, an exhibition.' }] });
+    lexical.update(graph);
+    expect(found.best).toEqual(expected.best);
+    expect(found.best?.episodeId).toBe('ep3');
+    for (const id of ['ep1', 'ep2']) expect([...(found.get(id) ?? [])]).toEqual([...(expected.get(id) ?? [])]);
+    // The new turn was not there when the search ran; the scope's best is found among the turns it had.
+    expect(found.get('ep4')).toBeUndefined();
+    expect(found.within(new Set(['ep1', 'ep3', 'ep4'])).best).toEqual(expected.within(new Set(['ep1', 'ep3'])).best);
+    // A new search sees the change.
+    expect(lexical.search(query).turns.best?.episodeId).toBe('ep4');
+  });
+
   it('reads back what it wrote as bytes, then catches up with the nodes added and removed since; damaged bytes read as null', () => {
     const graph = melanieGraph();
     const queries = ['sunrise painting', 'Painting the sunrise, painting it again?', 'Melanie pottery', 'exhibition', 'nothing indexed'];

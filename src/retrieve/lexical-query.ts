@@ -96,9 +96,11 @@ function scoreWithCursors(query: LayerQuery, ordinal: number, cursors: Int32Arra
   return { ordinal, score: sum * matched, reachedAt };
 }
 
-/** Document `ordinal` scored for `query` on its own (null when it holds no query term). */
-export function scoreDocument(query: LayerQuery, ordinal: number): ScoredDocument | null {
-  return scoreWithCursors(query, ordinal, new Int32Array(query.hits.length), new Float64Array(query.hits.length));
+/** The documents `ordinals` that hold a query term, scored, in ordinal order: one pass of the cursors over them. */
+export function scoreDocuments(query: LayerQuery, ordinals: readonly number[]): ScoredDocument[] {
+  const cursors = new Int32Array(query.hits.length);
+  const termScores = new Float64Array(query.hits.length);
+  return [...ordinals].sort((a, b) => a - b).flatMap((ordinal) => scoreWithCursors(query, ordinal, cursors, termScores) ?? []);
 }
 
 /**
@@ -180,12 +182,6 @@ class TopUnits {
  * document the query reaches.
  */
 export function scoreCandidates(query: LayerQuery, k: number, unitOf: (ordinal: number) => string | null): ScoredDocument[] {
-  const { documents, threshold } = scoreAbove(query, k, unitOf);
-  return threshold === Number.NEGATIVE_INFINITY ? documents : documents.filter((document) => document.score >= threshold);
-}
-
-/** `scoreCandidates` before its last pass: every document scored, and the `k`-th best unit score (−∞ below `k` units). */
-function scoreAbove(query: LayerQuery, k: number, unitOf: (ordinal: number) => string | null): { documents: ScoredDocument[]; threshold: number } {
   const { hits, positions } = query;
   // Each term's most a document can take from it: its best score, once per query position it holds.
   const bound = hits.map(() => 0);
@@ -232,5 +228,6 @@ function scoreAbove(query: LayerQuery, k: number, unitOf: (ordinal: number) => s
       skippable++;
     }
   }
-  return { documents: scored, threshold: top.threshold };
+  // Documents scored before the threshold rose to them are dropped now.
+  return scored.filter((document) => document.score >= top.threshold);
 }

@@ -2,7 +2,7 @@ import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
 import { ByteFormatError, ByteReader, ByteWriter } from '../util/bytes.ts';
 import { topK } from '../util/top-k.ts';
-import { scoreCandidates, scoreDocument, type LayerHits, type LayerQuery, type ScoredDocument } from './lexical-query.ts';
+import { scoreCandidates, scoreDocuments, type LayerHits, type LayerQuery, type ScoredDocument } from './lexical-query.ts';
 
 /**
  * Hybrid anchors (beyond the paper): a BM25 index over the graph's text, so names and rare
@@ -86,7 +86,7 @@ class QueryTurnScores implements TurnScores {
     const turns =
       this.episodes !== null && !this.episodes.has(episodeId)
         ? []
-        : this.postings.turnOrdinals(episodeId).flatMap((ordinal) => scoreDocument(this.query, ordinal) ?? []);
+        : scoreDocuments(this.query, this.postings.turnOrdinals(episodeId));
     // Best first, equals in the order a full query reaches them.
     turns.sort(byScoreThenReach);
     const scores = turns.length === 0 ? undefined : new Map(turns.map((turn) => [this.postings.dialogIdOf(turn.ordinal), turn.score]));
@@ -198,8 +198,8 @@ export class LexicalIndex {
     let turns: TurnScores = NO_TURN_SCORES;
     for (const layer of LAYERS) {
       const layerQuery = queryOf(layer);
-      // An Episode ranks by its best turn, and the best turn of all is asked for besides.
-      const scored = scoreCandidates(layerQuery, layer === 'episode' ? Math.max(1, perLayer) : perLayer, (ordinal) => this.postings.nodeIdOf(ordinal));
+      // An Episode ranks by its best turn; the best turn of all is among those scored even under a cap of 0.
+      const scored = scoreCandidates(layerQuery, perLayer, (ordinal) => this.postings.nodeIdOf(ordinal));
       const bestOfNode = new Map<string, number>();
       for (const { ordinal, score } of scored) {
         const id = this.postings.nodeIdOf(ordinal);

@@ -219,6 +219,15 @@ export interface RetrievalFlags {
    * ("you") as naming the assistant, for the speaker term (`turnScore.speaker`).
    */
   pronounSpeakers: boolean;
+  /**
+   * Under `pronounSpeakers`, the second person names the assistant only where the query points at
+   * what was said before: "you" as the subject of a past verb ("you recommended", "did you say"),
+   * "your", or a verb of memory ("remind me", "remember", "recall"). A request made now ("can you
+   * suggest a hotel?", "do you have any tips?") asks the assistant for something new, which the
+   * user's own turns (their plans, tastes, circumstances) inform. Off: any "you" names the
+   * assistant.
+   */
+  pastSecondPerson: boolean;
 }
 
 /** What one `add()` may hold (beyond the paper: bounds that keep every later step on bounded text). */
@@ -335,6 +344,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     dateFocus: true,
     relativeDates: true,
     pronounSpeakers: true,
+    // Chosen by `prism eval longmemeval --loco`, with pronounSpeakers.
+    pastSecondPerson: true,
     meaningRoute: true,
   },
   seed: 42, // §6

@@ -33,10 +33,11 @@ describe('pronouns name the speakers of a chat with an assistant', () => {
     await memory.close();
   });
 
-  const search = (userId: string, query: string, pronounSpeakers: boolean) =>
-    memory.search(query, { userId, budget: 1024, now: null, config: { flags: { pronounSpeakers } } });
+  const search = (userId: string, query: string, flags: { pronounSpeakers: boolean; pastSecondPerson?: boolean }) =>
+    memory.search(query, { userId, budget: 1024, now: null, config: { flags } });
   const scoreOf = (result: SearchResult, dialogId: string) => result.units.find((u) => u.dialogIds.includes(dialogId))?.score ?? Number.NaN;
-  const gain = async (userId: string, query: string, dialogId: string) => scoreOf(await search(userId, query, true), dialogId) - scoreOf(await search(userId, query, false), dialogId);
+  const gain = async (userId: string, query: string, dialogId: string, pastSecondPerson = true) =>
+    scoreOf(await search(userId, query, { pronounSpeakers: true, pastSecondPerson }), dialogId) - scoreOf(await search(userId, query, { pronounSpeakers: false }), dialogId);
 
   it('gives the user\'s turns the speaker term for a first-person query, the assistant\'s for a second-person one', async () => {
     const speaker = memory.config.retrieval.turnScore.speaker;
@@ -46,6 +47,22 @@ describe('pronouns name the speakers of a chat with an assistant', () => {
     expect(await gain('roles', 'What did you say keeps beagles healthy?', 'D1:1')).toBe(0);
     // Neither pronoun: nothing changes.
     expect(await gain('roles', 'What is the beagle called?', 'D1:1')).toBe(0);
+  });
+
+  it('reads a request in the second person as asking for something new, not for what the assistant said', async () => {
+    const speaker = memory.config.retrieval.turnScore.speaker;
+    for (const request of ['Can you suggest a toy for my beagle Rex who loves the park?', 'Do you have any tips on the park for my beagle Rex?']) {
+      expect(await gain('roles', request, 'D1:1')).toBeCloseTo(speaker, 12);
+      expect(await gain('roles', request, 'D1:2')).toBe(0);
+      // Read as naming the assistant wherever "you" is, both speakers gain alike.
+      expect(await gain('roles', request, 'D1:2', false)).toBeCloseTo(speaker, 12);
+    }
+    // What was said before: a past verb, "your", a verb of memory.
+    for (const recalled of ['Which park have you recommended for beagles?', 'What was your advice on beagles?', 'Can you remind me what keeps beagles healthy?']) {
+      expect(await gain('roles', recalled, 'D1:2')).toBeCloseTo(speaker, 12);
+    }
+    // "you need" is not a past verb.
+    expect(await gain('roles', 'What do you need to keep a beagle healthy?', 'D1:2')).toBe(0);
   });
 
   it('leaves memories whose speakers are people alone', async () => {

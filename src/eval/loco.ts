@@ -100,19 +100,27 @@ const GRID_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
 
 export const LOCO_CANDIDATES: readonly LocoCandidate[] = [...GRID_CANDIDATES, ...MEANING_CANDIDATES];
 
+/** How pronouns may be read: as naming the speakers, the second person only where it points at what was said, or anywhere; or not at all. */
+const PRONOUN_READINGS = [
+  { label: '', flags: { pronounSpeakers: true, pastSecondPerson: true } },
+  { label: '-any-you', flags: { pronounSpeakers: true, pastSecondPerson: false } },
+  { label: '-pronouns-off', flags: { pronounSpeakers: false } },
+] as const;
+
 /**
  * The settings `prism eval longmemeval --loco` chooses among: the recency weight
  * (`turnScore.recency`) at 0, 0.25 and 0.5, relative time in the query resolved against the
  * time it is asked (`flags.relativeDates`) or not, and first- and second-person queries read as
- * naming the user or the assistant (`flags.pronounSpeakers`) or not: every combination. Every
- * LongMemEval question is its own conversation, so leaving one conversation out leaves one
- * question out.
+ * naming the user or the assistant (`flags.pronounSpeakers`), with the second person naming the
+ * assistant only where it points at what was said (`flags.pastSecondPerson`) or wherever it is,
+ * or pronouns read as naming no one: every combination. Every LongMemEval question is its own
+ * conversation, so leaving one conversation out leaves one question out.
  */
 export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [0, 0.25, 0.5].flatMap((recency) =>
   [true, false].flatMap((relativeDates) =>
-    [true, false].map((pronounSpeakers) => ({
-      name: `loco:recency${recency}${relativeDates ? '' : '-relative-off'}${pronounSpeakers ? '' : '-pronouns-off'}`,
-      overlay: { flags: { relativeDates, pronounSpeakers }, retrieval: { turnScore: { recency } } },
+    PRONOUN_READINGS.map(({ label, flags }) => ({
+      name: `loco:recency${recency}${relativeDates ? '' : '-relative-off'}${label}`,
+      overlay: { flags: { relativeDates, ...flags }, retrieval: { turnScore: { recency } } },
     })),
   ),
 );

@@ -46,6 +46,8 @@ const VARIANTS = {
   'prism-no-relative-dates': { mode: 'zero-llm', overlay: { flags: { relativeDates: false } } },
   // First- and second-person queries not read as naming the user or the assistant.
   'prism-no-pronoun-speakers': { mode: 'zero-llm', overlay: { flags: { pronounSpeakers: false } } },
+  // Any second-person query read as naming the assistant, requests ("can you suggest…?") too.
+  'prism-any-second-person': { mode: 'zero-llm', overlay: { flags: { pastSecondPerson: false } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).
   'prism-bundle-turns': { mode: 'zero-llm', overlay: { retrieval: { unitEpisodes: 0, unitBudgets: 0 } } },
   // This project's session-independent turn anchors and adaptive fusion, each off, then both

@@ -165,7 +165,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const turnAnchorsFound: TurnAnchors =
     fineBudget === null ? new Map() : turnAnchors(deps.graph, await turnAnchorHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch), anchorCount);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
-  const speakers = config.flags.pronounSpeakers ? withAddressed(focus.speakers, query) : focus.speakers;
+  const speakers = config.flags.pronounSpeakers ? withAddressed(focus.speakers, query, config.flags.pastSecondPerson) : focus.speakers;
   const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, byMeaning, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
@@ -263,16 +263,25 @@ function lowestScore(ranked: readonly RankedEpisode[]): number {
 const ROLE_SPEAKERS = { first: ['User', 'user'], second: ['Assistant', 'assistant'] } as const;
 const FIRST_PERSON = /\b(i|me|my|mine|myself)\b/i;
 const SECOND_PERSON = /\b(you|your|yours|yourself)\b/i;
+/**
+ * The second person pointing at the assistant's earlier words (`flags.pastSecondPerson`): "you"
+ * as the subject of a past verb, regular ("you mentioned", "you've suggested"; not "you need") or
+ * one of the common irregular ones, "did you", "your", or a verb of memory ("remind me").
+ */
+const SECOND_PERSON_PAST =
+  /\b(?:you(?:'ve|\s+have|\s+had)?\s+(?:\w*[^\We]ed|said|told|gave|wrote|made|came|found|chose|brought|taught|sent|put|thought|meant|drew|built|did|were|had|knew|saw|got|went|left|showed|shown)|did\s+you|your|yours|remind|remember|recall)\b/i;
 
 /**
  * The speakers a query names, and those its pronouns point at (`flags.pronounSpeakers`): in a
  * memory of chats with an assistant, a question in the first person ("what is my…", "how many
  * did I…") is the user's about themself, whose facts their own turns state; one in the second
- * person ("what did you recommend?") asks what the assistant said. Their turns gain the speaker
- * term as a named speaker's do. A memory without such speakers is unaffected.
+ * person ("what did you recommend?") asks what the assistant said, and with `pastSecondPerson`
+ * only when it points at what was said (a request, "can you suggest…?", does not). Their turns
+ * gain the speaker term as a named speaker's do. A memory without such speakers is unaffected.
  */
-function withAddressed(speakers: ReadonlySet<string>, query: string): ReadonlySet<string> {
-  const addressed = [...(FIRST_PERSON.test(query) ? ROLE_SPEAKERS.first : []), ...(SECOND_PERSON.test(query) ? ROLE_SPEAKERS.second : [])];
+function withAddressed(speakers: ReadonlySet<string>, query: string, pastSecondPerson: boolean): ReadonlySet<string> {
+  const second = pastSecondPerson ? SECOND_PERSON_PAST : SECOND_PERSON;
+  const addressed = [...(FIRST_PERSON.test(query) ? ROLE_SPEAKERS.first : []), ...(second.test(query) ? ROLE_SPEAKERS.second : [])];
   return addressed.length === 0 ? speakers : new Set([...speakers, ...addressed]);
 }
 

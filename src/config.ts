@@ -97,6 +97,14 @@ export interface RetrievalConfig {
     /** Bonus when the turn's speaker is named in the query (their name's terms are among the query's). */
     speaker: number;
     /**
+     * Bonus, in place of `speaker`, when the turn's speaker is the one the query's pronouns point
+     * at in a chat with an assistant (`flags.pronounSpeakers`): the user for "I" and "my". The
+     * assistant's replies there run to hundreds of words of general advice, sharing the topic
+     * of the user's own one-line facts, so the user's turns need a firmer lead than a named
+     * person's have among people talking (LoCoMo, which this term never touches).
+     */
+    pronounSpeaker: number;
+    /**
      * Bonus when the query names a date outright (`flags.dateFocus`) and the turn's session falls
      * on it, or one of the turn's FacetPoints has a resolved time that does ("yesterday" in a
      * session of 4 June falls on 3 June).
@@ -314,7 +322,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, date: 1, question: 0.2, anchor: 0.5, recency: 0 },
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, pronounSpeaker: 0.8, date: 1, question: 0.2, anchor: 0.5, recency: 0 },
     unitEpisodes: 15,
     unitBudgets: 5, // LOCO's choice among 0, 3 and 5 (8 needs a second N1 search on LoCoMo sessions at 2,048: +1.5 ms)
     maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors

@@ -40,7 +40,7 @@ describe('pronouns name the speakers of a chat with an assistant', () => {
     scoreOf(await search(userId, query, { pronounSpeakers: true, pastSecondPerson }), dialogId) - scoreOf(await search(userId, query, { pronounSpeakers: false }), dialogId);
 
   it('gives the user\'s turns the speaker term for a first-person query, the assistant\'s for a second-person one', async () => {
-    const speaker = memory.config.retrieval.turnScore.speaker;
+    const speaker = memory.config.retrieval.turnScore.pronounSpeaker;
     expect(await gain('roles', 'What is the name of my dog?', 'D1:1')).toBeCloseTo(speaker, 12);
     expect(await gain('roles', 'What is the name of my dog?', 'D1:2')).toBe(0);
     expect(await gain('roles', 'What did you say keeps beagles healthy?', 'D1:2')).toBeCloseTo(speaker, 12);
@@ -50,7 +50,7 @@ describe('pronouns name the speakers of a chat with an assistant', () => {
   });
 
   it('reads a request in the second person as asking for something new, not for what the assistant said', async () => {
-    const speaker = memory.config.retrieval.turnScore.speaker;
+    const speaker = memory.config.retrieval.turnScore.pronounSpeaker;
     for (const request of ['Can you suggest a toy for my beagle Rex who loves the park?', 'Do you have any tips on the park for my beagle Rex?']) {
       expect(await gain('roles', request, 'D1:1')).toBeCloseTo(speaker, 12);
       expect(await gain('roles', request, 'D1:2')).toBe(0);

@@ -100,30 +100,38 @@ const GRID_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
 
 export const LOCO_CANDIDATES: readonly LocoCandidate[] = [...GRID_CANDIDATES, ...MEANING_CANDIDATES];
 
-/** How pronouns may be read: as naming the speakers, the second person only where it points at what was said, or anywhere; or not at all. */
-const PRONOUN_READINGS = [
-  { label: '', flags: { pronounSpeakers: true, pastSecondPerson: true } },
-  { label: '-any-you', flags: { pronounSpeakers: true, pastSecondPerson: false } },
+/**
+ * How pronouns may be read: as naming the speakers, the second person only where it points at
+ * what was said or anywhere, their turns gaining `turnScore.pronounSpeaker` at 0.4 (the named
+ * speaker's term), 0.8 or 1.2; or as naming no one.
+ */
+const PRONOUN_READINGS: readonly { label: string; flags: DeepPartial<PrismConfig['flags']>; pronounSpeaker?: number }[] = [
+  ...[true, false].flatMap((pastSecondPerson) =>
+    [0.4, 0.8, 1.2].map((pronounSpeaker) => ({
+      label: `-pronouns${pronounSpeaker}${pastSecondPerson ? '' : '-any-you'}`,
+      flags: { pronounSpeakers: true, pastSecondPerson },
+      pronounSpeaker,
+    })),
+  ),
   { label: '-pronouns-off', flags: { pronounSpeakers: false } },
-] as const;
+];
 
 /**
  * The settings `prism eval longmemeval --loco` chooses among: the recency weight
- * (`turnScore.recency`) at 0, 0.25 and 0.5, relative time in the query resolved against the
- * time it is asked (`flags.relativeDates`) or not, and first- and second-person queries read as
- * naming the user or the assistant (`flags.pronounSpeakers`), with the second person naming the
- * assistant only where it points at what was said (`flags.pastSecondPerson`) or wherever it is,
- * or pronouns read as naming no one: every combination. Every LongMemEval question is its own
+ * (`turnScore.recency`) at 0, 0.25 and 0.5 times each reading of pronouns (`PRONOUN_READINGS`),
+ * with relative time in the query resolved against the time it is asked (`flags.relativeDates`);
+ * and, at the defaults, relative time left unresolved. Every LongMemEval question is its own
  * conversation, so leaving one conversation out leaves one question out.
  */
-export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [0, 0.25, 0.5].flatMap((recency) =>
-  [true, false].flatMap((relativeDates) =>
-    PRONOUN_READINGS.map(({ label, flags }) => ({
-      name: `loco:recency${recency}${relativeDates ? '' : '-relative-off'}${label}`,
-      overlay: { flags: { relativeDates, ...flags }, retrieval: { turnScore: { recency } } },
+export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [
+  ...[0, 0.25, 0.5].flatMap((recency) =>
+    PRONOUN_READINGS.map(({ label, flags, pronounSpeaker }) => ({
+      name: `loco:recency${recency}${label}`,
+      overlay: { flags: { relativeDates: true, ...flags }, retrieval: { turnScore: { recency, ...(pronounSpeaker === undefined ? {} : { pronounSpeaker }) } } },
     })),
   ),
-);
+  { name: 'loco:relative-off', overlay: { flags: { relativeDates: false } } },
+];
 
 /** One set of questions the choice is made on, with every candidate's outcomes over the same questions. */
 export interface LocoSlice {

@@ -12,8 +12,11 @@ export interface QueryEvidence {
   lexicalTurns: TurnScores;
   /** The query's normalised terms (see `termsOf`). */
   queryTerms: ReadonlySet<string>;
-  /** The memory's speakers the query names (see `speakerFocus`). */
-  speakers: ReadonlySet<string>;
+  /**
+   * The speaker term a turn gains by its speaker: those the query names (`turnScore.speaker`,
+   * see `speakerFocus`) and those its pronouns point at (`turnScore.pronounSpeaker`).
+   */
+  speakerTerms: ReadonlyMap<string, number>;
   /** The times the query points at (see `queryTimeSpans`; empty under `flags.dateFocus` off). */
   dates: readonly TimeSpan[];
   /** Multiplies every BM25 term of a score: 1, or the query's `lexicalConfidence` under adaptive fusion. */

@@ -165,8 +165,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const turnAnchorsFound: TurnAnchors =
     fineBudget === null ? new Map() : turnAnchors(deps.graph, await turnAnchorHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch), anchorCount);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
-  const speakers = config.flags.pronounSpeakers ? withAddressed(focus.speakers, query, config.flags.pastSecondPerson) : focus.speakers;
-  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, byMeaning, factCosines: new Map() };
+  const speakerTerms = speakerTermsOf(focus.speakers, config.flags.pronounSpeakers ? addressedRoles(query, config.flags.pastSecondPerson) : [], config.retrieval.turnScore);
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakerTerms, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, byMeaning, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
@@ -272,17 +272,24 @@ const SECOND_PERSON_PAST =
   /\b(?:you(?:'ve|\s+have|\s+had)?\s+(?:\w*[^\We]ed|said|told|gave|wrote|made|came|found|chose|brought|taught|sent|put|thought|meant|drew|built|did|were|had|knew|saw|got|went|left|showed|shown)|did\s+you|your|yours|remind|remember|recall)\b/i;
 
 /**
- * The speakers a query names, and those its pronouns point at (`flags.pronounSpeakers`): in a
- * memory of chats with an assistant, a question in the first person ("what is my…", "how many
- * did I…") is the user's about themself, whose facts their own turns state; one in the second
- * person ("what did you recommend?") asks what the assistant said, and with `pastSecondPerson`
- * only when it points at what was said (a request, "can you suggest…?", does not). Their turns
- * gain the speaker term as a named speaker's do. A memory without such speakers is unaffected.
+ * The speakers a query's pronouns point at (`flags.pronounSpeakers`): in a memory of chats with
+ * an assistant, a question in the first person ("what is my…", "how many did I…") is the user's
+ * about themself, whose facts their own turns state; one in the second person ("what did you
+ * recommend?") asks what the assistant said, and with `pastSecondPerson` only when it points at
+ * what was said (a request, "can you suggest…?", does not). A memory without such speakers
+ * has no turn of theirs to gain anything.
  */
-function withAddressed(speakers: ReadonlySet<string>, query: string, pastSecondPerson: boolean): ReadonlySet<string> {
+function addressedRoles(query: string, pastSecondPerson: boolean): readonly string[] {
   const second = pastSecondPerson ? SECOND_PERSON_PAST : SECOND_PERSON;
-  const addressed = [...(FIRST_PERSON.test(query) ? ROLE_SPEAKERS.first : []), ...(second.test(query) ? ROLE_SPEAKERS.second : [])];
-  return addressed.length === 0 ? speakers : new Set([...speakers, ...addressed]);
+  return [...(FIRST_PERSON.test(query) ? ROLE_SPEAKERS.first : []), ...(second.test(query) ? ROLE_SPEAKERS.second : [])];
+}
+
+/** The speaker term by speaker: `speaker` for those the query names, `pronounSpeaker` for those its pronouns point at (the larger where both). */
+function speakerTermsOf(named: ReadonlySet<string>, addressed: readonly string[], weights: { speaker: number; pronounSpeaker: number }): ReadonlyMap<string, number> {
+  const terms = new Map<string, number>();
+  for (const speaker of named) terms.set(speaker, weights.speaker);
+  for (const speaker of addressed) terms.set(speaker, Math.max(terms.get(speaker) ?? 0, weights.pronounSpeaker));
+  return terms;
 }
 
 /**

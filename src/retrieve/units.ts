@@ -117,7 +117,7 @@ export function buildUnits(
         w.neighbourLexical * Math.max(lexicalOf(i - 1), lexicalOf(i + 1)) +
         w.exchange * Math.max(0, exchanges[i - 1] ?? 0, exchanges[i] ?? 0) +
         // A query that names a person asks, most of the time, about what that person said.
-        (evidence.speakers.has(turn.speaker) ? w.speaker : 0) +
+        (evidence.speakerTerms.get(turn.speaker) ?? 0) +
         (onDate(i) ? w.date : 0) -
         (index.asks[i] ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);

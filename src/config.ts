@@ -147,9 +147,12 @@ export interface RetrievalConfig {
    * closest turns (turn anchors; offered from the Episodes N1 selects for fine units and those a
    * Facet anchor reaches), or by `reply` times the cosine of its reply (the next turn of the
    * session) when that is higher; the selected Episodes' other turns follow. Only a token
-   * budget uses it.
+   * budget uses it. In a chat with an assistant whose query's pronouns point at one side only
+   * (`flags.pronounSpeakers`: "how many classes do I take?"), the other side's turns count at
+   * `otherSpeaker` times that score, as the speaker term leads the ranking off the route
+   * (`turnScore.pronounSpeaker`); 1 = off.
    */
-  meaningRoute: { lexicalConfidence: number; bestCosine: number; turns: number; reply: number };
+  meaningRoute: { lexicalConfidence: number; bestCosine: number; turns: number; reply: number; otherSpeaker: number };
   /**
    * Fine units (beyond the paper): the turns offered to the packer come from at least this many
    * of the cheapest N1 Episodes (at least K; more under `unitBudgets`). Only a token budget uses
@@ -333,7 +336,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // strongest baseline's (the issue's order: never below a baseline, then the highest recall).
     turnAnchors: 10,
     lexicalFullShare: 0.5,
-    meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 150, reply: 0.9 },
+    meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 150, reply: 0.9, otherSpeaker: 0.5 },
   },
   flags: {
     // Off by default: on the dev conversations (zero-LLM) relation bridges and N2 discounts change

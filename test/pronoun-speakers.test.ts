@@ -65,8 +65,26 @@ describe('pronouns name the speakers of a chat with an assistant', () => {
     expect(await gain('roles', 'What do you need to keep a beagle healthy?', 'D1:2')).toBe(0);
   });
 
+  it('on the meaning route, counts the side the pronouns do not point at at otherSpeaker times its score', async () => {
+    // A lexical-confidence threshold above 1 sends every query down the meaning route.
+    const run = (query: string, otherSpeaker: number) =>
+      memory.search(query, { userId: 'roles', budget: 1024, now: null, config: { retrieval: { meaningRoute: { lexicalConfidence: 1.01, otherSpeaker } } } });
+    const firstPerson = 'Any advice on long walks for my dog?';
+    const [full, half] = [await run(firstPerson, 1), await run(firstPerson, 0.5)];
+    expect(scoreOf(full, 'D1:2')).toBeGreaterThan(0);
+    expect(scoreOf(half, 'D1:2')).toBeCloseTo(scoreOf(full, 'D1:2') / 2, 12);
+    expect(scoreOf(half, 'D1:1')).toBe(scoreOf(full, 'D1:1'));
+    // No pronoun pointing at one side: both sides count in full.
+    const neither = 'Any advice on long walks for a beagle?';
+    expect(scoreOf(await run(neither, 0.5), 'D1:2')).toBe(scoreOf(await run(neither, 1), 'D1:2'));
+  });
+
   it('leaves memories whose speakers are people alone', async () => {
     expect(await gain('names', 'What is the name of my dog?', 'D1:1')).toBe(0);
     expect(await gain('names', 'What did you say keeps beagles healthy?', 'D1:2')).toBe(0);
+    // On the meaning route, no side of theirs is the other side.
+    const onRoute = (otherSpeaker: number) =>
+      memory.search('Any advice on long walks for my dog?', { userId: 'names', budget: 1024, now: null, config: { retrieval: { meaningRoute: { lexicalConfidence: 1.01, otherSpeaker } } } });
+    expect(scoreOf(await onRoute(0.5), 'D1:2')).toBe(scoreOf(await onRoute(1), 'D1:2'));
   });
 });

@@ -103,33 +103,38 @@ export const LOCO_CANDIDATES: readonly LocoCandidate[] = [...GRID_CANDIDATES, ..
 /**
  * How pronouns may be read: as naming the speakers, the second person only where it points at
  * what was said or anywhere, their turns gaining `turnScore.pronounSpeaker` at 0.4 (the named
- * speaker's term), 0.8 or 1.2; or as naming no one.
+ * speaker's term), 0.8 or 1.2, and the other side's turns on the meaning route counting in
+ * full or at half (`meaningRoute.otherSpeaker` 1 or 0.5); or as naming no one.
  */
-const PRONOUN_READINGS: readonly { label: string; flags: DeepPartial<PrismConfig['flags']>; pronounSpeaker?: number }[] = [
+const PRONOUN_READINGS: readonly { label: string; overlay: DeepPartial<PrismConfig> }[] = [
   ...[true, false].flatMap((pastSecondPerson) =>
-    [0.4, 0.8, 1.2].map((pronounSpeaker) => ({
-      label: `-pronouns${pronounSpeaker}${pastSecondPerson ? '' : '-any-you'}`,
-      flags: { pronounSpeakers: true, pastSecondPerson },
-      pronounSpeaker,
-    })),
+    [0.4, 0.8, 1.2].flatMap((pronounSpeaker) =>
+      [1, 0.5].map((otherSpeaker) => ({
+        label: `-pronouns${pronounSpeaker}${pastSecondPerson ? '' : '-any-you'}${otherSpeaker === 1 ? '' : `-other${otherSpeaker}`}`,
+        overlay: { flags: { pronounSpeakers: true, pastSecondPerson }, retrieval: { turnScore: { pronounSpeaker }, meaningRoute: { otherSpeaker } } },
+      })),
+    ),
   ),
-  { label: '-pronouns-off', flags: { pronounSpeakers: false } },
+  { label: '-pronouns-off', overlay: { flags: { pronounSpeakers: false } } },
 ];
 
 /**
- * The settings `prism eval longmemeval --loco` chooses among: the recency weight
- * (`turnScore.recency`) at 0, 0.25 and 0.5 times each reading of pronouns (`PRONOUN_READINGS`),
- * with relative time in the query resolved against the time it is asked (`flags.relativeDates`);
- * and, at the defaults, relative time left unresolved. Every LongMemEval question is its own
+ * The settings `prism eval longmemeval --loco` chooses among: each reading of pronouns
+ * (`PRONOUN_READINGS`), with relative time in the query resolved against the time it is asked
+ * (`flags.relativeDates`) and no recency term; and, at the defaults, the recency term at 0.5
+ * (`turnScore.recency`, which no fold chose at 0.25 or 0.5 in the runs before pronoun readings
+ * joined the grid) or relative time left unresolved. Every LongMemEval question is its own
  * conversation, so leaving one conversation out leaves one question out.
  */
 export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [
-  ...[0, 0.25, 0.5].flatMap((recency) =>
-    PRONOUN_READINGS.map(({ label, flags, pronounSpeaker }) => ({
-      name: `loco:recency${recency}${label}`,
-      overlay: { flags: { relativeDates: true, ...flags }, retrieval: { turnScore: { recency, ...(pronounSpeaker === undefined ? {} : { pronounSpeaker }) } } },
-    })),
-  ),
+  ...PRONOUN_READINGS.map(({ label, overlay }) => ({
+    name: `loco:recency0${label}`,
+    overlay: {
+      flags: { ...overlay.flags, relativeDates: true },
+      retrieval: { ...overlay.retrieval, turnScore: { ...overlay.retrieval?.turnScore, recency: 0 } },
+    },
+  })),
+  { name: 'loco:recency0.5', overlay: { retrieval: { turnScore: { recency: 0.5 } } } },
   { name: 'loco:relative-off', overlay: { flags: { relativeDates: false } } },
 ];
 

@@ -79,6 +79,11 @@ export class MemoryGraph {
     return this.turnsBySpeaker.keys();
   }
 
+  /** Whether any turn of the memory is this speaker's. */
+  speaks(speaker: string): boolean {
+    return this.turnsBySpeaker.has(speaker);
+  }
+
   /** How many nodes of `layer` the graph holds. */
   countOfLayer(layer: Layer): number {
     return this.byLayer.get(layer)?.size ?? 0;

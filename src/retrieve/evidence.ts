@@ -17,6 +17,8 @@ export interface QueryEvidence {
    * see `speakerFocus`) and those its pronouns point at (`turnScore.pronounSpeaker`).
    */
   speakerTerms: ReadonlyMap<string, number>;
+  /** The speakers the query's pronouns point at (`flags.pronounSpeakers`; empty when none or off). */
+  pronounSpeakers: ReadonlySet<string>;
   /** The times the query points at (see `queryTimeSpans`; empty under `flags.dateFocus` off). */
   dates: readonly TimeSpan[];
   /** Multiplies every BM25 term of a score: 1, or the query's `lexicalConfidence` under adaptive fusion. */

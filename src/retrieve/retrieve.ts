@@ -165,8 +165,10 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const turnAnchorsFound: TurnAnchors =
     fineBudget === null ? new Map() : turnAnchors(deps.graph, await turnAnchorHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch), anchorCount);
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
-  const speakerTerms = speakerTermsOf(focus.speakers, config.flags.pronounSpeakers ? addressedRoles(query, config.flags.pastSecondPerson) : [], config.retrieval.turnScore);
-  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakerTerms, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, byMeaning, factCosines: new Map() };
+  // Only speakers the memory has: a memory of people talking (LoCoMo) has no side a pronoun points at.
+  const pronounSpeakers = new Set(config.flags.pronounSpeakers ? addressedRoles(query, config.flags.pastSecondPerson).filter((role) => deps.graph.speaks(role)) : []);
+  const speakerTerms = speakerTermsOf(focus.speakers, pronounSpeakers, config.retrieval.turnScore);
+  const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakerTerms, pronounSpeakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, byMeaning, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
 
   let compression: Compression;
@@ -285,7 +287,7 @@ function addressedRoles(query: string, pastSecondPerson: boolean): readonly stri
 }
 
 /** The speaker term by speaker: `speaker` for those the query names, `pronounSpeaker` for those its pronouns point at (the larger where both). */
-function speakerTermsOf(named: ReadonlySet<string>, addressed: readonly string[], weights: { speaker: number; pronounSpeaker: number }): ReadonlyMap<string, number> {
+function speakerTermsOf(named: ReadonlySet<string>, addressed: ReadonlySet<string>, weights: { speaker: number; pronounSpeaker: number }): ReadonlyMap<string, number> {
   const terms = new Map<string, number>();
   for (const speaker of named) terms.set(speaker, weights.speaker);
   for (const speaker of addressed) terms.set(speaker, Math.max(terms.get(speaker) ?? 0, weights.pronounSpeaker));

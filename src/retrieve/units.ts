@@ -60,7 +60,9 @@ export function buildUnits(
     }));
   }
   const w = config.retrieval.turnScore;
-  const replyWeight = config.retrieval.meaningRoute.reply;
+  const { reply: replyWeight, otherSpeaker } = config.retrieval.meaningRoute;
+  // On the meaning route, the side of an assistant chat the query's pronouns do not point at (when they point at one).
+  const isOtherSpeaker = (speaker: string): boolean => evidence.pronounSpeakers.size > 0 && !evidence.pronounSpeakers.has(speaker);
   // One long turn may take at most half the budget, so it never crowds out all other evidence.
   const maxTurnTokens = Math.min(config.retrieval.maxTurnTokens, Math.floor(fineBudget / 2));
   const lexicalMax = Math.max(0, evidence.lexicalTurns.best?.score ?? 0);
@@ -106,7 +108,7 @@ export function buildUnits(
       if (onlyAnchored && anchorCosine === undefined && meaning === undefined) return;
       // On the meaning route turns that are neither anchors nor their remarks follow, in Episode order.
       const score = evidence.byMeaning
-        ? (meaning ?? 0)
+        ? (meaning ?? 0) * (isOtherSpeaker(turn.speaker) ? otherSpeaker : 1)
         :
         episodeTerm +
         w.fact * factOf(i) +

@@ -227,7 +227,7 @@ export interface RetrievalFlags {
   /**
    * In a memory of chats with an assistant (speakers `User`/`user` and `Assistant`/`assistant`),
    * a query in the first person ("my", "I") counts as naming the user and one in the second
-   * ("you") as naming the assistant, for the speaker term (`turnScore.speaker`).
+   * ("you") as naming the assistant, for the speaker term (`turnScore.pronounSpeaker`).
    */
   pronounSpeakers: boolean;
   /**

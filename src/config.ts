@@ -325,7 +325,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     maxTurnTokens: 256, // no LoCoMo turn is longer (its longest is 116 o200k tokens)
     // Turn-score weights and unitEpisodes: chosen by coordinate ascent on the dev conversations'
     // ER@512 + ER@2048, validated leave-one-conversation-out (the retrieval note has both figures).
-    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, pronounSpeaker: 0.8, date: 1, question: 0.2, anchor: 0.5, recency: 0 },
+    // pronounSpeaker and meaningRoute.otherSpeaker: `prism eval longmemeval --loco`'s choice (every fold's).
+    turnScore: { episode: 0.3, relevance: 0, facet: 0.25, fact: 1, lexical: 0.5, neighbourFact: 0.2, neighbourLexical: 0.1, exchange: 0.5, speaker: 0.4, pronounSpeaker: 1.2, date: 1, question: 0.2, anchor: 0.5, recency: 0 },
     unitEpisodes: 15,
     unitBudgets: 5, // LOCO's choice among 0, 3 and 5 (8 needs a second N1 search on LoCoMo sessions at 2,048: +1.5 ms)
     maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors

@@ -118,7 +118,8 @@ export function buildUnits(
         w.neighbourFact * Math.max(factOf(i - 1), factOf(i + 1)) +
         w.neighbourLexical * Math.max(lexicalOf(i - 1), lexicalOf(i + 1)) +
         w.exchange * Math.max(0, exchanges[i - 1] ?? 0, exchanges[i] ?? 0) +
-        // A query that names a person asks, most of the time, about what that person said.
+        // A query that names a person, or whose pronouns point at a side of an assistant chat, asks
+        // most of the time about what that speaker said (`speakerTermsOf`).
         (evidence.speakerTerms.get(turn.speaker) ?? 0) +
         (onDate(i) ? w.date : 0) -
         (index.asks[i] ? w.question : 0) +

@@ -172,6 +172,13 @@ export interface RetrievalConfig {
    * them fall in the named speakers' Episodes.
    */
   maxScopedFetch: number;
+  /**
+   * Fitting the remainder (beyond the paper): when the next-ranked turn does not fit whole in
+   * what is left of a token budget and at least this many tokens are left, its best whole
+   * sentences that fit go in as an excerpt (`fitUnit`) before lower-ranked turns fill the rest.
+   * 0 = off: the turn is skipped and smaller lower-ranked turns fill the rest.
+   */
+  fitRemainder: number;
 }
 
 /** The paper's ablations (§5) and this project's additions, as switches. */
@@ -330,6 +337,10 @@ export const DEFAULT_CONFIG: PrismConfig = {
     unitEpisodes: 15,
     unitBudgets: 5, // LOCO's choice among 0, 3 and 5 (8 needs a second N1 search on LoCoMo sessions at 2,048: +1.5 ms)
     maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors
+    // The least room among 6 (any unit's), 32, 64 and 128 tokens that leaves LoCoMo dev (per
+    // conversation and pooled) and the implicit-recall pairs where they were without it (see the
+    // retrieval note); LongMemEval's leave-one-question-out among the rest (0, 64, 128) chose it too.
+    fitRemainder: 64,
     // turnAnchors, turnScore.anchor/.question/.exchange/.speaker/.date, lexicalFullShare, flags.adaptiveFusion,
     // flags.maskSpeakerNames and flags.speakerScope: chosen by
     // `prism eval locomo --loco`: leave-one-conversation-out over the 7 dev conversations, the best

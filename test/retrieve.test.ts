@@ -20,8 +20,8 @@ import {
 } from '../src/retrieve/intent.ts';
 import { LexicalIndex, lexicalDocuments, NO_TURN_SCORES, normaliseTerm, termsOf, type LexicalDoc, type LexicalMatches, type TurnScores } from '../src/retrieve/lexical.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
-import { excerptTurn } from '../src/retrieve/excerpt.ts';
-import { countTokens } from '../src/retrieve/pack.ts';
+import { excerptTurn, excerptWithin } from '../src/retrieve/excerpt.ts';
+import { countTokens, packContext, type ContextUnit } from '../src/retrieve/pack.ts';
 import { countLines } from '../src/util/tokens.ts';
 import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
 import { retrieve, takesMeaningRoute, type RetrieveResult } from '../src/retrieve/retrieve.ts';
@@ -1120,6 +1120,75 @@ describe('zero-LLM precision, units and packing', () => {
     const cut = excerptTurn({ ...turn, text: 'word '.repeat(2000) }, () => 0, 50);
     expect(countTokens(cut)).toBeLessThanOrEqual(50);
     expect(cut).toMatch(/^\(D1:1\) Ana: word word .* …$/);
+  });
+
+  it('excerpts within a cap only with whole sentences (excerptWithin): none when the best one does not fit', () => {
+    const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one. Beta two. Gamma three. Delta four. Epsilon five.' };
+    const score = (s: string) => ({ 'Gamma three.': 1, 'Alpha one.': 0.9, 'Beta two.': 0.8 })[s] ?? 0;
+    for (const cap of [100, 12]) expect(excerptWithin(turn, score, cap)).toBe(excerptTurn(turn, score, cap));
+    expect(excerptWithin(turn, score, 12)).toBe('(D1:1) Ana: … Gamma three. …');
+    // Where excerptTurn cuts the best sentence to the cap, excerptWithin offers nothing.
+    expect(countTokens('(D1:1) Ana: … Gamma three. …')).toBeGreaterThan(6);
+    expect(excerptWithin(turn, score, 6)).toBeNull();
+    expect(excerptTurn(turn, score, 6)).not.toBeNull();
+  });
+
+  it('packs what fit makes of a unit that does not fit whole, in its place, within the budget', () => {
+    const header = '[s1 · 1 May, 2023]';
+    const unit = (id: string, text: string, score: number): ContextUnit => ({ id, header, text: `(${id}) Ana: ${text}`, dialogIds: [id], score, time: null });
+    const first = unit('D1:1', 'I painted a lake at sunrise last week.', 3);
+    const long = unit('D1:2', 'word '.repeat(300).trim(), 2);
+    const small = unit('D1:3', 'Nice!', 1);
+    const ranked = [first, long, small];
+    const budget = countTokens(header) + 1 + countTokens(first.text) + 1 + 40;
+    // Without fit the long unit is skipped and the lower-ranked one fills the rest.
+    expect(packContext(ranked, budget).units.map((u) => u.id)).toEqual(['D1:1', 'D1:3']);
+    const rooms: number[] = [];
+    const shrunk = { ...long, text: '(D1:2) Ana: word word …' };
+    const fitted = packContext(ranked, budget, undefined, (u, room) => (rooms.push(room), u === long ? shrunk : null));
+    // fit is asked with the tokens left after the unit's line break; what it made takes the unit's place.
+    expect(rooms[0]).toBe(budget - countTokens(header) - 1 - countTokens(first.text) - 1 - 1);
+    expect(fitted.units).toEqual([first, shrunk, small]);
+    expect(fitted.tokens).toBeLessThanOrEqual(budget);
+    expect(fitted.dialogIds).toEqual(['D1:1', 'D1:2', 'D1:3']);
+    // A fit that makes nothing, or something still too long, leaves the unit out.
+    expect(packContext(ranked, budget, undefined, () => null).units.map((u) => u.id)).toEqual(['D1:1', 'D1:3']);
+    expect(packContext(ranked, budget, undefined, (u) => u).units.map((u) => u.id)).toEqual(['D1:1', 'D1:3']);
+  });
+
+  it('fits the remainder of a budget with the best sentences of a turn, from retrieval.fitRemainder tokens left', async () => {
+    const b = new GraphBuilder();
+    for (let i = 0; i < 6; i++) {
+      const turns: Array<[string, string, string]> = [
+        [`D${i + 1}:1`, 'Melanie', `On day ${i} Melanie painted landscape number ${i} at the lake. She worked in oils on a canvas as wide as the door. It took her three long afternoons and most of the light she had.`],
+        [`D${i + 1}:2`, 'Caroline', 'Lovely!'],
+      ];
+      b.episode(`ep${i}`, i + 1, atCos(0.5 - i * 0.02, 100 + i), turns)
+        .facet(`fc${i}`, `ep${i}`, 'painting', unrelated())
+        .point(`fp${i}`, `fc${i}`, `Melanie painted landscape ${i}`, atCos(0.8 - i * 0.02, 200 + i), { dialogIds: [`D${i + 1}:1`] });
+    }
+    const deps = depsFor(b.build());
+    const search = (fitRemainder: number, budget: number) => retrieve('Which landscapes did Melanie paint?', deps, { budget, mode: 'zero-llm', config: { retrieval: { fitRemainder } } });
+    let fitted = 0;
+    // From 120 tokens a turn (under 60) is never cut to half the budget (see maxTurnTokens).
+    for (let budget = 120; budget <= 320; budget += 10) {
+      const [off, on] = [await search(0, budget), await search(6, budget)];
+      expect(on.tokens).toBeLessThanOrEqual(budget);
+      expect(countTokens(on.context)).toBe(on.tokens);
+      // Every turn here fits a budget whole, so an excerpt is a fitted remainder: the turn's best
+      // sentence (the one about the painting), written whole, "…" where the rest was.
+      expect(off.units.filter((u) => u.kind === 'excerpt')).toEqual([]);
+      for (const unit of on.units.filter((u) => u.kind === 'excerpt')) {
+        expect(unit.text).toMatch(/^\(D\d:1\) Melanie: On day \d Melanie painted landscape number \d at the lake\. …$/);
+        expect(off.dialogIds).not.toContain(unit.dialogIds[0]);
+        fitted++;
+      }
+      // A better-ranked turn's part comes before the lower-ranked short replies that filled the rest.
+      expect(on.dialogIds.filter((id) => id.endsWith(':1')).length).toBeGreaterThanOrEqual(off.dialogIds.filter((id) => id.endsWith(':1')).length);
+      // From more tokens left than the budget holds, nothing is fitted.
+      expect((await search(budget + 1, budget)).units.map((u) => u.id)).toEqual(off.units.map((u) => u.id));
+    }
+    expect(fitted).toBeGreaterThan(0);
   });
 
   it('keeps M Episodes without a budget, the whole bundle under −N3, and validates options', async () => {

@@ -123,8 +123,11 @@ const PRONOUN_READINGS: readonly { label: string; overlay: DeepPartial<PrismConf
  * (`PRONOUN_READINGS`), with relative time in the query resolved against the time it is asked
  * (`flags.relativeDates`) and no recency term; and, at the defaults, the recency term at 0.5
  * (`turnScore.recency`, which no fold chose at 0.25 or 0.5 in the runs before pronoun readings
- * joined the grid) or relative time left unresolved. Every LongMemEval question is its own
- * conversation, so leaving one conversation out leaves one question out.
+ * joined the grid) or relative time left unresolved; and, at the defaults, fitting the
+ * remainder (`retrieval.fitRemainder`) off or from 128 tokens left. (From 6 or 32 tokens it
+ * recalls more here, but less on LoCoMo's pooled memory or its implicit-recall pairs.) Every
+ * LongMemEval question is its own conversation, so leaving one conversation out leaves one
+ * question out.
  */
 export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [
   ...PRONOUN_READINGS.map(({ label, overlay }) => ({
@@ -136,6 +139,7 @@ export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [
   })),
   { name: 'loco:recency0.5', overlay: { retrieval: { turnScore: { recency: 0.5 } } } },
   { name: 'loco:relative-off', overlay: { flags: { relativeDates: false } } },
+  ...[0, 128].map((fitRemainder) => ({ name: `loco:fit${fitRemainder}`, overlay: { retrieval: { fitRemainder } } })),
 ];
 
 /** One set of questions the choice is made on, with every candidate's outcomes over the same questions. */

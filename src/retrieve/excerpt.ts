@@ -15,6 +15,21 @@ const RELATIVE_FLOOR = 0.5;
  * A single sentence longer than the cap is cut at the cap.
  */
 export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): string {
+  const excerpt = pickSentences(turn, sentenceScore, maxTokens);
+  return 'text' in excerpt ? excerpt.text : cutToTokens(excerpt.bestAlone, maxTokens);
+}
+
+/**
+ * The excerpt `excerptTurn` makes, or null when not even the turn's best sentence fits in
+ * `maxTokens`: the packer's way to fit the rest of a budget with whole sentences only.
+ */
+export function excerptWithin(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): string | null {
+  const excerpt = pickSentences(turn, sentenceScore, maxTokens);
+  return 'text' in excerpt ? excerpt.text : null;
+}
+
+/** The excerpt of the sentences that fit, or (when the best one alone does not) that sentence's line uncut. */
+function pickSentences(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): { text: string } | { bestAlone: string } {
   const sentences = sentencesOf(turn);
   const order = sentences.map((sentence, i) => ({ i, score: sentenceScore(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
   // The excerpt's line as parts that join into it: the line's head, then each sentence and
@@ -46,9 +61,9 @@ export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) =
     if (picked.length > 0 && score < floor) break;
     if (tokensOf([...picked, i]) <= maxTokens) picked.push(i);
     else if (picked.length > 0) break;
-    else return cutToTokens(render([i]), maxTokens);
+    else return { bestAlone: render([i]) };
   }
-  return render(picked);
+  return { text: render(picked) };
 }
 
 let segmenter: Intl.Segmenter | undefined;

@@ -23,7 +23,7 @@ export interface ContextUnit {
 export interface PackedContext<U extends ContextUnit = ContextUnit> {
   text: string;
   tokens: number;
-  /** Units that made it into the context, in rank order (the objects given). */
+  /** Units that made it into the context, in rank order (the objects given, or what `fit` made of them). */
   units: U[];
   /** Dialog ids whose turn text is inside the context. */
   dialogIds: string[];
@@ -33,9 +33,16 @@ export interface PackedContext<U extends ContextUnit = ContextUnit> {
  * Greedy packing in rank order: a unit that does not fit is skipped and smaller, lower-ranked
  * units may still fill the rest. Units sharing a header are grouped under one header line, and
  * groups are written in time order so an answer model reads a chronological record. `tokensOf`
- * is a unit text's token count (counted by default).
+ * is a unit text's token count (counted by default). `fit`, when given, offers a smaller
+ * version of a unit that does not fit whole, within the tokens left (null: none), which is
+ * taken in the unit's place: a part of better-ranked evidence before lower-ranked units.
  */
-export function packContext<U extends ContextUnit>(ranked: readonly U[], budget: number, tokensOf: (unit: U) => number = (unit) => countTokens(unit.text)): PackedContext<U> {
+export function packContext<U extends ContextUnit>(
+  ranked: readonly U[],
+  budget: number,
+  tokensOf: (unit: U) => number = (unit) => countTokens(unit.text),
+  fit?: (unit: U, maxTokens: number) => U | null,
+): PackedContext<U> {
   const chosen: U[] = [];
   const headersUsed = new Set<string>();
   let used = 0;
@@ -43,11 +50,18 @@ export function packContext<U extends ContextUnit>(ranked: readonly U[], budget:
     // No unit (a dialog id, a speaker and a line) fits in fewer tokens; stop counting the rest.
     if (budget - used < MIN_UNIT_TOKENS) break;
     const headerCost = headersUsed.has(unit.header) ? 0 : countTokens(unit.header) + 1;
-    const cost = headerCost + tokensOf(unit) + 1;
-    if (used + cost > budget) continue;
+    let taken: U | null = unit;
+    let cost = headerCost + tokensOf(unit) + 1;
+    if (used + cost > budget) {
+      const room = budget - used - headerCost - 1;
+      taken = fit && room >= MIN_UNIT_TOKENS ? fit(unit, room) : null;
+      if (taken === null) continue;
+      cost = headerCost + tokensOf(taken) + 1;
+      if (used + cost > budget) continue;
+    }
     used += cost;
-    headersUsed.add(unit.header);
-    chosen.push(unit);
+    headersUsed.add(taken.header);
+    chosen.push(taken);
   }
   // Per-unit counts can differ by a token or two from the rendered whole (BPE merges across
   // line breaks); drop the lowest-ranked units until the rendered context truly fits.

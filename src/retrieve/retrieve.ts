@@ -18,7 +18,7 @@ import { packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
-import { buildUnits, unitTokens, type RetrievedUnit } from './units.ts';
+import { buildUnits, fitUnit, unitTokens, type RetrievedUnit } from './units.ts';
 
 export interface RetrieveOptions {
   /** At most this many context tokens (o200k_base). Absent: no token limit, M Episodes. */
@@ -187,7 +187,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const built = buildUnits(deps.graph, chosen, evidence, config, fineBudget, outside);
   const recency = config.retrieval.turnScore.recency;
   const units = recency > 0 && asksForLatest(query) ? preferRecent(built, recency) : built;
-  const packed = packContext(units, options.budget ?? Infinity, unitTokens);
+  const fitFrom = config.retrieval.fitRemainder;
+  const packed = packContext(units, options.budget ?? Infinity, unitTokens, fitFrom > 0 ? (unit, room) => (room >= fitFrom ? fitUnit(unit, room) : null) : undefined);
 
   return {
     context: packed.text,

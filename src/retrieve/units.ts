@@ -4,7 +4,7 @@ import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
 import { turnLine, turnLineHead } from '../graph/chunk-text.ts';
 import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
-import { excerptTurn } from './excerpt.ts';
+import { excerptTurn, excerptWithin } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
 import { countKeptTokens, countTokens } from '../util/tokens.ts';
 import { dot, pairMemo } from '../util/vectors.ts';
@@ -138,19 +138,33 @@ export function buildUnits(
         kind: 'turn',
       };
       if (turn.lineTokens !== undefined) keptLineTokens.set(unit, turn.lineTokens);
+      const scoreSentence = () => sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms);
       // Byte-level BPE spends at least one UTF-8 byte per token, so short lines are never long.
       if ((index.bytes[i] ?? Infinity) > maxTurnTokens) {
         resolveWhenRead(unit, () =>
-          countKeptTokens(line, turn.lineTokens) > maxTurnTokens
-            ? { text: excerptTurn(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms), maxTurnTokens), kind: 'excerpt' }
-            : { text: line, kind: 'turn' },
+          countKeptTokens(line, turn.lineTokens) > maxTurnTokens ? { text: excerptTurn(turn, scoreSentence(), maxTurnTokens), kind: 'excerpt' } : { text: line, kind: 'turn' },
         );
       }
+      excerptsWithin.set(unit, (maxTokens) => excerptWithin(turn, scoreSentence(), maxTokens));
       units.push(unit);
     });
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
+}
+
+/** By the unit made of a turn: its best sentences within a number of tokens (`excerptWithin`). */
+const excerptsWithin = new WeakMap<RetrievedUnit, (maxTokens: number) => string | null>();
+
+/**
+ * The packer's `fit` for fine units: a turn that does not fit whole in what is left of the
+ * budget is offered as its best sentences that do (whole sentences only, as an excerpt), so
+ * better-ranked evidence goes in before lower-ranked turns fill the rest. An Episode unit, or a
+ * turn whose best sentence does not fit, has none.
+ */
+export function fitUnit(unit: RetrievedUnit, maxTokens: number): RetrievedUnit | null {
+  const excerpt = excerptsWithin.get(unit)?.(maxTokens) ?? null;
+  return excerpt === null ? null : { ...unit, text: excerpt, kind: 'excerpt' };
 }
 
 /** Line token counts a turn's record kept (`ChunkTurn.lineTokens`), by the unit made of the turn. */

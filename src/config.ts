@@ -338,8 +338,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     unitBudgets: 5, // LOCO's choice among 0, 3 and 5 (8 needs a second N1 search on LoCoMo sessions at 2,048: +1.5 ms)
     maxScopedFetch: 8, // not in the paper: a speaker in an eighth of the sessions still gets about anchorsPerLayer anchors
     // The least room among 6 (any unit's), 32, 64 and 128 tokens that leaves LoCoMo dev (per
-    // conversation and pooled) and the implicit-recall pairs where they were without it (see the
-    // retrieval note); LongMemEval's leave-one-question-out among the rest (0, 64, 128) chose it too.
+    // conversation and pooled) and the implicit-recall pairs where they were without it (README,
+    // *Fitting the remainder*); LongMemEval's leave-one-question-out among 0, 64 and 128 chose it in every fold.
     fitRemainder: 64,
     // turnAnchors, turnScore.anchor/.question/.exchange/.speaker/.date, lexicalFullShare, flags.adaptiveFusion,
     // flags.maskSpeakerNames and flags.speakerScope: chosen by

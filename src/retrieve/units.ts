@@ -65,6 +65,7 @@ export function buildUnits(
   const isOtherSpeaker = (speaker: string): boolean => evidence.pronounSpeakers.size > 0 && !evidence.pronounSpeakers.has(speaker);
   // One long turn may take at most half the budget, so it never crowds out all other evidence.
   const maxTurnTokens = Math.min(config.retrieval.maxTurnTokens, Math.floor(fineBudget / 2));
+  const fitsRemainder = config.retrieval.fitRemainder > 0;
   const lexicalMax = Math.max(0, evidence.lexicalTurns.best?.score ?? 0);
   const scores = episodes.map((e) => e.episode.score);
   const [lo, hi] = [Math.min(...scores), Math.max(...scores)];
@@ -145,7 +146,8 @@ export function buildUnits(
           countKeptTokens(line, turn.lineTokens) > maxTurnTokens ? { text: excerptTurn(turn, scoreSentence(), maxTurnTokens), kind: 'excerpt' } : { text: line, kind: 'turn' },
         );
       }
-      excerptsWithin.set(unit, (maxTokens) => excerptWithin(turn, scoreSentence(), maxTokens));
+      // Only a packing that fits the remainder reads it (see `fitUnit`).
+      if (fitsRemainder) excerptsWithin.set(unit, (maxTokens) => excerptWithin(turn, scoreSentence(), maxTokens));
       units.push(unit);
     });
   }

@@ -1,4 +1,5 @@
 import { turnTextOffsets } from './chunk-text.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedTarget, isDerivedEdgeType, isDerivedFrom, type DerivedEdgeType } from './derived-edges.ts';
 import { EDGE_TYPES, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
@@ -8,7 +9,23 @@ import { EDGE_TYPES, type Chunk, type EdgeType, type EntityNode, type EpisodeNod
  */
 export class MemoryGraph {
   readonly nodes = new Map<string, GraphNode>();
-  readonly edges = new Map<string, GraphEdge>();
+  /**
+   * Every edge by id. A derived edge (graph/derived-edges.ts) is kept as its key on its node
+   * (`derivedKeys`), and read as a new object each time: as objects in maps and lists they were a
+   * third of the heap of a memory of chat (131 of 405 MB at 30K messages). Read-only: change
+   * edges through `putEdge` and `deleteEdge`.
+   */
+  readonly edges: ReadonlyMap<string, GraphEdge> = new EdgeView(this);
+  /** The edges held as objects: every edge but the derived ones. */
+  private readonly heldEdges = new Map<string, GraphEdge>();
+  /**
+   * The keys of derived edges by type, by the id of the node they run from. A node in here
+   * derives that edge as it is now: one replaced so that it no longer does, or deleted, hands
+   * the edge (which outlives it) to `heldEdges` as it was.
+   */
+  private readonly derivedKeys: Record<DerivedEdgeType, Map<string, number>> = { belongs_to: new Map(), involves_entity: new Map() };
+  /** The ids of the nodes with a derived edge to each node, by type, in the order the edges came. */
+  private readonly derivedSources: Record<DerivedEdgeType, Map<string, string[]>> = { belongs_to: new Map(), involves_entity: new Map() };
   private readonly chunkById = new Map<string, Chunk>();
   /** Chunks by id; changed through `putChunk` and `deleteChunk` only, which keep the turn indexes below. */
   readonly chunks: ReadonlyMap<string, Chunk> = this.chunkById;
@@ -23,6 +40,7 @@ export class MemoryGraph {
   /** How many stored turns each speaker has: every search asks which speakers its query names, and walking every Episode for them cost ~4 ms a search at 30K messages. */
   private readonly turnsBySpeaker = new Map<string, number>();
   readonly vectors: Map<string, Float32Array>;
+  /** Node and held edge ids by key: derived edges have no vector, so no index asks for theirs. */
   private readonly byKey = new Map<number, string>();
   /** Node ids per layer, so a layer is listed without scanning every node. */
   private readonly byLayer = new Map<Layer, Set<string>>();
@@ -115,6 +133,7 @@ export class MemoryGraph {
 
   putNode(node: GraphNode): void {
     const previous = this.nodes.get(node.id);
+    if (previous) this.holdDerived(previous, node);
     this.shareStrings(node, previous);
     this.pointsByEpisode.clear();
     if (previous?.layer === 'episode') this.unchain(previous);
@@ -128,6 +147,7 @@ export class MemoryGraph {
   deleteNode(id: string): void {
     const node = this.nodes.get(id);
     if (!node) return;
+    this.holdDerived(node, null);
     this.pointsByEpisode.clear();
     if (node.layer === 'episode') this.unchain(node);
     this.nodes.delete(id);
@@ -171,8 +191,23 @@ export class MemoryGraph {
     edge.to = this.nodeId(edge.to);
     edge.chunkId = this.chunkId(edge.chunkId);
     this.pointsByEpisode.clear();
-    const previous = this.edges.get(edge.id);
-    this.edges.set(edge.id, edge);
+    const from = this.nodes.get(edge.from);
+    // An edge with a vector stays an object: an index may name its key.
+    if (from && isDerivedFrom(edge, from) && !this.vectors.has(edge.id)) {
+      this.dropHeld(edge.id);
+      const keys = this.derivedKeys[edge.type];
+      if (!keys.has(from.id)) {
+        const sources = this.derivedSources[edge.type];
+        const list = sources.get(edge.to);
+        if (list) list.push(from.id);
+        else sources.set(edge.to, [from.id]);
+      }
+      keys.set(from.id, edge.key);
+      return;
+    }
+    this.dropDerived(edge.id);
+    const previous = this.heldEdges.get(edge.id);
+    this.heldEdges.set(edge.id, edge);
     this.byKey.set(edge.key, edge.id);
     // A replaced edge keeps its place in its list.
     const keepsPlace = previous !== undefined && previous.from === edge.from && previous.to === edge.to && previous.type === edge.type;
@@ -187,13 +222,87 @@ export class MemoryGraph {
   }
 
   deleteEdge(id: string): void {
-    const edge = this.edges.get(id);
-    if (!edge) return;
     this.pointsByEpisode.clear();
-    this.edges.delete(id);
-    this.byKey.delete(edge.key);
     this.vectors.delete(id);
+    if (!this.dropHeld(id)) this.dropDerived(id);
+  }
+
+  /** Takes the held edge `id` out; false when there is none. */
+  private dropHeld(id: string): boolean {
+    const edge = this.heldEdges.get(id);
+    if (!edge) return false;
+    this.heldEdges.delete(id);
+    this.byKey.delete(edge.key);
     this.unlinkTyped(edge);
+    return true;
+  }
+
+  /** Takes the derived edge `id` out, if the graph keeps it so. */
+  private dropDerived(id: string): void {
+    const found = this.derivedById(id);
+    if (!found) return;
+    this.derivedKeys[found.type].delete(found.node.id);
+    const target = derivedTarget(found.node, found.type);
+    const sources = target === null ? undefined : this.derivedSources[found.type].get(target);
+    const at = sources?.indexOf(found.node.id) ?? -1;
+    if (at >= 0) sources?.splice(at, 1);
+    if (target !== null && sources?.length === 0) this.derivedSources[found.type].delete(target);
+  }
+
+  /**
+   * Before `node` is replaced by `next` (or deleted, when `next` is null): each derived edge it
+   * has that `next` would not derive alike becomes a held edge, as it was, since an edge
+   * outlives the node it runs from until it is deleted itself.
+   */
+  private holdDerived(node: GraphNode, next: GraphNode | null): void {
+    for (const type of DERIVED_EDGE_TYPES) {
+      const key = this.derivedKeys[type].get(node.id);
+      const edge = key === undefined ? null : derivedEdge(node, type, key);
+      if (!edge || (next && isDerivedFrom(edge, next))) continue;
+      this.dropDerived(edge.id);
+      this.heldEdges.set(edge.id, edge);
+      this.byKey.set(edge.key, edge.id);
+      linkTyped(this.outgoingByType, edge.from, edge);
+      linkTyped(this.incomingByType, edge.to, edge);
+    }
+  }
+
+  /** The derived edge kept under `id`: its type and the node it runs from. */
+  private derivedById(id: string): { type: DerivedEdgeType; node: GraphNode } | undefined {
+    const sources = derivedEdgeSources(id);
+    if (!sources) return undefined;
+    for (const from of sources.candidates) {
+      const node = this.derivedKeys[sources.type].has(from) ? this.nodes.get(from) : undefined;
+      const target = node ? derivedTarget(node, sources.type) : null;
+      if (node && target !== null && `${from}>${target}` === id.slice(sources.type.length + 1)) return { type: sources.type, node };
+    }
+    return undefined;
+  }
+
+  /** The edge `id` (see `edges`). */
+  edge(id: string): GraphEdge | undefined {
+    const held = this.heldEdges.get(id);
+    if (held) return held;
+    const found = this.derivedById(id);
+    const key = found && this.derivedKeys[found.type].get(found.node.id);
+    return found && key !== undefined ? (derivedEdge(found.node, found.type, key) ?? undefined) : undefined;
+  }
+
+  /** How many edges the graph holds, derived ones included. */
+  edgeCount(): number {
+    return this.heldEdges.size + this.derivedKeys.belongs_to.size + this.derivedKeys.involves_entity.size;
+  }
+
+  /** Every edge: the held ones in the order they came, then the derived ones, type by type. */
+  *allEdges(): IterableIterator<GraphEdge> {
+    yield* this.heldEdges.values();
+    for (const type of DERIVED_EDGE_TYPES) {
+      for (const [from, key] of this.derivedKeys[type]) {
+        const node = this.nodes.get(from);
+        const edge = node ? derivedEdge(node, type, key) : null;
+        if (edge) yield edge;
+      }
+    }
   }
 
   private unlinkTyped(edge: GraphEdge): void {
@@ -239,19 +348,38 @@ export class MemoryGraph {
   }
 
   /**
-   * Edges leaving `id`: of one type in insertion order, or of every type, type by type in
-   * `EDGE_TYPES` order. Read-only: a typed list is the graph's own.
+   * Edges leaving `id`: of one type in the order they came, or of every type, type by type in
+   * `EDGE_TYPES` order. Read-only: a list may be the graph's own.
    */
   edgesFrom(id: string, type?: EdgeType): readonly GraphEdge[] {
-    return listed(this.outgoingByType.get(id), type);
+    if (type === undefined) return EDGE_TYPES.flatMap((each) => this.edgesFrom(id, each));
+    const held = listed(this.outgoingByType.get(id), type);
+    if (!isDerivedEdgeType(type)) return held;
+    const key = this.derivedKeys[type].get(id);
+    const node = key === undefined ? undefined : this.nodes.get(id);
+    const derived = node && key !== undefined ? derivedEdge(node, type, key) : null;
+    return derived ? withHeld(held, [derived]) : held;
   }
 
   /**
-   * Edges arriving at `id`: of one type in insertion order, or of every type, type by type in
-   * `EDGE_TYPES` order. Read-only: a typed list is the graph's own.
+   * Edges arriving at `id`: of one type in the order they came, or of every type, type by type in
+   * `EDGE_TYPES` order. Read-only: a list may be the graph's own.
    */
   edgesTo(id: string, type?: EdgeType): readonly GraphEdge[] {
-    return listed(this.incomingByType.get(id), type);
+    if (type === undefined) return EDGE_TYPES.flatMap((each) => this.edgesTo(id, each));
+    const held = listed(this.incomingByType.get(id), type);
+    if (!isDerivedEdgeType(type)) return held;
+    const sources = this.derivedSources[type].get(id);
+    if (!sources) return held;
+    const keys = this.derivedKeys[type];
+    const derived: GraphEdge[] = [];
+    for (const from of sources) {
+      const node = this.nodes.get(from);
+      const key = keys.get(from);
+      const edge = node && key !== undefined ? derivedEdge(node, type, key) : null;
+      if (edge) derived.push(edge);
+    }
+    return withHeld(held, derived);
   }
 
   /** The FacetPoints under an Episode, through its Facets (`belongs_to` edges, in insertion order). Read-only: the list is the graph's own. */
@@ -320,9 +448,52 @@ type EdgeLists = Partial<Record<EdgeType, GraphEdge[]>>;
 
 const NO_EDGES: readonly GraphEdge[] = Object.freeze([]);
 
-function listed(lists: EdgeLists | undefined, type: EdgeType | undefined): readonly GraphEdge[] {
-  if (!lists) return NO_EDGES;
-  return type === undefined ? EDGE_TYPES.flatMap((each) => lists[each] ?? []) : (lists[type] ?? NO_EDGES);
+function listed(lists: EdgeLists | undefined, type: EdgeType): readonly GraphEdge[] {
+  return lists?.[type] ?? NO_EDGES;
+}
+
+/** Held and derived edges of one type as one list, in key order (the order graph building made them); each list is in key order already. */
+function withHeld(held: readonly GraphEdge[], derived: readonly GraphEdge[]): readonly GraphEdge[] {
+  if (held.length === 0) return derived;
+  if (derived.length === 0) return held;
+  return [...held, ...derived].sort((a, b) => a.key - b.key);
+}
+
+/** `MemoryGraph.edges`: a read-only map over the graph's held and derived edges. */
+class EdgeView implements ReadonlyMap<string, GraphEdge> {
+  constructor(private readonly graph: MemoryGraph) {}
+
+  get size(): number {
+    return this.graph.edgeCount();
+  }
+
+  get(id: string): GraphEdge | undefined {
+    return this.graph.edge(id);
+  }
+
+  has(id: string): boolean {
+    return this.graph.edge(id) !== undefined;
+  }
+
+  values(): MapIterator<GraphEdge> {
+    return this.graph.allEdges();
+  }
+
+  *keys(): MapIterator<string> {
+    for (const edge of this.graph.allEdges()) yield edge.id;
+  }
+
+  *entries(): MapIterator<[string, GraphEdge]> {
+    for (const edge of this.graph.allEdges()) yield [edge.id, edge];
+  }
+
+  [Symbol.iterator](): MapIterator<[string, GraphEdge]> {
+    return this.entries();
+  }
+
+  forEach(callback: (value: GraphEdge, key: string, map: ReadonlyMap<string, GraphEdge>) => void, thisArg?: unknown): void {
+    for (const edge of this.graph.allEdges()) callback.call(thisArg, edge, edge.id, this);
+  }
 }
 
 function link<K>(map: Map<K, Set<string>>, from: K, id: string): void {

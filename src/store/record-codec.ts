@@ -1,4 +1,5 @@
 import { chunkText, turnTheme } from '../graph/chunk-text.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type DerivedEdgeType } from '../graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 
 /**
@@ -26,9 +27,6 @@ import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type Gr
  * runs it inside its transactions.
  */
 
-/** Edge types a node can carry as a key: the edge runs from the node to an id the node holds. */
-const DERIVED_EDGE_TYPES = ['belongs_to', 'involves_entity'] as const satisfies readonly EdgeType[];
-type DerivedEdgeType = (typeof DERIVED_EDGE_TYPES)[number];
 type EdgeKeys = Partial<Record<DerivedEdgeType, number>>;
 
 /** Layers by their number in a stored node array. Append only: the numbers are on disk. */
@@ -42,9 +40,7 @@ const NODE_KEYS: { readonly [L in Layer]: readonly string[] } = {
   entity: ['id', 'key', 'layer', 'name', 'entityType', 'chunkIds'],
 };
 
-/** An edge's keys in the order graph building writes them; an edge array holds their values but `id`'s. */
-const EDGE_KEYS = ['id', 'key', 'type', 'from', 'to', 'chunkId', 'description', 'confidence'] as const;
-/** Values an edge array always holds (key to chunkId); description and confidence only when not null. */
+/** Values an edge array (`EDGE_KEYS`' values but `id`'s) always holds, key to chunkId; description and confidence only when not null. */
 const EDGE_REQUIRED_VALUES = 5;
 
 /**
@@ -167,40 +163,6 @@ interface StoredNode {
   fields: Record<string, unknown>;
   edgeKeys: EdgeKeys;
   asArray: boolean;
-}
-
-/** The node id a derived edge of `type` runs to from `node`, or null when it has none. */
-function derivedTarget(node: GraphNode, type: DerivedEdgeType): string | null {
-  if (type === 'involves_entity') return node.layer === 'facetPoint' ? node.entityId : null;
-  if (node.layer === 'facetPoint') return node.facetId;
-  return node.layer === 'facet' ? node.episodeId : null;
-}
-
-/** Whether a node of this layer can fold derived edges in (Facets and FacetPoints). */
-export function canFoldEdges(node: GraphNode): boolean {
-  return node.layer === 'facet' || node.layer === 'facetPoint';
-}
-
-/** True when `edge` is exactly what `node` rebuilds for its type, given the edge's key. */
-function isDerivedFrom(edge: GraphEdge, node: GraphNode): edge is GraphEdge & { type: DerivedEdgeType } {
-  if (edge.type !== 'belongs_to' && edge.type !== 'involves_entity') return false;
-  const to = derivedTarget(node, edge.type);
-  return (
-    to !== null &&
-    edge.from === node.id &&
-    edge.to === to &&
-    edge.id === edgeId(edge.type, node.id, to) &&
-    'chunkId' in node &&
-    edge.chunkId === node.chunkId &&
-    edge.description === null &&
-    edge.confidence === null
-  );
-}
-
-/** True when `record` has exactly `keys`, in that order, none of them undefined (which an array would write as null). */
-function hasKeysInOrder(record: object, keys: readonly string[]): boolean {
-  const own = Object.entries(record);
-  return own.length === keys.length && own.every(([key, value], i) => key === keys[i] && value !== undefined);
 }
 
 /** The chunk's turns, or none when they are not all whole records (a damaged stored chunk's fields then stay as stored). */
@@ -337,14 +299,9 @@ export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: 
   return { json: writeStored({ fields: storedFields(node, chunk, paged), edgeKeys, asArray }), folded };
 }
 
-/** Node ids a derived edge with this id may run from (the edge's id is `<type>:<from>><to>`). */
+/** Node ids a derived edge with this id may run from (none for an edge of another type). */
 export function foldingNodeCandidates(id: string): string[] {
-  const type = DERIVED_EDGE_TYPES.find((t) => id.startsWith(`${t}:`));
-  if (type === undefined) return [];
-  const rest = id.slice(type.length + 1);
-  const candidates: string[] = [];
-  for (let i = rest.indexOf('>'); i > 0; i = rest.indexOf('>', i + 1)) candidates.push(rest.slice(0, i));
-  return candidates;
+  return derivedEdgeSources(id)?.candidates ?? [];
 }
 
 /** `json` without the derived edge `id` (a delete of that edge alone), or null when it does not fold it in. */
@@ -372,9 +329,8 @@ export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>, pag
   const edges: GraphEdge[] = [];
   for (const type of DERIVED_EDGE_TYPES) {
     const key = edgeKeys[type];
-    const to = key === undefined ? null : derivedTarget(node, type);
-    if (key === undefined || to === null || !('chunkId' in node)) continue;
-    edges.push({ id: edgeId(type, node.id, to), key, type, from: node.id, to, chunkId: node.chunkId, description: null, confidence: null });
+    const edge = key === undefined ? null : derivedEdge(node, type, key);
+    if (edge) edges.push(edge);
   }
   return { node, edges };
 }

@@ -1,5 +1,6 @@
+import { canDeriveEdges } from '../graph/derived-edges.ts';
 import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
-import { canFoldEdges, decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, foldingNodeCandidates, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
+import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, foldingNodeCandidates, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
 
 /**
  * Which rows a store writes for a batch's nodes and edges, and how it reads them back, in the
@@ -37,7 +38,7 @@ export interface RecordPlan {
 
 /** Nodes a batch replaces or deletes whose folded edges may survive it: only Facets and FacetPoints fold edges in. */
 function replacedOrDeleted(batch: PlannedBatch): string[] {
-  const replaced = (batch.putNodes ?? []).filter((n) => canFoldEdges(n)).map((n) => n.id);
+  const replaced = (batch.putNodes ?? []).filter((n) => canDeriveEdges(n)).map((n) => n.id);
   return [...new Set([...(batch.deleteNodes ?? []), ...replaced])];
 }
 

@@ -1,0 +1,77 @@
+import { edgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from './types.ts';
+
+/**
+ * Edges a node derives from its own fields: a Facet `belongs_to` its Episode (`episodeId`), a
+ * FacetPoint `belongs_to` its Facet (`facetId`) and `involves_entity` its Entity (`entityId`).
+ * Graph building writes one for each such field, with no description or confidence: three in
+ * four edges of a chat memory. What they hold beyond their node is their key, so the stores
+ * keep them as a key on their node (store/record-codec.ts), and so does the working graph
+ * (graph/memory-graph.ts), which makes the edge object again when it is read.
+ */
+export const DERIVED_EDGE_TYPES = ['belongs_to', 'involves_entity'] as const satisfies readonly EdgeType[];
+export type DerivedEdgeType = (typeof DERIVED_EDGE_TYPES)[number];
+
+/** A node that can derive edges: a Facet or a FacetPoint. */
+export type DerivingNode = FacetNode | FacetPointNode;
+
+/** An edge's keys in the order graph building writes them. */
+export const EDGE_KEYS = ['id', 'key', 'type', 'from', 'to', 'chunkId', 'description', 'confidence'] as const;
+
+export function isDerivedEdgeType(type: EdgeType): type is DerivedEdgeType {
+  return type === 'belongs_to' || type === 'involves_entity';
+}
+
+/** Whether a node of this layer can derive edges (Facets and FacetPoints). */
+export function canDeriveEdges(node: GraphNode): node is DerivingNode {
+  return node.layer === 'facet' || node.layer === 'facetPoint';
+}
+
+/** The node id a derived edge of `type` runs to from `node`, or null when it has none. */
+export function derivedTarget(node: GraphNode, type: DerivedEdgeType): string | null {
+  if (type === 'involves_entity') return node.layer === 'facetPoint' ? node.entityId : null;
+  if (node.layer === 'facetPoint') return node.facetId;
+  return node.layer === 'facet' ? node.episodeId : null;
+}
+
+/** The edge of `type` that `node` derives, under `key`, as graph building writes it; null when the node has none. */
+export function derivedEdge(node: GraphNode, type: DerivedEdgeType, key: number): GraphEdge | null {
+  const to = derivedTarget(node, type);
+  if (to === null || !canDeriveEdges(node)) return null;
+  return { id: edgeId(type, node.id, to), key, type, from: node.id, to, chunkId: node.chunkId, description: null, confidence: null };
+}
+
+/** True when `edge` is exactly the edge `node` derives for its type under the edge's key: the same fields, in the same order. */
+export function isDerivedFrom(edge: GraphEdge, node: GraphNode): edge is GraphEdge & { type: DerivedEdgeType } {
+  if (!isDerivedEdgeType(edge.type) || !canDeriveEdges(node)) return false;
+  const to = derivedTarget(node, edge.type);
+  return (
+    to !== null &&
+    edge.from === node.id &&
+    edge.to === to &&
+    edge.id === edgeId(edge.type, node.id, to) &&
+    edge.chunkId === node.chunkId &&
+    edge.description === null &&
+    edge.confidence === null &&
+    hasKeysInOrder(edge, EDGE_KEYS)
+  );
+}
+
+/** The type of a derived edge with this id and the node ids it may run from (an id is `<type>:<from>><to>`, and ids may hold `>`); null for another type. */
+export function derivedEdgeSources(id: string): { type: DerivedEdgeType; candidates: string[] } | null {
+  const type = DERIVED_EDGE_TYPES.find((t) => id.startsWith(`${t}:`));
+  if (type === undefined) return null;
+  const rest = id.slice(type.length + 1);
+  const candidates: string[] = [];
+  for (let i = rest.indexOf('>'); i > 0; i = rest.indexOf('>', i + 1)) candidates.push(rest.slice(0, i));
+  return { type, candidates };
+}
+
+/** True when `record` has exactly `keys`, in that order, none of them undefined (which an array would write as null). */
+export function hasKeysInOrder(record: object, keys: readonly string[]): boolean {
+  let at = 0;
+  for (const [key, value] of Object.entries(record)) {
+    if (key !== keys[at] || value === undefined) return false;
+    at++;
+  }
+  return at === keys.length;
+}

@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import { derivedEdge } from '../src/graph/derived-edges.ts';
+import { MemoryGraph } from '../src/graph/memory-graph.ts';
+import { VectorTable } from '../src/graph/vector-table.ts';
+import { edgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
+
+/**
+ * The working graph keeps derived edges (a Facet's or FacetPoint's `belongs_to` and
+ * `involves_entity`, see graph/derived-edges.ts) as keys on their nodes, not as objects. Every
+ * reader must see the same edges, in the same order, as if each were held as the object put.
+ */
+const CHUNK = 'c'.repeat(64);
+
+const episode: GraphNode = { id: 'ep:1', key: 1, layer: 'episode', chunkId: CHUNK, summary: 's', time: null, order: 0 };
+const entity: GraphNode = { id: 'en:1', key: 2, layer: 'entity', name: 'Ann', entityType: 'person', chunkIds: [CHUNK] };
+const facet = (n: number, key: number): FacetNode => ({ id: `fc:${n}`, key, layer: 'facet', chunkId: CHUNK, episodeId: 'ep:1', theme: `theme ${n}` });
+const point = (n: number, key: number, facetId: string, entityId: string | null = 'en:1'): FacetPointNode => ({
+  id: `fp:${n}`,
+  key,
+  layer: 'facetPoint',
+  chunkId: CHUNK,
+  episodeId: 'ep:1',
+  facetId,
+  content: `fact ${n}`,
+  entityId,
+  timeText: null,
+  time: null,
+  dialogIds: [],
+});
+const edge = (type: EdgeType, from: string, to: string, key: number, extra: Partial<GraphEdge> = {}): GraphEdge => ({
+  id: edgeId(type, from, to),
+  key,
+  type,
+  from,
+  to,
+  chunkId: CHUNK,
+  description: null,
+  confidence: null,
+  ...extra,
+});
+
+/** A graph as graph building makes one: two Facets, three FacetPoints, every derived edge, one relation edge. */
+function built(): { graph: MemoryGraph; edges: GraphEdge[] } {
+  const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+  const nodes = [episode, entity, facet(1, 10), facet(2, 11), point(1, 20, 'fc:1'), point(2, 21, 'fc:1', null), point(3, 22, 'fc:2')];
+  for (const node of nodes) graph.putNode(structuredClone(node));
+  const edges = [
+    edge('belongs_to', 'fc:1', 'ep:1', 30),
+    edge('belongs_to', 'fc:2', 'ep:1', 31),
+    edge('belongs_to', 'fp:1', 'fc:1', 32),
+    edge('involves_entity', 'fp:1', 'en:1', 33),
+    edge('belongs_to', 'fp:2', 'fc:1', 34),
+    edge('belongs_to', 'fp:3', 'fc:2', 35),
+    edge('involves_entity', 'fp:3', 'en:1', 36),
+    edge('evolution', 'fp:1', 'fp:3', 37, { description: 'then' }),
+  ];
+  for (const e of edges) graph.putEdge(structuredClone(e));
+  return { graph, edges };
+}
+
+const ids = (edges: readonly GraphEdge[]) => edges.map((e) => e.id);
+
+describe('MemoryGraph derived edges', () => {
+  it('reads every edge as it was put: by id, by end, by type, counted and listed', () => {
+    const { graph, edges } = built();
+    expect(graph.edges.size).toBe(edges.length);
+    for (const e of edges) {
+      expect(graph.edges.get(e.id)).toStrictEqual(e);
+      expect(graph.edges.has(e.id)).toBe(true);
+      // Key order too: a checkpoint is the edges' JSON.
+      expect(JSON.stringify(graph.edges.get(e.id))).toBe(JSON.stringify(e));
+    }
+    expect([...graph.edges.values()].map((e) => e.id).sort()).toStrictEqual(ids(edges).sort());
+    expect([...graph.edges.keys()].sort()).toStrictEqual(ids(edges).sort());
+    expect(ids(graph.edgesTo('ep:1', 'belongs_to'))).toStrictEqual(['belongs_to:fc:1>ep:1', 'belongs_to:fc:2>ep:1']);
+    expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:1>fc:1', 'belongs_to:fp:2>fc:1']);
+    expect(ids(graph.edgesTo('en:1', 'involves_entity'))).toStrictEqual(['involves_entity:fp:1>en:1', 'involves_entity:fp:3>en:1']);
+    expect(ids(graph.edgesFrom('fp:1'))).toStrictEqual(['belongs_to:fp:1>fc:1', 'evolution:fp:1>fp:3', 'involves_entity:fp:1>en:1']);
+    expect(ids(graph.edgesFrom('fp:2', 'involves_entity'))).toStrictEqual([]);
+    expect(graph.facetPointsOf('ep:1').map((n) => n.id)).toStrictEqual(['fp:1', 'fp:2', 'fp:3']);
+    expect(graph.edges.has('belongs_to:fp:2>fc:2')).toBe(false);
+    expect(graph.edges.get('belongs_to:fp:9>fc:1')).toBeUndefined();
+    expect(graph.idForKey(37)).toBe('evolution:fp:1>fp:3');
+  });
+
+  it('keeps an edge as it was when its node is put again pointing elsewhere, or deleted', () => {
+    const { graph } = built();
+    graph.putNode(point(1, 20, 'fc:2'));
+    // The old edge outlives the change; the node's new Facet gets no edge until one is put.
+    expect(graph.edges.get('belongs_to:fp:1>fc:1')).toMatchObject({ from: 'fp:1', to: 'fc:1', key: 32 });
+    expect(graph.edges.has('belongs_to:fp:1>fc:2')).toBe(false);
+    expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:1>fc:1', 'belongs_to:fp:2>fc:1']);
+    expect(ids(graph.edgesTo('fc:2', 'belongs_to'))).toStrictEqual(['belongs_to:fp:3>fc:2']);
+    // Its entity edge still matches the node: unchanged.
+    expect(graph.edges.get('involves_entity:fp:1>en:1')?.key).toBe(33);
+
+    graph.deleteNode('fp:3');
+    expect(graph.edges.get('involves_entity:fp:3>en:1')).toMatchObject({ from: 'fp:3', key: 36 });
+    expect(graph.edges.size).toBe(8);
+    graph.deleteEdge('involves_entity:fp:3>en:1');
+    graph.deleteEdge('belongs_to:fp:1>fc:1');
+    expect(graph.edges.size).toBe(6);
+    expect(ids(graph.edgesTo('en:1', 'involves_entity'))).toStrictEqual(['involves_entity:fp:1>en:1']);
+    expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:2>fc:1']);
+  });
+
+  it('replaces a derived edge in place, and holds one that differs from what its node derives', () => {
+    const { graph } = built();
+    graph.putEdge(edge('belongs_to', 'fp:1', 'fc:1', 90));
+    expect(graph.edges.get('belongs_to:fp:1>fc:1')?.key).toBe(90);
+    expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:1>fc:1', 'belongs_to:fp:2>fc:1']);
+    // With a description it is not the derived edge: held as put, and still listed once.
+    const described = edge('belongs_to', 'fp:2', 'fc:1', 34, { description: 'part of' });
+    graph.putEdge(structuredClone(described));
+    expect(graph.edges.get(described.id)).toStrictEqual(described);
+    expect(graph.edges.size).toBe(8);
+    // Held and derived edges of one type are listed together in key order.
+    expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:2>fc:1', 'belongs_to:fp:1>fc:1']);
+    // A derived edge deleted on its own goes, its node stays.
+    graph.deleteEdge('belongs_to:fp:3>fc:2');
+    expect(graph.edges.has('belongs_to:fp:3>fc:2')).toBe(false);
+    expect(graph.edgesTo('fc:2', 'belongs_to')).toStrictEqual([]);
+    expect(graph.edges.size).toBe(7);
+    expect(graph.nodes.has('fp:3')).toBe(true);
+  });
+
+  it('holds an edge with a vector, which an index may name by its key', () => {
+    const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+    graph.putNode(structuredClone(facet(1, 10)));
+    const e = edge('belongs_to', 'fc:1', 'ep:1', 30);
+    graph.vectors.set(e.id, Float32Array.from([1, 0]));
+    graph.putEdge(structuredClone(e));
+    expect(graph.idForKey(30)).toBe(e.id);
+    expect(graph.edges.get(e.id)).toStrictEqual(e);
+  });
+
+  it('derives the edge graph building writes, in its key order', () => {
+    const made = derivedEdge(point(1, 20, 'fc:1'), 'involves_entity', 33);
+    expect(JSON.stringify(made)).toBe(JSON.stringify(edge('involves_entity', 'fp:1', 'en:1', 33)));
+    expect(derivedEdge(point(2, 21, 'fc:1', null), 'involves_entity', 34)).toBeNull();
+    expect(derivedEdge(episode, 'belongs_to', 35)).toBeNull();
+  });
+});

@@ -124,6 +124,19 @@ describe('MemoryGraph derived edges', () => {
     expect(graph.nodes.has('fp:3')).toBe(true);
   });
 
+  it('lists the edges a delete takes along, as a filter over every edge would', () => {
+    const { graph } = built();
+    graph.putNode(point(1, 20, 'fc:2'));
+    const cases: Array<[string[], string[]]> = [[[], ['fp:1']], [[], ['en:1']], [[], ['fc:1', 'ep:1']], [[CHUNK], []], [['other'], ['fp:2']]];
+    for (const [chunks, nodes] of cases) {
+      const chunkIds = new Set(chunks);
+      const nodeIds = new Set(nodes);
+      const expected = [...graph.edges.values()].filter((e) => chunkIds.has(e.chunkId) || nodeIds.has(e.from) || nodeIds.has(e.to));
+      expect(ids(graph.edgesOwnedBy(chunkIds, nodeIds)).sort()).toStrictEqual(ids(expected).sort());
+    }
+    expect(ids(graph.edgesOwnedBy(new Set(), new Set(['fp:1']))).sort()).toStrictEqual(['belongs_to:fp:1>fc:1', 'evolution:fp:1>fp:3', 'involves_entity:fp:1>en:1']);
+  });
+
   it('holds an edge with a vector, which an index may name by its key', () => {
     const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
     graph.putNode(structuredClone(facet(1, 10)));

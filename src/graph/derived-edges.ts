@@ -68,9 +68,11 @@ export function derivedEdgeSources(id: string): { type: DerivedEdgeType; candida
 
 /** True when `record` has exactly `keys`, in that order, none of them undefined (which an array would write as null). */
 export function hasKeysInOrder(record: object, keys: readonly string[]): boolean {
+  // A for-in over own keys: a memory's open checks every edge, and `Object.entries` made an array per key.
   let at = 0;
-  for (const [key, value] of Object.entries(record)) {
-    if (key !== keys[at] || value === undefined) return false;
+  for (const key in record) {
+    if (!Object.hasOwn(record, key)) continue;
+    if (key !== keys[at] || (record as Record<string, unknown>)[key] === undefined) return false;
     at++;
   }
   return at === keys.length;

@@ -293,6 +293,24 @@ export class MemoryGraph {
     return this.heldEdges.size + this.derivedKeys.belongs_to.size + this.derivedKeys.involves_entity.size;
   }
 
+  /**
+   * The edges of chunks `chunkIds` or touching nodes `nodeIds`: what deleting them takes along.
+   * Derived edges are made only for those that match (a delete otherwise made every one).
+   */
+  edgesOwnedBy(chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>): GraphEdge[] {
+    const owned = (chunkId: string, from: string, to: string) => chunkIds.has(chunkId) || nodeIds.has(from) || nodeIds.has(to);
+    const edges = [...this.heldEdges.values()].filter((e) => owned(e.chunkId, e.from, e.to));
+    for (const type of DERIVED_EDGE_TYPES) {
+      for (const [from, key] of this.derivedKeys[type]) {
+        const node = this.nodes.get(from);
+        const to = node ? derivedTarget(node, type) : null;
+        const edge = node && to !== null && 'chunkId' in node && owned(node.chunkId, from, to) ? derivedEdge(node, type, key) : null;
+        if (edge) edges.push(edge);
+      }
+    }
+    return edges;
+  }
+
   /** Every edge: the held ones in the order they came, then the derived ones, type by type. */
   *allEdges(): IterableIterator<GraphEdge> {
     yield* this.heldEdges.values();

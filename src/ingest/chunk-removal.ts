@@ -16,7 +16,7 @@ export function deletionBatch(graph: MemoryGraph, meta: MemoryMeta, chunkIds: Se
       else if (remaining.length !== node.chunkIds.length) putNodes.push({ ...node, chunkIds: remaining });
     } else if (chunkIds.has(node.chunkId)) deleteNodes.add(node.id);
   }
-  const deleteEdges: GraphEdge[] = [...graph.edges.values()].filter((e) => chunkIds.has(e.chunkId) || deleteNodes.has(e.from) || deleteNodes.has(e.to));
+  const deleteEdges: GraphEdge[] = graph.edgesOwnedBy(chunkIds, deleteNodes);
   return {
     deleteNodes: [...deleteNodes],
     putNodes,

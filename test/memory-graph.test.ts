@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { derivedEdge } from '../src/graph/derived-edges.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
 import { VectorTable } from '../src/graph/vector-table.ts';
-import { edgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
+import { edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
 
 /**
  * The working graph keeps derived edges (a Facet's or FacetPoint's `belongs_to` and
@@ -139,12 +139,20 @@ describe('MemoryGraph derived edges', () => {
 
   it('holds an edge with a vector, which an index may name by its key', () => {
     const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
-    graph.putNode(structuredClone(facet(1, 10)));
-    const e = edge('belongs_to', 'fc:1', 'ep:1', 30);
+    graph.putNode(structuredClone(point(1, 20, 'fc:1')));
+    const e = edge('involves_entity', 'fp:1', 'en:1', 30);
     graph.vectors.set(e.id, Float32Array.from([1, 0]));
     graph.putEdge(structuredClone(e));
     expect(graph.idForKey(30)).toBe(e.id);
     expect(graph.edges.get(e.id)).toStrictEqual(e);
+  });
+
+  it('tells an edge id from its parts as comparing with the built id does', () => {
+    const parts: Array<[EdgeType, string, string]> = [['belongs_to', 'fp:1', 'fc:1'], ['involves_entity', 'a>b', 'c'], ['evolution', '', 'x']];
+    const ids = parts.map((p) => edgeId(...p));
+    for (const id of [...ids, 'belongs_to:fp:1>fc:2', 'belongs_to:fp:1>fc:1 ', 'belongs_tofp:1>fc:1', 'belongs_to:fp:1-fc:1']) {
+      for (const p of [...parts, ['involves_entity', 'a', 'b>c'] as [EdgeType, string, string]]) expect(isEdgeId(id, ...p)).toBe(id === edgeId(...p));
+    }
   });
 
   it('derives the edge graph building writes, in its key order', () => {

@@ -1,4 +1,4 @@
-import { edgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from './types.ts';
+import { edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from './types.ts';
 
 /**
  * Edges a node derives from its own fields: a Facet `belongs_to` its Episode (`episodeId`), a
@@ -10,6 +10,8 @@ import { edgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphE
  */
 export const DERIVED_EDGE_TYPES = ['belongs_to', 'involves_entity'] as const satisfies readonly EdgeType[];
 export type DerivedEdgeType = (typeof DERIVED_EDGE_TYPES)[number];
+
+const COLON = 0x3a;
 
 /** A node that can derive edges: a Facet or a FacetPoint. */
 export type DerivingNode = FacetNode | FacetPointNode;
@@ -48,7 +50,7 @@ export function isDerivedFrom(edge: GraphEdge, node: GraphNode): edge is GraphEd
     to !== null &&
     edge.from === node.id &&
     edge.to === to &&
-    edge.id === edgeId(edge.type, node.id, to) &&
+    isEdgeId(edge.id, edge.type, node.id, to) &&
     edge.chunkId === node.chunkId &&
     edge.description === null &&
     edge.confidence === null &&
@@ -58,7 +60,7 @@ export function isDerivedFrom(edge: GraphEdge, node: GraphNode): edge is GraphEd
 
 /** The type of a derived edge with this id and the node ids it may run from (an id is `<type>:<from>><to>`, and ids may hold `>`); null for another type. */
 export function derivedEdgeSources(id: string): { type: DerivedEdgeType; candidates: string[] } | null {
-  const type = DERIVED_EDGE_TYPES.find((t) => id.startsWith(`${t}:`));
+  const type = DERIVED_EDGE_TYPES.find((t) => id.startsWith(t) && id.charCodeAt(t.length) === COLON);
   if (type === undefined) return null;
   const rest = id.slice(type.length + 1);
   const candidates: string[] = [];

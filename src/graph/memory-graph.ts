@@ -24,6 +24,8 @@ export class MemoryGraph {
    * the edge (which outlives it) to `heldEdges` as it was.
    */
   private readonly derivedKeys: Record<DerivedEdgeType, Map<string, number>> = { belongs_to: new Map(), involves_entity: new Map() };
+  /** How many held edges have a derived edge's type: while none, a derived edge put replaces no held one (and its id need not be looked up). */
+  private heldOfDerivedTypes = 0;
   /** The ids of the nodes with a derived edge to each node, by type, in the order the edges came. */
   private readonly derivedSources: Record<DerivedEdgeType, Map<string, string[]>> = { belongs_to: new Map(), involves_entity: new Map() };
   private readonly chunkById = new Map<string, Chunk>();
@@ -135,7 +137,7 @@ export class MemoryGraph {
     const previous = this.nodes.get(node.id);
     if (previous) this.holdDerived(previous, node);
     this.shareStrings(node, previous);
-    this.pointsByEpisode.clear();
+    this.forgetPoints();
     if (previous?.layer === 'episode') this.unchain(previous);
     if (node.layer === 'episode') this.episodeChain.splice(searchChain(this.episodeChain, node, false), 0, node);
     this.nodes.set(node.id, node);
@@ -148,13 +150,18 @@ export class MemoryGraph {
     const node = this.nodes.get(id);
     if (!node) return;
     this.holdDerived(node, null);
-    this.pointsByEpisode.clear();
+    this.forgetPoints();
     if (node.layer === 'episode') this.unchain(node);
     this.nodes.delete(id);
     this.byKey.delete(node.key);
     this.vectors.delete(id);
     this.byLayer.get(node.layer)?.delete(id);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
+  }
+
+  /** Drops `facetPointsOf`'s answers. Only when there are any: clearing a Map makes a new table, and an open puts every record. */
+  private forgetPoints(): void {
+    if (this.pointsByEpisode.size > 0) this.pointsByEpisode.clear();
   }
 
   private unchain(episode: EpisodeNode): void {
@@ -190,11 +197,11 @@ export class MemoryGraph {
     edge.from = this.nodeId(edge.from);
     edge.to = this.nodeId(edge.to);
     edge.chunkId = this.chunkId(edge.chunkId);
-    this.pointsByEpisode.clear();
+    this.forgetPoints();
     const from = this.nodes.get(edge.from);
-    // An edge with a vector stays an object: an index may name its key.
-    if (from && isDerivedFrom(edge, from) && !this.vectors.has(edge.id)) {
-      this.dropHeld(edge.id);
+    // An edge with a vector stays an object: an index may name its key (`belongs_to` is never indexed).
+    if (from && isDerivedFrom(edge, from) && (edge.type === 'belongs_to' || !this.vectors.has(edge.id))) {
+      if (this.heldOfDerivedTypes > 0) this.dropHeld(edge.id);
       const keys = this.derivedKeys[edge.type];
       if (!keys.has(from.id)) {
         const sources = this.derivedSources[edge.type];
@@ -207,8 +214,7 @@ export class MemoryGraph {
     }
     this.dropDerived(edge.id);
     const previous = this.heldEdges.get(edge.id);
-    this.heldEdges.set(edge.id, edge);
-    this.byKey.set(edge.key, edge.id);
+    this.hold(edge, previous);
     // A replaced edge keeps its place in its list.
     const keepsPlace = previous !== undefined && previous.from === edge.from && previous.to === edge.to && previous.type === edge.type;
     if (previous && !keepsPlace) this.unlinkTyped(previous);
@@ -222,9 +228,16 @@ export class MemoryGraph {
   }
 
   deleteEdge(id: string): void {
-    this.pointsByEpisode.clear();
+    this.forgetPoints();
     this.vectors.delete(id);
     if (!this.dropHeld(id)) this.dropDerived(id);
+  }
+
+  /** Keeps `edge` as an object in place of `previous` (its id's held edge, if any); the typed lists are the caller's to change. */
+  private hold(edge: GraphEdge, previous: GraphEdge | undefined): void {
+    this.heldEdges.set(edge.id, edge);
+    this.byKey.set(edge.key, edge.id);
+    this.heldOfDerivedTypes += Number(isDerivedEdgeType(edge.type)) - Number(previous !== undefined && isDerivedEdgeType(previous.type));
   }
 
   /** Takes the held edge `id` out; false when there is none. */
@@ -233,6 +246,7 @@ export class MemoryGraph {
     if (!edge) return false;
     this.heldEdges.delete(id);
     this.byKey.delete(edge.key);
+    if (isDerivedEdgeType(edge.type)) this.heldOfDerivedTypes--;
     this.unlinkTyped(edge);
     return true;
   }
@@ -260,8 +274,7 @@ export class MemoryGraph {
       const edge = key === undefined ? null : derivedEdge(node, type, key);
       if (!edge || (next && isDerivedFrom(edge, next))) continue;
       this.dropDerived(edge.id);
-      this.heldEdges.set(edge.id, edge);
-      this.byKey.set(edge.key, edge.id);
+      this.hold(edge, undefined);
       linkTyped(this.outgoingByType, edge.from, edge);
       linkTyped(this.incomingByType, edge.to, edge);
     }

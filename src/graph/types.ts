@@ -21,6 +21,19 @@ export function edgeId(type: EdgeType, from: string, to: string): string {
   return `${type}:${from}>${to}`;
 }
 
+/** Whether `id` is `edgeId(type, from, to)`, told without building that string (an open checks every edge). */
+export function isEdgeId(id: string, type: EdgeType, from: string, to: string): boolean {
+  const arrow = type.length + 1 + from.length;
+  return (
+    id.length === arrow + 1 + to.length &&
+    id.startsWith(type) &&
+    id.charCodeAt(type.length) === 0x3a &&
+    id.startsWith(from, type.length + 1) &&
+    id.charCodeAt(arrow) === 0x3e &&
+    id.endsWith(to)
+  );
+}
+
 /** The id of a chunk's Episode: one Episode per chunk, named by its chunk. */
 export function episodeIdOf(chunkId: string): string {
   return `ep:${chunkId.slice(0, 16)}`;

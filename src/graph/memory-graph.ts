@@ -1,6 +1,6 @@
 import { turnTextOffsets } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedTarget, isDerivedEdgeType, isDerivedFrom, type DerivedEdgeType } from './derived-edges.ts';
-import { EDGE_TYPES, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, isEdgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -287,7 +287,7 @@ export class MemoryGraph {
     for (const from of sources.candidates) {
       const node = this.derivedKeys[sources.type].has(from) ? this.nodes.get(from) : undefined;
       const target = node ? derivedTarget(node, sources.type) : null;
-      if (node && target !== null && `${from}>${target}` === id.slice(sources.type.length + 1)) return { type: sources.type, node };
+      if (node && target !== null && isEdgeId(id, sources.type, from, target)) return { type: sources.type, node };
     }
     return undefined;
   }
@@ -297,8 +297,19 @@ export class MemoryGraph {
     const held = this.heldEdges.get(id);
     if (held) return held;
     const found = this.derivedById(id);
-    const key = found && this.derivedKeys[found.type].get(found.node.id);
-    return found && key !== undefined ? (derivedEdge(found.node, found.type, key) ?? undefined) : undefined;
+    return found ? (this.derivedFromNode(found.node.id, found.type) ?? undefined) : undefined;
+  }
+
+  /** Whether the graph holds edge `id`, without making a derived one. */
+  hasEdge(id: string): boolean {
+    return this.heldEdges.has(id) || this.derivedById(id) !== undefined;
+  }
+
+  /** The derived edge of `type` the graph keeps from node `from`, made afresh; null when it keeps none. */
+  private derivedFromNode(from: string, type: DerivedEdgeType): GraphEdge | null {
+    const key = this.derivedKeys[type].get(from);
+    const node = key === undefined ? undefined : this.nodes.get(from);
+    return node && key !== undefined ? derivedEdge(node, type, key) : null;
   }
 
   /** How many edges the graph holds, derived ones included. */
@@ -328,9 +339,8 @@ export class MemoryGraph {
   *allEdges(): IterableIterator<GraphEdge> {
     yield* this.heldEdges.values();
     for (const type of DERIVED_EDGE_TYPES) {
-      for (const [from, key] of this.derivedKeys[type]) {
-        const node = this.nodes.get(from);
-        const edge = node ? derivedEdge(node, type, key) : null;
+      for (const from of this.derivedKeys[type].keys()) {
+        const edge = this.derivedFromNode(from, type);
         if (edge) yield edge;
       }
     }
@@ -386,9 +396,7 @@ export class MemoryGraph {
     if (type === undefined) return EDGE_TYPES.flatMap((each) => this.edgesFrom(id, each));
     const held = listed(this.outgoingByType.get(id), type);
     if (!isDerivedEdgeType(type)) return held;
-    const key = this.derivedKeys[type].get(id);
-    const node = key === undefined ? undefined : this.nodes.get(id);
-    const derived = node && key !== undefined ? derivedEdge(node, type, key) : null;
+    const derived = this.derivedFromNode(id, type);
     return derived ? withHeld(held, [derived]) : held;
   }
 
@@ -402,12 +410,9 @@ export class MemoryGraph {
     if (!isDerivedEdgeType(type)) return held;
     const sources = this.derivedSources[type].get(id);
     if (!sources) return held;
-    const keys = this.derivedKeys[type];
     const derived: GraphEdge[] = [];
     for (const from of sources) {
-      const node = this.nodes.get(from);
-      const key = keys.get(from);
-      const edge = node && key !== undefined ? derivedEdge(node, type, key) : null;
+      const edge = this.derivedFromNode(from, type);
       if (edge) derived.push(edge);
     }
     return withHeld(held, derived);
@@ -503,7 +508,7 @@ class EdgeView implements ReadonlyMap<string, GraphEdge> {
   }
 
   has(id: string): boolean {
-    return this.graph.edge(id) !== undefined;
+    return this.graph.hasEdge(id);
   }
 
   values(): MapIterator<GraphEdge> {

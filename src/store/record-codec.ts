@@ -1,5 +1,5 @@
 import { chunkText, turnTheme } from '../graph/chunk-text.ts';
-import { DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type DerivedEdgeType } from '../graph/derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type DerivedEdgeType } from '../graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 
 /**
@@ -297,11 +297,6 @@ export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: 
   }
   const asArray = hasKeysInOrder(node, NODE_KEYS[node.layer]);
   return { json: writeStored({ fields: storedFields(node, chunk, paged), edgeKeys, asArray }), folded };
-}
-
-/** Node ids a derived edge with this id may run from (none for an edge of another type). */
-export function foldingNodeCandidates(id: string): string[] {
-  return derivedEdgeSources(id)?.candidates ?? [];
 }
 
 /** `json` without the derived edge `id` (a delete of that edge alone), or null when it does not fold it in. */

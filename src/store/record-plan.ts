@@ -1,6 +1,6 @@
-import { canDeriveEdges } from '../graph/derived-edges.ts';
+import { canDeriveEdges, derivedEdgeSources } from '../graph/derived-edges.ts';
 import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
-import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, foldingNodeCandidates, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
+import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
 
 /**
  * Which rows a store writes for a batch's nodes and edges, and how it reads them back, in the
@@ -98,7 +98,7 @@ export function recordReads(batch: PlannedBatch): RecordReads {
   for (const node of batch.putNodes ?? []) if (node.layer === 'entity') nodeIds.add(node.id);
   const written = new Set((batch.putNodes ?? []).map((n) => n.id));
   for (const id of batch.deleteEdges ?? []) {
-    for (const from of foldingNodeCandidates(id)) if (!written.has(from)) nodeIds.add(from);
+    for (const from of derivedEdgeSources(id)?.candidates ?? []) if (!written.has(from)) nodeIds.add(from);
   }
   return { nodeIds: [...nodeIds], chunkIds: [...chunkIds] };
 }
@@ -151,7 +151,7 @@ export function planRecords(
   // A folded edge deleted on its own: its node stays, without it (a node put again was encoded without it above).
   const put = new Set((batch.putNodes ?? []).map((n) => n.id));
   for (const id of batch.deleteEdges ?? []) {
-    for (const from of foldingNodeCandidates(id)) {
+    for (const from of derivedEdgeSources(id)?.candidates ?? []) {
       const stored = nodes.get(from) ?? storedNodes.get(from);
       if (put.has(from) || deletedNodes.has(from) || stored === undefined) continue;
       const json = withoutFoldedEdge(stored, id);

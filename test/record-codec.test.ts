@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chunkText, turnTheme } from '../src/graph/chunk-text.ts';
+import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
 import { decodeEdge, decodeNode, encodeEdge, encodeNode, withoutFoldedEdge } from '../src/store/record-codec.ts';
 import { checkNode } from '../src/store/validate-snapshot.ts';
@@ -49,8 +50,14 @@ function roundTrip(node: GraphNode, edges: GraphEdge[] = []): string {
   expect(folded).toEqual(edges.map((e) => e.id));
   const decoded = decodeNode(json, chunks);
   expect(JSON.stringify(decoded.node)).toBe(JSON.stringify(node));
-  expect(decoded.edges.map((e) => JSON.stringify(e))).toEqual(edges.map((e) => JSON.stringify(e)));
+  expect(derivedEdgesOf(decoded.node, decoded.edgeKeys).map((e) => JSON.stringify(e))).toEqual(edges.map((e) => JSON.stringify(e)));
   return json;
+}
+
+/** The edges a stored node folds in. */
+function foldedIn(json: string): GraphEdge[] {
+  const { node, edgeKeys } = decodeNode(json, chunks);
+  return derivedEdgesOf(node, edgeKeys);
 }
 
 describe('the record codec', () => {
@@ -107,15 +114,15 @@ describe('the record codec', () => {
     const older = JSON.stringify({ ...point, content: [0, 31], edgeKeys: { belongs_to: 7, involves_entity: 8 } });
     const decoded = decodeNode(older, chunks);
     expect(JSON.stringify(decoded.node)).toBe(JSON.stringify({ ...point, content: 'Assistant: Congratulations on Rex! Puppies' }));
-    expect(decoded.edges).toEqual(pointEdges);
+    expect(derivedEdgesOf(decoded.node, decoded.edgeKeys)).toEqual(pointEdges);
   });
 
   it('takes one folded edge out of an array record, leaving the other', () => {
     const { json } = encodeNode(point, pointEdges, chunk);
     const without = withoutFoldedEdge(json, pointEdges[0]!.id);
     expect(without).not.toBeNull();
-    expect(decodeNode(without!, chunks).edges).toEqual([pointEdges[1]]);
-    expect(decodeNode(withoutFoldedEdge(without!, pointEdges[1]!.id)!, chunks).edges).toEqual([]);
+    expect(foldedIn(without!)).toEqual([pointEdges[1]]);
+    expect(foldedIn(withoutFoldedEdge(without!, pointEdges[1]!.id)!)).toEqual([]);
     expect(withoutFoldedEdge(json, 'belongs_to:fp:other>fc:other')).toBeNull();
   });
 

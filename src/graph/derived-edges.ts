@@ -13,6 +13,19 @@ export type DerivedEdgeType = (typeof DERIVED_EDGE_TYPES)[number];
 
 const COLON = 0x3a;
 
+/**
+ * Derived edges kept as keys, the form stores fold them in and the working graph keeps them:
+ * for each type, the key of the edge each node derives, by the node's id.
+ */
+export type DerivedEdgeKeys = Record<DerivedEdgeType, Map<string, number>>;
+
+export function noDerivedEdgeKeys(): DerivedEdgeKeys {
+  return { belongs_to: new Map(), involves_entity: new Map() };
+}
+
+/** The keys of the derived edges one node has, by type. */
+export type NodeEdgeKeys = Partial<Record<DerivedEdgeType, number>>;
+
 /** A node that can derive edges: a Facet or a FacetPoint. */
 export type DerivingNode = FacetNode | FacetPointNode;
 
@@ -40,6 +53,17 @@ export function derivedEdge(node: GraphNode, type: DerivedEdgeType, key: number)
   const to = derivedTarget(node, type);
   if (to === null || !canDeriveEdges(node)) return null;
   return { id: edgeId(type, node.id, to), key, type, from: node.id, to, chunkId: node.chunkId, description: null, confidence: null };
+}
+
+/** The edges `node` derives under `keys`, type by type; a key of a type it cannot derive makes none. */
+export function derivedEdgesOf(node: GraphNode, keys: NodeEdgeKeys): GraphEdge[] {
+  const edges: GraphEdge[] = [];
+  for (const type of DERIVED_EDGE_TYPES) {
+    const key = keys[type];
+    const edge = key === undefined ? null : derivedEdge(node, type, key);
+    if (edge) edges.push(edge);
+  }
+  return edges;
 }
 
 /** True when `edge` is exactly the edge `node` derives for its type under the edge's key: the same fields, in the same order. */

@@ -1,6 +1,6 @@
 import { turnTextOffsets } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedTarget, isDerivedEdgeType, isDerivedFrom, type DerivedEdgeType } from './derived-edges.ts';
-import { EDGE_TYPES, isEdgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, edgeId, isEdgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -201,15 +201,7 @@ export class MemoryGraph {
     const from = this.nodes.get(edge.from);
     // An edge with a vector stays an object: an index may name its key (`belongs_to` is never indexed).
     if (from && isDerivedFrom(edge, from) && (edge.type === 'belongs_to' || !this.vectors.has(edge.id))) {
-      if (this.heldOfDerivedTypes > 0) this.dropHeld(edge.id);
-      const keys = this.derivedKeys[edge.type];
-      if (!keys.has(from.id)) {
-        const sources = this.derivedSources[edge.type];
-        const list = sources.get(edge.to);
-        if (list) list.push(from.id);
-        else sources.set(edge.to, [from.id]);
-      }
-      keys.set(from.id, edge.key);
+      this.keepDerived(edge.type, from.id, edge.to, edge.key, edge.id);
       return;
     }
     this.dropDerived(edge.id);
@@ -225,6 +217,33 @@ export class MemoryGraph {
       linkTyped(this.outgoingByType, edge.from, edge);
       linkTyped(this.incomingByType, edge.to, edge);
     }
+  }
+
+  /**
+   * What `putEdge` does with the edge `from` derives for `type` under `key` (graph/derived-edges.ts),
+   * without the edge made: an open puts three in four edges this way, from the keys the store
+   * kept. `from` must be in the graph and derive such an edge, and the edge have no vector
+   * (`putEdge` holds an edge with one).
+   */
+  putDerivedEdge(type: DerivedEdgeType, from: string, key: number): void {
+    const node = this.nodes.get(from);
+    const to = node ? derivedTarget(node, type) : null;
+    if (to === null) throw new Error(`node ${from} derives no ${type} edge`);
+    this.forgetPoints();
+    this.keepDerived(type, from, to, key);
+  }
+
+  /** Keeps the derived edge `type` from `from` to `to` as its key, in place of any edge of its id. */
+  private keepDerived(type: DerivedEdgeType, from: string, to: string, key: number, id?: string): void {
+    if (this.heldOfDerivedTypes > 0) this.dropHeld(id ?? edgeId(type, from, to));
+    const keys = this.derivedKeys[type];
+    if (!keys.has(from)) {
+      const sources = this.derivedSources[type];
+      const list = sources.get(to);
+      if (list) list.push(from);
+      else sources.set(to, [from]);
+    }
+    keys.set(from, key);
   }
 
   deleteEdge(id: string): void {

@@ -2,10 +2,11 @@ import type { Embedder } from '../embed/types.ts';
 import { PrismError } from '../errors.ts';
 import { MemoryGraph } from '../graph/memory-graph.ts';
 import { VectorTable } from '../graph/vector-table.ts';
-import type { MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeKeys, type DerivedEdgeType } from '../graph/derived-edges.ts';
+import { edgeId, type GraphEdge, type GraphNode, type MemoryMeta, type MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
-import { dropsDerived, type GraphStore } from '../store/types.ts';
+import { dropsDerived, type GraphStore, type WorkingSnapshot } from '../store/types.ts';
 import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
@@ -43,8 +44,8 @@ export function emptySnapshot(embedder: Embedder): MemorySnapshot {
   return { meta, nodes: [], edges: [], chunks: [], vectors: new VectorTable(), hashes: new Set() };
 }
 
-/** Builds the in-memory graph and vector indexes from a snapshot. */
-export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): MemoryState {
+/** Builds the in-memory graph and vector indexes from a snapshot (a store's working set keeps derived edges as keys). */
+export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: PartitionHost): MemoryState {
   // A store hands out a fresh table per load: the graph takes it over, as re-encoding each vector would cost more than reading it.
   const vectors = snapshot.vectors instanceof VectorTable ? snapshot.vectors : new VectorTable(snapshot.vectors);
   const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors });
@@ -53,14 +54,61 @@ export function stateFrom(snapshot: MemorySnapshot, host: PartitionHost): Memory
   // the order an uninterrupted ingest built them, so ties (same name, same cosine) resolve alike
   // and reopen-and-continue grows the same graph.
   const byKey = <T extends { key: number }>(records: readonly T[]) => [...records].sort((a, b) => a.key - b.key);
+  const nodes = byKey(snapshot.nodes);
+  const derived = 'derivedKeys' in snapshot ? derivedInKeyOrder(nodes, snapshot.derivedKeys, vectors) : null;
   applyBatch(state, {
     putChunks: [...snapshot.chunks].sort((a, b) => a.order - b.order),
-    putNodes: byKey(snapshot.nodes),
-    putEdges: byKey(snapshot.edges),
+    putNodes: nodes,
+    putEdges: byKey(derived ? [...snapshot.edges, ...derived.indexed] : snapshot.edges),
     putHashes: [...snapshot.hashes],
     meta: snapshot.meta,
   }, { get: (id) => vectors.peek(id), record: (id) => vectors.i8Record(id) });
+  // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
+  for (const { type, from, keys, order } of derived?.kept ?? []) {
+    for (const i of order) graph.putDerivedEdge(type, from[i] as string, keys[i] as number);
+  }
   return state;
+}
+
+/** One type's derived edges kept as keys: their nodes and keys, and the order of their keys. */
+interface KeptDerivedEdges {
+  type: DerivedEdgeType;
+  from: string[];
+  keys: number[];
+  order: Iterable<number>;
+}
+
+/**
+ * A working set's derived edges, type by type in key order (the order graph building made them,
+ * which the graph's lists keep), from `nodes` in key order; an edge with a vector is made an
+ * edge (`indexed`), which the graph holds and its index takes.
+ */
+function derivedInKeyOrder(nodes: readonly GraphNode[], derivedKeys: DerivedEdgeKeys, vectors: VectorTable): { kept: KeptDerivedEdges[]; indexed: GraphEdge[] } {
+  const indexed: GraphEdge[] = [];
+  const kept = DERIVED_EDGE_TYPES.map((type): KeptDerivedEdges => {
+    const from: string[] = [];
+    const keys: number[] = [];
+    const ownKeys = derivedKeys[type];
+    // Only an involves_entity edge may be indexed (`belongs_to` never is): ids are made only when some vector is one's.
+    let mayBeIndexed = false;
+    if (type !== 'belongs_to') for (const id of vectors.keys()) mayBeIndexed ||= id.startsWith(`${type}:`);
+    let sorted = true;
+    for (const node of nodes) {
+      const key = ownKeys.size > 0 ? ownKeys.get(node.id) : undefined;
+      const to = key === undefined ? null : derivedTarget(node, type);
+      if (key === undefined || to === null) continue;
+      if (mayBeIndexed && vectors.has(edgeId(type, node.id, to))) {
+        indexed.push(derivedEdge(node, type, key) as GraphEdge);
+        continue;
+      }
+      if (keys.length > 0 && key < (keys.at(-1) as number)) sorted = false;
+      from.push(node.id);
+      keys.push(key);
+    }
+    const order = keys.map((_, i) => i);
+    return { type, from, keys, order: sorted ? order : order.sort((a, b) => (keys[a] as number) - (keys[b] as number)) };
+  });
+  return { kept, indexed };
 }
 
 /**
@@ -94,11 +142,16 @@ function checkStored(snapshot: MemorySnapshot | null, host: PartitionHost, name:
   });
 }
 
+/** What opening a partition reads: its working set where the store gives one (derived edges as keys), else its whole memory. */
+function loadWorkingSet(store: GraphStore, name: string): Promise<MemorySnapshot | WorkingSnapshot | null> {
+  return store.loadWorkingSet ? store.loadWorkingSet(name) : store.load(name);
+}
+
 /** Loads a partition (empty when the store holds none under that name). */
 export async function loadPartition(host: PartitionHost, name: string): Promise<Partition> {
   // Revision first: a commit landing between the two reads makes the next check reload, never miss it.
   const revision = await host.store.revision(name);
-  const snapshot = await host.store.load(name);
+  const snapshot = await loadWorkingSet(host.store, name);
   checkStored(snapshot, host, name);
   return {
     name,
@@ -115,7 +168,7 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
 export async function catchUp(host: PartitionHost, partition: Partition): Promise<void> {
   const revision = await host.store.revision(partition.name);
   if (revision === partition.revision) return;
-  const snapshot = await host.store.load(partition.name);
+  const snapshot = await loadWorkingSet(host.store, partition.name);
   checkStored(snapshot, host, partition.name);
   replaceState(host, partition, snapshot, revision);
 }

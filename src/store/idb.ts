@@ -7,8 +7,8 @@ import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
-import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordPlan } from './record-plan.ts';
-import { dropsDerived, type DerivedState, type GraphStore, type WriteBatch } from './types.ts';
+import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan } from './record-plan.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { joinVectorValues, splitVectorValues, VectorGroupEdits, vectorGroupOf } from './vector-groups.ts';
@@ -490,6 +490,13 @@ export class IndexedDbStore implements GraphStore {
   }
 
   async load(partition: string): Promise<MemorySnapshot | null> {
+    const memory = await this.loadWorkingSet(partition);
+    if (memory === null) return null;
+    const { derivedKeys: _folded, ...snapshot } = memory;
+    return { ...snapshot, edges: sortById(allStoredEdges(memory)) };
+  }
+
+  async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
     try {
       return await this.withKeys('shared', async () => {
         const token = (await this.liveTokens()).get(partition);
@@ -530,11 +537,10 @@ export class IndexedDbStore implements GraphStore {
           list.push(pageJson[i] as string);
           pagesById.set(id, list);
         });
-        const records = readNodesAndEdges(nodeJson, edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
+        const records = readStoredRecords(nodeJson, edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
         return {
           meta: opened.meta,
-          nodes: records.nodes,
-          edges: sortById(records.edges),
+          ...records,
           chunks: openedChunks,
           // In id order, as the other stores hand them over, whichever record kept them.
           vectors: [...vectorKeys.map(([, id], i): [string, Uint8Array] => [id, vectorBytes[i] ?? new Uint8Array(0)]), ...groupValues.flatMap((values) => [...values])]

@@ -1,5 +1,5 @@
 import { chunkText, turnTheme } from '../graph/chunk-text.ts';
-import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type DerivedEdgeType } from '../graph/derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type NodeEdgeKeys } from '../graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 
 /**
@@ -26,8 +26,6 @@ import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type Gr
  * with other keys or another key order is written as an object. The codec is pure: the store
  * runs it inside its transactions.
  */
-
-type EdgeKeys = Partial<Record<DerivedEdgeType, number>>;
 
 /** Layers by their number in a stored node array. Append only: the numbers are on disk. */
 const STORED_LAYERS = ['episode', 'facet', 'facetPoint', 'entity'] as const satisfies readonly Layer[];
@@ -161,7 +159,7 @@ export function entityPaging(
 /** A stored node's fields (stand-ins included), the keys of the edges it folds in, and which form it takes. */
 interface StoredNode {
   fields: Record<string, unknown>;
-  edgeKeys: EdgeKeys;
+  edgeKeys: NodeEdgeKeys;
   asArray: boolean;
 }
 
@@ -263,7 +261,7 @@ function writeStored({ fields, edgeKeys, asArray }: StoredNode): string {
 function readStored(json: string): StoredNode {
   const parsed: unknown = JSON.parse(json);
   if (!Array.isArray(parsed)) {
-    const { edgeKeys = {}, ...fields } = parsed as Record<string, unknown> & { edgeKeys?: EdgeKeys };
+    const { edgeKeys = {}, ...fields } = parsed as Record<string, unknown> & { edgeKeys?: NodeEdgeKeys };
     return { fields, edgeKeys, asArray: false };
   }
   const layer = STORED_LAYERS[parsed[0] as number];
@@ -274,7 +272,7 @@ function readStored(json: string): StoredNode {
   let at = 1;
   for (const key of keys) fields[key] = key === 'layer' ? layer : parsed[at++];
   const offsets: unknown = parsed[at];
-  const edgeKeys: EdgeKeys = {};
+  const edgeKeys: NodeEdgeKeys = {};
   if (Array.isArray(offsets) && typeof fields['key'] === 'number') {
     DERIVED_EDGE_TYPES.forEach((type, i) => {
       if (typeof offsets[i] === 'number') edgeKeys[type] = (fields['key'] as number) + (offsets[i] as number);
@@ -288,7 +286,7 @@ function readStored(json: string): StoredNode {
  * store writes no row for them). `chunk` is the node's chunk when known, for the fields it rebuilds.
  */
 export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: Chunk | undefined, paged?: WrittenList): { json: string; folded: string[] } {
-  const edgeKeys: EdgeKeys = {};
+  const edgeKeys: NodeEdgeKeys = {};
   const folded: string[] = [];
   for (const edge of edges) {
     if (!isDerivedFrom(edge, node)) continue;
@@ -314,20 +312,14 @@ export function withoutFoldedEdge(json: string, id: string): string | null {
 }
 
 /**
- * A stored node and the edges it folds in, as committed; `chunks` are the partition's chunks by
- * id, `pages` each paged Entity's pages in order, by its id. A record whose fields do not fit (or whose pages do
- * not) is returned as it reads, for snapshot validation to reject.
+ * A stored node and the keys of the derived edges it folds in (`derivedEdgesOf` makes them), as
+ * committed; `chunks` are the partition's chunks by id, `pages` each paged Entity's pages in
+ * order, by its id. A record whose fields do not fit (or whose pages do not) is returned as it
+ * reads, for snapshot validation to reject.
  */
-export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>): { node: GraphNode; edges: GraphEdge[] } {
+export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>): { node: GraphNode; edgeKeys: NodeEdgeKeys } {
   const { fields, edgeKeys } = readStored(json);
-  const node = rebuiltNode(fields, chunks, pages);
-  const edges: GraphEdge[] = [];
-  for (const type of DERIVED_EDGE_TYPES) {
-    const key = edgeKeys[type];
-    const edge = key === undefined ? null : derivedEdge(node, type, key);
-    if (edge) edges.push(edge);
-  }
-  return { node, edges };
+  return { node: rebuiltNode(fields, chunks, pages), edgeKeys };
 }
 
 /** An edge's stored JSON: the array of its values when its keys and id are the ones graph building writes. */

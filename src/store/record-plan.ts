@@ -1,5 +1,5 @@
-import { canDeriveEdges, derivedEdgeSources } from '../graph/derived-edges.ts';
-import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
+import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
+import { isEdgeId, type Chunk, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
 
 /**
@@ -130,7 +130,8 @@ export function planRecords(
   for (const id of replacedOrDeleted(batch)) {
     const stored = storedNodes.get(id);
     if (stored === undefined) continue;
-    const kept = decodeNode(stored, new Map()).edges.filter((e) => !gone.has(e.id));
+    const { node, edgeKeys } = decodeNode(stored, new Map());
+    const kept = derivedEdgesOf(node, edgeKeys).filter((e) => !gone.has(e.id));
     if (kept.length > 0) surviving.set(id, kept);
   }
   const edgesFrom = new Map<string, GraphEdge[]>();
@@ -164,28 +165,82 @@ export function planRecords(
   return { nodes, edges: rows, folded: [...folded], pages: pages.writes };
 }
 
+/** A partition's nodes and edges as its stored rows hold them, the derived edges its nodes fold in kept as keys. */
+export interface StoredRecords {
+  nodes: GraphNode[];
+  /** Every edge but those in `derivedKeys`. */
+  edges: GraphEdge[];
+  derivedKeys: DerivedEdgeKeys;
+}
+
 /**
- * A partition's nodes and edges from its stored rows: each node with the edges it folds in, then
- * the edge rows, which win over a folded edge of the same id. `chunks` are the partition's chunks,
- * `pages` each paged Entity's pages in order.
+ * A partition's nodes and edges from its stored rows: each node with the derived edges it folds
+ * in, kept as keys, then the edge rows, which win over a folded edge of the same id. `chunks`
+ * are the partition's chunks, `pages` each paged Entity's pages in order.
+ *
+ * A folded edge whose ends hold a `>` is made an edge rather than kept as a key: only there can
+ * two edges' ids be equal (an id is `<type>:<from>><to>`), and such ids meet as they always did,
+ * the later one winning. Graph building's ids (content hashes) hold none.
  */
-export function readNodesAndEdges(
+export function readStoredRecords(
   nodeRows: Iterable<string>,
   edgeRows: Iterable<string>,
   chunks: ReadonlyMap<string, Chunk>,
   pages: ReadonlyMap<string, readonly string[]>,
-): { nodes: GraphNode[]; edges: GraphEdge[] } {
+): StoredRecords {
   const edges = new Map<string, GraphEdge>();
+  const derivedKeys = noDerivedEdgeKeys();
   const nodes: GraphNode[] = [];
   for (const json of nodeRows) {
-    const decoded = decodeNode(json, chunks, pages);
-    for (const edge of decoded.edges) edges.set(edge.id, edge);
-    nodes.push(decoded.node);
+    const { node, edgeKeys } = decodeNode(json, chunks, pages);
+    nodes.push(node);
+    for (const type of DERIVED_EDGE_TYPES) {
+      const key = edgeKeys[type];
+      const to = key === undefined ? null : derivedTarget(node, type);
+      if (key === undefined || to === null) continue;
+      if (plainEnd(node.id) && plainEnd(to)) derivedKeys[type].set(node.id, key);
+      else {
+        const edge = derivedEdge(node, type, key) as GraphEdge;
+        edges.set(edge.id, edge);
+      }
+    }
   }
+  const rowsOfDerivedTypes: GraphEdge[] = [];
   for (const json of edgeRows) {
     const edge = decodeEdge(json);
     edges.set(edge.id, edge);
+    if (typeof edge.id === 'string' && derivedEdgeSources(edge.id)) rowsOfDerivedTypes.push(edge);
   }
-  return { nodes, edges: [...edges.values()] };
+  if (rowsOfDerivedTypes.length > 0) dropOverwritten(rowsOfDerivedTypes, nodes, derivedKeys);
+  return { nodes, edges: [...edges.values()], derivedKeys };
 }
 
+/** Whether an edge end is a string without `>`, so that the edge's id tells its ends apart. */
+function plainEnd(id: unknown): id is string {
+  return typeof id === 'string' && !id.includes('>');
+}
+
+/** Takes out of `derivedKeys` each folded edge that an edge row of the same id replaces. */
+function dropOverwritten(rows: readonly GraphEdge[], nodes: readonly GraphNode[], derivedKeys: DerivedEdgeKeys): void {
+  const named = new Set(rows.flatMap((row) => derivedEdgeSources(row.id)?.candidates ?? []));
+  const nodeById = new Map(nodes.filter((node) => named.has(node.id)).map((node) => [node.id, node]));
+  for (const row of rows) {
+    const sources = derivedEdgeSources(row.id);
+    if (!sources) continue;
+    const keys = derivedKeys[sources.type];
+    for (const from of sources.candidates) {
+      const node = keys.has(from) ? nodeById.get(from) : undefined;
+      const to = node ? derivedTarget(node, sources.type) : null;
+      if (to !== null && isEdgeId(row.id, sources.type, from, to)) keys.delete(from);
+    }
+  }
+}
+
+/** Every edge of `records`, derived ones made from their keys. */
+export function allStoredEdges(records: StoredRecords): GraphEdge[] {
+  const { derivedKeys } = records;
+  const derived = records.nodes.flatMap((node) =>
+    canDeriveEdges(node) ? derivedEdgesOf(node, { belongs_to: derivedKeys.belongs_to.get(node.id), involves_entity: derivedKeys.involves_entity.get(node.id) }) : [],
+  );
+  return [...derived, ...records.edges];
+}

@@ -1,9 +1,9 @@
 import { PrismError } from '../errors.ts';
 import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
-import { recordReads, planRecords, readNodesAndEdges, WrittenLists, type RecordPlan } from './record-plan.ts';
+import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan } from './record-plan.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
-import { dropsDerived, type DerivedState, type GraphStore, type WriteBatch } from './types.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -238,12 +238,31 @@ export class SqlStore implements GraphStore {
   }
 
   async load(partition: string): Promise<MemorySnapshot | null> {
+    const memory = this.read(partition);
+    if (memory === null) return null;
+    // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
+    return {
+      meta: memory.meta,
+      nodes: sortById(memory.nodes),
+      edges: sortById(allStoredEdges(memory)),
+      chunks: sortById(memory.chunks),
+      vectors: memory.vectors,
+      hashes: new Set([...memory.hashes].sort()),
+    };
+  }
+
+  async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
+    return this.read(partition);
+  }
+
+  /** The partition's records as stored, derived edges as keys. */
+  private read(partition: string): WorkingSnapshot | null {
     // One read transaction: a commit by another connection lands wholly before or after it.
     return this.driver.transaction('read', () => {
       const meta = this.readMeta(partition);
       if (meta === null) return null;
       const chunks = this.driver.all('SELECT json FROM chunks WHERE partition = ?', [partition]).map((row) => decodeChunk(text(row, 'json')));
-      const { nodes, edges } = readNodesAndEdges(
+      const records = readStoredRecords(
         this.driver.all('SELECT json FROM nodes WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
         this.driver.all('SELECT json FROM edges WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
@@ -257,15 +276,7 @@ export class SqlStore implements GraphStore {
       }
       for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
-      // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
-      return {
-        meta,
-        nodes: sortById(nodes),
-        edges: sortById(edges),
-        chunks: sortById(chunks),
-        vectors,
-        hashes: new Set(hashes.sort()),
-      };
+      return { meta, ...records, chunks, vectors, hashes: new Set(hashes) };
     });
   }
 

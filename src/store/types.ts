@@ -1,3 +1,4 @@
+import type { DerivedEdgeKeys } from '../graph/derived-edges.ts';
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import type { VectorPrecision } from './vector-codec.ts';
 
@@ -17,6 +18,15 @@ export interface WriteBatch {
   putHashes?: string[];
   deleteHashes?: string[];
   meta?: MemoryMeta;
+}
+
+/**
+ * A partition's memory as opening it reads it (`GraphStore.loadWorkingSet`): the derived edges
+ * its nodes fold in (graph/derived-edges.ts) are kept as keys, not in `edges`, and records come
+ * in no particular order.
+ */
+export interface WorkingSnapshot extends MemorySnapshot {
+  derivedKeys: DerivedEdgeKeys;
 }
 
 /** Derived state as a store keeps it (see `GraphStore.loadDerived`). */
@@ -52,6 +62,12 @@ export interface GraphStore {
   partitions(): Promise<string[]>;
   /** Loads one partition's whole memory, or `null` when it holds none. */
   load(partition: string): Promise<MemorySnapshot | null>;
+  /**
+   * `load` as opening a memory uses it: the derived edges the store folds into their nodes stay
+   * keys (three in four edges of a chat memory, which the working graph keeps as keys too), and
+   * nothing is sorted. Optional: a memory opens with `load` from a store without it.
+   */
+  loadWorkingSet?(partition: string): Promise<WorkingSnapshot | null>;
   /**
    * The partition's revision, changed by every `commit` and `clear` from any writer (this one,
    * another process, another tab): 0 in a new store, then only growing, never back to a value

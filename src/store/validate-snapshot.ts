@@ -1,5 +1,6 @@
 import type { PrismErrorCode } from '../errors.ts';
-import { EDGE_TYPES } from '../graph/types.ts';
+import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
+import { EDGE_TYPES, isEdgeId } from '../graph/types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 
@@ -192,14 +193,17 @@ export interface UncheckedMemory {
   chunks: readonly unknown[];
   vectors: Iterable<readonly [unknown, unknown]>;
   hashes: Iterable<unknown>;
+  /** Derived edges kept as keys, not in `edges` (a store's working set, `GraphStore.loadWorkingSet`). */
+  derivedKeys?: DerivedEdgeKeys;
 }
 
 /**
  * Everything the working set and its vector indexes rely on: well-formed records, unique ids
  * (node and edge ids share the vector namespace), index keys unique across nodes and edges and
  * below `meta.nextKey` (new records take keys from there), chunk orders unique and below
- * `meta.chunkCount` (a new chunk takes that order), vectors of the memory's dimension. Returns
- * the memory typed; records are shared, not copied.
+ * `meta.chunkCount` (a new chunk takes that order), vectors of the memory's dimension. Derived
+ * edges kept as keys are checked as the edges they stand for. Returns the memory typed; records
+ * are shared, not copied.
  */
 export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): MemorySnapshot {
   const { meta } = memory;
@@ -209,25 +213,26 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     if (ids.has(id)) fail(`${what} id ${shown(id)} occurs twice`);
     ids.add(id);
   };
-  const keys = new Map<number, string>();
-  const claimKey = (owner: string, key: number) => {
-    if (key >= meta.nextKey) fail(`${owner} has key ${key}, not below meta.nextKey ${meta.nextKey}`);
-    const other = keys.get(key);
-    if (other !== undefined) fail(`${other} and ${owner} share key ${key}`);
-    keys.set(key, owner);
+  // Keys alone, owners named only on failure: an open checks every record's key.
+  const keys = new Set<number>();
+  const claimKey = (key: number) => {
+    if (key >= meta.nextKey) fail(`${ownersOfKey(memory, key)[0]} has key ${key}, not below meta.nextKey ${meta.nextKey}`);
+    if (keys.has(key)) fail(`${ownersOfKey(memory, key).slice(0, 2).join(' and ')} share key ${key}`);
+    keys.add(key);
   };
   const nodes = memory.nodes.map((node) => {
     checkNode(node, fail);
     claimId('node', node.id);
-    claimKey(`node ${shown(node.id)}`, node.key);
+    claimKey(node.key);
     return node;
   });
   const edges = memory.edges.map((edge) => {
     checkEdge(edge, fail);
     claimId('node or edge', edge.id);
-    claimKey(`edge ${shown(edge.id)}`, edge.key);
+    claimKey(edge.key);
     return edge;
   });
+  if (memory.derivedKeys) checkDerivedKeys(memory.derivedKeys, nodes, edges, claimKey, fail);
   const chunkIds = new Set<string>();
   const orders = new Map<number, string>();
   const chunks = memory.chunks.map((chunk) => {
@@ -249,6 +254,56 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     hashes.add(hash);
   }
   return { meta, nodes, edges, chunks, vectors, hashes };
+}
+
+/**
+ * The derived edges `keys` stand for, checked as `edges` would be: each runs from a node that
+ * derives it, to a node id, under a key of its own; no node or edge has its id. Kept keys have
+ * ends without `>` (a store makes any other an edge), so their ids differ from one another.
+ */
+function checkDerivedKeys(keys: DerivedEdgeKeys, nodes: readonly GraphNode[], edges: readonly GraphEdge[], claimKey: (key: number) => void, fail: Fail): void {
+  let checked = 0;
+  for (const node of nodes) {
+    for (const type of DERIVED_EDGE_TYPES) {
+      const key = keys[type].get(node.id);
+      if (key === undefined) continue;
+      checked++;
+      const to = derivedTarget(node, type);
+      const what = `${type} edge of node ${shown(node.id)}`;
+      if (to === null) fail(`node ${shown(node.id)} keeps the key of a ${type} edge it does not derive`);
+      checkId(to, `${what} endpoint`, fail);
+      if (node.id.includes('>') || to.includes('>')) fail(`${what} is kept as a key, but its ends hold ">"`);
+      checkCount(key, `${what} key`, fail);
+      claimKey(key);
+    }
+  }
+  if (checked !== keys.belongs_to.size + keys.involves_entity.size) fail('a derived edge runs from a node the memory does not hold');
+  // Only a record whose id reads as a derived edge's can meet one: looked up by id when there is such a record.
+  let byId: Map<string, GraphNode> | undefined;
+  const clashes = (id: string): boolean => {
+    const sources = derivedEdgeSources(id);
+    if (sources === null) return false;
+    byId ??= new Map(nodes.map((node) => [node.id, node]));
+    return sources.candidates.some((from) => {
+      const node = keys[sources.type].has(from) ? byId?.get(from) : undefined;
+      const to = node ? derivedTarget(node, sources.type) : null;
+      return to !== null && isEdgeId(id, sources.type, from, to);
+    });
+  };
+  for (const { id } of nodes) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
+  for (const { id } of edges) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
+}
+
+/** Who holds `key` in `memory`, as error messages name them (a failure's slow path). */
+function ownersOfKey(memory: UncheckedMemory, key: number): string[] {
+  const owners: string[] = [];
+  const idOf = (record: unknown) => shown((record as { id?: unknown }).id);
+  for (const node of memory.nodes) if ((node as { key?: unknown }).key === key) owners.push(`node ${idOf(node)}`);
+  for (const edge of memory.edges) if ((edge as { key?: unknown }).key === key) owners.push(`edge ${idOf(edge)}`);
+  for (const type of DERIVED_EDGE_TYPES) {
+    for (const [from, own] of memory.derivedKeys?.[type] ?? []) if (own === key) owners.push(`${type} edge of node ${shown(from)}`);
+  }
+  return owners;
 }
 
 /** `table` once every vector in it is checked: i8 records by their scale, any other decoded. */

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { PrismError, type PrismErrorCode } from '../../src/errors.ts';
+import { derivedEdgesOf } from '../../src/graph/derived-edges.ts';
 import type { Chunk, EntityNode, EpisodeNode, FacetPointNode, GraphEdge, GraphNode, JsonValue, MemoryMeta } from '../../src/graph/types.ts';
 import type { Memory } from '../../src/memory.ts';
 import { partitionOf, resolveScope, type Scope } from '../../src/scope.ts';
@@ -445,8 +446,8 @@ function editNodes(db: Database.Database, partition: string, edit: (nodes: Graph
   edit(decoded.map((d) => d.node));
   const update = db.prepare('UPDATE nodes SET json = ? WHERE partition = ? AND id = ?');
   rows.forEach((row, i) => {
-    const { node, edges } = decoded[i]!;
-    update.run(encodeNode(node, edges, 'chunkId' in node ? chunks.get(node.chunkId) : undefined).json, partition, row.id);
+    const { node, edgeKeys } = decoded[i]!;
+    update.run(encodeNode(node, derivedEdgesOf(node, edgeKeys), 'chunkId' in node ? chunks.get(node.chunkId) : undefined).json, partition, row.id);
   });
 }
 

@@ -1,0 +1,181 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { noDerivedEdgeKeys } from '../src/graph/derived-edges.ts';
+import type { FacetPointNode, GraphEdge, MemorySnapshot } from '../src/graph/types.ts';
+import type { MemoryState } from '../src/ingest/pipeline.ts';
+import { stateFrom, type PartitionHost } from '../src/memory/partition.ts';
+import { nodeUsearch } from '../src/node.ts';
+import { DEFAULT_PARTITION } from '../src/scope.ts';
+import { snapshotAsBatch } from '../src/store/snapshot.ts';
+import { openSqliteStore } from '../src/store/sqlite.node.ts';
+import type { GraphStore, WorkingSnapshot, WriteBatch } from '../src/store/types.ts';
+import { checkMemoryStructure, type UncheckedMemory } from '../src/store/validate-snapshot.ts';
+import type { IndexSpace } from '../src/vector/index-set.ts';
+import { foldingBatches, ingestShapedSample, sampleVector } from '../e2e/support/sample-memory.ts';
+import { hashEmbedder } from './helpers/hash-embedder.ts';
+import { mulberry32 } from '../src/eval/stats.ts';
+
+/**
+ * Opening a memory reads the store's working set (`GraphStore.loadWorkingSet`), where the derived
+ * edges its nodes fold in stay keys. The graph it builds must be the one the whole load builds:
+ * the same edges, the same lists in the same order, the same keys and indexes.
+ */
+
+let dir = '';
+const opened: GraphStore[] = [];
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'prism-working-set-'));
+});
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+const SPACES: IndexSpace[] = ['episode', 'facet', 'facetPoint', 'entity', 'edge_relation', 'edge_semantic'];
+
+/** Everything a reader of the working graph can see, in the order it sees it. */
+function seen(state: MemoryState): unknown {
+  const { graph } = state;
+  const nodeIds = [...graph.nodes.keys()].sort();
+  return {
+    edges: [...graph.edges.values()].map((edge) => JSON.stringify(edge)).sort(),
+    edgeCount: graph.edges.size,
+    lists: nodeIds.map((id) => JSON.stringify([graph.edgesFrom(id), graph.edgesTo(id)])),
+    points: graph.nodesOfLayer('episode').map((episode) => graph.facetPointsOf(episode.id).map((point) => point.id)),
+    keys: Array.from({ length: state.meta.nextKey }, (_, key) => graph.idForKey(key) ?? null),
+    indexed: SPACES.map((space) => state.indexes.size(space)),
+  };
+}
+
+function passes(memory: UncheckedMemory): boolean {
+  try {
+    checkMemoryStructure(memory, (message) => {
+      throw new Error(message);
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function sqlite(): Promise<GraphStore> {
+  const store = await openSqliteStore(join(dir, 'memory.sqlite'));
+  opened.push(store);
+  return store;
+}
+
+describe('the working set a memory opens', () => {
+  it('builds the graph the whole load builds, through every kind of folding and held edge', async () => {
+    const usearch = await nodeUsearch();
+    const host: PartitionHost = { store: await sqlite(), embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }) };
+    const sample = ingestShapedSample();
+    const folded = (id: string): GraphEdge => sample.edges.find((edge) => edge.id === id) as GraphEdge;
+    const [whole, ...rest] = foldingBatches(sample);
+    const batches: WriteBatch[] = [
+      whole as WriteBatch,
+      // An edge row with a folded edge's id (a description makes it one graph building does not derive).
+      { putEdges: [{ ...folded('belongs_to:point:1>facet:1'), description: 'held' }] },
+      // A derived edge with a vector: the graph holds it and indexes it.
+      { putVectors: [['involves_entity:point:2>entity:alice', sampleVector(mulberry32(3), sample.meta.dim)]] },
+      ...rest,
+    ];
+    let checked = 0;
+    for (const batch of batches) {
+      await host.store.commit(DEFAULT_PARTITION, batch);
+      const snapshot = (await host.store.load(DEFAULT_PARTITION)) as MemorySnapshot;
+      const working = (await host.store.loadWorkingSet?.(DEFAULT_PARTITION)) as WorkingSnapshot;
+      expect(working.derivedKeys.belongs_to.size + working.edges.length).toBeLessThan(snapshot.edges.length + 1);
+      // The test batches leave meta.nextKey below a key at one point: both forms must agree on that.
+      expect(passes(working)).toBe(passes(snapshot));
+      expect(seen(stateFrom(working, host))).toEqual(seen(stateFrom(snapshot, host)));
+      checked++;
+    }
+    expect(checked).toBe(batches.length);
+  });
+
+  it('keeps a derived edge as its key only when its ends hold no ">"', async () => {
+    const store = await sqlite();
+    const sample = ingestShapedSample();
+    const renamed = (id: string) => (id === 'facet:1' ? 'facet:1>x' : id);
+    const nodes = sample.nodes.map((node) => {
+      if (node.id === 'facet:1') return { ...node, id: 'facet:1>x' };
+      return node.layer === 'facetPoint' ? ({ ...node, facetId: renamed(node.facetId) } as FacetPointNode) : node;
+    });
+    const edges = sample.edges.map((edge) => {
+      const [from, to] = [renamed(edge.from), renamed(edge.to)];
+      return { ...edge, id: `${edge.type}:${from}>${to}`, from, to };
+    });
+    const vectors = new Map([...sample.vectors].map(([id, vector]) => [id === 'facet:1' ? 'facet:1>x' : id, vector]));
+    await store.commit(DEFAULT_PARTITION, snapshotAsBatch({ ...sample, nodes, edges, vectors }));
+    const working = (await store.loadWorkingSet?.(DEFAULT_PARTITION)) as WorkingSnapshot;
+    const asEdges = working.edges.map((edge) => edge.id);
+    expect(asEdges).toContain('belongs_to:facet:1>x>ep:1');
+    expect(asEdges).toContain('belongs_to:point:1>facet:1>x');
+    expect(working.derivedKeys.belongs_to.has('facet:2')).toBe(true);
+    expect(working.derivedKeys.belongs_to.has('point:1')).toBe(false);
+    expect((await store.load(DEFAULT_PARTITION))?.edges.map((edge) => edge.id).sort()).toEqual(edges.map((edge) => edge.id).sort());
+  });
+});
+
+describe('checking a working set', () => {
+  const sample = ingestShapedSample();
+  /** The sample as a working set: every derived edge kept as its key. */
+  const working = (): UncheckedMemory & { derivedKeys: ReturnType<typeof noDerivedEdgeKeys> } => {
+    const derivedKeys = noDerivedEdgeKeys();
+    const edges: GraphEdge[] = [];
+    for (const edge of sample.edges) {
+      if (edge.type === 'belongs_to' || edge.type === 'involves_entity') derivedKeys[edge.type].set(edge.from, edge.key);
+      else edges.push(edge);
+    }
+    return { ...sample, edges, derivedKeys };
+  };
+  const failure = (memory: UncheckedMemory): string => {
+    try {
+      checkMemoryStructure(memory, (message) => {
+        throw new Error(message);
+      });
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return 'passed';
+  };
+
+  it('passes the sample', () => {
+    expect(failure(working())).toBe('passed');
+  });
+
+  it('refuses a derived key that another record holds, or at or past meta.nextKey', () => {
+    const shared = working();
+    shared.derivedKeys.belongs_to.set('point:1', 0);
+    expect(failure(shared)).toMatch(/node entity:alice and belongs_to edge of node point:1 share key 0/);
+    const late = working();
+    late.derivedKeys.involves_entity.set('point:2', sample.meta.nextKey);
+    expect(failure(late)).toMatch(/involves_entity edge of node point:2 has key \d+, not below meta.nextKey/);
+  });
+
+  it('refuses a derived key of a node that is not there or derives no such edge', () => {
+    const missing = working();
+    missing.derivedKeys.belongs_to.set('point:99', 9_000);
+    expect(failure(missing)).toMatch(/runs from a node the memory does not hold/);
+    const underived = working();
+    underived.derivedKeys.involves_entity.set('facet:1', 9_000);
+    expect(failure(underived)).toMatch(/facet:1 keeps the key of a involves_entity edge it does not derive/);
+  });
+
+  it('refuses an edge or node whose id is a kept derived edge\'s', () => {
+    const twice = working();
+    const { nextKey } = sample.meta;
+    twice.meta = { ...sample.meta, nextKey: nextKey + 1 };
+    (twice.edges as GraphEdge[]).push({ ...(sample.edges.find((edge) => edge.id === 'belongs_to:point:1>facet:1') as GraphEdge), key: nextKey, description: 'again' });
+    expect(failure(twice)).toMatch(/node or edge id belongs_to:point:1>facet:1 occurs twice/);
+  });
+
+  it('refuses a kept derived edge whose ends hold ">"', () => {
+    const odd = working();
+    const nodes = odd.nodes.map((node) => ((node as { id: string }).id === 'ep:1' ? { ...(node as object), id: 'ep:1>y' } : node));
+    const facets = nodes.map((node) => ((node as { id: string }).id === 'facet:1' ? { ...(node as object), episodeId: 'ep:1>y' } : node));
+    expect(failure({ ...odd, nodes: facets })).toMatch(/belongs_to edge of node facet:1 is kept as a key, but its ends hold ">"/);
+  });
+});

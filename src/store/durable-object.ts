@@ -1,13 +1,13 @@
 import { PrismError } from '../errors.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex } from './lock.ts';
-import { SqlStore, type SqlDriver, type SqlRow, type SqlValue, type WriteLock } from './sql.ts';
+import { SqlStore, steppedRows, type SqlDriver, type SqlRow, type SqlValue, type WriteLock } from './sql.ts';
 
 /**
  * The part of a Durable Object's storage API (`ctx.storage`) this store uses, declared here so
  * PRISM needs no Workers type package: a SQLite-backed object's `sql.exec` and `transactionSync`.
  */
 type SqlStorageValue = ArrayBuffer | string | number | null;
-interface SqlStorageCursor {
+interface SqlStorageCursor extends Iterator<Record<string, SqlStorageValue>> {
   toArray(): Array<Record<string, SqlStorageValue>>;
 }
 export interface DurableObjectStorageLike {
@@ -47,6 +47,10 @@ class DurableObjectSqlDriver implements SqlDriver {
     } catch (err) {
       throw storeError('querying', err);
     }
+  }
+
+  each(sql: string, params: readonly SqlValue[] = []): Iterable<SqlRow> {
+    return steppedRows(() => this.storage.sql.exec(sql, ...params.map(bindable)), (err) => storeError('querying', err));
   }
 
   /** One object has one connection, so reading and writing transactions are the same. */

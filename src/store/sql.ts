@@ -25,6 +25,12 @@ export interface SqlDriver {
   /** Runs one statement and returns its rows. */
   all(sql: string, params?: readonly SqlValue[]): SqlRow[];
   /**
+   * Runs one statement and hands its rows over one at a time, each read as the caller reaches it
+   * (a load decodes a row and drops it, rather than holding every record's JSON at once). The
+   * caller runs no other statement until it is done with them.
+   */
+  each(sql: string, params?: readonly SqlValue[]): Iterable<SqlRow>;
+  /**
    * Runs `fn` in one transaction: committed when it returns, rolled back when it throws. A
    * `write` transaction takes the write lock up front, so a read inside it can never go stale
    * and fail the upgrade to writing when another connection commits meanwhile.
@@ -38,6 +44,26 @@ export interface SqlDriver {
    */
   eraseDeleted(): Promise<void>;
   close(): void;
+}
+
+/** For a driver's `each`: the rows of `open`'s iterator, a failure to start or to step reported as `failed` makes it. */
+export function* steppedRows(open: () => Iterator<unknown>, failed: (err: unknown) => Error): Iterable<SqlRow> {
+  let rows: Iterator<unknown>;
+  try {
+    rows = open();
+  } catch (err) {
+    throw failed(err);
+  }
+  for (;;) {
+    let next: IteratorResult<unknown>;
+    try {
+      next = rows.next();
+    } catch (err) {
+      throw failed(err);
+    }
+    if (next.done) return;
+    yield next.value as SqlRow;
+  }
 }
 
 /** The partition writer lock of one runtime (see `GraphStore.withWriteLock`). */
@@ -255,6 +281,11 @@ export class SqlStore implements GraphStore {
     return this.read(partition);
   }
 
+  /** The `json` column of a query's rows, read as the caller reaches each. */
+  private *jsonOf(sql: string, partition: string): Iterable<string> {
+    for (const row of this.driver.each(sql, [partition])) yield text(row, 'json');
+  }
+
   /** The partition's records as stored, derived edges as keys. */
   private read(partition: string): WorkingSnapshot | null {
     // One read transaction: a commit by another connection lands wholly before or after it.
@@ -263,8 +294,8 @@ export class SqlStore implements GraphStore {
       if (meta === null) return null;
       const chunks = this.driver.all('SELECT json FROM chunks WHERE partition = ?', [partition]).map((row) => decodeChunk(text(row, 'json')));
       const records = readStoredRecords(
-        this.driver.all('SELECT json FROM nodes WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
-        this.driver.all('SELECT json FROM edges WHERE partition = ?', [partition]).map((row) => text(row, 'json')),
+        this.jsonOf('SELECT json FROM nodes WHERE partition = ?', partition),
+        this.jsonOf('SELECT json FROM edges WHERE partition = ?', partition),
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
         this.entityPages(partition),
       );

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
-import { SqlStore, type SqlDriver, type SqlRow, type SqlValue, type WriteLock } from './sql.ts';
+import { SqlStore, steppedRows, type SqlDriver, type SqlRow, type SqlValue, type WriteLock } from './sql.ts';
 
 export interface SqliteStoreOptions {
   /**
@@ -201,6 +201,10 @@ class BetterSqliteDriver implements SqlDriver {
     } catch (err) {
       throw storeError(this.path, 'reading', err);
     }
+  }
+
+  each(sql: string, params: readonly SqlValue[] = []): Iterable<SqlRow> {
+    return steppedRows(() => this.statement(sql).iterate(...bindable(params)), (err) => storeError(this.path, 'reading', err));
   }
 
   transaction<T>(mode: 'read' | 'write', fn: () => T): T {

@@ -48,28 +48,41 @@ function isRecord(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function checkId(value: unknown, what: string, fail: Fail): asserts value is string {
-  if (typeof value !== 'string' || value.length === 0) fail(`${what} must be a non-empty string`);
+/**
+ * The checks below name what they check as `what`, then `field` when given: a record's checks
+ * pass its name once and each field's as a constant, so no message is put together unless one
+ * fails (an open checks every record).
+ */
+function named(what: string, field: string | undefined): string {
+  return field === undefined ? what : `${what} ${field}`;
 }
 
-function checkString(value: unknown, what: string, fail: Fail): asserts value is string {
-  if (typeof value !== 'string') fail(`${what} must be a string`);
+export function checkId(value: unknown, what: string, fail: Fail, field?: string): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0) fail(`${named(what, field)} must be a non-empty string`);
 }
 
-function checkStringOrNull(value: unknown, what: string, fail: Fail): void {
-  if (value !== null) checkString(value, what, fail);
+function checkString(value: unknown, what: string, fail: Fail, field?: string): asserts value is string {
+  if (typeof value !== 'string') fail(`${named(what, field)} must be a string`);
 }
 
-function checkIdList(value: unknown, what: string, fail: Fail): void {
-  if (!Array.isArray(value)) fail(`${what} must be an array`);
+function checkStringOrNull(value: unknown, what: string, fail: Fail, field?: string): void {
+  if (value !== null) checkString(value, what, fail, field);
+}
+
+function checkIdList(value: unknown, what: string, fail: Fail, field?: string): void {
+  if (!Array.isArray(value)) fail(`${named(what, field)} must be an array`);
   // An item is named only when it is bad: every add checks a speaker's Entity, which names every chunk.
   value.forEach((item: unknown, i) => {
-    if (typeof item !== 'string' || item.length === 0) checkId(item, `${what}[${i}]`, fail);
+    if (typeof item !== 'string' || item.length === 0) checkId(item, `${named(what, field)}[${i}]`, fail);
   });
 }
 
-function checkCount(value: unknown, what: string, fail: Fail): asserts value is number {
-  if (!Number.isSafeInteger(value) || (value as number) < 0) fail(`${what} must be a non-negative integer, got ${shown(value)}`);
+function isCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function checkCount(value: unknown, what: string, fail: Fail, field?: string): asserts value is number {
+  if (!isCount(value)) fail(`${named(what, field)} must be a non-negative integer, got ${shown(value)}`);
 }
 
 function checkDepth(value: unknown, what: string, fail: Fail, depth = 1): void {
@@ -96,31 +109,33 @@ export function checkMeta(meta: unknown, fail: Fail): asserts meta is MemoryMeta
 /** The fields of each layer beyond id, key and layer. */
 const LAYER_FIELDS: Record<Layer, (node: Fields, what: string, fail: Fail) => void> = {
   episode: (node: Fields, what: string, fail: Fail) => {
-    checkId(node.chunkId, `${what} chunkId`, fail);
-    checkString(node.summary, `${what} summary`, fail);
-    checkStringOrNull(node.time, `${what} time`, fail);
-    checkCount(node.order, `${what} order`, fail);
+    checkId(node.chunkId, what, fail, 'chunkId');
+    checkString(node.summary, what, fail, 'summary');
+    checkStringOrNull(node.time, what, fail, 'time');
+    checkCount(node.order, what, fail, 'order');
   },
   facet: (node: Fields, what: string, fail: Fail) => {
-    checkId(node.chunkId, `${what} chunkId`, fail);
-    checkId(node.episodeId, `${what} episodeId`, fail);
-    checkString(node.theme, `${what} theme`, fail);
+    checkId(node.chunkId, what, fail, 'chunkId');
+    checkId(node.episodeId, what, fail, 'episodeId');
+    checkString(node.theme, what, fail, 'theme');
   },
   facetPoint: (node: Fields, what: string, fail: Fail) => {
-    checkId(node.chunkId, `${what} chunkId`, fail);
-    checkId(node.episodeId, `${what} episodeId`, fail);
-    checkId(node.facetId, `${what} facetId`, fail);
-    checkString(node.content, `${what} content`, fail);
-    if (node.entityId !== null) checkId(node.entityId, `${what} entityId`, fail);
-    checkStringOrNull(node.timeText, `${what} timeText`, fail);
-    checkStringOrNull(node.time, `${what} time`, fail);
+    checkId(node.chunkId, what, fail, 'chunkId');
+    checkId(node.episodeId, what, fail, 'episodeId');
+    checkId(node.facetId, what, fail, 'facetId');
+    checkString(node.content, what, fail, 'content');
+    if (node.entityId !== null) checkId(node.entityId, what, fail, 'entityId');
+    checkStringOrNull(node.timeText, what, fail, 'timeText');
+    checkStringOrNull(node.time, what, fail, 'time');
     if (!Array.isArray(node.dialogIds)) fail(`${what} dialogIds must be an array`);
-    node.dialogIds.forEach((id, i) => checkString(id, `${what} dialogIds[${i}]`, fail));
+    node.dialogIds.forEach((id, i) => {
+      if (typeof id !== 'string') checkString(id, `${what} dialogIds[${i}]`, fail);
+    });
   },
   entity: (node: Fields, what: string, fail: Fail) => {
-    checkString(node.name, `${what} name`, fail);
+    checkString(node.name, what, fail, 'name');
     if (typeof node.entityType !== 'string' || !Object.hasOwn(ENTITY_TYPES, node.entityType)) fail(`${what} has unknown entityType ${shown(node.entityType)}`);
-    checkIdList(node.chunkIds, `${what} chunkIds`, fail);
+    checkIdList(node.chunkIds, what, fail, 'chunkIds');
   },
 };
 
@@ -128,7 +143,7 @@ export function checkNode(node: unknown, fail: Fail): asserts node is GraphNode 
   if (!isRecord(node)) fail('node must be an object');
   checkId(node.id, 'node id', fail);
   const what = `node ${shown(node.id)}`;
-  checkCount(node.key, `${what} key`, fail);
+  checkCount(node.key, what, fail, 'key');
   if (typeof node.layer !== 'string' || !Object.hasOwn(LAYER_FIELDS, node.layer)) fail(`${what} has unknown layer ${shown(node.layer)}`);
   LAYER_FIELDS[node.layer as Layer](node, what, fail);
 }
@@ -137,25 +152,27 @@ export function checkEdge(edge: unknown, fail: Fail): asserts edge is GraphEdge 
   if (!isRecord(edge)) fail('edge must be an object');
   checkId(edge.id, 'edge id', fail);
   const what = `edge ${shown(edge.id)}`;
-  checkCount(edge.key, `${what} key`, fail);
+  checkCount(edge.key, what, fail, 'key');
   if (!EDGE_TYPES.includes(edge.type as GraphEdge['type'])) fail(`${what} has unknown type ${shown(edge.type)}`);
-  checkId(edge.from, `${what} endpoint`, fail);
-  checkId(edge.to, `${what} endpoint`, fail);
-  checkString(edge.chunkId, `${what} chunkId`, fail);
-  checkStringOrNull(edge.description, `${what} description`, fail);
+  checkId(edge.from, what, fail, 'endpoint');
+  checkId(edge.to, what, fail, 'endpoint');
+  checkString(edge.chunkId, what, fail, 'chunkId');
+  checkStringOrNull(edge.description, what, fail, 'description');
   if (edge.confidence !== null && !Number.isFinite(edge.confidence)) fail(`${what} confidence must be a finite number or null`);
 }
 
-function checkTurn(turn: unknown, what: string, fail: Fail): void {
-  if (!isRecord(turn)) fail(`${what} must be an object`);
-  checkString(turn.dialogId, `${what}.dialogId`, fail);
-  checkString(turn.speaker, `${what}.speaker`, fail);
-  checkString(turn.text, `${what}.text`, fail);
-  if (turn.time !== undefined) checkStringOrNull(turn.time, `${what}.time`, fail);
-  if (turn.lineTokens !== undefined) checkCount(turn.lineTokens, `${what}.lineTokens`, fail);
+/** Turn `i` of the chunk named `what`: its own name is made only if it fails (an open checks every turn). */
+function checkTurn(turn: unknown, what: string, i: number, fail: Fail): void {
+  const turnWhat = () => `${what} turns[${i}]`;
+  if (!isRecord(turn)) fail(`${turnWhat()} must be an object`);
+  for (const field of ['dialogId', 'speaker', 'text'] as const) {
+    if (typeof turn[field] !== 'string') checkString(turn[field], `${turnWhat()}.${field}`, fail);
+  }
+  if (turn.time !== undefined && turn.time !== null) checkString(turn.time, `${turnWhat()}.time`, fail);
+  if (turn.lineTokens !== undefined && !isCount(turn.lineTokens)) checkCount(turn.lineTokens, `${turnWhat()}.lineTokens`, fail);
   if (turn.metadata !== undefined) {
-    if (!isRecord(turn.metadata)) fail(`${what}.metadata must be an object`);
-    checkDepth(turn.metadata, `${what}.metadata`, fail);
+    if (!isRecord(turn.metadata)) fail(`${turnWhat()}.metadata must be an object`);
+    checkDepth(turn.metadata, `${turnWhat()}.metadata`, fail);
   }
 }
 
@@ -163,17 +180,17 @@ export function checkChunk(chunk: unknown, fail: Fail): asserts chunk is Chunk {
   if (!isRecord(chunk)) fail('chunk must be an object');
   checkId(chunk.id, 'chunk id', fail);
   const what = `chunk ${shown(chunk.id)}`;
-  checkString(chunk.sessionId, `${what} sessionId`, fail);
-  checkString(chunk.header, `${what} header`, fail);
-  checkString(chunk.text, `${what} text`, fail);
-  checkStringOrNull(chunk.time, `${what} time`, fail);
-  checkCount(chunk.order, `${what} order`, fail);
+  checkString(chunk.sessionId, what, fail, 'sessionId');
+  checkString(chunk.header, what, fail, 'header');
+  checkString(chunk.text, what, fail, 'text');
+  checkStringOrNull(chunk.time, what, fail, 'time');
+  checkCount(chunk.order, what, fail, 'order');
   if (!Array.isArray(chunk.turns)) fail(`${what} turns must be an array`);
-  chunk.turns.forEach((turn, i) => checkTurn(turn, `${what} turns[${i}]`, fail));
+  chunk.turns.forEach((turn, i) => checkTurn(turn, what, i, fail));
   if (chunk.extraction !== undefined && (typeof chunk.extraction !== 'string' || !Object.hasOwn(EXTRACTIONS, chunk.extraction))) {
     fail(`${what} has unknown extraction ${shown(chunk.extraction)}`);
   }
-  if (chunk.textTokens !== undefined) checkCount(chunk.textTokens, `${what} textTokens`, fail);
+  if (chunk.textTokens !== undefined) checkCount(chunk.textTokens, what, fail, 'textTokens');
 }
 
 export function checkVector(id: string, vector: unknown, dim: number, fail: Fail): asserts vector is Float32Array {
@@ -214,11 +231,10 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     ids.add(id);
   };
   // Keys alone, owners named only on failure: an open checks every record's key.
-  const keys = new Set<number>();
+  const taken = takenKeys(meta.nextKey);
   const claimKey = (key: number) => {
     if (key >= meta.nextKey) fail(`${ownersOfKey(memory, key)[0]} has key ${key}, not below meta.nextKey ${meta.nextKey}`);
-    if (keys.has(key)) fail(`${ownersOfKey(memory, key).slice(0, 2).join(' and ')} share key ${key}`);
-    keys.add(key);
+    if (!taken(key)) fail(`${ownersOfKey(memory, key).slice(0, 2).join(' and ')} share key ${key}`);
   };
   const nodes = memory.nodes.map((node) => {
     checkNode(node, fail);
@@ -271,9 +287,9 @@ function checkDerivedKeys(keys: DerivedEdgeKeys, nodes: readonly GraphNode[], ed
       const to = derivedTarget(node, type);
       const what = `${type} edge of node ${shown(node.id)}`;
       if (to === null) fail(`node ${shown(node.id)} keeps the key of a ${type} edge it does not derive`);
-      checkId(to, `${what} endpoint`, fail);
+      checkId(to, what, fail, 'endpoint');
       if (node.id.includes('>') || to.includes('>')) fail(`${what} is kept as a key, but its ends hold ">"`);
-      checkCount(key, `${what} key`, fail);
+      checkCount(key, what, fail, 'key');
       claimKey(key);
     }
   }
@@ -292,6 +308,29 @@ function checkDerivedKeys(keys: DerivedEdgeKeys, nodes: readonly GraphNode[], ed
   };
   for (const { id } of nodes) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
   for (const { id } of edges) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
+}
+
+/** Largest `meta.nextKey` whose keys are claimed in a bitmap (16 MB); a set takes any larger. */
+const KEY_BITMAP_LIMIT = 2 ** 27;
+
+/**
+ * Claims keys below `nextKey`: true the first time a key is claimed, false after. A bit a key
+ * while they fit in KEY_BITMAP_LIMIT: keys are small integers allocated in order, and a set of
+ * a million of them cost an open at 100K messages a second.
+ */
+function takenKeys(nextKey: number): (key: number) => boolean {
+  if (nextKey > KEY_BITMAP_LIMIT) {
+    const keys = new Set<number>();
+    return (key) => keys.size < keys.add(key).size;
+  }
+  const bits = new Uint32Array(Math.ceil(nextKey / 32));
+  return (key) => {
+    const word = key >>> 5;
+    const bit = 1 << (key & 31);
+    if ((bits[word] as number) & bit) return false;
+    bits[word] = (bits[word] as number) | bit;
+    return true;
+  };
 }
 
 /** Who holds `key` in `memory`, as error messages name them (a failure's slow path). */

@@ -4,7 +4,7 @@ import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { turnLine } from '../graph/chunk-text.ts';
 import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type ChunkTurn, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
-import { edgeSpace, type IndexEntry, type IndexSet, type IndexSpace } from '../vector/index-set.ts';
+import { edgeSpace, holdsVector, type IndexSet, type IndexSpace, type IndexVectors } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
 import type { WriteBatch } from '../store/types.ts';
@@ -329,13 +329,6 @@ function withLineTokens(turn: ChunkTurn): ChunkTurn {
   return lineTokens === undefined ? turn : { ...turn, lineTokens };
 }
 
-/** Where `applyBatch` finds the vectors it indexes: floats by id, or an i8 record as a store keeps it. */
-export interface IndexVectors {
-  get(id: string): Float32Array | undefined;
-  /** The i8 record (store/vector-codec.ts) under `id`, when the vector is kept as one. */
-  record?(id: string): Uint8Array | undefined;
-}
-
 /**
  * Mirrors a committed batch into the in-memory graph and the vector indexes. Called only
  * after the store accepted the batch, so memory never runs ahead of what is durable. New nodes
@@ -361,19 +354,13 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   for (const chunk of batch.putChunks ?? []) graph.putChunk(chunk);
   for (const [id, vector] of batch.putVectors ?? []) graph.vectors.set(id, vector);
   // Index additions are grouped per space so each index takes one batched add.
-  const additions = new Map<IndexSpace, IndexEntry[]>();
-  const entryFor = (key: number, id: string): IndexEntry | undefined => {
-    const record = indexVectors.record?.(id);
-    if (record) return { key, record };
-    const vector = indexVectors.get(id);
-    return vector ? { key, vector } : undefined;
-  };
+  const additions = new Map<IndexSpace, { keys: number[]; ids: string[] }>();
   const queue = (space: IndexSpace | null, key: number, id: string) => {
-    const entry = space ? entryFor(key, id) : undefined;
-    if (!space || !entry) return;
-    const list = additions.get(space) ?? [];
-    list.push(entry);
-    additions.set(space, list);
+    if (!space || !holdsVector(indexVectors, id)) return;
+    let list = additions.get(space);
+    if (!list) additions.set(space, (list = { keys: [], ids: [] }));
+    list.keys.push(key);
+    list.ids.push(id);
   };
   for (const node of batch.putNodes ?? []) {
     // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
@@ -384,7 +371,7 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
     graph.putEdge(edge);
     queue(edgeSpace(edge.type), edge.key, edge.id);
   }
-  for (const [space, entries] of additions) indexes.add(space, entries);
+  for (const [space, { keys, ids }] of additions) indexes.add(space, keys, ids, indexVectors);
   for (const hash of batch.putHashes ?? []) state.hashes.add(hash);
   if (batch.meta) state.meta = batch.meta;
   state.version++;

@@ -1,5 +1,4 @@
 import type { EdgeType, Layer } from '../graph/types.ts';
-import { decodeVector } from '../store/vector-codec.ts';
 import { packRows } from '../util/vectors.ts';
 import type { SearchHit, VectorIndex } from './types.ts';
 
@@ -12,13 +11,26 @@ export function edgeSpace(type: EdgeType): IndexSpace | null {
   return type === 'semantic' ? 'edge_semantic' : 'edge_relation';
 }
 
-/** A vector to index: its floats, or its i8 record (store/vector-codec.ts) as a store keeps it. */
-export type IndexEntry = { key: number; vector: Float32Array } | RecordEntry;
-type RecordEntry = { key: number; record: Uint8Array };
+/** Where vectors to index are read, by node or edge id: floats, or an i8 record (store/vector-codec.ts) as a store keeps it. */
+export interface IndexVectors {
+  get(id: string): Float32Array | undefined;
+  /** The i8 record under `id`, when the vector is kept as one. */
+  record?(id: string): Uint8Array | undefined;
+}
 
-function packRecords(records: readonly Uint8Array[], bytes: number): Uint8Array {
-  const packed = new Uint8Array(records.length * bytes);
-  records.forEach((record, i) => packed.set(record, i * bytes));
+/** Whether `vectors` holds a vector for `id` (a record is asked first: telling a float vector by `get` may decode one). */
+export function holdsVector(vectors: IndexVectors, id: string): boolean {
+  return vectors.record?.(id) !== undefined || vectors.get(id) !== undefined;
+}
+
+/** The i8 records of `ids`, packed, each `bytes` long; null when one is not such a record. */
+function packedRecords(ids: readonly string[], vectors: IndexVectors, bytes: number): Uint8Array | null {
+  const packed = new Uint8Array(ids.length * bytes);
+  for (let i = 0; i < ids.length; i++) {
+    const record = vectors.record?.(ids[i] as string);
+    if (record?.length !== bytes) return null;
+    packed.set(record, i * bytes);
+  }
   return packed;
 }
 
@@ -32,18 +44,19 @@ export class IndexSet {
   ) {}
 
   /**
-   * Adds entries to the space's index in one batch. A batch of i8 records only goes to an index
-   * that takes records as they are (`VectorIndex.addRecords`); otherwise every entry is added as
-   * its floats.
+   * Adds the vectors of `ids` (each held by `vectors`) under `keys` to the space's index, in one
+   * batch. When every one is an i8 record and the index takes records as they are
+   * (`VectorIndex.addRecords`), each is copied into the batch as it is read (a view of each,
+   * kept until the add, was a million objects for the collector when a memory of 100K messages
+   * opened); otherwise every one is added as its floats.
    */
-  add(space: IndexSpace, entries: ReadonlyArray<IndexEntry>): void {
-    if (entries.length === 0) return;
+  add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors): void {
+    if (keys.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
-    const keys = entries.map((e) => e.key);
-    const records = entries.every((e): e is RecordEntry => 'record' in e) ? entries.map((e) => e.record) : null;
-    if (records && index.addRecords) index.addRecords(keys, packRecords(records, this.dim + 4));
-    else index.add(keys, packRows(entries.map((e) => ('record' in e ? decodeVector(e.record, this.dim) : e.vector)), this.dim));
+    const records = index.addRecords && vectors.record ? packedRecords(ids, vectors, this.dim + 4) : null;
+    if (records) index.addRecords?.(keys, records);
+    else index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
   }
 
   remove(space: IndexSpace, keys: readonly number[]): void {

@@ -108,6 +108,31 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
   });
 });
 
+describe('VectorTable: records copied for an index', () => {
+  const rounded = unitVectors(3000, 384).map((v) => roundVector(v, 'i8'));
+
+  it('copies the records of the ids asked, in their order and across pages, as the stores encode them', () => {
+    const table = new VectorTable();
+    rounded.forEach((v, i) => table.set(`n${i}`, v));
+    const ids = ['n2999', 'n0', 'n1500', 'n1024', 'n7'];
+    const target = new Uint8Array(ids.length * 388);
+    expect(table.copyRecords(ids, target)).toBe(true);
+    ids.forEach((id, i) => expect([...target.subarray(i * 388, (i + 1) * 388)]).toEqual([...encodeVector(rounded[Number(id.slice(1))] as Float32Array, 'i8')]));
+    const odd = new Uint8Array(388 * 2 + 1).subarray(1);
+    expect(table.copyRecords(['n5', 'n6'], odd)).toBe(true);
+    expect([...odd.subarray(388)]).toEqual([...encodeVector(rounded[6] as Float32Array, 'i8')]);
+  });
+
+  it('refuses a vector kept as floats, an absent id and a target of another size', () => {
+    const table = new VectorTable();
+    table.set('exact', rounded[0] as Float32Array);
+    table.set('floats', unitVectors(1, 384)[0] as Float32Array);
+    expect(table.copyRecords(['exact', 'floats'], new Uint8Array(2 * 388))).toBe(false);
+    expect(table.copyRecords(['exact', 'absent'], new Uint8Array(2 * 388))).toBe(false);
+    expect(table.copyRecords(['exact'], new Uint8Array(2 * 388))).toBe(false);
+  });
+});
+
 describe('VectorTable: a loaded memory is checked by its records’ scales', () => {
   const vector = roundVector(unitVectors(1, 384)[0] as Float32Array, 'i8');
   const withScale = (scale: number): Uint8Array => {

@@ -25,6 +25,8 @@ export class VectorTable implements Map<string, Float32Array> {
   /** Each page as signed codes and as a view for its scales, for `dot`. */
   private readonly codeViews: Int8Array[] = [];
   private readonly scaleViews: DataView[] = [];
+  /** Each page as 32-bit words, for `copyRecords`. */
+  private readonly wordViews: Int32Array[] = [];
   private readonly freeSlots: number[] = [];
   private nextSlot = 0;
   /** Dimensions of the i8 records (fixed by the first one). */
@@ -53,10 +55,29 @@ export class VectorTable implements Map<string, Float32Array> {
     return slot < 0 ? this.floats.get(id) : (this.decoded.get(id) ?? decodeVector(this.record(slot), this.dim));
   }
 
-  /** The i8 record (f32 scale, then a byte a dimension) `id` is kept as, as a view into the table; undefined for a vector kept as floats. Read-only. */
-  i8Record(id: string): Uint8Array | undefined {
-    const slot = this.slots.get(id);
-    return slot === undefined || slot < 0 ? undefined : this.record(slot);
+  /**
+   * Copies the i8 records of `ids` end to end into `target` (each `dim` + 4 bytes); false, with
+   * `target` partly written, when one is not kept as a record or they do not fill it. Word by
+   * word with no view made per record: an open copies every vector of a memory for its indexes.
+   */
+  copyRecords(ids: readonly string[], target: Uint8Array): boolean {
+    const bytes = this.dim + 4;
+    if (this.dim === 0 || target.length !== ids.length * bytes) return false;
+    const words = bytes % 4 === 0 && target.byteOffset % 4 === 0 ? new Int32Array(target.buffer, target.byteOffset, target.length / 4) : null;
+    for (let i = 0; i < ids.length; i++) {
+      const slot = this.slots.get(ids[i] as string);
+      if (slot === undefined || slot < 0) return false;
+      const { page, start } = this.place(slot);
+      const at = i * bytes;
+      if (words) {
+        const source = this.wordViews[page] as Int32Array;
+        for (let w = 0, from = start / 4, to = at / 4; w < bytes / 4; w++) words[to + w] = source[from + w] as number;
+      } else {
+        const source = this.pages[page] as Uint8Array;
+        for (let b = 0; b < bytes; b++) target[at + b] = source[start + b] as number;
+      }
+    }
+    return true;
   }
 
   /**
@@ -139,6 +160,7 @@ export class VectorTable implements Map<string, Float32Array> {
     this.pages.length = 0;
     this.codeViews.length = 0;
     this.scaleViews.length = 0;
+    this.wordViews.length = 0;
     this.freeSlots.length = 0;
     this.nextSlot = 0;
     this.dim = 0;
@@ -173,6 +195,7 @@ export class VectorTable implements Map<string, Float32Array> {
       this.pages[page] = bytes;
       this.codeViews[page] = new Int8Array(bytes.buffer);
       this.scaleViews[page] = new DataView(bytes.buffer);
+      this.wordViews[page] = new Int32Array(bytes.buffer, 0, Math.floor(bytes.length / 4));
     }
     this.record(slot).set(bytes);
     this.slots.set(id, slot);

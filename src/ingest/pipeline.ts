@@ -4,7 +4,7 @@ import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { turnLine } from '../graph/chunk-text.ts';
 import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type ChunkTurn, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
-import { edgeSpace, holdsVector, type IndexSet, type IndexSpace, type IndexVectors } from '../vector/index-set.ts';
+import { edgeSpace, type IndexSet, type IndexSpace, type IndexVectors } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
 import type { WriteBatch } from '../store/types.ts';
@@ -356,7 +356,7 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   // Index additions are grouped per space so each index takes one batched add.
   const additions = new Map<IndexSpace, { keys: number[]; ids: string[] }>();
   const queue = (space: IndexSpace | null, key: number, id: string) => {
-    if (!space || !holdsVector(indexVectors, id)) return;
+    if (!space || !indexVectors.has(id)) return;
     let list = additions.get(space);
     if (!list) additions.set(space, (list = { keys: [], ids: [] }));
     list.keys.push(key);

@@ -62,7 +62,7 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
     putEdges: byKey(derived ? [...snapshot.edges, ...derived.indexed] : snapshot.edges),
     putHashes: [...snapshot.hashes],
     meta: snapshot.meta,
-  }, { get: (id) => vectors.peek(id), record: (id) => vectors.i8Record(id) });
+  }, { has: (id) => vectors.has(id), get: (id) => vectors.peek(id), copyRecords: (ids, target) => vectors.copyRecords(ids, target) });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
   for (const { type, from, keys, order } of derived?.kept ?? []) {
     for (const i of order) graph.putDerivedEdge(type, from[i] as string, keys[i] as number);

@@ -11,27 +11,15 @@ export function edgeSpace(type: EdgeType): IndexSpace | null {
   return type === 'semantic' ? 'edge_semantic' : 'edge_relation';
 }
 
-/** Where vectors to index are read, by node or edge id: floats, or an i8 record (store/vector-codec.ts) as a store keeps it. */
+/** Where vectors to index are read, by node or edge id: floats, or i8 records (store/vector-codec.ts) as a store keeps them. */
 export interface IndexVectors {
+  has(id: string): boolean;
   get(id: string): Float32Array | undefined;
-  /** The i8 record under `id`, when the vector is kept as one. */
-  record?(id: string): Uint8Array | undefined;
-}
-
-/** Whether `vectors` holds a vector for `id` (a record is asked first: telling a float vector by `get` may decode one). */
-export function holdsVector(vectors: IndexVectors, id: string): boolean {
-  return vectors.record?.(id) !== undefined || vectors.get(id) !== undefined;
-}
-
-/** The i8 records of `ids`, packed, each `bytes` long; null when one is not such a record. */
-function packedRecords(ids: readonly string[], vectors: IndexVectors, bytes: number): Uint8Array | null {
-  const packed = new Uint8Array(ids.length * bytes);
-  for (let i = 0; i < ids.length; i++) {
-    const record = vectors.record?.(ids[i] as string);
-    if (record?.length !== bytes) return null;
-    packed.set(record, i * bytes);
-  }
-  return packed;
+  /**
+   * Copies the i8 records of `ids` end to end into `target`; false when one is not kept as a
+   * record (`VectorTable.copyRecords`). Absent where vectors are floats.
+   */
+  copyRecords?(ids: readonly string[], target: Uint8Array): boolean;
 }
 
 /** A lazily created vector index per space, all of one dimension. */
@@ -46,16 +34,16 @@ export class IndexSet {
   /**
    * Adds the vectors of `ids` (each held by `vectors`) under `keys` to the space's index, in one
    * batch. When every one is an i8 record and the index takes records as they are
-   * (`VectorIndex.addRecords`), each is copied into the batch as it is read (a view of each,
-   * kept until the add, was a million objects for the collector when a memory of 100K messages
-   * opened); otherwise every one is added as its floats.
+   * (`VectorIndex.addRecords`), they are copied into the batch straight from where they are kept
+   * (a view of each, kept until the add, was a million objects for the collector when a memory
+   * of 100K messages opened); otherwise every one is added as its floats.
    */
   add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors): void {
     if (keys.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
-    const records = index.addRecords && vectors.record ? packedRecords(ids, vectors, this.dim + 4) : null;
-    if (records) index.addRecords?.(keys, records);
+    const records = index.addRecords && vectors.copyRecords ? new Uint8Array(ids.length * (this.dim + 4)) : null;
+    if (records && vectors.copyRecords?.(ids, records)) index.addRecords?.(keys, records);
     else index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
   }
 

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { noDerivedEdgeKeys } from '../src/graph/derived-edges.ts';
 import type { FacetPointNode, GraphEdge, MemorySnapshot } from '../src/graph/types.ts';
@@ -116,6 +117,20 @@ describe('the working set a memory opens', () => {
     expect(working.derivedKeys.belongs_to.has('facet:2')).toBe(true);
     expect(working.derivedKeys.belongs_to.has('point:1')).toBe(false);
     expect((await store.load(DEFAULT_PARTITION))?.edges.map((edge) => edge.id).sort()).toEqual(edges.map((edge) => edge.id).sort());
+  });
+
+  it('leaves the connection usable after a record it cannot read stops the load midway', async () => {
+    const store = await sqlite();
+    const sample = ingestShapedSample();
+    await store.commit(DEFAULT_PARTITION, snapshotAsBatch(sample));
+    const db = new Database(join(dir, 'memory.sqlite'));
+    db.prepare("UPDATE nodes SET json = '[1, \"cut' WHERE id = (SELECT min(id) FROM nodes)").run();
+    db.close();
+    await expect(store.loadWorkingSet?.(DEFAULT_PARTITION)).rejects.toThrow();
+    // The statement the load stopped in is ended: the same connection reads and writes on.
+    expect(await store.partitions()).toEqual([DEFAULT_PARTITION]);
+    await store.clear(DEFAULT_PARTITION);
+    expect(await store.loadWorkingSet?.(DEFAULT_PARTITION)).toBeNull();
   });
 });
 

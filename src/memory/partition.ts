@@ -90,8 +90,7 @@ function derivedInKeyOrder(nodes: readonly GraphNode[], derivedKeys: DerivedEdge
     const keys: number[] = [];
     const ownKeys = derivedKeys[type];
     // Only an involves_entity edge may be indexed (`belongs_to` never is): ids are made only when some vector is one's.
-    let mayBeIndexed = false;
-    if (type !== 'belongs_to') for (const id of vectors.keys()) mayBeIndexed ||= id.startsWith(`${type}:`);
+    const mayBeIndexed = type !== 'belongs_to' && someIdStartsWith(vectors.keys(), `${type}:`);
     let sorted = true;
     for (const node of nodes) {
       const key = ownKeys.size > 0 ? ownKeys.get(node.id) : undefined;
@@ -109,6 +108,11 @@ function derivedInKeyOrder(nodes: readonly GraphNode[], derivedKeys: DerivedEdge
     return { type, from, keys, order: sorted ? order : order.sort((a, b) => (keys[a] as number) - (keys[b] as number)) };
   });
   return { kept, indexed };
+}
+
+function someIdStartsWith(ids: Iterable<string>, prefix: string): boolean {
+  for (const id of ids) if (id.startsWith(prefix)) return true;
+  return false;
 }
 
 /**

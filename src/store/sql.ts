@@ -54,15 +54,20 @@ export function* steppedRows(open: () => Iterator<unknown>, failed: (err: unknow
   } catch (err) {
     throw failed(err);
   }
-  for (;;) {
-    let next: IteratorResult<unknown>;
-    try {
-      next = rows.next();
-    } catch (err) {
-      throw failed(err);
+  try {
+    for (;;) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = rows.next();
+      } catch (err) {
+        throw failed(err);
+      }
+      if (next.done) return;
+      yield next.value as SqlRow;
     }
-    if (next.done) return;
-    yield next.value as SqlRow;
+  } finally {
+    // A caller that stops early (a record it cannot decode) ends the statement, which would keep the connection busy.
+    rows.return?.();
   }
 }
 

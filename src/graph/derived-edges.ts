@@ -92,6 +92,22 @@ export function derivedEdgeSources(id: string): { type: DerivedEdgeType; candida
   return { type, candidates };
 }
 
+/**
+ * The derived edge kept as a key in `keys` whose id is `id`: its type and the node it runs from
+ * (found in `nodes`); undefined when none has that id. How the graph reads an edge by id, a
+ * store's read lets an edge row replace a folded edge, and a check finds two records of one id.
+ */
+export function keptDerivedEdge(id: string, keys: DerivedEdgeKeys, nodes: ReadonlyMap<string, GraphNode>): { type: DerivedEdgeType; node: GraphNode } | undefined {
+  const sources = derivedEdgeSources(id);
+  if (!sources) return undefined;
+  for (const from of sources.candidates) {
+    const node = keys[sources.type].has(from) ? nodes.get(from) : undefined;
+    const to = node ? derivedTarget(node, sources.type) : null;
+    if (node && to !== null && isEdgeId(id, sources.type, from, to)) return { type: sources.type, node };
+  }
+  return undefined;
+}
+
 /** True when `record` has exactly `keys`, in that order, none of them undefined (which an array would write as null). */
 export function hasKeysInOrder(record: object, keys: readonly string[]): boolean {
   // A for-in over own keys: a memory's open checks every edge, and `Object.entries` made an array per key.

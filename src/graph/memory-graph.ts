@@ -1,6 +1,6 @@
 import { turnTextOffsets } from './chunk-text.ts';
-import { DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedTarget, isDerivedEdgeType, isDerivedFrom, type DerivedEdgeType } from './derived-edges.ts';
-import { EDGE_TYPES, edgeId, isEdgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
+import { EDGE_TYPES, edgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -23,7 +23,7 @@ export class MemoryGraph {
    * derives that edge as it is now: one replaced so that it no longer does, or deleted, hands
    * the edge (which outlives it) to `heldEdges` as it was.
    */
-  private readonly derivedKeys: Record<DerivedEdgeType, Map<string, number>> = { belongs_to: new Map(), involves_entity: new Map() };
+  private readonly derivedKeys: DerivedEdgeKeys = noDerivedEdgeKeys();
   /** How many held edges have a derived edge's type: while none, a derived edge put replaces no held one (and its id need not be looked up). */
   private heldOfDerivedTypes = 0;
   /** The ids of the nodes with a derived edge to each node, by type, in the order the edges came. */
@@ -301,14 +301,7 @@ export class MemoryGraph {
 
   /** The derived edge kept under `id`: its type and the node it runs from. */
   private derivedById(id: string): { type: DerivedEdgeType; node: GraphNode } | undefined {
-    const sources = derivedEdgeSources(id);
-    if (!sources) return undefined;
-    for (const from of sources.candidates) {
-      const node = this.derivedKeys[sources.type].has(from) ? this.nodes.get(from) : undefined;
-      const target = node ? derivedTarget(node, sources.type) : null;
-      if (node && target !== null && isEdgeId(id, sources.type, from, target)) return { type: sources.type, node };
-    }
-    return undefined;
+    return keptDerivedEdge(id, this.derivedKeys, this.nodes);
   }
 
   /** The edge `id` (see `edges`). */

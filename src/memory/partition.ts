@@ -64,18 +64,17 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
     meta: snapshot.meta,
   }, { has: (id) => vectors.has(id), get: (id) => vectors.peek(id), copyRecords: (ids, target) => vectors.copyRecords(ids, target) });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
-  for (const { type, from, keys, order } of derived?.kept ?? []) {
-    for (const i of order) graph.putDerivedEdge(type, from[i] as string, keys[i] as number);
+  for (const { type, from, keys } of derived?.kept ?? []) {
+    for (let i = 0; i < keys.length; i++) graph.putDerivedEdge(type, from[i] as string, keys[i] as number);
   }
   return state;
 }
 
-/** One type's derived edges kept as keys: their nodes and keys, and the order of their keys. */
+/** One type's derived edges kept as keys: their nodes and keys, in key order. */
 interface KeptDerivedEdges {
   type: DerivedEdgeType;
   from: string[];
   keys: number[];
-  order: Iterable<number>;
 }
 
 /**
@@ -104,8 +103,10 @@ function derivedInKeyOrder(nodes: readonly GraphNode[], derivedKeys: DerivedEdge
       from.push(node.id);
       keys.push(key);
     }
-    const order = keys.map((_, i) => i);
-    return { type, from, keys, order: sorted ? order : order.sort((a, b) => (keys[a] as number) - (keys[b] as number)) };
+    if (sorted) return { type, from, keys };
+    // Nodes come in key order, so their edges' keys mostly do too: sorted only when they do not.
+    const order = keys.map((_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number));
+    return { type, from: order.map((i) => from[i] as string), keys: order.map((i) => keys[i] as number) };
   });
   return { kept, indexed };
 }

@@ -1,5 +1,5 @@
-import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
-import { isEdgeId, type Chunk, type GraphEdge, type GraphNode } from '../graph/types.ts';
+import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
+import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
 import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
 
 /**
@@ -225,14 +225,8 @@ function dropOverwritten(rows: readonly GraphEdge[], nodes: readonly GraphNode[]
   const named = new Set(rows.flatMap((row) => derivedEdgeSources(row.id)?.candidates ?? []));
   const nodeById = new Map(nodes.filter((node) => named.has(node.id)).map((node) => [node.id, node]));
   for (const row of rows) {
-    const sources = derivedEdgeSources(row.id);
-    if (!sources) continue;
-    const keys = derivedKeys[sources.type];
-    for (const from of sources.candidates) {
-      const node = keys.has(from) ? nodeById.get(from) : undefined;
-      const to = node ? derivedTarget(node, sources.type) : null;
-      if (to !== null && isEdgeId(row.id, sources.type, from, to)) keys.delete(from);
-    }
+    const replaced = keptDerivedEdge(row.id, derivedKeys, nodeById);
+    if (replaced) derivedKeys[replaced.type].delete(replaced.node.id);
   }
 }
 

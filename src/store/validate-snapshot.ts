@@ -1,6 +1,6 @@
 import type { PrismErrorCode } from '../errors.ts';
-import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
-import { EDGE_TYPES, isEdgeId } from '../graph/types.ts';
+import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, keptDerivedEdge, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
+import { EDGE_TYPES } from '../graph/types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 
@@ -294,18 +294,9 @@ function checkDerivedKeys(keys: DerivedEdgeKeys, nodes: readonly GraphNode[], ed
     }
   }
   if (checked !== keys.belongs_to.size + keys.involves_entity.size) fail('a derived edge runs from a node the memory does not hold');
-  // Only a record whose id reads as a derived edge's can meet one: looked up by id when there is such a record.
+  // Only a record whose id reads as a derived edge's can meet one: nodes are mapped by id when there is such a record.
   let byId: Map<string, GraphNode> | undefined;
-  const clashes = (id: string): boolean => {
-    const sources = derivedEdgeSources(id);
-    if (sources === null) return false;
-    byId ??= new Map(nodes.map((node) => [node.id, node]));
-    return sources.candidates.some((from) => {
-      const node = keys[sources.type].has(from) ? byId?.get(from) : undefined;
-      const to = node ? derivedTarget(node, sources.type) : null;
-      return to !== null && isEdgeId(id, sources.type, from, to);
-    });
-  };
+  const clashes = (id: string): boolean => derivedEdgeSources(id) !== null && keptDerivedEdge(id, keys, (byId ??= new Map(nodes.map((node) => [node.id, node])))) !== undefined;
   for (const { id } of nodes) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
   for (const { id } of edges) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
 }

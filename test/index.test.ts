@@ -27,6 +27,11 @@ function rowOf(vectors: Float32Array, dim: number, row: number): Float32Array {
   return vectors.subarray(row * dim, (row + 1) * dim);
 }
 
+/** A vector's floats as their bit patterns, so −0 and NaN compare exactly. */
+function bits(v: Float32Array | undefined): number[] | undefined {
+  return v && [...new Uint32Array(v.buffer, v.byteOffset, v.length)];
+}
+
 function dot(a: Float32Array, b: Float32Array): number {
   let sum = 0;
   for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
@@ -351,6 +356,46 @@ function packRows(rows: Float32Array[], dim: number): Float32Array {
   rows.forEach((row, i) => packed.set(row, i * dim));
   return packed;
 }
+
+describe('reading vectors back by key (VectorIndex.rows)', () => {
+  it('gives each vector bit for bit as added, and its inner product as the floats give it, while rows move and after they widen', () => {
+    const dim = 384;
+    const count = 12_000;
+    const raw = randomUnitVectors(count, dim, 73);
+    const rounded = keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i8'));
+    const query = randomUnitVectors(1, dim, 74);
+    const flat = wasm.createIndex({ dim });
+    const keys = keysFrom(1, count);
+    flat.add(keys, packRows(rounded, dim));
+    const rows = flat.rows;
+    if (!rows) throw new Error('a flat index reads its rows back');
+    const check = (key: number) => {
+      const want = rounded[key - 1] as Float32Array;
+      expect(bits(rows.vector(key))).toEqual(bits(want));
+      expect(rows.dot(key, query)).toBe(dot(want, query));
+    };
+    // Removes fill each gap with the last row, across blocks: a key is still found where it moved.
+    flat.remove(keys.filter((key) => key % 5 === 0));
+    for (const key of keys) {
+      if (key % 5 === 0) {
+        expect(rows.vector(key)).toBeUndefined();
+        expect(rows.dot(key, query)).toBeUndefined();
+      } else if (key % 13 === 1) check(key);
+    }
+    // A vector with no exact i8 record widens every row to f32: reads stay exact.
+    flat.add([count + 1], rowOf(raw, dim, 0));
+    expect(flat.bytesPerVector).toBe(dim * 4);
+    for (const key of keys) if (key % 5 !== 0 && key % 13 === 1) check(key);
+    expect(bits(rows.vector(count + 1))).toEqual(bits(rowOf(raw, dim, 0)));
+    expect(rows.vector(-1)).toBeUndefined();
+    expect(rows.vector(0.5)).toBeUndefined();
+    flat.dispose();
+    expect(() => rows.vector(2)).toThrow(PrismError);
+    const hnsw = wasm.createIndex({ dim, kind: 'hnsw' });
+    expect(hnsw.rows).toBeUndefined();
+    hnsw.dispose();
+  });
+});
 
 describe('HNSW usearch WASM index', () => {
   it('reaches high recall against brute force', () => {

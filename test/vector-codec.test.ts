@@ -4,6 +4,12 @@ import { mulberry32 } from '../src/eval/stats.ts';
 import { VectorTable, vectorDot } from '../src/graph/vector-table.ts';
 import { dot as exactDot } from '../src/util/vectors.ts';
 import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
+import { PrismError } from '../src/errors.ts';
+import { flatIndex } from '../src/vector/flat-index.ts';
+import type { VectorIndex } from '../src/vector/types.ts';
+import { loadUsearchWasm } from '../src/vector/usearch-wasm.ts';
+import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
+import { packRows } from '../src/util/vectors.ts';
 
 function unitVectors(count: number, dim: number): Float32Array[] {
   const random = mulberry32(7);
@@ -164,4 +170,55 @@ describe('VectorTable: a loaded memory is checked by its records’ scales', () 
     expect(() => checkMemoryStructure({ meta, nodes: [], edges: [], chunks: [], vectors: table, hashes: [] }, fail)).toThrow();
     expect(failures).toEqual([expect.stringMatching(/vector fp:2 contains -?Infinity at \d+/)]);
   });
+});
+
+describe('VectorTable: vectors lent to the index that holds them', () => {
+  const dim = 384;
+  const rounded = unitVectors(2500, dim).map((v) => roundVector(v, 'i8'));
+  const bits = (v: Float32Array | undefined) => (v ? [...new Uint32Array(v.buffer, v.byteOffset, v.length)] : undefined);
+  const indexes: Array<[string, () => Promise<VectorIndex>]> = [
+    ['usearch WASM, flat', async () => (await loadUsearchWasm(await readUsearchWasm())).createIndex({ dim })],
+    ['plain JavaScript, flat', async () => flatIndex(dim)],
+  ];
+
+  for (const [name, create] of indexes) {
+    it(`${name}: reads every lent vector back bit for bit, keeps floats, and frees the records`, async () => {
+      const index = await create();
+      const rows = index.rows;
+      if (!rows) throw new Error('a flat index reads its rows back');
+      const table = new VectorTable();
+      const ids = rounded.map((_, i) => `n${i}`);
+      rounded.forEach((v, i) => table.set(ids[i] as string, v));
+      const floats = unitVectors(1, dim)[0] as Float32Array;
+      table.set('floats', floats);
+      const keys = ids.map((_, i) => 10 + i);
+      index.add(keys, packRows(rounded, dim));
+      table.lend(ids, keys, rows);
+      // Lent: no record is left to copy, yet every read answers as before, in insertion order.
+      expect(table.copyRecords(['n0'], new Uint8Array(dim + 4))).toBe(false);
+      const query = unitVectors(2, dim)[1] as Float32Array;
+      rounded.forEach((v, i) => {
+        if (i % 11 !== 0) return;
+        expect(bits(table.get(`n${i}`))).toEqual(bits(v));
+        expect(bits(table.peek(`n${i}`))).toEqual(bits(v));
+        expect(table.dot(`n${i}`, query)).toBe(exactDot(v, query));
+      });
+      expect(bits(table.get('floats'))).toEqual(bits(floats));
+      expect([...table.keys()]).toEqual([...ids, 'floats']);
+      // The graph removes an index entry and its vector together; the others read on from where their rows moved.
+      index.remove([10, 11]);
+      table.delete('n0');
+      table.delete('n1');
+      expect(table.has('n0')).toBe(false);
+      expect(bits(table.get('n2499'))).toEqual(bits(rounded[2499]));
+      // A lent vector set again is the table's own, whatever the index holds.
+      table.set('n5', rounded[6] as Float32Array);
+      expect(bits(table.get('n5'))).toEqual(bits(rounded[6]));
+      expect(table.copyRecords(['n5'], new Uint8Array(dim + 4))).toBe(true);
+      // Past its disposal the index answers nothing: a lent read fails loudly rather than quietly missing.
+      index.dispose();
+      expect(() => table.get('n2000')).toThrow(PrismError);
+      expect(bits(table.get('n5'))).toEqual(bits(rounded[6]));
+    });
+  }
 });

@@ -36,6 +36,7 @@ export interface UsearchModule {
   _prism_index_add(handle: number, keys: number, vectors: number, count: number): number;
   _prism_index_add_i8(handle: number, keys: number, records: number, count: number): number;
   _prism_index_remove(handle: number, keys: number, count: number): number;
+  _prism_index_row(handle: number, key: number): number;
   _prism_index_search(
     handle: number,
     queries: number,

@@ -124,6 +124,9 @@ class prism_index_t {
     virtual std::int32_t add_i8(double const* keys, std::uint8_t const* records, std::size_t count);
     /// How many of the keys were present and removed, or a negative status.
     virtual std::int32_t remove(double const* keys, std::size_t count) = 0;
+    /// Where the row of `key` is (`row_bytes()` bytes, valid until the index next changes), or
+    /// null when the key is absent or the kind does not keep rows it can hand out.
+    virtual std::uint8_t const* row_of(default_key_t) const { return nullptr; }
     /// Up to `k` hits, best first, written at out_keys/out_scores; `found` gets their count.
     virtual std::int32_t search(float const* queries, std::size_t count, std::size_t k, double* out_keys,
                                 float* out_scores, std::uint32_t* out_found) const = 0;
@@ -520,6 +523,11 @@ class flat_index_t final : public prism_index_t {
         return removed;
     }
 
+    std::uint8_t const* row_of(default_key_t key) const override {
+        auto const found = row_of_.find(key);
+        return found == row_of_.end() ? nullptr : rows_.row(found->row);
+    }
+
     /// Keeps `hit` if it is among the `wanted` best so far: a bounded heap whose front is the worst.
     static void offer(hit_t const& hit, hit_t* top, std::size_t& held, std::size_t wanted) {
         if (held < wanted) {
@@ -850,6 +858,13 @@ EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add(prism_index_t* handle, double 
 EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add_i8(prism_index_t* handle, double const* keys, std::uint8_t const* records,
                                                      std::uint32_t count) {
     return handle->add_i8(keys, records, count);
+}
+
+// The row of one key (the vector as added: an i8 record or its floats, as `prism_index_row_bytes`
+// tells), valid until the index next changes; 0 when the key is absent or the kind is hnsw. Lets
+// the caller read a vector back instead of keeping a copy of its own.
+EMSCRIPTEN_KEEPALIVE std::uint8_t const* prism_index_row(prism_index_t const* handle, double key) {
+    return key >= 0 && key <= static_cast<double>(max_key) ? handle->row_of(static_cast<default_key_t>(key)) : nullptr;
 }
 
 // Returns how many keys were present and removed, or a negative status.

@@ -1,11 +1,19 @@
+import { PrismError } from '../errors.ts';
 import { decodeStoredVector, decodeVector, encodeVector, i8RecordDot, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
+import type { IndexRows } from '../vector/types.ts';
 
 /** i8 records per page: pages are allocated as the table grows, and a freed record is reused. */
 const RECORDS_PER_PAGE = 1024;
 
 /** Decoded vectors kept for `get`: more than one query's working set, a few MB. */
 const DECODED_CACHE_LIMIT = 4096;
+
+/** Indexes one table lends to at most (a memory has six index spaces); a lent slot names its lender in its low bits. */
+const LENDERS = 8;
+
+/** Keys a lent slot can name exactly: the slot is −2 − (key × LENDERS + lender), a safe integer. */
+const MAX_LENT_KEY = Math.floor((Number.MAX_SAFE_INTEGER - 2) / LENDERS) - 1;
 
 /**
  * Node and edge vectors by id, held as compactly as they stay exact: a vector that the i8 store
@@ -15,10 +23,20 @@ const DECODED_CACHE_LIMIT = 4096;
  * every reader sees exactly the floats that were set.
  *
  * On a memory of 10,000 chat messages, f32 copies of the vectors were ~90 MB of a Node process.
+ *
+ * An i8 record an index holds too, and can read back (`VectorIndex.rows`), is lent to it
+ * (`lend`): the table then keeps only its key there and reads the vector from the index.
  */
 export class VectorTable implements Map<string, Float32Array> {
-  /** Record slot (≥ 0) of an i8 vector, or −1 for one kept as floats; in insertion order. */
+  /**
+   * Record slot (≥ 0) of an i8 vector, −1 for one kept as floats, or, at most −2, where a lent
+   * one is (`lentFrom`); in insertion order.
+   */
   private readonly slots = new Map<string, number>();
+  /** Where lent vectors are read, by the number a lent slot names. */
+  private readonly lenders: IndexRows[] = [];
+  /** Slots that hold a record (≥ 0): when none does, the pages go. */
+  private records = 0;
   private readonly floats = new Map<string, Float32Array>();
   private readonly decoded = new Map<string, Float32Array>();
   private readonly pages: Uint8Array[] = [];
@@ -52,7 +70,10 @@ export class VectorTable implements Map<string, Float32Array> {
   peek(id: string): Float32Array | undefined {
     const slot = this.slots.get(id);
     if (slot === undefined) return undefined;
-    return slot < 0 ? this.floats.get(id) : (this.decoded.get(id) ?? decodeVector(this.record(slot), this.dim));
+    if (slot === -1) return this.floats.get(id);
+    const cached = this.decoded.get(id);
+    if (cached) return cached;
+    return slot >= 0 ? decodeVector(this.record(slot), this.dim) : this.lentVector(slot, id);
   }
 
   /**
@@ -100,7 +121,11 @@ export class VectorTable implements Map<string, Float32Array> {
   dot(id: string, query: Float32Array): number | undefined {
     const slot = this.slots.get(id);
     if (slot === undefined) return undefined;
-    if (slot < 0) return dot(this.floats.get(id) as Float32Array, query);
+    if (slot === -1) return dot(this.floats.get(id) as Float32Array, query);
+    if (slot < -1) {
+      const { lender, key } = lentFrom(slot);
+      return (this.lenders[lender] as IndexRows).dot(key, query) ?? lost(id);
+    }
     const { page, start } = this.place(slot);
     return i8RecordDot(this.scaleViews[page] as DataView, this.codeViews[page] as Int8Array, start, this.dim, query);
   }
@@ -110,7 +135,7 @@ export class VectorTable implements Map<string, Float32Array> {
     if (cached) return cached;
     const vector = this.peek(id);
     // Only decoded records are remembered: a vector kept as floats is its own entry.
-    if (vector && (this.slots.get(id) ?? -1) >= 0) {
+    if (vector && this.slots.get(id) !== -1) {
       if (this.decoded.size >= DECODED_CACHE_LIMIT) this.decoded.delete(this.decoded.keys().next().value as string);
       this.decoded.set(id, vector);
     }
@@ -148,21 +173,38 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slot === undefined) return false;
     this.slots.delete(id);
     this.decoded.delete(id);
-    if (slot < 0) this.floats.delete(id);
-    else this.freeSlots.push(slot);
+    if (slot === -1) this.floats.delete(id);
+    else if (slot >= 0) this.freeRecord(slot);
     return true;
+  }
+
+  /**
+   * Lends the i8 records of `ids` to an index that holds each under the key at the same place
+   * in `keys` (as it was added) and reads it back through `rows`: the table frees them and reads
+   * them from there. A vector kept as floats, or already lent, stays as it is. The index must
+   * hold these vectors for as long as the table does; the graph deletes a vector together with
+   * its index entry (ingest's `applyBatch`).
+   */
+  lend(ids: readonly string[], keys: readonly number[], rows: IndexRows): void {
+    let lender = this.lenders.indexOf(rows);
+    if (lender < 0 && this.lenders.length < LENDERS) lender = this.lenders.push(rows) - 1;
+    if (lender < 0) return;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as string;
+      const key = keys[i] as number;
+      const slot = this.slots.get(id);
+      if (slot === undefined || slot < 0 || !Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) continue;
+      this.freeRecord(slot);
+      this.slots.set(id, -2 - (key * LENDERS + lender));
+    }
   }
 
   clear(): void {
     this.slots.clear();
     this.floats.clear();
     this.decoded.clear();
-    this.pages.length = 0;
-    this.codeViews.length = 0;
-    this.scaleViews.length = 0;
-    this.wordViews.length = 0;
-    this.freeSlots.length = 0;
-    this.nextSlot = 0;
+    this.lenders.length = 0;
+    this.dropPages();
     this.dim = 0;
   }
 
@@ -186,6 +228,28 @@ export class VectorTable implements Map<string, Float32Array> {
     return this.entries();
   }
 
+  /** The vector lent under `slot` (at most −2), from its index; a lender that lost it is a broken invariant. */
+  private lentVector(slot: number, id: string): Float32Array {
+    const { lender, key } = lentFrom(slot);
+    return (this.lenders[lender] as IndexRows).vector(key) ?? lost(id);
+  }
+
+  /** Frees a record's slot; once none holds a record, every page goes (an open lends them all). */
+  private freeRecord(slot: number): void {
+    this.freeSlots.push(slot);
+    if (--this.records === 0) this.dropPages();
+  }
+
+  private dropPages(): void {
+    this.pages.length = 0;
+    this.codeViews.length = 0;
+    this.scaleViews.length = 0;
+    this.wordViews.length = 0;
+    this.freeSlots.length = 0;
+    this.nextSlot = 0;
+    this.records = 0;
+  }
+
   /** Keeps `bytes`, an i8 record of this table's dimensions, under `id` (which holds nothing). */
   private store(id: string, bytes: Uint8Array): void {
     const slot = this.freeSlots.pop() ?? this.nextSlot++;
@@ -199,6 +263,7 @@ export class VectorTable implements Map<string, Float32Array> {
     }
     this.record(slot).set(bytes);
     this.slots.set(id, slot);
+    this.records++;
   }
 
   /** Which page holds `slot`'s record, and at which byte it starts. */
@@ -211,6 +276,17 @@ export class VectorTable implements Map<string, Float32Array> {
     const { page, start } = this.place(slot);
     return (this.pages[page] as Uint8Array).subarray(start, start + this.dim + 4);
   }
+}
+
+/** The lender and key a lent slot (at most −2) names. */
+function lentFrom(slot: number): { lender: number; key: number } {
+  const code = -2 - slot;
+  const lender = code % LENDERS;
+  return { lender, key: (code - lender) / LENDERS };
+}
+
+function lost(id: string): never {
+  throw new PrismError('INVALID_INPUT', `vector ${id} was lent to an index that no longer holds it`);
 }
 
 /** Whether two float arrays hold the same values, bit for bit (−0 and 0 differ). */

@@ -3,6 +3,7 @@ import type { Embedder } from '../embed/types.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { turnLine } from '../graph/chunk-text.ts';
+import { VectorTable } from '../graph/vector-table.ts';
 import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type ChunkTurn, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
 import { edgeSpace, type IndexSet, type IndexSpace, type IndexVectors } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
@@ -329,13 +330,20 @@ function withLineTokens(turn: ChunkTurn): ChunkTurn {
   return lineTokens === undefined ? turn : { ...turn, lineTokens };
 }
 
+function batchVectors(batch: WriteBatch, table: ReadonlyMap<string, Float32Array>): IndexVectors {
+  const own = new Map(batch.putVectors ?? []);
+  if (!(table instanceof VectorTable)) return own;
+  return { has: (id) => own.has(id), get: (id) => own.get(id), lend: (ids, keys, rows) => table.lend(ids, keys, rows) };
+}
+
 /**
  * Mirrors a committed batch into the in-memory graph and the vector indexes. Called only
  * after the store accepted the batch, so memory never runs ahead of what is durable. New nodes
- * and edges are indexed under their vectors in `indexVectors`: the batch's own by default; a
- * reload passes the graph's table, which already holds them.
+ * and edges are indexed under their vectors in `indexVectors`: the batch's own by default (which
+ * the graph's table then lends to the index, holding the same values); a reload passes the
+ * graph's table, which already holds them.
  */
-export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: IndexVectors = new Map(batch.putVectors ?? [])): void {
+export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: IndexVectors = batchVectors(batch, state.graph.vectors)): void {
   const { graph, indexes } = state;
   for (const id of batch.deleteEdges ?? []) {
     const edge = graph.edges.get(id);

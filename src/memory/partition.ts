@@ -62,7 +62,12 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
     putEdges: byKey(derived ? [...snapshot.edges, ...derived.indexed] : snapshot.edges),
     putHashes: [...snapshot.hashes],
     meta: snapshot.meta,
-  }, { has: (id) => vectors.has(id), get: (id) => vectors.peek(id), copyRecords: (ids, target) => vectors.copyRecords(ids, target) });
+  }, {
+    has: (id) => vectors.has(id),
+    get: (id) => vectors.peek(id),
+    copyRecords: (ids, target) => vectors.copyRecords(ids, target),
+    lend: (ids, keys, rows) => vectors.lend(ids, keys, rows),
+  });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
   for (const { type, from, keys } of derived?.kept ?? []) {
     for (let i = 0; i < keys.length; i++) graph.putDerivedEdge(type, from[i] as string, keys[i] as number);

@@ -2,7 +2,7 @@ import { PrismError } from '../errors.ts';
 import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan } from './record-plan.ts';
-import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
+import { changesDimension, sortById, validateBatch } from './snapshot.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
@@ -304,13 +304,12 @@ export class SqlStore implements GraphStore {
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
         this.entityPages(partition),
       );
+      // Group by group, each copied into the table and dropped: at 100K messages the groups were ~200 MB.
       const vectors = new VectorTable();
-      const vectorRows: Array<[string, Uint8Array]> = [];
-      for (const row of this.driver.all('SELECT stem, members, data FROM vector_groups WHERE partition = ?', [partition])) {
+      for (const row of this.driver.each('SELECT stem, members, data FROM vector_groups WHERE partition = ?', [partition])) {
         const stem = text(row, 'stem');
-        for (const [member, bytes] of decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) })) vectorRows.push([memberId(stem, member), bytes]);
+        for (const [member, bytes] of decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) })) vectors.setStored(memberId(stem, member), bytes, meta.dim);
       }
-      for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
       return { meta, ...records, chunks, vectors, hashes: new Set(hashes) };
     });

@@ -1,6 +1,7 @@
 import { PrismError } from '../errors.ts';
 import { bruteForceSearch } from './brute-force.ts';
-import type { SearchHit, VectorIndex } from './types.ts';
+import { dot } from '../util/vectors.ts';
+import type { IndexRows, SearchHit, VectorIndex } from './types.ts';
 import { checkK, checkKeys, checkRows } from './validate.ts';
 
 /** Rows a new index has room for before it first grows. */
@@ -22,6 +23,13 @@ export function flatIndex(dim: number): VectorIndex {
 
 class FlatIndex implements VectorIndex {
   readonly dim: number;
+  readonly rows: IndexRows = {
+    vector: (key) => this.#row(key)?.slice(),
+    dot: (key, query) => {
+      const row = this.#row(key);
+      return row && dot(row, query);
+    },
+  };
   #vectors: Float32Array;
   #keys: number[] = [];
   /** Row of each key. */
@@ -54,6 +62,12 @@ class FlatIndex implements VectorIndex {
       this.#rows.set(key, size + i);
       this.#keys.push(key);
     });
+  }
+
+  /** The vector of `key` as a view of its row, or undefined. */
+  #row(key: number): Float32Array | undefined {
+    const row = this.#rows.get(key);
+    return row === undefined ? undefined : this.#vectors.subarray(row * this.dim, (row + 1) * this.dim);
   }
 
   /** Each removed row is filled by the last one, so the rows stay packed. */

@@ -1,6 +1,6 @@
 import type { EdgeType, Layer } from '../graph/types.ts';
 import { packRows } from '../util/vectors.ts';
-import type { SearchHit, VectorIndex } from './types.ts';
+import type { IndexRows, SearchHit, VectorIndex } from './types.ts';
 
 /** The per-layer node indexes and the relation-edge indexes of design §1. */
 export type IndexSpace = Layer | 'edge_relation' | 'edge_semantic';
@@ -20,6 +20,11 @@ export interface IndexVectors {
    * record (`VectorTable.copyRecords`). Absent where vectors are floats.
    */
   copyRecords?(ids: readonly string[], target: Uint8Array): boolean;
+  /**
+   * Told, once an index holds the vectors of `ids` under `keys`, where to read them back
+   * (`VectorTable.lend`), so that whoever keeps them can drop its copy. Absent: nothing is lent.
+   */
+  lend?(ids: readonly string[], keys: readonly number[], rows: IndexRows): void;
 }
 
 /** A lazily created vector index per space, all of one dimension. */
@@ -36,7 +41,8 @@ export class IndexSet {
    * batch. When every one is an i8 record and the index takes records as they are
    * (`VectorIndex.addRecords`), they are copied into the batch straight from where they are kept
    * (a view of each, kept until the add, was a million objects for the collector when a memory
-   * of 100K messages opened); otherwise every one is added as its floats.
+   * of 100K messages opened); otherwise every one is added as its floats. An index that reads
+   * its vectors back (`VectorIndex.rows`) is then lent them.
    */
   add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors): void {
     if (keys.length === 0) return;
@@ -45,6 +51,7 @@ export class IndexSet {
     const records = index.addRecords && vectors.copyRecords ? new Uint8Array(ids.length * (this.dim + 4)) : null;
     if (records && vectors.copyRecords?.(ids, records)) index.addRecords?.(keys, records);
     else index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
+    if (index.rows) vectors.lend?.(ids, keys, index.rows);
   }
 
   remove(space: IndexSpace, keys: readonly number[]): void {

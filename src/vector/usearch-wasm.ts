@@ -1,7 +1,9 @@
 import createUsearchModule from '../../wasm/usearch.mjs';
 import type { UsearchModule } from '../../wasm/usearch.mjs';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
-import type { IndexKind, SearchHit, VectorIndex } from './types.ts';
+import { decodeVector, i8RecordDot } from '../store/vector-codec.ts';
+import { dot } from '../util/vectors.ts';
+import type { IndexKind, IndexRows, SearchHit, VectorIndex } from './types.ts';
 import { checkK, checkKeys, checkRecords, checkRows, compareHits } from './validate.ts';
 
 /**
@@ -142,6 +144,18 @@ class UsearchWasmRuntime implements UsearchWasm {
     return new PrismError(code, `usearch: ${new TextDecoder().decode(heap.subarray(start, end))}`);
   }
 
+  /**
+   * @internal The linear memory as signed bytes and as a view for scales, made again only when
+   * memory grows (growth replaces the buffer): a search reads thousands of rows one at a time.
+   */
+  memoryViews(): { codes: Int8Array; view: DataView } {
+    const buffer = this.module.HEAPU8.buffer;
+    if (this.views?.codes.buffer !== buffer) this.views = { codes: new Int8Array(buffer), view: new DataView(buffer) };
+    return this.views;
+  }
+
+  private views: { codes: Int8Array; view: DataView } | undefined;
+
   /** @internal Throws for a non-zero binding status. */
   check(status: number): void {
     if (status !== 0) throw this.lastError(STATUS_ERROR[status] ?? 'INVALID_INPUT');
@@ -155,6 +169,8 @@ class UsearchWasmRuntime implements UsearchWasm {
 export class UsearchIndex implements VectorIndex {
   readonly dim: number;
   readonly kind: IndexKind;
+  /** The flat kind's rows, read in place; usearch's HNSW graph keeps none to hand out. */
+  readonly rows: IndexRows | undefined;
   private readonly runtime: UsearchWasmRuntime;
   private handle: number;
 
@@ -164,6 +180,7 @@ export class UsearchIndex implements VectorIndex {
     this.handle = handle;
     this.dim = runtime.wasm._prism_index_dimensions(handle);
     this.kind = KIND_BY_CODE[runtime.wasm._prism_index_kind(handle)] ?? 'flat';
+    this.rows = this.kind === 'flat' ? { vector: (key) => this.vectorOf(key), dot: (key, query) => this.dotOf(key, query) } : undefined;
   }
 
   get size(): number {
@@ -223,6 +240,24 @@ export class UsearchIndex implements VectorIndex {
         }
       }
     });
+  }
+
+  /** Where the row of `key` starts in WASM memory (valid until the index next changes), or 0. */
+  private rowOf(key: number): number {
+    return Number.isSafeInteger(key) && key >= 0 ? this.runtime.wasm._prism_index_row(this.live(), key) : 0;
+  }
+
+  private vectorOf(key: number): Float32Array | undefined {
+    const row = this.rowOf(key);
+    return row === 0 ? undefined : decodeVector(this.runtime.wasm.HEAPU8.subarray(row, row + this.bytesPerVector), this.dim);
+  }
+
+  private dotOf(key: number, query: Float32Array): number | undefined {
+    const row = this.rowOf(key);
+    if (row === 0) return undefined;
+    if (this.bytesPerVector === this.dim * 4) return dot(this.runtime.wasm.HEAPF32.subarray(row / 4, row / 4 + this.dim), query);
+    const { view, codes } = this.runtime.memoryViews();
+    return i8RecordDot(view, codes, row, this.dim, query);
   }
 
   remove(keys: readonly number[]): number {

@@ -6,6 +6,7 @@ import { dot as exactDot } from '../src/util/vectors.ts';
 import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
 import { PrismError } from '../src/errors.ts';
 import { flatIndex } from '../src/vector/flat-index.ts';
+import { IndexSet, type IndexVectors } from '../src/vector/index-set.ts';
 import type { VectorIndex } from '../src/vector/types.ts';
 import { loadUsearchWasm } from '../src/vector/usearch-wasm.ts';
 import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
@@ -222,3 +223,61 @@ describe('VectorTable: vectors lent to the index that holds them', () => {
     });
   }
 });
+
+describe('IndexSet: records copied into an index a batch at a time', () => {
+  const dim = 384;
+  // More than two batches of 4 MB (10,810 records of 388 bytes each).
+  const count = 25_000;
+  const rounded = unitVectors(count, dim).map((v) => roundVector(v, 'i8'));
+  const ids = rounded.map((_, i) => `n${i}`);
+  const keys = ids.map((_, i) => i + 1);
+
+  async function setOf(): Promise<{ set: IndexSet; table: VectorTable; vectors: IndexVectors }> {
+    const usearch = await loadUsearchWasm(await readUsearchWasm());
+    const table = new VectorTable();
+    rounded.forEach((v, i) => table.set(ids[i] as string, v));
+    const vectors: IndexVectors = {
+      has: (id) => table.has(id),
+      get: (id) => table.peek(id),
+      copyRecords: (batch, target) => table.copyRecords(batch, target),
+      lend: (batch, batchKeys, rows) => table.lend(batch, batchKeys, rows),
+    };
+    return { set: new IndexSet(dim, (d) => usearch.createIndex({ dim: d })), table, vectors };
+  }
+
+  it('adds every vector across batches, and answers as the floats do', async () => {
+    const { set, table, vectors } = await setOf();
+    set.add('facetPoint', keys, ids, vectors);
+    expect(set.size('facetPoint')).toBe(count);
+    const query = rounded[20_000] as Float32Array;
+    const [best] = set.search('facetPoint', query, 1);
+    expect(best?.key).toBe(20_001);
+    expect(bitsOf(table.get('n24999'))).toEqual(bitsOf(rounded[24_999]));
+    set.dispose();
+  });
+
+  it('adds all or nothing: a key the index holds in a later batch leaves none of the batch added', async () => {
+    const { set, vectors } = await setOf();
+    set.add('facetPoint', [count + 5], ['n20000'], vectors);
+    const clashing = keys.map((key, i) => (i === 20_000 ? count + 5 : key));
+    expect(() => set.add('facetPoint', clashing, ids, vectors)).toThrow(PrismError);
+    expect(set.size('facetPoint')).toBe(1);
+    set.dispose();
+  });
+
+  it('falls back to floats for the whole batch when one vector past the first batch is not a record', async () => {
+    const { set, table, vectors } = await setOf();
+    // Off the i8 grid by a hair: kept as floats.
+    const floats = Float32Array.from(rounded[20_000] as Float32Array, (x, i) => (i === 0 ? x + 1e-7 : x));
+    table.set('n20000', floats);
+    expect(table.copyRecords(['n20000'], new Uint8Array(dim + 4))).toBe(false);
+    set.add('facetPoint', keys, ids, vectors);
+    expect(set.size('facetPoint')).toBe(count);
+    expect(set.search('facetPoint', floats, 1)[0]?.key).toBe(20_001);
+    set.dispose();
+  });
+});
+
+function bitsOf(v: Float32Array | undefined): number[] | undefined {
+  return v && [...new Uint32Array(v.buffer, v.byteOffset, v.length)];
+}

@@ -27,6 +27,13 @@ export interface IndexVectors {
   lend?(ids: readonly string[], keys: readonly number[], rows: IndexRows): void;
 }
 
+/**
+ * Bytes of i8 records copied at a time into an index from where they are kept: the batch is
+ * reused, where one a whole layer long was 116 MB when a memory of 100K messages opened (and
+ * a view per vector, before that, a million objects for the collector).
+ */
+const RECORD_BATCH_BYTES = 4 << 20;
+
 /** A lazily created vector index per space, all of one dimension. */
 export class IndexSet {
   private readonly spaces = new Map<IndexSpace, VectorIndex>();
@@ -37,21 +44,41 @@ export class IndexSet {
   ) {}
 
   /**
-   * Adds the vectors of `ids` (each held by `vectors`) under `keys` to the space's index, in one
-   * batch. When every one is an i8 record and the index takes records as they are
-   * (`VectorIndex.addRecords`), they are copied into the batch straight from where they are kept
-   * (a view of each, kept until the add, was a million objects for the collector when a memory
-   * of 100K messages opened); otherwise every one is added as its floats. An index that reads
-   * its vectors back (`VectorIndex.rows`) is then lent them.
+   * Adds the vectors of `ids` (each held by `vectors`) under `keys` to the space's index, all or
+   * nothing. When every one is an i8 record and the index takes records as they are
+   * (`VectorIndex.addRecords`), they are copied from where they are kept a batch of
+   * `RECORD_BATCH_BYTES` at a time; otherwise every one is added as its floats. An index that
+   * reads its vectors back (`VectorIndex.rows`) is then lent them.
    */
   add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors): void {
     if (keys.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
-    const records = index.addRecords && vectors.copyRecords ? new Uint8Array(ids.length * (this.dim + 4)) : null;
-    if (records && vectors.copyRecords?.(ids, records)) index.addRecords?.(keys, records);
-    else index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
+    if (!this.addRecords(index, keys, ids, vectors)) index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
     if (index.rows) vectors.lend?.(ids, keys, index.rows);
+  }
+
+  /** The vectors added as i8 records, batch by batch; false, with nothing added, when one is not kept as a record or the index takes none. */
+  private addRecords(index: VectorIndex, keys: readonly number[], ids: readonly string[], vectors: IndexVectors): boolean {
+    if (!index.addRecords || !vectors.copyRecords) return false;
+    const perRecord = this.dim + 4;
+    const perBatch = Math.max(1, Math.floor(RECORD_BATCH_BYTES / perRecord));
+    const batch = new Uint8Array(Math.min(ids.length, perBatch) * perRecord);
+    let added = 0;
+    try {
+      for (let start = 0; start < ids.length; start = added) {
+        const end = Math.min(ids.length, start + perBatch);
+        const records = batch.subarray(0, (end - start) * perRecord);
+        if (!vectors.copyRecords(ids.slice(start, end), records)) break;
+        index.addRecords(keys.slice(start, end), records);
+        added = end;
+      }
+    } catch (error) {
+      index.remove(keys.slice(0, added));
+      throw error;
+    }
+    if (added < ids.length) index.remove(keys.slice(0, added));
+    return added === ids.length;
   }
 
   remove(space: IndexSpace, keys: readonly number[]): void {

@@ -2,7 +2,7 @@ import { PrismError } from '../errors.ts';
 import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan } from './record-plan.ts';
-import { changesDimension, sortById, validateBatch } from './snapshot.ts';
+import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
@@ -269,7 +269,7 @@ export class SqlStore implements GraphStore {
   }
 
   async load(partition: string): Promise<MemorySnapshot | null> {
-    const memory = this.read(partition);
+    const memory = this.read(partition, 'id');
     if (memory === null) return null;
     // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
     return {
@@ -283,7 +283,7 @@ export class SqlStore implements GraphStore {
   }
 
   async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
-    return this.read(partition);
+    return this.read(partition, 'stored');
   }
 
   /** The `json` column of a query's rows, read as the caller reaches each. */
@@ -291,8 +291,12 @@ export class SqlStore implements GraphStore {
     for (const row of this.driver.each(sql, [partition])) yield text(row, 'json');
   }
 
-  /** The partition's records as stored, derived edges as keys. */
-  private read(partition: string): WorkingSnapshot | null {
+  /**
+   * The partition's records as stored, derived edges as keys; the vectors in id order (as the
+   * other stores hand them to `load`), or as stored, group by group, each copied into the table
+   * and dropped (an open's: at 100K messages the groups were ~200 MB, held at once to be sorted).
+   */
+  private read(partition: string, vectorOrder: 'id' | 'stored'): WorkingSnapshot | null {
     // One read transaction: a commit by another connection lands wholly before or after it.
     return this.driver.transaction('read', () => {
       const meta = this.readMeta(partition);
@@ -304,12 +308,16 @@ export class SqlStore implements GraphStore {
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
         this.entityPages(partition),
       );
-      // Group by group, each copied into the table and dropped: at 100K messages the groups were ~200 MB.
       const vectors = new VectorTable();
+      const sorted: Array<[string, Uint8Array]> = [];
       for (const row of this.driver.each('SELECT stem, members, data FROM vector_groups WHERE partition = ?', [partition])) {
         const stem = text(row, 'stem');
-        for (const [member, bytes] of decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) })) vectors.setStored(memberId(stem, member), bytes, meta.dim);
+        for (const [member, bytes] of decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) })) {
+          if (vectorOrder === 'id') sorted.push([memberId(stem, member), bytes]);
+          else vectors.setStored(memberId(stem, member), bytes, meta.dim);
+        }
       }
+      for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
       return { meta, ...records, chunks, vectors, hashes: new Set(hashes) };
     });

@@ -29,7 +29,7 @@ import { partitionOf, resolveScope, scopeOfPartition, type ResolvedScope, type S
 import { decodeCheckpoint, encodeCheckpoint, replacePartition } from './store/checkpoint.ts';
 import { roundVectors } from './store/vector-codec.ts';
 import type { GraphStore } from './store/types.ts';
-import type { IndexSpace } from './vector/index-set.ts';
+import type { IndexSet, IndexSpace } from './vector/index-set.ts';
 import type { VectorIndex } from './vector/types.ts';
 
 export { SCHEMA_VERSION } from './memory/partition.ts';
@@ -344,9 +344,12 @@ export class Memory {
     if (typeof query !== 'string' || query.trim() === '') throw new PrismError('INVALID_INPUT', `search: expected a non-empty query string, got ${typeof query === 'string' ? 'an empty string' : typeof query}`);
     checkOptions('search', options);
     const partition = await this.read(options);
-    const result = await retrieve(query, await this.retrieveDeps(partition), options);
-    const graph = partition.state.graph;
-    return { ...result, units: result.units.map((unit) => ({ ...unit, turns: unitTurns(graph, unit.episodeId, unit.dialogIds, partition.scope) })) };
+    // The graph and indexes taken now are read to the end, even if a reload replaces them meanwhile.
+    const { graph, indexes } = partition.state;
+    return indexes.reading(async () => {
+      const result = await retrieve(query, await this.retrieveDeps(partition, graph, indexes), options);
+      return { ...result, units: result.units.map((unit) => ({ ...unit, turns: unitTurns(graph, unit.episodeId, unit.dialogIds, partition.scope) })) };
+    });
   }
 
   /** Answers from the packed context with the `answer` role; needs an LLM client. */
@@ -360,8 +363,7 @@ export class Memory {
     return { answer, retrieval, llmCalls: after.calls - before.calls, llmTokens: after.tokens - before.tokens };
   }
 
-  private async retrieveDeps(partition: Partition): Promise<RetrieveDeps> {
-    const { graph, indexes } = partition.state;
+  private async retrieveDeps(partition: Partition, graph: MemoryGraph, indexes: IndexSet): Promise<RetrieveDeps> {
     const embedder = this.options.embedder;
     const lexical = await lexicalIndexOf(this.options.store, partition);
     this.prototypes ??= new PrototypeBank((texts) => embedder.embed(texts));

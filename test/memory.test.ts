@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Embedder } from '../src/embed/types.ts';
 import { parseSessionDate } from '../src/ingest/conversation.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { resolveTimeExpression } from '../src/ingest/time.ts';
@@ -232,6 +233,44 @@ describe('consistency', () => {
     }
     await Promise.all([one.close(), two.close()]);
     expect((await stat(path)).size).toBeGreaterThan(0);
+  });
+
+  it('a search in flight while another writer\'s commit reloads the scope reads the graph it began with to the end', async () => {
+    const path = join(await tempDir(), 'memory.sqlite');
+    const usearch = await nodeUsearch();
+    const words = hashEmbedder();
+    // The reader's query embedding waits for the test's word: meanwhile the other handle commits and the reader reloads.
+    let embedded: () => void = () => undefined;
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holdNext = false;
+    const held: Embedder = {
+      ...words,
+      embed: async (texts, options) => {
+        if (holdNext) {
+          holdNext = false;
+          embedded();
+          await released;
+        }
+        return words.embed(texts, options);
+      },
+    };
+    const open = async (embedder: Embedder) => Memory.open({ store: await openSqliteStore(path), embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
+    const [reader, writer] = [await open(held), await open(words)];
+    await reader.add([{ speaker: 'Ann', text: 'I planted twelve tulips by the garden fence.' }], { sessionId: 'tulips', date: '2024-04-01' });
+    const before = await reader.search('tulips by the fence', { budget: 256 });
+    holdNext = true;
+    const waiting = new Promise<void>((resolve) => (embedded = resolve));
+    const inFlight = reader.search('tulips by the fence ', { budget: 256 });
+    await waiting;
+    await writer.add([{ speaker: 'Bob', text: 'I repaired the garden fence on Sunday.' }], { sessionId: 'fence', date: '2024-04-02' });
+    // The reader catches up: its working set and indexes are replaced while the search waits.
+    expect((await reader.list()).map((s) => s.sessionId)).toEqual(['tulips', 'fence']);
+    release();
+    const during = await inFlight;
+    expect(during.units.map((u) => u.turns.map((t) => t.text))).toEqual(before.units.map((u) => u.turns.map((t) => t.text)));
+    expect((await reader.search('repaired fence', { budget: 256 })).context).toContain('repaired the garden fence');
+    await Promise.all([reader.close(), writer.close()]);
   });
 
   it('openNodeMemory waits lockTimeoutMs for another writer, then fails with STORE_BUSY and loses nothing', async () => {

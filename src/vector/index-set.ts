@@ -37,6 +37,9 @@ const RECORD_BATCH_BYTES = 4 << 20;
 /** A lazily created vector index per space, all of one dimension. */
 export class IndexSet {
   private readonly spaces = new Map<IndexSpace, VectorIndex>();
+  /** Reads in flight (`reading`); a disposal asked for meanwhile waits for the last. */
+  private readers = 0;
+  private disposeWhenRead = false;
 
   constructor(
     private readonly dim: number,
@@ -95,7 +98,25 @@ export class IndexSet {
     return this.spaces.get(space)?.size ?? 0;
   }
 
+  /**
+   * Runs `read`, which reads these indexes (or the vectors lent to them) across awaits, with the
+   * indexes kept until it settles: a search awaits its query's embedding between taking the graph
+   * and searching, and meanwhile another writer's commit may reload the scope (which disposes
+   * the set it replaces) or the memory may close.
+   */
+  async reading<T>(read: () => Promise<T>): Promise<T> {
+    this.readers++;
+    try {
+      return await read();
+    } finally {
+      if (--this.readers === 0 && this.disposeWhenRead) this.dispose();
+    }
+  }
+
+  /** Frees the indexes, once no `reading` is in flight. */
   dispose(): void {
+    this.disposeWhenRead = this.readers > 0;
+    if (this.disposeWhenRead) return;
     for (const index of this.spaces.values()) index.dispose();
     this.spaces.clear();
   }

@@ -330,6 +330,7 @@ function withLineTokens(turn: ChunkTurn): ChunkTurn {
   return lineTokens === undefined ? turn : { ...turn, lineTokens };
 }
 
+/** A batch's own vectors, for `applyBatch` to index; the graph's table (which has just taken the same values) lends them on. */
 function batchVectors(batch: WriteBatch, table: ReadonlyMap<string, Float32Array>): IndexVectors {
   const own = new Map(batch.putVectors ?? []);
   if (!(table instanceof VectorTable)) return own;

@@ -30,13 +30,13 @@ const MAX_LENT_KEY = Math.floor((Number.MAX_SAFE_INTEGER - 2) / LENDERS) - 1;
 export class VectorTable implements Map<string, Float32Array> {
   /**
    * Record slot (≥ 0) of an i8 vector, −1 for one kept as floats, or, at most −2, where a lent
-   * one is (`lentFrom`); in insertion order.
+   * one is (`lentTo`); in insertion order.
    */
   private readonly slots = new Map<string, number>();
   /** Where lent vectors are read, by the number a lent slot names. */
   private readonly lenders: IndexRows[] = [];
   /** Slots that hold a record (≥ 0): when none does, the pages go. */
-  private records = 0;
+  private heldRecords = 0;
   private readonly floats = new Map<string, Float32Array>();
   private readonly decoded = new Map<string, Float32Array>();
   private readonly pages: Uint8Array[] = [];
@@ -122,10 +122,7 @@ export class VectorTable implements Map<string, Float32Array> {
     const slot = this.slots.get(id);
     if (slot === undefined) return undefined;
     if (slot === -1) return dot(this.floats.get(id) as Float32Array, query);
-    if (slot < -1) {
-      const { lender, key } = lentFrom(slot);
-      return (this.lenders[lender] as IndexRows).dot(key, query) ?? lost(id);
-    }
+    if (slot < -1) return this.lentDot(slot, id, query);
     const { page, start } = this.place(slot);
     return i8RecordDot(this.scaleViews[page] as DataView, this.codeViews[page] as Int8Array, start, this.dim, query);
   }
@@ -230,14 +227,27 @@ export class VectorTable implements Map<string, Float32Array> {
 
   /** The vector lent under `slot` (at most −2), from its index; a lender that lost it is a broken invariant. */
   private lentVector(slot: number, id: string): Float32Array {
-    const { lender, key } = lentFrom(slot);
-    return (this.lenders[lender] as IndexRows).vector(key) ?? lost(id);
+    const { rows, key } = this.lentTo(slot);
+    return rows.vector(key) ?? lost(id);
+  }
+
+  /** `dot` of the vector lent under `slot`, as its index gives it. */
+  private lentDot(slot: number, id: string, query: Float32Array): number {
+    const { rows, key } = this.lentTo(slot);
+    return rows.dot(key, query) ?? lost(id);
+  }
+
+  /** The index a lent slot (at most −2) names, and the key the vector is under there. */
+  private lentTo(slot: number): { rows: IndexRows; key: number } {
+    const code = -2 - slot;
+    const lender = code % LENDERS;
+    return { rows: this.lenders[lender] as IndexRows, key: (code - lender) / LENDERS };
   }
 
   /** Frees a record's slot; once none holds a record, every page goes (an open lends them all). */
   private freeRecord(slot: number): void {
     this.freeSlots.push(slot);
-    if (--this.records === 0) this.dropPages();
+    if (--this.heldRecords === 0) this.dropPages();
   }
 
   private dropPages(): void {
@@ -247,7 +257,7 @@ export class VectorTable implements Map<string, Float32Array> {
     this.wordViews.length = 0;
     this.freeSlots.length = 0;
     this.nextSlot = 0;
-    this.records = 0;
+    this.heldRecords = 0;
   }
 
   /** Keeps `bytes`, an i8 record of this table's dimensions, under `id` (which holds nothing). */
@@ -263,7 +273,7 @@ export class VectorTable implements Map<string, Float32Array> {
     }
     this.record(slot).set(bytes);
     this.slots.set(id, slot);
-    this.records++;
+    this.heldRecords++;
   }
 
   /** Which page holds `slot`'s record, and at which byte it starts. */
@@ -276,13 +286,6 @@ export class VectorTable implements Map<string, Float32Array> {
     const { page, start } = this.place(slot);
     return (this.pages[page] as Uint8Array).subarray(start, start + this.dim + 4);
   }
-}
-
-/** The lender and key a lent slot (at most −2) names. */
-function lentFrom(slot: number): { lender: number; key: number } {
-  const code = -2 - slot;
-  const lender = code % LENDERS;
-  return { lender, key: (code - lender) / LENDERS };
 }
 
 function lost(id: string): never {

@@ -86,6 +86,8 @@ async function compile(source: UsearchWasmSource): Promise<WebAssembly.Module> {
 
 class UsearchWasmRuntime implements UsearchWasm {
   private readonly module: UsearchModule;
+  /** `memoryViews`' views, of the buffer the linear memory had when they were made. */
+  private views: { codes: Int8Array; view: DataView } | undefined;
 
   constructor(module: UsearchModule) {
     this.module = module;
@@ -153,8 +155,6 @@ class UsearchWasmRuntime implements UsearchWasm {
     if (this.views?.codes.buffer !== buffer) this.views = { codes: new Int8Array(buffer), view: new DataView(buffer) };
     return this.views;
   }
-
-  private views: { codes: Int8Array; view: DataView } | undefined;
 
   /** @internal Throws for a non-zero binding status. */
   check(status: number): void {

@@ -3,7 +3,7 @@ import MiniSearch from 'minisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig, type PrismConfig } from '../src/config.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
-import { LAYERS, type Chunk, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../src/graph/types.ts';
+import { LAYERS, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../src/graph/types.ts';
 import { createLlmClient } from '../src/llm/client.ts';
 import { fuseAnchors } from '../src/retrieve/anchor-fusion.ts';
 import { bundleSearch, enumeratePaths, formatTrace } from '../src/retrieve/bundle-search.ts';
@@ -20,7 +20,7 @@ import {
 } from '../src/retrieve/intent.ts';
 import { LexicalIndex, lexicalDocuments, NO_TURN_SCORES, normaliseTerm, termsOf, type LexicalDoc, type LexicalMatches, type TurnScores } from '../src/retrieve/lexical.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
-import { excerptTurn, excerptWithin } from '../src/retrieve/excerpt.ts';
+import { SentenceWeighing, type Excerpt } from '../src/retrieve/excerpt.ts';
 import { countTokens, packContext, type ContextUnit } from '../src/retrieve/pack.ts';
 import { countLines } from '../src/util/tokens.ts';
 import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
@@ -34,6 +34,9 @@ import type { Anchor, BundleEntry, LayerAnchors, RetrieveDeps } from '../src/ret
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 
 const DIM = 384;
+/** One weighing per excerpt, as a unit asking for one excerpt makes. */
+const excerptTurn = (turn: ChunkTurn, score: (sentence: string) => number, cap: number): Excerpt => new SentenceWeighing(turn, score).excerpt(cap);
+const excerptWithin = (turn: ChunkTurn, score: (sentence: string) => number, cap: number): Excerpt | null => new SentenceWeighing(turn, score).within(cap);
 
 /** A unit vector with the given components (by dimension), zero elsewhere. */
 function vec(parts: Record<number, number>): Float32Array {
@@ -1112,21 +1115,64 @@ describe('zero-LLM precision, units and packing', () => {
   it('excerpts a long turn: best sentences first, written in their order, gaps marked, within the cap', () => {
     const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one. Beta two. Gamma three. Delta four. Epsilon five.' };
     const scores: Record<string, number> = { 'Gamma three.': 1, 'Alpha one.': 0.9, 'Beta two.': 0.8, 'Delta four.': 0.1 };
-    expect(excerptTurn(turn, (s) => scores[s] ?? 0, 100)).toBe('(D1:1) Ana: Alpha one. Beta two. Gamma three. …');
+    expect(excerptTurn(turn, (s) => scores[s] ?? 0, 100).text).toBe('(D1:1) Ana: Alpha one. Beta two. Gamma three. …');
     // Sentences under half the best score stay out even with room to spare; a tight cap keeps the best.
-    expect(excerptTurn(turn, (s) => (s === 'Delta four.' ? 1 : s === 'Alpha one.' ? 0.6 : 0), 100)).toBe('(D1:1) Ana: Alpha one. … Delta four. …');
-    expect(excerptTurn(turn, (s) => scores[s] ?? 0, 12)).toBe('(D1:1) Ana: … Gamma three. …');
+    expect(excerptTurn(turn, (s) => (s === 'Delta four.' ? 1 : s === 'Alpha one.' ? 0.6 : 0), 100).text).toBe('(D1:1) Ana: Alpha one. … Delta four. …');
+    expect(excerptTurn(turn, (s) => scores[s] ?? 0, 12).text).toBe('(D1:1) Ana: … Gamma three. …');
     // One sentence longer than the cap is cut to it.
     const cut = excerptTurn({ ...turn, text: 'word '.repeat(2000) }, () => 0, 50);
-    expect(countTokens(cut)).toBeLessThanOrEqual(50);
-    expect(cut).toMatch(/^\(D1:1\) Ana: word word .* …$/);
+    expect(cut.tokens).toBeLessThanOrEqual(50);
+    expect(cut.text).toMatch(/^\(D1:1\) Ana: word word .* …$/);
+  });
+
+  it('gives each excerpt with its tokens, as counting its whole line gives them', () => {
+    // Sentences of many shapes (numbers, quotes, non-Latin text, markdown, runs of punctuation),
+    // picked at caps from one sentence to all: the tokens packing uses are the excerpt's own.
+    const sentences = ['Alpha one.', 'We paid $1,234.50 for it!', '"Quoted," she said.', 'Émile était là.', '**Bold** and `code`.', 'Why?!', '東京に行きました。', 'Ok... fine.', 'Line one; line two.'];
+    let seed = 7;
+    const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let round = 0; round < 200; round++) {
+      const text = Array.from({ length: 2 + random(8) }, () => sentences[random(sentences.length)] ?? '').join(' ');
+      const turn = { dialogId: 'D1:1', speaker: 'Ana', text };
+      const score = (s: string) => (s.length * 7919 + round) % 13;
+      for (const cap of [8, 20, 60, 400]) {
+        const excerpt = excerptTurn(turn, score, cap);
+        expect(excerpt.tokens).toBe(o200kCount(excerpt.text));
+        const within = excerptWithin(turn, score, cap);
+        if (within) expect(within.tokens).toBe(o200kCount(within.text));
+      }
+    }
+  });
+
+  it('bounds an excerpt from below before making it (leastTokens): never over its tokens, 0 where the best sentence alone is cut', () => {
+    const sentences = ['Alpha one.', 'We paid $1,234.50 for it!', '"Quoted," she said.', 'Émile était là.', '**Bold** and `code`.', 'Why?!', 'A much longer sentence that goes on about many different things at once.'];
+    let seed = 11;
+    const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    let bounded = 0;
+    for (let round = 0; round < 200; round++) {
+      const text = Array.from({ length: 2 + random(8) }, () => sentences[random(sentences.length)] ?? '').join(' ');
+      const turn = { dialogId: 'D1:1', speaker: 'Ana', text };
+      const score = (s: string) => (s.length * 7919 + round) % 13;
+      for (const cap of [8, 14, 30, 400]) {
+        // One weighing, as a unit keeps: the bound first, then the excerpt, then a smaller one.
+        const weighing = new SentenceWeighing(turn, score);
+        const least = weighing.leastTokens(cap);
+        const excerpt = weighing.excerpt(cap);
+        expect(least).toBeLessThanOrEqual(excerpt.tokens);
+        if (least > 0) bounded++;
+        else expect(excerptWithin(turn, score, cap)).toBeNull();
+        expect(weighing.within(cap)).toEqual(excerptWithin(turn, score, cap));
+      }
+    }
+    // The bound is a real one most of the time, not 0.
+    expect(bounded).toBeGreaterThan(400);
   });
 
   it('excerpts within a cap only with whole sentences (excerptWithin): none when the best one does not fit', () => {
     const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one. Beta two. Gamma three. Delta four. Epsilon five.' };
     const score = (s: string) => ({ 'Gamma three.': 1, 'Alpha one.': 0.9, 'Beta two.': 0.8 })[s] ?? 0;
-    for (const cap of [100, 12]) expect(excerptWithin(turn, score, cap)).toBe(excerptTurn(turn, score, cap));
-    expect(excerptWithin(turn, score, 12)).toBe('(D1:1) Ana: … Gamma three. …');
+    for (const cap of [100, 12]) expect(excerptWithin(turn, score, cap)).toEqual(excerptTurn(turn, score, cap));
+    expect(excerptWithin(turn, score, 12)?.text).toBe('(D1:1) Ana: … Gamma three. …');
     // Where excerptTurn cuts the best sentence to the cap, excerptWithin offers nothing.
     expect(countTokens('(D1:1) Ana: … Gamma three. …')).toBeGreaterThan(6);
     expect(excerptWithin(turn, score, 6)).toBeNull();
@@ -1154,6 +1200,25 @@ describe('zero-LLM precision, units and packing', () => {
     // A fit that makes nothing, or something still too long, leaves the unit out.
     expect(packContext(ranked, budget, undefined, () => null).units.map((u) => u.id)).toEqual(['D1:1', 'D1:3']);
     expect(packContext(ranked, budget, undefined, (u) => u).units.map((u) => u.id)).toEqual(['D1:1', 'D1:3']);
+  });
+
+  it('packs the same with a lower bound on tokens, counting only units whose bound fits', () => {
+    const header = '[s1 · 1 May 2023]';
+    const unit = (id: string, text: string, score: number): ContextUnit => ({ id, header, text, dialogIds: [id], score, time: '2023-05-01' });
+    const ranked = Array.from({ length: 40 }, (_, i) => unit(`D1:${i + 1}`, `(D1:${i + 1}) Ana: ${'word '.repeat(1 + ((i * 37) % 60)).trim()}.`, 40 - i));
+    for (const budget of [30, 120, 400, 2000]) {
+      const plain = packContext(ranked, budget);
+      const counted: string[] = [];
+      const of = (u: ContextUnit) => (counted.push(u.id), countTokens(u.text));
+      // Half the bound: what a unit whose text is not made yet can promise.
+      const least = (u: ContextUnit) => Math.floor(countTokens(u.text) / 2);
+      const bounded = packContext(ranked, budget, { of, least });
+      expect(bounded).toEqual(plain);
+      const skipped = ranked.filter((u) => !counted.includes(u.id));
+      // Units are left uncounted only where even their bound could not fit; some are, at a tight budget.
+      if (budget <= 400) expect(skipped.length).toBeGreaterThan(0);
+      for (const u of skipped) expect(plain.units).not.toContain(u);
+    }
   });
 
   it('fits the remainder of a budget with the best sentences of a turn, from retrieval.fitRemainder tokens left', async () => {

@@ -8,62 +8,117 @@ const ELLIPSIS = ' …';
 const RELATIVE_FLOOR = 0.5;
 
 /**
- * A turn longer than `maxTokens` (a pasted document, a long monologue) would never fit a tight
- * budget whole, so it is offered as an excerpt: its sentences, best first by `sentenceScore`,
- * written back in their original order with "…" marking what was left out, as many as fit
- * and score at least half as well as the best.
- * A single sentence longer than the cap is cut at the cap.
+ * An excerpt's line and its tokens under the installed counter: weighing the sentences counted
+ * them, so packing need not tokenise the excerpt again.
  */
-export function excerptTurn(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): string {
-  const excerpt = pickSentences(turn, sentenceScore, maxTokens);
-  return 'text' in excerpt ? excerpt.text : cutToTokens(excerpt.bestAlone, maxTokens);
+export interface Excerpt {
+  text: string;
+  tokens: number;
 }
 
 /**
- * The excerpt `excerptTurn` makes, or null when not even the turn's best sentence fits in
- * `maxTokens`: the packer's way to fit the rest of a budget with whole sentences only.
+ * A turn longer than a cap (a pasted document, a long monologue) would never fit a tight budget
+ * whole, so it is offered as an excerpt: its sentences, best first by `sentenceScore`, written
+ * back in their original order with "…" marking what was left out, as many as fit and score at
+ * least half as well as the best. One weighing serves every excerpt packing asks of a turn for
+ * one query: the sentences are scored once, and each is counted when an excerpt first needs it.
  */
-export function excerptWithin(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): string | null {
-  const excerpt = pickSentences(turn, sentenceScore, maxTokens);
-  return 'text' in excerpt ? excerpt.text : null;
-}
+export class SentenceWeighing {
+  private readonly sentences: readonly string[];
+  /** The excerpt's line as parts that join into it: `pieces[0]` the line's head, `pieces[1]` the "…" with its space, `pieces[2 + i]` sentence i with its space. */
+  private readonly pieces: readonly string[];
+  /** Counted apart (the default counter), a candidate's tokens are its parts' counts summed (`countSpaced`). */
+  private readonly apart: boolean;
+  /** Tokens of each piece, counted when first needed. */
+  private readonly counts: number[] = [];
+  private ranked: ReadonlyArray<{ i: number; score: number }> | undefined;
 
-/** The excerpt of the sentences that fit, or (when the best one alone does not) that sentence's line uncut. */
-function pickSentences(turn: ChunkTurn, sentenceScore: (sentence: string) => number, maxTokens: number): { text: string } | { bestAlone: string } {
-  const sentences = sentencesOf(turn);
-  const order = sentences.map((sentence, i) => ({ i, score: sentenceScore(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
-  // The excerpt's line as parts that join into it: the line's head, then each sentence and
-  // each "…" with the space before it. Made once, then named by position: `pieces[0]` is the
-  // head, `pieces[1]` the "…", `pieces[2 + i]` sentence i.
-  const head = turnLineHead(turn).trimEnd();
-  const pieces = [head, ELLIPSIS, ...sentences.map((sentence) => ` ${sentence}`)];
-  const partsOf = (picked: readonly number[]): number[] => {
+  constructor(
+    turn: ChunkTurn,
+    private readonly sentenceScore: (sentence: string) => number,
+  ) {
+    this.sentences = sentencesOf(turn);
+    this.pieces = [turnLineHead(turn).trimEnd(), ELLIPSIS, ...this.sentences.map((sentence) => ` ${sentence}`)];
+    this.apart = countedApart(this.pieces);
+  }
+
+  /** The excerpt within `maxTokens`; a best sentence longer than that alone is cut at it. */
+  excerpt(maxTokens: number): Excerpt {
+    const picked = this.pick(maxTokens);
+    return 'text' in picked ? picked : cutToTokens(picked.bestAlone, maxTokens);
+  }
+
+  /**
+   * The excerpt `excerpt` makes, or null when not even the best sentence fits in `maxTokens`:
+   * the packer's way to fit the rest of a budget with whole sentences only.
+   */
+  within(maxTokens: number): Excerpt | null {
+    const picked = this.pick(maxTokens);
+    return 'text' in picked ? picked : null;
+  }
+
+  /**
+   * Tokens `excerpt(maxTokens)` has at least, counting only the head and the best sentence:
+   * every excerpt of whole sentences holds both, and the other parts count for something or
+   * nothing. When the two alone are over the cap the excerpt is the cut line, which this does
+   * not bound: 0. With another counter (parts not counted apart) also 0.
+   */
+  leastTokens(maxTokens: number): number {
+    const best = this.order()[0];
+    if (!this.apart || best === undefined) return 0;
+    const least = this.countOf(0) + this.countOf(2 + best.i);
+    return least <= maxTokens ? least : 0;
+  }
+
+  private order(): ReadonlyArray<{ i: number; score: number }> {
+    this.ranked ??= this.sentences.map((sentence, i) => ({ i, score: this.sentenceScore(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
+    return this.ranked;
+  }
+
+  private countOf(piece: number): number {
+    return (this.counts[piece] ??= countTokens(this.pieces[piece] as string));
+  }
+
+  /** The pieces of the excerpt of `picked`: the head, then each sentence in order, a "…" for each gap. */
+  private partsOf(picked: readonly number[]): number[] {
     const sorted = [...picked].sort((a, b) => a - b);
     const out = [0];
     sorted.forEach((i, k) => {
       if (k === 0 ? i > 0 : sorted[k - 1] !== i - 1) out.push(1);
       out.push(2 + i);
     });
-    if (sorted.at(-1) !== sentences.length - 1) out.push(1);
+    if (sorted.at(-1) !== this.sentences.length - 1) out.push(1);
     return out;
-  };
-  // The parts join into the excerpt's turn line: the head, its space, then the text.
-  const render = (picked: readonly number[]): string => partsOf(picked).map((k) => pieces[k]).join('');
-  // Counted apart (the default counter), a candidate's tokens are its parts' counts summed
-  // (`countSpaced`), each part's looked up once for all the candidates that hold it.
-  const apart = countedApart(pieces);
-  const counts: number[] = [];
-  const tokensOf = (picked: readonly number[]): number =>
-    apart ? partsOf(picked).reduce((sum, k) => sum + (counts[k] ??= countTokens(pieces[k] as string)), 0) : countTokens(render(picked));
-  const floor = (order[0]?.score ?? 0) * RELATIVE_FLOOR;
-  const picked: number[] = [];
-  for (const { i, score } of order) {
-    if (picked.length > 0 && score < floor) break;
-    if (tokensOf([...picked, i]) <= maxTokens) picked.push(i);
-    else if (picked.length > 0) break;
-    else return { bestAlone: render([i]) };
   }
-  return { text: render(picked) };
+
+  private render(picked: readonly number[]): string {
+    return this.partsOf(picked)
+      .map((k) => this.pieces[k])
+      .join('');
+  }
+
+  private tokensOf(picked: readonly number[]): number {
+    return this.apart ? this.partsOf(picked).reduce((sum, k) => sum + this.countOf(k), 0) : countTokens(this.render(picked));
+  }
+
+  /** The excerpt of the sentences that fit, or (when the best one alone does not) that sentence's line uncut. */
+  private pick(maxTokens: number): Excerpt | { bestAlone: string } {
+    const order = this.order();
+    const floor = (order[0]?.score ?? 0) * RELATIVE_FLOOR;
+    const picked: number[] = [];
+    // Set by the first pick: the loop picks at least one sentence or returns.
+    let tokens = 0;
+    for (const { i, score } of order) {
+      if (picked.length > 0 && score < floor) break;
+      const withIt = this.tokensOf([...picked, i]);
+      if (withIt <= maxTokens) {
+        picked.push(i);
+        tokens = withIt;
+      } else if (picked.length > 0) break;
+      else return { bestAlone: this.render([i]) };
+    }
+    return { text: this.render(picked), tokens };
+  }
 }
 
 let segmenter: Intl.Segmenter | undefined;
@@ -86,8 +141,12 @@ function splitSentences(text: string): string[] {
   return sentences.length > 0 ? sentences : [text];
 }
 
-function cutToTokens(text: string, maxTokens: number): string {
+function cutToTokens(text: string, maxTokens: number): Excerpt {
   let cut = text;
-  while (cut.length > 1 && countTokens(`${cut} …`) > maxTokens) cut = cut.slice(0, Math.floor(cut.length * 0.9));
-  return `${cut} …`;
+  let tokens = countTokens(`${cut} …`);
+  while (cut.length > 1 && tokens > maxTokens) {
+    cut = cut.slice(0, Math.floor(cut.length * 0.9));
+    tokens = countTokens(`${cut} …`);
+  }
+  return { text: `${cut} …`, tokens };
 }

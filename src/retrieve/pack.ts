@@ -29,18 +29,29 @@ export interface PackedContext<U extends ContextUnit = ContextUnit> {
   dialogIds: string[];
 }
 
+/** How packing counts a unit's tokens. */
+export interface UnitTokens<U extends ContextUnit> {
+  /** A unit text's token count. */
+  of: (unit: U) => number;
+  /**
+   * Tokens a unit's text has at least, when that is cheaper to know than `of`: a unit whose
+   * least does not fit is not counted. Never more than `of`; by default `of` itself.
+   */
+  least?: (unit: U) => number;
+}
+
 /**
  * Greedy packing in rank order: a unit that does not fit is skipped and smaller, lower-ranked
  * units may still fill the rest. Units sharing a header are grouped under one header line, and
- * groups are written in time order so an answer model reads a chronological record. `tokensOf`
- * is a unit text's token count (counted by default). `fit`, when given, offers a smaller
+ * groups are written in time order so an answer model reads a chronological record. `counting`
+ * counts a unit's text (counted whole by default). `fit`, when given, offers a smaller
  * version of a unit that does not fit whole, within the tokens left (null: none), which is
  * taken in the unit's place: a part of better-ranked evidence before lower-ranked units.
  */
 export function packContext<U extends ContextUnit>(
   ranked: readonly U[],
   budget: number,
-  tokensOf: (unit: U) => number = (unit) => countTokens(unit.text),
+  counting: UnitTokens<U> = { of: (unit) => countTokens(unit.text) },
   fit?: (unit: U, maxTokens: number) => U | null,
 ): PackedContext<U> {
   const chosen: U[] = [];
@@ -51,12 +62,14 @@ export function packContext<U extends ContextUnit>(
     if (budget - used < MIN_UNIT_TOKENS) break;
     const headerCost = headersUsed.has(unit.header) ? 0 : countTokens(unit.header) + 1;
     let taken: U | null = unit;
-    let cost = headerCost + tokensOf(unit) + 1;
+    // What cannot fit at its least is not counted: it takes the same way as one counted over.
+    const fitsAtLeast = counting.least === undefined || used + headerCost + counting.least(unit) + 1 <= budget;
+    let cost = fitsAtLeast ? headerCost + counting.of(unit) + 1 : Infinity;
     if (used + cost > budget) {
       const room = budget - used - headerCost - 1;
       taken = fit && room >= MIN_UNIT_TOKENS ? fit(unit, room) : null;
       if (taken === null) continue;
-      cost = headerCost + tokensOf(taken) + 1;
+      cost = headerCost + counting.of(taken) + 1;
       if (used + cost > budget) continue;
     }
     used += cost;

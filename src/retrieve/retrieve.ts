@@ -18,7 +18,7 @@ import { packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
-import { buildUnits, fitUnit, unitTokens, type RetrievedUnit } from './units.ts';
+import { buildUnits, fitUnit, unitLeastTokens, unitTokens, type RetrievedUnit } from './units.ts';
 
 export interface RetrieveOptions {
   /** At most this many context tokens (o200k_base). Absent: no token limit, M Episodes. */
@@ -188,7 +188,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const recency = config.retrieval.turnScore.recency;
   const units = recency > 0 && asksForLatest(query) ? preferRecent(built, recency) : built;
   const fitFrom = config.retrieval.fitRemainder;
-  const packed = packContext(units, options.budget ?? Infinity, unitTokens, fitFrom > 0 ? (unit, room) => (room >= fitFrom ? fitUnit(unit, room) : null) : undefined);
+  const packed = packContext(units, options.budget ?? Infinity, { of: unitTokens, least: unitLeastTokens }, fitFrom > 0 ? (unit, room) => (room >= fitFrom ? fitUnit(unit, room) : null) : undefined);
 
   return {
     context: packed.text,

@@ -4,7 +4,7 @@ import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
 import { turnLine, turnLineHead } from '../graph/chunk-text.ts';
 import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
-import { excerptTurn, excerptWithin } from './excerpt.ts';
+import { SentenceWeighing, type Excerpt } from './excerpt.ts';
 import { termsOf } from './lexical.ts';
 import { countKeptTokens, countTokens } from '../util/tokens.ts';
 import { dot, pairMemo } from '../util/vectors.ts';
@@ -139,15 +139,19 @@ export function buildUnits(
         kind: 'turn',
       };
       if (turn.lineTokens !== undefined) keptLineTokens.set(unit, turn.lineTokens);
-      const scoreSentence = () => sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms);
+      // Made when an excerpt or its bound is first asked for, then shared by them.
+      let weighing: SentenceWeighing | undefined;
+      const weigh = (): SentenceWeighing =>
+        (weighing ??= new SentenceWeighing(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms)));
       // Byte-level BPE spends at least one UTF-8 byte per token, so short lines are never long.
       if ((index.bytes[i] ?? Infinity) > maxTurnTokens) {
-        resolveWhenRead(unit, () =>
-          countKeptTokens(line, turn.lineTokens) > maxTurnTokens ? { text: excerptTurn(turn, scoreSentence(), maxTurnTokens), kind: 'excerpt' } : { text: line, kind: 'turn' },
-        );
+        const long = () => countKeptTokens(line, turn.lineTokens) > maxTurnTokens;
+        const resolved = resolveWhenRead(unit, () => (long() ? excerptUnit(unit, weigh().excerpt(maxTurnTokens)) : { text: line, kind: 'turn' }));
+        // Before it is resolved, an excerpt's least tokens (see `unitLeastTokens`).
+        leastTokensOf.set(unit, () => (resolved() || !long() ? unitTokens(unit) : weigh().leastTokens(maxTurnTokens)));
       }
       // Only a packing that fits the remainder reads it (see `fitUnit`).
-      if (fitsRemainder) excerptsWithin.set(unit, (maxTokens) => excerptWithin(turn, scoreSentence(), maxTokens));
+      if (fitsRemainder) excerptsWithin.set(unit, (maxTokens) => weigh().within(maxTokens));
       units.push(unit);
     });
   }
@@ -156,7 +160,7 @@ export function buildUnits(
 }
 
 /** By the unit made of a turn: its best sentences within a number of tokens (`excerptWithin`). */
-const excerptsWithin = new WeakMap<RetrievedUnit, (maxTokens: number) => string | null>();
+const excerptsWithin = new WeakMap<RetrievedUnit, (maxTokens: number) => Excerpt | null>();
 
 /**
  * The packer's `fit` for fine units: a turn that does not fit whole in what is left of the
@@ -166,15 +170,44 @@ const excerptsWithin = new WeakMap<RetrievedUnit, (maxTokens: number) => string 
  */
 export function fitUnit(unit: RetrievedUnit, maxTokens: number): RetrievedUnit | null {
   const excerpt = excerptsWithin.get(unit)?.(maxTokens) ?? null;
-  return excerpt === null ? null : { ...unit, text: excerpt, kind: 'excerpt' };
+  if (excerpt === null) return null;
+  const fitted: RetrievedUnit = { ...unit, text: excerpt.text, kind: 'excerpt' };
+  excerptTokens.set(fitted, excerpt.tokens);
+  return fitted;
 }
 
 /** Line token counts a turn's record kept (`ChunkTurn.lineTokens`), by the unit made of the turn. */
 const keptLineTokens = new WeakMap<RetrievedUnit, number>();
+/** Token counts of excerpts, by the unit whose text is one: weighing its sentences counted them. */
+const excerptTokens = new WeakMap<RetrievedUnit, number>();
 
-/** Tokens of a unit's text: a whole turn's as its record kept them, any other counted (the packer weighs hundreds of units per query). */
+/** `unit`'s text and kind as the excerpt it is, its tokens remembered. */
+function excerptUnit(unit: RetrievedUnit, excerpt: Excerpt): Pick<RetrievedUnit, 'text' | 'kind'> {
+  excerptTokens.set(unit, excerpt.tokens);
+  return { text: excerpt.text, kind: 'excerpt' };
+}
+
+/**
+ * Tokens of a unit's text: a whole turn's as its record kept them, an excerpt's as weighing it
+ * counted them, any other counted (the packer weighs hundreds of units per query).
+ */
 export function unitTokens(unit: RetrievedUnit): number {
-  return unit.kind === 'turn' ? countKeptTokens(unit.text, keptLineTokens.get(unit)) : countTokens(unit.text);
+  if (unit.kind === 'turn') return countKeptTokens(unit.text, keptLineTokens.get(unit));
+  return excerptTokens.get(unit) ?? countTokens(unit.text);
+}
+
+/** By a long turn's unit: the least tokens its text can have, known before its excerpt is made. */
+const leastTokensOf = new WeakMap<RetrievedUnit, () => number>();
+
+/**
+ * Tokens a unit's text has at least: the packer's way past a long turn whose excerpt cannot fit
+ * what is left of the budget without making the excerpt. Once the budget is nearly full, packing
+ * reads on through the ranking for units small enough, and most long turns it meets there
+ * would be weighed sentence by sentence only to be skipped (on LongMemEval chat, tens a query).
+ * Exact for any other unit.
+ */
+export function unitLeastTokens(unit: RetrievedUnit): number {
+  return leastTokensOf.get(unit)?.() ?? unitTokens(unit);
 }
 
 /**
@@ -184,13 +217,14 @@ export function unitTokens(unit: RetrievedUnit): number {
  * only the units it reaches, a small share of those built. Both stay enumerable, so a spread or
  * JSON reads the resolved values.
  */
-function resolveWhenRead(unit: RetrievedUnit, resolve: () => Pick<RetrievedUnit, 'text' | 'kind'>): void {
+function resolveWhenRead(unit: RetrievedUnit, resolve: () => Pick<RetrievedUnit, 'text' | 'kind'>): () => boolean {
   let resolved: Pick<RetrievedUnit, 'text' | 'kind'> | undefined;
   const read = () => (resolved ??= resolve());
   Object.defineProperties(unit, {
     text: { get: () => read().text, enumerable: true },
     kind: { get: () => read().kind, enumerable: true },
   });
+  return () => resolved !== undefined;
 }
 
 /** What the FacetPoints taken from one turn say about the query. */

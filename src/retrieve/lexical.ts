@@ -217,20 +217,35 @@ export class LexicalIndex {
   private termHits(term: string): TermHits {
     const known = this.hitsByTerm.get(term);
     if (known) return known;
-    const ordinals = Object.fromEntries(LAYERS.map((layer) => [layer, [] as number[]])) as Record<Layer, number[]>;
-    const scores = Object.fromEntries(LAYERS.map((layer) => [layer, [] as number[]])) as Record<Layer, number[]>;
+    // One pass into arrays of the term's size, then each layer's share copied out: a common word
+    // is held by most documents, and lists grown for it were most of what a search allocated.
+    const size = this.postings.holdingOf(term);
+    const ordinals = new Int32Array(size);
+    const scores = new Float64Array(size);
+    const layers = new Uint8Array(size);
+    const perLayer = LAYERS.map(() => 0);
+    let n = 0;
     this.postings.forEachHit(term, (ordinal, score) => {
-      const layer = this.postings.layerOf(ordinal);
-      ordinals[layer].push(ordinal);
-      scores[layer].push(score);
+      const layer = LAYERS.indexOf(this.postings.layerOf(ordinal));
+      ordinals[n] = ordinal;
+      scores[n] = score;
+      layers[n++] = layer;
+      perLayer[layer] = (perLayer[layer] as number) + 1;
     });
-    const hits = Object.fromEntries(
-      LAYERS.map((layer) => {
-        const layerScores = Float64Array.from(scores[layer]);
-        return [layer, { ordinals: Int32Array.from(ordinals[layer]), scores: layerScores, max: layerScores.reduce((a, b) => Math.max(a, b), 0) }];
-      }),
-    ) as TermHits;
-    if (LAYERS.some((layer) => hits[layer].ordinals.length > 0)) this.hitsByTerm.set(term, hits);
+    const hits = {} as TermHits;
+    LAYERS.forEach((layer, l) => {
+      const layerOrdinals = new Int32Array(perLayer[l] as number);
+      const layerScores = new Float64Array(perLayer[l] as number);
+      let max = 0;
+      for (let i = 0, j = 0; i < n; i++) {
+        if (layers[i] !== l) continue;
+        layerOrdinals[j] = ordinals[i] as number;
+        layerScores[j++] = scores[i] as number;
+        max = Math.max(max, scores[i] as number);
+      }
+      hits[layer] = { ordinals: layerOrdinals, scores: layerScores, max };
+    });
+    if (n > 0) this.hitsByTerm.set(term, hits);
     return hits;
   }
 }
@@ -552,6 +567,11 @@ class Postings {
     }
     // Raw tokens may still lead to a dropped list.
     this.tokens.clear();
+  }
+
+  /** How many documents hold `term` (as many as `forEachHit` visits). */
+  holdingOf(term: string): number {
+    return this.byTerm.get(term)?.holding ?? 0;
   }
 
   /** Calls `visit` with the ordinal of each document holding `term` and its BM25+ score, in the order documents were added. */

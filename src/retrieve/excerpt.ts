@@ -1,6 +1,6 @@
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLineHead } from '../graph/chunk-text.ts';
-import { countedApart, countTokens } from '../util/tokens.ts';
+import { countingPartsApart, countTokens, spacedParts } from '../util/tokens.ts';
 
 /** What marks left-out sentences, with the space before it (a gap between two sentences is " … "). */
 const ELLIPSIS = ' …';
@@ -25,7 +25,7 @@ export interface Excerpt {
  */
 export class SentenceWeighing {
   private readonly sentences: readonly string[];
-  /** The excerpt's line as parts that join into it: `pieces[0]` the line's head, `pieces[1]` the "…" with its space, `pieces[2 + i]` sentence i with its space. */
+  /** The excerpt's line as parts that join into it (`SplitTurn.pieces`). */
   private readonly pieces: readonly string[];
   /** Counted apart (the default counter), a candidate's tokens are its parts' counts summed (`countSpaced`). */
   private readonly apart: boolean;
@@ -37,9 +37,10 @@ export class SentenceWeighing {
     turn: ChunkTurn,
     private readonly sentenceScore: (sentence: string) => number,
   ) {
-    this.sentences = sentencesOf(turn);
-    this.pieces = [turnLineHead(turn).trimEnd(), ELLIPSIS, ...this.sentences.map((sentence) => ` ${sentence}`)];
-    this.apart = countedApart(this.pieces);
+    const split = splitOf(turn);
+    this.sentences = split.sentences;
+    this.pieces = split.pieces;
+    this.apart = split.spaced && countingPartsApart();
   }
 
   /** The excerpt within `maxTokens`; a best sentence longer than that alone is cut at it. */
@@ -122,22 +123,57 @@ export class SentenceWeighing {
 }
 
 let segmenter: Intl.Segmenter | undefined;
-/**
- * A turn's sentences, kept while the turn is: a long turn a search reaches is split again by the
- * next search that reaches it, and the split does not depend on the query.
- */
-const sentencesOfTurn = new WeakMap<ChunkTurn, readonly string[]>();
 
-function sentencesOf(turn: ChunkTurn): readonly string[] {
-  let sentences = sentencesOfTurn.get(turn);
-  if (!sentences) sentencesOfTurn.set(turn, (sentences = splitSentences(turn.text)));
-  return sentences;
+/** A long turn cut for excerpts: its sentences, and the pieces an excerpt's line joins from. */
+interface SplitTurn {
+  sentences: readonly string[];
+  /** `pieces[0]` the line's head, `pieces[1]` the "…" with its space, `pieces[2 + i]` sentence i with its space. */
+  pieces: readonly string[];
+  /** Whether the pieces have the shape the default counter counts apart (`spacedParts`). */
+  spaced: boolean;
+  /** Characters the split holds, for the cache's bound. */
+  chars: number;
+}
+
+/**
+ * Long turns split lately, least recently used first out, bounded by the characters they hold:
+ * a long turn a search reaches is often reached by the next, and its split does not depend on
+ * the query. Kept for as long as the turn lived, it grew with every long turn a long-running
+ * process had ever reached.
+ */
+const splitTurns = new Map<ChunkTurn, SplitTurn>();
+let splitChars = 0;
+const MAX_SPLIT_CHARS = 2_000_000;
+
+function splitOf(turn: ChunkTurn): SplitTurn {
+  const known = splitTurns.get(turn);
+  if (known) {
+    // Moved to the back: a Map iterates in insertion order, so its front is the least recent.
+    splitTurns.delete(turn);
+    splitTurns.set(turn, known);
+    return known;
+  }
+  const sentences = splitSentences(turn.text);
+  const pieces = [turnLineHead(turn).trimEnd(), ELLIPSIS, ...sentences.map((sentence) => ` ${sentence}`)];
+  const split: SplitTurn = { sentences, pieces, spaced: spacedParts(pieces), chars: 2 * turn.text.length };
+  splitTurns.set(turn, split);
+  splitChars += split.chars;
+  for (const [oldest, { chars }] of splitTurns) {
+    if (splitChars <= MAX_SPLIT_CHARS) break;
+    splitTurns.delete(oldest);
+    splitChars -= chars;
+  }
+  return split;
 }
 
 /** Sentences by the platform's Unicode segmenter (browsers, Node, Deno and workerd all have it). */
 function splitSentences(text: string): string[] {
   segmenter ??= new Intl.Segmenter(undefined, { granularity: 'sentence' });
-  const sentences = [...segmenter.segment(text)].map((s) => s.segment.trim()).filter((s) => s.length > 0);
+  const sentences: string[] = [];
+  for (const { segment } of segmenter.segment(text)) {
+    const sentence = segment.trim();
+    if (sentence.length > 0) sentences.push(sentence);
+  }
   return sentences.length > 0 ? sentences : [text];
 }
 

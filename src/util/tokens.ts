@@ -138,7 +138,17 @@ export function countSpaced(parts: readonly string[]): number {
  * counts apart): then the tokens of any join of them in which the first stays first are the sum
  * of its parts' own counts.
  */
-export function countedApart(parts: readonly string[]): boolean {
+function countedApart(parts: readonly string[]): boolean {
+  return countsPartsApart && spacedParts(parts);
+}
+
+/** Whether `parts` have the shape `countSpaced` counts apart, whatever counter is installed (see `countedApart`). */
+export function spacedParts(parts: readonly string[]): boolean {
   const first = parts[0] ?? '';
-  return countsPartsApart && /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
+  return /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
+}
+
+/** Whether the installed counter is the default one, which counts parts of `spacedParts`' shape apart. */
+export function countingPartsApart(): boolean {
+  return countsPartsApart;
 }

@@ -117,6 +117,9 @@ class TopUnits {
   constructor(private readonly k: number) {}
 
   offer(unit: string, score: number): void {
+    // At or under the threshold a score changes nothing, whether its unit is held or not: most
+    // documents end here once the top is full, without looking their unit up.
+    if (this.units.length === this.k && score <= this.threshold) return;
     const at = this.slotOf.get(unit);
     if (at !== undefined) {
       if (score <= (this.scores[at] as number)) return;

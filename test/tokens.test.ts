@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../src/eval/stats.ts';
-import { countKeptTokens, countSpaced, countTokens, defaultCounterTokens, loadTokenCounter } from '../src/util/tokens.ts';
+import { countKeptTokens, countSpaced, countTokens, defaultCounterTokens, isSpacedPart, loadTokenCounter, spacedParts } from '../src/util/tokens.ts';
 
 describe('counting text joined at spaces from its parts (o200k_base)', () => {
   // Runs first in this file, while the default counter that test/setup.ts loads is installed.
@@ -26,6 +26,16 @@ describe('counting text joined at spaces from its parts (o200k_base)', () => {
 
   it('counts text that spells a special token as the text it is', () => {
     expect(countTokens('pasted: <|endoftext|> and <|im_start|>')).toBeGreaterThan(5);
+  });
+
+  it('tells a text that makes such a part after a space without making the part (isSpacedPart)', () => {
+    for (const text of ['b', 'b c', 'b ', ' b', '', '\nb', 'b\n', 'b\nc', 'é', '…', '\t', 'a\u00a0']) {
+      expect(isSpacedPart(text), JSON.stringify(text)).toBe(spacedParts(['a', ` ${text}`]));
+    }
+    for (let n = 0; n < 500; n++) {
+      const text = sentence();
+      expect(isSpacedPart(text)).toBe(spacedParts(['a', ` ${text}`]));
+    }
   });
 
   it('counts the joined text when a part is not of that shape', () => {

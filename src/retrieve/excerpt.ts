@@ -1,6 +1,6 @@
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLineHead } from '../graph/chunk-text.ts';
-import { countingPartsApart, countTokens, spacedParts } from '../util/tokens.ts';
+import { countingPartsApart, countTokens, isSpacedPart, spacedParts } from '../util/tokens.ts';
 
 /** What marks left-out sentences, with the space before it (a gap between two sentences is " … "). */
 const ELLIPSIS = ' …';
@@ -25,8 +25,8 @@ export interface Excerpt {
  */
 export class SentenceWeighing {
   private readonly sentences: readonly string[];
-  /** The excerpt's line as parts that join into it (`SplitTurn.pieces`). */
-  private readonly pieces: readonly string[];
+  /** The turn line's head (the first piece of an excerpt's line). */
+  private readonly head: string;
   /** Counted apart (the default counter), a candidate's tokens are its parts' counts summed (`countSpaced`). */
   private readonly apart: boolean;
   /** Tokens of each piece, counted when first needed. */
@@ -39,7 +39,7 @@ export class SentenceWeighing {
   ) {
     const split = splitOf(turn);
     this.sentences = split.sentences;
-    this.pieces = split.pieces;
+    this.head = split.head;
     this.apart = split.spaced && countingPartsApart();
   }
 
@@ -77,7 +77,16 @@ export class SentenceWeighing {
   }
 
   private countOf(piece: number): number {
-    return (this.counts[piece] ??= countTokens(this.pieces[piece] as string));
+    return (this.counts[piece] ??= countTokens(this.piece(piece)));
+  }
+
+  /**
+   * The excerpt's line as pieces that join into it: piece 0 the line's head, 1 the "…" with its
+   * space, 2 + i sentence i with its space. Made when one is counted or written: packing counts a
+   * few sentences of each long turn it meets, and writes fewer.
+   */
+  private piece(k: number): string {
+    return k === 0 ? this.head : k === 1 ? ELLIPSIS : ` ${this.sentences[k - 2] as string}`;
   }
 
   /** The pieces of the excerpt of `picked`: the head, then each sentence in order, a "…" for each gap. */
@@ -94,7 +103,7 @@ export class SentenceWeighing {
 
   private render(picked: readonly number[]): string {
     return this.partsOf(picked)
-      .map((k) => this.pieces[k])
+      .map((k) => this.piece(k))
       .join('');
   }
 
@@ -124,12 +133,12 @@ export class SentenceWeighing {
 
 let segmenter: Intl.Segmenter | undefined;
 
-/** A long turn cut for excerpts: its sentences, and the pieces an excerpt's line joins from. */
+/** A long turn cut for excerpts: its sentences and its line's head. */
 interface SplitTurn {
   sentences: readonly string[];
-  /** `pieces[0]` the line's head, `pieces[1]` the "…" with its space, `pieces[2 + i]` sentence i with its space. */
-  pieces: readonly string[];
-  /** Whether the pieces have the shape the default counter counts apart (`spacedParts`). */
+  /** The turn line's head, without its trailing space. */
+  head: string;
+  /** Whether an excerpt's pieces (see `SentenceWeighing.piece`) have the shape the default counter counts apart (`spacedParts`). */
   spaced: boolean;
   /** Characters the split holds, for the cache's bound. */
   chars: number;
@@ -154,8 +163,8 @@ function splitOf(turn: ChunkTurn): SplitTurn {
     return known;
   }
   const sentences = splitSentences(turn.text);
-  const pieces = [turnLineHead(turn).trimEnd(), ELLIPSIS, ...sentences.map((sentence) => ` ${sentence}`)];
-  const split: SplitTurn = { sentences, pieces, spaced: spacedParts(pieces), chars: 2 * turn.text.length };
+  const head = turnLineHead(turn).trimEnd();
+  const split: SplitTurn = { sentences, head, spaced: spacedParts([head, ELLIPSIS]) && sentences.every(isSpacedPart), chars: turn.text.length };
   splitTurns.set(turn, split);
   splitChars += split.chars;
   for (const [oldest, { chars }] of splitTurns) {

@@ -63,13 +63,13 @@ function seek(ordinals: Int32Array, from: number, target: number): number {
 }
 
 /**
- * Scores document `ordinal`, moving each term's cursor to its first hit at or after it (and past
- * it when the term holds it); the cursors only move forward, so documents go in ascending order.
- * The sum is taken in query order, as minisearch adds it, so scores are equal to the last bit.
- * `termScores` is scratch: each term's score in the document, −1 where it has none (BM25+
- * scores are positive).
+ * Scores document `ordinal` into `out`, moving each term's cursor to its first hit at or after it
+ * (and past it when the term holds it); the cursors only move forward, so documents go in
+ * ascending order. False when the document holds no query term. The sum is taken in query
+ * order, as minisearch adds it, so scores are equal to the last bit. `termScores` is scratch:
+ * each term's score in the document, −1 where it has none (BM25+ scores are positive).
  */
-function scoreWithCursors(query: LayerQuery, ordinal: number, cursors: Int32Array, termScores: Float64Array): ScoredDocument | null {
+function scoreWithCursors(query: LayerQuery, ordinal: number, cursors: Int32Array, termScores: Float64Array, out: ScoredDocument): boolean {
   const { hits, positions } = query;
   let matched = 0;
   for (let term = 0; term < hits.length; term++) {
@@ -84,7 +84,7 @@ function scoreWithCursors(query: LayerQuery, ordinal: number, cursors: Int32Arra
       cursors[term] = at;
     }
   }
-  if (matched === 0) return null;
+  if (matched === 0) return false;
   let sum = 0;
   let reachedAt = -1;
   for (let position = 0; position < positions.length; position++) {
@@ -93,14 +93,22 @@ function scoreWithCursors(query: LayerQuery, ordinal: number, cursors: Int32Arra
     if (reachedAt < 0) reachedAt = position;
     sum += score;
   }
-  return { ordinal, score: sum * matched, reachedAt };
+  out.ordinal = ordinal;
+  out.score = sum * matched;
+  out.reachedAt = reachedAt;
+  return true;
 }
 
 /** The documents `ordinals` that hold a query term, scored, in ordinal order: one pass of the cursors over them. */
 export function scoreDocuments(query: LayerQuery, ordinals: readonly number[]): ScoredDocument[] {
   const cursors = new Int32Array(query.hits.length);
   const termScores = new Float64Array(query.hits.length);
-  return [...ordinals].sort((a, b) => a - b).flatMap((ordinal) => scoreWithCursors(query, ordinal, cursors, termScores) ?? []);
+  return [...ordinals]
+    .sort((a, b) => a - b)
+    .flatMap((ordinal) => {
+      const document: ScoredDocument = { ordinal, score: 0, reachedAt: -1 };
+      return scoreWithCursors(query, ordinal, cursors, termScores, document) ? [document] : [];
+    });
 }
 
 /**
@@ -199,6 +207,8 @@ export function scoreCandidates(query: LayerQuery, k: number, unitOf: (ordinal: 
   // A top 0 lists nothing: the best one is as good a bar as any.
   const top = new TopUnits(Math.max(1, k));
   const scored: ScoredDocument[] = [];
+  // Scratch for the document being scored: most are dropped, so only those kept are copied.
+  const document: ScoredDocument = { ordinal: 0, score: 0, reachedAt: -1 };
   for (;;) {
     let next = Number.POSITIVE_INFINITY;
     for (let i = skippable; i < order.length; i++) {
@@ -217,10 +227,11 @@ export function scoreCandidates(query: LayerQuery, k: number, unitOf: (ordinal: 
       }
       continue;
     }
-    const document = scoreWithCursors(query, next, cursors, termScores) as ScoredDocument;
-    scored.push(document);
-    if (k === Number.POSITIVE_INFINITY) continue;
+    scoreWithCursors(query, next, cursors, termScores, document);
     const before = top.threshold;
+    // Under the threshold now, it is under it at the end (it only rises): not kept.
+    if (document.score >= before) scored.push({ ...document });
+    if (k === Number.POSITIVE_INFINITY) continue;
     top.offer(unit, document.score);
     if (top.threshold === before) continue;
     // A document holding only terms of the first `skippable` scores at most their bounds' sum

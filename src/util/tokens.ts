@@ -148,6 +148,14 @@ export function spacedParts(parts: readonly string[]): boolean {
   return /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
 }
 
+/** A text that makes such a part after one space: non-space characters at both ends (` ${text}` matches `SPACED_PART`). */
+const SPACED_TEXT = /^\S(?:.*\S)?$/su;
+
+/** Whether ` ${text}` is a part of the shape `spacedParts` asks of every part but the first, without making it. */
+export function isSpacedPart(text: string): boolean {
+  return SPACED_TEXT.test(text);
+}
+
 /** Whether the installed counter is the default one, which counts parts of `spacedParts`' shape apart. */
 export function countingPartsApart(): boolean {
   return countsPartsApart;

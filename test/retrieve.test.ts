@@ -18,7 +18,7 @@ import {
   routeIntent,
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
-import { LexicalIndex, lexicalDocuments, NO_TURN_SCORES, normaliseTerm, termsOf, type LexicalDoc, type LexicalMatches, type TurnScores } from '../src/retrieve/lexical.ts';
+import { LexicalIndex, lexicalDocuments, NO_TURN_SCORES, normaliseTerm, sharedTermCount, termsOf, type LexicalDoc, type LexicalMatches, type TurnScores } from '../src/retrieve/lexical.ts';
 import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { SentenceWeighing, type Excerpt } from '../src/retrieve/excerpt.ts';
 import { countTokens, packContext, type ContextUnit } from '../src/retrieve/pack.ts';
@@ -808,6 +808,23 @@ describe('hybrid anchors: lexical index and fusion', () => {
     expect(['painting', 'painted', 'paints', 'paint'].map(normaliseTerm)).toEqual(['paint', 'paint', 'paint', 'paint']);
     expect(normaliseTerm('parties')).toBe(normaliseTerm('party'));
     expect(normaliseTerm('the')).toBeNull();
+  });
+
+  it('counts the query terms a text holds as termsOf does (sharedTermCount), skipping texts that cannot hold one', () => {
+    // Words whose stems end in an added "i" (party, parties), drop a doubled letter (running) or
+    // an "e" (baked), capitals, digits, and non-ASCII text, which is always normalised word by word.
+    const words = ['party', 'parties', 'Partying', 'running', 'Runs', 'baked', 'bake', 'skiing', 'Skis', 'taxi', 'taxis', 'city', 'cities', 'café', 'İstanbul', 'naïve', 'MP3', '2023', 'the', 'a', 'dogs', 'DOG', 'fizz', 'fizzy', 'gin', 'lavender'];
+    let seed = 5;
+    const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    let matched = 0;
+    for (let round = 0; round < 2000; round++) {
+      const text = Array.from({ length: 1 + random(8) }, () => words[random(words.length)] ?? '').join(random(2) ? ' ' : ', ');
+      const query = termsOf(Array.from({ length: 1 + random(3) }, () => words[random(words.length)] ?? '').join(' '));
+      const expected = [...termsOf(text)].filter((term) => query.has(term)).length;
+      expect(sharedTermCount(text, query), `${text} | ${[...query].join(' ')}`).toBe(expected);
+      if (expected > 0) matched++;
+    }
+    expect(matched).toBeGreaterThan(300);
   });
 
   it('orders by reciprocal rank and hands out the union’s own cosines in that order', () => {

@@ -763,6 +763,29 @@ export function normaliseTerm(term: string): string | null {
   return stem;
 }
 
+/** ASCII only: such text lowercases character by character, in place. */
+const ASCII_TEXT = /^[\x00-\x7f]*$/;
+
+/**
+ * How many of `terms` (normalised, as `termsOf` gives them) `termsOf(text)` holds, without
+ * normalising every word where none can be there. A normalised term is a prefix of its word
+ * lowercased, or such a prefix and an "i" (`normaliseTerm`), so in ASCII text a term whose prefix
+ * does not occur in the text lowercased is not there. The sentences of long turns are scored
+ * this way, and most hold none of a query's terms.
+ */
+export function sharedTermCount(text: string, terms: ReadonlySet<string>): number {
+  if (terms.size === 0) return 0;
+  if (ASCII_TEXT.test(text)) {
+    const lower = text.toLowerCase();
+    let possible = false;
+    for (const term of terms) possible ||= lower.includes(term.endsWith('i') ? term.slice(0, -1) : term);
+    if (!possible) return 0;
+  }
+  let shared = 0;
+  for (const term of termsOf(text)) if (terms.has(term)) shared++;
+  return shared;
+}
+
 /** The distinct normalised terms of a text, as the index sees them. */
 export function termsOf(text: string): Set<string> {
   const terms = new Set<string>();

@@ -5,7 +5,7 @@ import { turnLine, turnLineHead } from '../graph/chunk-text.ts';
 import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
 import { SentenceWeighing, type Excerpt } from './excerpt.ts';
-import { termsOf } from './lexical.ts';
+import { sharedTermCount } from './lexical.ts';
 import { countKeptTokens, countTokens } from '../util/tokens.ts';
 import { dot, pairMemo } from '../util/vectors.ts';
 import { vectorDot } from '../graph/vector-table.ts';
@@ -379,8 +379,6 @@ function sentenceScore(facts: EpisodeFacts, points: readonly number[], queryTerm
     let semantic = 0;
     for (const index of points) if (facts.points[index]?.content.includes(sentence)) semantic = Math.max(semantic, facts.cosines[index] ?? 0);
     if (queryTerms.size === 0) return semantic;
-    let shared = 0;
-    for (const term of termsOf(sentence)) if (queryTerms.has(term)) shared++;
-    return semantic + shared / queryTerms.size;
+    return semantic + sharedTermCount(sentence, queryTerms) / queryTerms.size;
   };
 }

@@ -159,7 +159,7 @@ export function buildUnits(
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
 }
 
-/** By the unit made of a turn: its best sentences within a number of tokens (`excerptWithin`). */
+/** By the unit made of a turn: its best sentences within a number of tokens (`SentenceWeighing.within`). */
 const excerptsWithin = new WeakMap<RetrievedUnit, (maxTokens: number) => Excerpt | null>();
 
 /**
@@ -215,7 +215,7 @@ export function unitLeastTokens(unit: RetrievedUnit): number {
  * Whether a long-looking turn is over `maxTurnTokens`, and its excerpt if so, cost counting its
  * line and weighing its sentences: most of a search's work on long chat turns, while packing reads
  * only the units it reaches, a small share of those built. Both stay enumerable, so a spread or
- * JSON reads the resolved values.
+ * JSON reads the resolved values. Returns whether they have been worked out yet.
  */
 function resolveWhenRead(unit: RetrievedUnit, resolve: () => Pick<RetrievedUnit, 'text' | 'kind'>): () => boolean {
   let resolved: Pick<RetrievedUnit, 'text' | 'kind'> | undefined;

@@ -115,15 +115,22 @@ function bestTurnOf(postings: Postings, turns: readonly ScoredDocument[]): TurnS
 /** Scores of no turn: a memory searched without a lexical index. */
 export const NO_TURN_SCORES: TurnScores = { best: null, get: () => undefined, within: () => NO_TURN_SCORES };
 
+/** Scored hits the index keeps for query terms at most (12 bytes each): ~24 MB, the hits of a few dozen of a 100K-message memory's common words. */
+const MAX_CACHED_HITS = 2_000_000;
+
 export class LexicalIndex {
   /**
    * Each query term's hits by layer (`termHits`), kept until the index changes: questions share
    * most of their terms (names, topics), and scoring a term's postings again is most of a
-   * search's cost. Only terms the index holds are kept, so at most one entry per indexed term,
-   * each no longer than that term's postings; a hit is an ordinal and a score in two typed arrays
-   * (12 bytes: an object a hit was most of the ~90 MB that 40 searches cached on 30K messages).
+   * search's cost. Only terms the index holds are kept; a hit is an ordinal and a score in two
+   * typed arrays (12 bytes: an object a hit was most of the ~90 MB that 40 searches cached on
+   * 30K messages). Least recently used first out past `MAX_CACHED_HITS` hits: a common word
+   * holds most documents, and a process that only searches would otherwise end up holding every
+   * term's postings scored.
    */
   private readonly hitsByTerm = new Map<string, TermHits>();
+  /** Hits `hitsByTerm` holds, over all its terms and layers. */
+  private cachedHits = 0;
 
   private constructor(private readonly postings = new Postings()) {}
 
@@ -179,7 +186,10 @@ export class LexicalIndex {
     for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
     this.postings.forgetTokens();
     // Document count, lengths and postings feed every BM25 score.
-    if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
+    if (stale.length > 0 || fresh.length > 0) {
+      this.hitsByTerm.clear();
+      this.cachedHits = 0;
+    }
     return stale.length + fresh.length;
   }
 
@@ -216,7 +226,12 @@ export class LexicalIndex {
   /** The documents holding one normalised term, by layer, each with its BM25 score for it, in ordinal order. */
   private termHits(term: string): TermHits {
     const known = this.hitsByTerm.get(term);
-    if (known) return known;
+    if (known) {
+      // Moved to the back: a Map iterates in insertion order, so its front is the least recent.
+      this.hitsByTerm.delete(term);
+      this.hitsByTerm.set(term, known);
+      return known;
+    }
     // One pass into arrays of the term's size, then each layer's share copied out: a common word
     // is held by most documents, and lists grown for it were most of what a search allocated.
     const size = this.postings.holdingOf(term);
@@ -245,8 +260,18 @@ export class LexicalIndex {
       }
       hits[layer] = { ordinals: layerOrdinals, scores: layerScores, max };
     });
-    if (n > 0) this.hitsByTerm.set(term, hits);
+    if (n > 0) this.remember(term, hits, n);
     return hits;
+  }
+
+  private remember(term: string, hits: TermHits, count: number): void {
+    this.hitsByTerm.set(term, hits);
+    this.cachedHits += count;
+    for (const [oldest, held] of this.hitsByTerm) {
+      if (this.cachedHits <= MAX_CACHED_HITS) break;
+      this.hitsByTerm.delete(oldest);
+      this.cachedHits -= LAYERS.reduce((sum, layer) => sum + held[layer].ordinals.length, 0);
+    }
   }
 }
 

@@ -241,10 +241,10 @@ interface TurnFacts {
 
 /**
  * What fine units need of an Episode's turns that is the same for every query: each turn's
- * FacetPoints and Facets, line, unit id. Kept while the graph's FacetPoint list for the Episode
- * is (the graph replaces that list when a node or edge changes); one string per line is also one
- * token-count lookup that needs no rehashing. Vectors are not kept here: they are read from the
- * graph every query.
+ * FacetPoints and Facets, line, unit id. Kept for the graph's FacetPoint list for the Episode (the
+ * graph replaces that list when a node or edge changes), the Episodes searches reached lately
+ * only (`turnIndexes`); one string per line is also one token-count lookup that needs no
+ * rehashing. Vectors are not kept here: they are read from the graph every query.
  */
 interface TurnIndex {
   chunk: Chunk;
@@ -264,11 +264,26 @@ interface TurnIndex {
   bytes: readonly number[];
 }
 
-const turnIndexes = new WeakMap<readonly FacetPointNode[], TurnIndex>();
+/**
+ * Turn indexes by FacetPoint list, least recently used first out past `MAX_INDEXED_CHARS`
+ * characters of turn text. Kept for as long as each list lived, they grew with every Episode a
+ * long-running process had searched, to a second copy of its whole text in turn lines.
+ */
+const turnIndexes = new Map<readonly FacetPointNode[], TurnIndex>();
+let indexedChars = 0;
+const MAX_INDEXED_CHARS = 8_000_000;
 
 function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId: string): TurnIndex {
   const known = turnIndexes.get(points);
-  if (known?.chunk === chunk && known.episodeId === episodeId) return known;
+  if (known) {
+    turnIndexes.delete(points);
+    if (known.chunk === chunk && known.episodeId === episodeId) {
+      // Moved to the back: a Map iterates in insertion order, so its front is the least recent.
+      turnIndexes.set(points, known);
+      return known;
+    }
+    indexedChars -= known.chunk.text.length;
+  }
   const facetSlots = new Map<string, number>();
   const byDialog = new Map<string, { points: number[]; facets: number[] }>();
   points.forEach((point, index) => {
@@ -295,6 +310,12 @@ function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId:
     bytes: chunk.turns.map(turnLineBytes),
   };
   turnIndexes.set(points, index);
+  indexedChars += chunk.text.length;
+  for (const [oldest, held] of turnIndexes) {
+    if (indexedChars <= MAX_INDEXED_CHARS) break;
+    turnIndexes.delete(oldest);
+    indexedChars -= held.chunk.text.length;
+  }
   return index;
 }
 

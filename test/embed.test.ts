@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { AutoTokenizer, env as transformersEnv } from '@xenova/transformers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrismError } from '../src/errors.ts';
-import { LruCache } from '../src/embed/lru-cache.ts';
 import { MINILM_DIM, MINILM_MAX_TOKENS, type MiniLmEmbedder, type MiniLmOptions, type MiniLmPrecision } from '../src/embed/minilm.ts';
 import { createNodeMiniLmEmbedder } from '../src/embed/minilm.node.ts';
 import { MINILM_HUB_ID } from '../src/embed/model-source.ts';
@@ -303,20 +302,6 @@ describe('Node engine against the browser engine', () => {
       }
     });
   }
-});
-
-describe('LruCache', () => {
-  it('evicts the least recently used entry', () => {
-    const cache = new LruCache<string, number>(2);
-    cache.set('a', 1);
-    cache.set('b', 2);
-    expect(cache.get('a')).toBe(1); // a is now the most recent
-    cache.set('c', 3);
-    expect(cache.get('b')).toBeUndefined();
-    expect(cache.get('a')).toBe(1);
-    expect(cache.get('c')).toBe(3);
-    expect(cache.size).toBe(2);
-  });
 });
 
 /**

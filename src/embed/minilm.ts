@@ -2,7 +2,7 @@ import type { Tokenizer } from '@huggingface/tokenizers';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import { lengthBuckets } from './batching.ts';
 import type { EngineSession, InferenceEngine } from './engine.ts';
-import { LruCache } from './lru-cache.ts';
+import { LruCache } from '../util/lru-cache.ts';
 import { MINILM_HUB_ID, huggingFaceModelSource, type ModelSource } from './model-source.ts';
 import { onnxWebEngine, type WebEngineOptions } from './ort-web.ts';
 import { weightOnlyInt8, type Int8Dequantize } from './weight-only-int8.ts';

@@ -1,5 +1,6 @@
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLineHead } from '../graph/chunk-text.ts';
+import { LruCache } from '../util/lru-cache.ts';
 import { countingPartsApart, countTokens, isSpacedPart, spacedParts } from '../util/tokens.ts';
 
 /** What marks left-out sentences, with the space before it (a gap between two sentences is " … "). */
@@ -145,33 +146,20 @@ interface SplitTurn {
 }
 
 /**
- * Long turns split lately, least recently used first out, bounded by the characters they hold:
- * a long turn a search reaches is often reached by the next, and its split does not depend on
- * the query. Kept for as long as the turn lived, it grew with every long turn a long-running
+ * Long turns split lately, least recently used first out past 2M characters of their text: a
+ * long turn a search reaches is often reached by the next, and its split does not depend on the
+ * query. Kept for as long as the turn lived, they grew with every long turn a long-running
  * process had ever reached.
  */
-const splitTurns = new Map<ChunkTurn, SplitTurn>();
-let splitChars = 0;
-const MAX_SPLIT_CHARS = 2_000_000;
+const splitTurns = new LruCache<ChunkTurn, SplitTurn>(2_000_000, (split) => split.chars);
 
 function splitOf(turn: ChunkTurn): SplitTurn {
   const known = splitTurns.get(turn);
-  if (known) {
-    // Moved to the back: a Map iterates in insertion order, so its front is the least recent.
-    splitTurns.delete(turn);
-    splitTurns.set(turn, known);
-    return known;
-  }
+  if (known) return known;
   const sentences = splitSentences(turn.text);
   const head = turnLineHead(turn).trimEnd();
   const split: SplitTurn = { sentences, head, spaced: spacedParts([head, ELLIPSIS]) && sentences.every(isSpacedPart), chars: turn.text.length };
   splitTurns.set(turn, split);
-  splitChars += split.chars;
-  for (const [oldest, { chars }] of splitTurns) {
-    if (splitChars <= MAX_SPLIT_CHARS) break;
-    splitTurns.delete(oldest);
-    splitChars -= chars;
-  }
   return split;
 }
 

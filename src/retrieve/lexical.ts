@@ -1,6 +1,7 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
 import { ByteFormatError, ByteReader, ByteWriter } from '../util/bytes.ts';
+import { LruCache } from '../util/lru-cache.ts';
 import { topK } from '../util/top-k.ts';
 import { scoreCandidates, scoreDocuments, type LayerHits, type LayerQuery, type ScoredDocument } from './lexical-query.ts';
 
@@ -128,9 +129,7 @@ export class LexicalIndex {
    * holds most documents, and a process that only searches would otherwise end up holding every
    * term's postings scored.
    */
-  private readonly hitsByTerm = new Map<string, TermHits>();
-  /** Hits `hitsByTerm` holds, over all its terms and layers. */
-  private cachedHits = 0;
+  private readonly hitsByTerm = new LruCache<string, TermHits>(MAX_CACHED_HITS, (hits) => LAYERS.reduce((sum, layer) => sum + hits[layer].ordinals.length, 0));
 
   private constructor(private readonly postings = new Postings()) {}
 
@@ -186,10 +185,7 @@ export class LexicalIndex {
     for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
     this.postings.forgetTokens();
     // Document count, lengths and postings feed every BM25 score.
-    if (stale.length > 0 || fresh.length > 0) {
-      this.hitsByTerm.clear();
-      this.cachedHits = 0;
-    }
+    if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
     return stale.length + fresh.length;
   }
 
@@ -226,12 +222,7 @@ export class LexicalIndex {
   /** The documents holding one normalised term, by layer, each with its BM25 score for it, in ordinal order. */
   private termHits(term: string): TermHits {
     const known = this.hitsByTerm.get(term);
-    if (known) {
-      // Moved to the back: a Map iterates in insertion order, so its front is the least recent.
-      this.hitsByTerm.delete(term);
-      this.hitsByTerm.set(term, known);
-      return known;
-    }
+    if (known) return known;
     // One pass into arrays of the term's size, then each layer's share copied out: a common word
     // is held by most documents, and lists grown for it were most of what a search allocated.
     const size = this.postings.holdingOf(term);
@@ -260,18 +251,8 @@ export class LexicalIndex {
       }
       hits[layer] = { ordinals: layerOrdinals, scores: layerScores, max };
     });
-    if (n > 0) this.remember(term, hits, n);
+    if (n > 0) this.hitsByTerm.set(term, hits);
     return hits;
-  }
-
-  private remember(term: string, hits: TermHits, count: number): void {
-    this.hitsByTerm.set(term, hits);
-    this.cachedHits += count;
-    for (const [oldest, held] of this.hitsByTerm) {
-      if (this.cachedHits <= MAX_CACHED_HITS) break;
-      this.hitsByTerm.delete(oldest);
-      this.cachedHits -= LAYERS.reduce((sum, layer) => sum + held[layer].ordinals.length, 0);
-    }
   }
 }
 

@@ -1,5 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import type { Chunk, GraphNode } from '../graph/types.ts';
+import { LruCache } from '../util/lru-cache.ts';
 import { normaliseTerm, termsOf } from './lexical.ts';
 import type { LayerAnchors } from './types.ts';
 
@@ -18,15 +19,19 @@ export interface SpeakerFocus {
   episodeCount: number;
 }
 
-/** The terms of each chunk's turns and speakers, kept while the chunk is; read only by queries naming a speaker. */
-const chunkTerms = new WeakMap<Chunk, ReadonlySet<string>>();
+/**
+ * The terms of chunks' turns and speakers, read only by queries naming a speaker, for the sessions
+ * that speaker does not speak in. Least recently used first out past 4M characters of text: kept
+ * for as long as each chunk lived, they grew with every session such a query read.
+ */
+const chunkTerms = new LruCache<Chunk, ReadonlySet<string>>(4_000_000, (_, chunk) => chunk.text.length);
+
 function termsOfChunk(chunk: Chunk): ReadonlySet<string> {
-  let terms = chunkTerms.get(chunk);
-  if (!terms) {
-    const found = new Set<string>();
-    for (const turn of chunk.turns) for (const text of [turn.speaker, turn.text]) for (const term of termsOf(text)) found.add(term);
-    chunkTerms.set(chunk, (terms = found));
-  }
+  const known = chunkTerms.get(chunk);
+  if (known) return known;
+  const terms = new Set<string>();
+  for (const turn of chunk.turns) for (const text of [turn.speaker, turn.text]) for (const term of termsOf(text)) terms.add(term);
+  chunkTerms.set(chunk, terms);
   return terms;
 }
 

@@ -7,6 +7,7 @@ import { fallsOn } from './dates.ts';
 import { SentenceWeighing, type Excerpt } from './excerpt.ts';
 import { sharedTermCount } from './lexical.ts';
 import { countKeptTokens, countTokens } from '../util/tokens.ts';
+import { LruCache } from '../util/lru-cache.ts';
 import { dot, pairMemo } from '../util/vectors.ts';
 import { vectorDot } from '../graph/vector-table.ts';
 import type { ContextUnit } from './pack.ts';
@@ -265,25 +266,15 @@ interface TurnIndex {
 }
 
 /**
- * Turn indexes by FacetPoint list, least recently used first out past `MAX_INDEXED_CHARS`
- * characters of turn text. Kept for as long as each list lived, they grew with every Episode a
- * long-running process had searched, to a second copy of its whole text in turn lines.
+ * Turn indexes by FacetPoint list, least recently used first out past 8M characters of turn
+ * text. Kept for as long as each list lived, they grew with every Episode a long-running process
+ * had searched, to a second copy of its whole text in turn lines.
  */
-const turnIndexes = new Map<readonly FacetPointNode[], TurnIndex>();
-let indexedChars = 0;
-const MAX_INDEXED_CHARS = 8_000_000;
+const turnIndexes = new LruCache<readonly FacetPointNode[], TurnIndex>(8_000_000, (index) => index.chunk.text.length);
 
 function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId: string): TurnIndex {
   const known = turnIndexes.get(points);
-  if (known) {
-    turnIndexes.delete(points);
-    if (known.chunk === chunk && known.episodeId === episodeId) {
-      // Moved to the back: a Map iterates in insertion order, so its front is the least recent.
-      turnIndexes.set(points, known);
-      return known;
-    }
-    indexedChars -= known.chunk.text.length;
-  }
+  if (known?.chunk === chunk && known.episodeId === episodeId) return known;
   const facetSlots = new Map<string, number>();
   const byDialog = new Map<string, { points: number[]; facets: number[] }>();
   points.forEach((point, index) => {
@@ -310,12 +301,6 @@ function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId:
     bytes: chunk.turns.map(turnLineBytes),
   };
   turnIndexes.set(points, index);
-  indexedChars += chunk.text.length;
-  for (const [oldest, held] of turnIndexes) {
-    if (indexedChars <= MAX_INDEXED_CHARS) break;
-    turnIndexes.delete(oldest);
-    indexedChars -= held.chunk.text.length;
-  }
   return index;
 }
 

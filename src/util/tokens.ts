@@ -1,4 +1,5 @@
 import { PrismError } from '../errors.ts';
+import { LruCache } from './lru-cache.ts';
 
 /** Counts the tokens of `text` the way the answer model will see them. Must be synchronous: packing calls it per unit. */
 export type TokenCounter = (text: string) => number;
@@ -20,9 +21,7 @@ const NO_SPECIAL_TOKENS = new Set<string>();
  * keeps the lines its searches keep reaching (starting over when full re-tokenised them all, a
  * third of a search's time on 10,000 chat messages).
  */
-const counted = new Map<string, number>();
-let countedChars = 0;
-const MAX_COUNTED_CHARS = 4_000_000;
+const counted = new LruCache<string, number>(4_000_000, (_, text) => text.length);
 
 /**
  * Makes `countTokens` ready: installs `custom` when given, else loads the default counter,
@@ -50,7 +49,6 @@ export async function loadTokenCounter(custom?: TokenCounter): Promise<TokenCoun
 function install(counter: TokenCounter, o200k: boolean): void {
   if (counter !== active) {
     counted.clear();
-    countedChars = 0;
   }
   active = counter;
   countsPartsApart = o200k;
@@ -60,22 +58,9 @@ function install(counter: TokenCounter, o200k: boolean): void {
 export function countTokens(text: string): number {
   if (!active) throw new PrismError('INVALID_INPUT', 'no token counter loaded yet: await loadTokenCounter() (Memory.open does) before counting tokens');
   const known = counted.get(text);
-  if (known !== undefined) {
-    // Moved to the back: a Map iterates in insertion order, so its front is the least recent.
-    counted.delete(text);
-    counted.set(text, known);
-    return known;
-  }
+  if (known !== undefined) return known;
   const tokens = active(text);
   counted.set(text, tokens);
-  countedChars += text.length;
-  if (countedChars > MAX_COUNTED_CHARS) {
-    for (const oldest of counted.keys()) {
-      counted.delete(oldest);
-      countedChars -= oldest.length;
-      if (countedChars <= MAX_COUNTED_CHARS) break;
-    }
-  }
   return tokens;
 }
 

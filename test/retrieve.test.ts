@@ -1167,9 +1167,9 @@ describe('zero-LLM precision, units and packing', () => {
     const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     let bounded = 0;
     for (let round = 0; round < 200; round++) {
-      const text = Array.from({ length: 2 + random(8) }, () => sentences[random(sentences.length)] ?? '').join(' ');
+      const text = Array.from({ length: 1 + random(8) }, () => sentences[random(sentences.length)] ?? '').join(' ');
       const turn = { dialogId: 'D1:1', speaker: 'Ana', text };
-      const score = (s: string) => (s.length * 7919 + round) % 13;
+      const score = (s: string) => ((s.length + s.charCodeAt(0)) * 7919 + round * 31) % 101;
       for (const cap of [8, 14, 30, 400]) {
         // One weighing, as a unit keeps: the bound first, then the excerpt, then a smaller one.
         const weighing = new SentenceWeighing(turn, score);
@@ -1183,6 +1183,12 @@ describe('zero-LLM precision, units and packing', () => {
     }
     // The bound is a real one most of the time, not 0.
     expect(bounded).toBeGreaterThan(400);
+    // Exactly the head and the best sentence: the others score under half the best, so the
+    // excerpt is those two and the gaps' marks.
+    const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one is here. Gamma three. Delta four is long enough.' };
+    const weighing = new SentenceWeighing(turn, (s) => (s === 'Gamma three.' ? 1 : 0.1));
+    expect(weighing.leastTokens(400)).toBe(o200kCount('(D1:1) Ana:') + o200kCount(' Gamma three.'));
+    expect(weighing.excerpt(400).text).toBe('(D1:1) Ana: … Gamma three. …');
   });
 
   it('excerpts within a cap only with whole sentences (excerptWithin): none when the best one does not fit', () => {

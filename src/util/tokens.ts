@@ -98,8 +98,11 @@ export function countLines(pieces: readonly string[]): number {
   return tokens;
 }
 
-/** A part `countSpaced` can count apart: one space then a non-space character at its start (but the first part's), a non-space character at its end. */
-const SPACED_PART = /^ \S(?:.*\S)?$/su;
+/**
+ * What follows the one space of a part `countSpaced` can count apart (every part but the first):
+ * a non-space character at its start and at its end.
+ */
+const SPACED_TEXT = /^\S(?:.*\S)?$/su;
 
 /**
  * Tokens of `parts.join('')`, where every part ends in a non-space character and every part but
@@ -130,11 +133,8 @@ function countedApart(parts: readonly string[]): boolean {
 /** Whether `parts` have the shape `countSpaced` counts apart, whatever counter is installed (see `countedApart`). */
 export function spacedParts(parts: readonly string[]): boolean {
   const first = parts[0] ?? '';
-  return /\S$/u.test(first) && parts.every((part, i) => i === 0 || SPACED_PART.test(part));
+  return /\S$/u.test(first) && parts.every((part, i) => i === 0 || (part.startsWith(' ') && isSpacedPart(part.slice(1))));
 }
-
-/** A text that makes such a part after one space: non-space characters at both ends (` ${text}` matches `SPACED_PART`). */
-const SPACED_TEXT = /^\S(?:.*\S)?$/su;
 
 /** Whether ` ${text}` is a part of the shape `spacedParts` asks of every part but the first, without making it. */
 export function isSpacedPart(text: string): boolean {

@@ -18,11 +18,18 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from './support/chromium.ts';
  * Not a CI test (CI runs `*.spec.ts`): `npx playwright test -c e2e/growth.config.ts`, or
  * `PRISM_BENCH_ONLY=chromium npm run bench` (bench/growth-chromium.bench.ts). Sizes:
  * `PRISM_GROWTH_BROWSER_SIZES` (messages, comma-separated), default 1000,30000. The figures go
- * to `PRISM_GROWTH_BROWSER_OUT` as JSON, default e2e/out/growth-chromium.json.
+ * to `PRISM_GROWTH_BROWSER_OUT` as JSON, default e2e/out/growth-chromium.json. With
+ * `PRISM_GROWTH_BROWSER_PROFILE` set to a folder, each size also gets one more cold open, in a
+ * browser of its own after the measured ones (so no figure pays for the profiler), recorded as a
+ * CPU profile of the page: `<folder>/cold-open-<messages>.cpuprofile`, which Chromium's DevTools
+ * open and resolve through the site's source maps.
  */
 
 const SIZES = (process.env.PRISM_GROWTH_BROWSER_SIZES ?? '1000,30000').split(',').map(Number);
 const GROWTH_BROWSER_OUT = resolve(process.env.PRISM_GROWTH_BROWSER_OUT ?? join(import.meta.dirname, 'out', 'growth-chromium.json'));
+const PROFILE_DIR = process.env.PRISM_GROWTH_BROWSER_PROFILE;
+/** Sampling interval of a cold open's CPU profile, in microseconds: fine enough for a many-second open, a few MB of profile. */
+const PROFILE_SAMPLING_US = 500;
 const DB_NAME = 'prism-growth';
 /** Sessions handed to the page per call: a few hundred KB of text, small enough to keep progress visible. */
 const BATCH_SESSIONS = 50;
@@ -87,6 +94,19 @@ class Browser {
     const { usedSize } = await cdp.send('Runtime.getHeapUsage');
     await cdp.detach();
     return usedSize / 2 ** 20;
+  }
+
+  /** Runs `run` in `page` under the DevTools CPU profiler and writes the profile to `out`. */
+  async profile(page: Page, run: () => Promise<unknown>, out: string): Promise<void> {
+    const cdp = await this.context.newCDPSession(page);
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: PROFILE_SAMPLING_US });
+    await cdp.send('Profiler.start');
+    await run();
+    const { profile } = await cdp.send('Profiler.stop');
+    await cdp.detach();
+    await mkdir(dirname(out), { recursive: true });
+    await writeFile(out, JSON.stringify(profile));
   }
 
   /**
@@ -177,6 +197,15 @@ test('growth of one IndexedDB scope of real assistant chat in Chromium', async (
       const probe = await probing.evaluate(() => window.growthHarness.addsAndDelete());
       await probing.evaluate(() => window.growthHarness.close());
       await prober.close();
+      if (PROFILE_DIR !== undefined) {
+        const profiler = await Browser.launch(profileDir);
+        const profiled = await profiler.open(pageUrl);
+        await profiled.evaluate(() => window.growthHarness.loadModel());
+        const openCold = () => profiled.evaluate(({ name, asked }) => window.growthHarness.openCold(name, asked), { name: DB_NAME, asked: queries.slice(0, 1) });
+        await profiler.profile(profiled, openCold, resolve(PROFILE_DIR, `cold-open-${messages}.cpuprofile`));
+        await profiled.evaluate(() => window.growthHarness.close());
+        await profiler.close();
+      }
       points.push({ messages, textBytes, nodes, edges, indexedDbBytes, keyRingBytes, growMs, firstOpenMs, ...searches, heapMb, rendererRssMb, ...probe });
       console.error(`growth-chromium: ${messages} messages measured`);
     }

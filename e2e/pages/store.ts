@@ -46,8 +46,8 @@ const storeHarness = {
     });
   },
 
-  /** What the database holds, read through the store and through the raw indexes. */
-  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; episodesByIndex: number; temporalByIndex: number }> {
+  /** What the database holds, read through the store; and the raw node and edge stores' record counts and index names. */
+  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; raw: Record<'nodes' | 'edges', { records: number; indexes: string[] }> }> {
     const { digest, cached, revision } = await withStore(name, async (store) => ({
       digest: await digestOf(store),
       cached: await store.getCached('greeting'),
@@ -59,8 +59,14 @@ const storeHarness = {
         digest,
         cached,
         revision,
-        episodesByIndex: await raw.countFromIndex('nodes', 'layer', 'episode'),
-        temporalByIndex: await raw.countFromIndex('edges', 'type', 'temporal'),
+        raw: Object.fromEntries(
+          await Promise.all(
+            (['nodes', 'edges'] as const).map(async (store) => {
+              const tx = raw.transaction(store);
+              return [store, { records: await tx.store.count(), indexes: [...tx.store.indexNames] }] as const;
+            }),
+          ),
+        ) as Record<'nodes' | 'edges', { records: number; indexes: string[] }>,
       };
     } finally {
       raw.close();
@@ -83,10 +89,12 @@ const storeHarness = {
       }
     });
     const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+    // The edges a working set holds as edges are the edge records (the folded ones come as keys).
+    const held = (await withStore(name, (store) => store.loadWorkingSet(P)))?.edges ?? [];
     const raw = await openDB(name);
     try {
-      const derived = await Promise.all(['belongs_to', 'involves_entity'].map((type) => raw.countFromIndex('edges', 'type', type)));
-      return { differing, reopenedSame, derivedEdgeRecords: derived[0]! + derived[1]!, edgeRecords: await raw.count('edges') };
+      const derivedEdgeRecords = held.filter((edge) => edge.type === 'belongs_to' || edge.type === 'involves_entity').length;
+      return { differing, reopenedSame, derivedEdgeRecords, edgeRecords: await raw.count('edges') };
     } finally {
       raw.close();
     }

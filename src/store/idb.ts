@@ -31,15 +31,6 @@ interface Sealed {
   sealed: ArrayBuffer;
 }
 
-/** Nodes and edges keep their layer and type in the clear, for the indexes. */
-interface SealedNode extends Sealed {
-  layer: Layer;
-}
-
-interface SealedEdge extends Sealed {
-  type: EdgeType;
-}
-
 /**
  * The vectors sealed under one key, in one record (see `vectorGroupWrites`): their ids in the
  * clear, as every record key is, for the `member` index; their values end to end, sealed.
@@ -75,8 +66,10 @@ type Counter = 'generation' | 'retiredRevision' | 'legacy';
 type RingCleanup = 'remove' | 'prune';
 
 interface PrismDb extends DBSchema {
-  nodes: { key: RecordKey; value: SealedNode; indexes: { layer: Layer; keyId: string } };
-  edges: { key: RecordKey; value: SealedEdge; indexes: { type: EdgeType; keyId: string } };
+  /** Values written before v7 also hold the node's layer in the clear, which nothing reads. */
+  nodes: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
+  /** Values written before v7 also hold the edge's type in the clear, which nothing reads. */
+  edges: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
   /** Pages of long Entity chunk lists, sealed under their Entity's key. */
   entityPages: { key: PageKey; value: Sealed; indexes: { keyId: string } };
   chunks: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
@@ -194,6 +187,13 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
   // v6: derived state beside a partition's records (the lexical index), sealed under a key of its own.
   async (db) => {
     db.createObjectStore('derived').createIndex('keyId', 'keyId');
+  },
+  // v7: no index on a node's layer or an edge's type. Nothing reads them, and every node
+  // and edge record paid an entry in each (about a tenth of a chat memory's bytes) and its upkeep
+  // on every write; the values stop holding the layer and type in the clear.
+  async (_db, tx) => {
+    tx.objectStore('nodes').deleteIndex('layer');
+    tx.objectStore('edges').deleteIndex('type');
   },
 ];
 
@@ -753,12 +753,12 @@ export class IndexedDbStore implements GraphStore {
         // A node the plan rewrites without being put (it dropped a folded edge) is read from its JSON.
         const node = putNodes.get(id) ?? decodeNode(json, new Map()).node;
         const keyId = keyFor(ownerOfNode(node));
-        const value: SealedNode = { keyId, layer: node.layer, sealed: await seal(keyId, encoder.encode(json)) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
         return (tx) => tx.objectStore('nodes').put(value, key(id));
       }),
       ...plan.edges.map(async (edge): Promise<Write> => {
         const keyId = keyFor(edge.chunkId);
-        const value: SealedEdge = { keyId, type: edge.type, sealed: await seal(keyId, encoder.encode(encodeEdge(edge))) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeEdge(edge))) };
         return (tx) => tx.objectStore('edges').put(value, key(edge.id));
       }),
       ...plan.folded.map(async (id): Promise<Write> => (tx) => tx.objectStore('edges').delete(key(id))),

@@ -97,10 +97,20 @@ export function recordReads(batch: PlannedBatch): RecordReads {
   // An Entity's stored record says which of its pages still hold.
   for (const node of batch.putNodes ?? []) if (node.layer === 'entity') nodeIds.add(node.id);
   const written = new Set((batch.putNodes ?? []).map((n) => n.id));
-  for (const id of batch.deleteEdges ?? []) {
+  for (const id of aloneOrDeleted(batch)) {
     for (const from of derivedEdgeSources(id)?.candidates ?? []) if (!written.has(from)) nodeIds.add(from);
   }
   return { nodeIds: [...nodeIds], chunkIds: [...chunkIds] };
+}
+
+/**
+ * Ids of the batch's edges that a stored node may fold in and that leave it: those deleted, and
+ * those put without their node (the edge's row holds them from then on; left folded in as well,
+ * the node would bring back its own copy, key and all, when put again).
+ */
+function aloneOrDeleted(batch: PlannedBatch): string[] {
+  const written = new Set((batch.putNodes ?? []).map((n) => n.id));
+  return [...(batch.deleteEdges ?? []), ...(batch.putEdges ?? []).filter((edge) => !written.has(edge.from)).map((edge) => edge.id)];
 }
 
 /**
@@ -109,7 +119,8 @@ export function recordReads(batch: PlannedBatch): RecordReads {
  * - an edge put with its from-node is folded in when the node rebuilds it;
  * - an edge a stored node folded in, neither deleted nor put again, survives its node being put
  *   again (folded again, or as a row when the new node no longer rebuilds it) or deleted (as a row);
- * - a folded edge deleted while its node stays is taken out of the node's row.
+ * - a folded edge deleted, or put on its own, while its node stays is taken out of the node's row
+ *   (put on its own, it is written as a row).
  * `storedNodes` and `storedChunks` hold what the store has of `recordReads(batch)` (absent: none);
  * `written` is the store's memo of the long Entity lists it wrote (see `WrittenList`), kept up to date here.
  * The store applies the batch's deletes first, then these rows, then deletes the rows of `folded`.
@@ -149,9 +160,9 @@ export function planRecords(
     nodes.set(node.id, encoded.json);
     for (const id of encoded.folded) folded.add(id);
   }
-  // A folded edge deleted on its own: its node stays, without it (a node put again was encoded without it above).
+  // A folded edge deleted, or put, on its own: its node stays, without it (a node put again was encoded without it above).
   const put = new Set((batch.putNodes ?? []).map((n) => n.id));
-  for (const id of batch.deleteEdges ?? []) {
+  for (const id of aloneOrDeleted(batch)) {
     for (const from of derivedEdgeSources(id)?.candidates ?? []) {
       const stored = nodes.get(from) ?? storedNodes.get(from);
       if (put.has(from) || deletedNodes.has(from) || stored === undefined) continue;

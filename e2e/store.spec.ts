@@ -21,11 +21,12 @@ test('a batch written to IndexedDB is read back after a reload', async ({ page }
   // Only the key index a delete needs: no record pays for an index on its layer or type (v7).
   expect(read.raw.nodes.indexes).toEqual(['keyId']);
   expect(read.raw.edges.indexes).toEqual(['keyId']);
-  expect(read.raw.nodes.records).toBeGreaterThan(0);
   expect(read.raw.edges.records).toBeGreaterThan(0);
+  // Nodes but Entities are kept in a record per key (v8).
+  expect(read.raw.nodeGroups.records).toBeGreaterThan(0);
 });
 
-test('derived edges fold into their nodes, and every later batch leaves what the reference store holds', async ({ page }) => {
+test('derived edges fold into their nodes, nodes but Entities are kept in a group per key, and every later batch leaves what the reference store holds', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.foldsAsReference('e2e-folds'));
   expect(result.differing).toEqual([]);
   expect(result.reopenedSame).toBe(true);
@@ -34,6 +35,23 @@ test('derived edges fold into their nodes, and every later batch leaves what the
   // involves_entity); the rest of that kind are keys in their nodes (the SQL store keeps the same rows).
   expect(result.derivedEdgeRecords).toBe(4);
   expect(result.edgeRecords).toBeGreaterThan(result.derivedEdgeRecords);
+  // The nodes sealed under one key are one record (v8), but Entities: at most a group per chunk
+  // key and the shared one, and a record for each Entity only.
+  expect(result.nodeRecords).toBe(result.entities);
+  expect(result.nodeGroups).toBeGreaterThan(0);
+  expect(result.nodeGroups).toBeLessThanOrEqual(result.chunks + 1);
+});
+
+test('nodes written one record each before v8 are read, and a node put or deleted leaves its record, every batch leaving what the reference store holds', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.nodesFromBeforeV8('e2e-nodes-v7'));
+  expect(result.differing).toEqual([]);
+  expect(result.reopenedSame).toBe(true);
+  // All in records at first; the folding batches put and delete some; put again, every node but the Entities leaves its record for a group.
+  expect(result.groups[0]).toBe(0);
+  expect(result.records[0]).toBeGreaterThan(0);
+  expect(result.records[1]).toBeLessThan(result.records[0]!);
+  expect(result.records[2]).toBe(result.entities);
+  expect(result.groups[2]).toBeGreaterThan(0);
 });
 
 test('a long Entity chunk list is kept in pages: a batch rewrites only the pages it changes, and every batch leaves what the reference store holds', async ({ page }) => {

@@ -9,6 +9,7 @@ import { IDB_SCHEMA_VERSION, IndexedDbStore } from '../../src/store/idb.ts';
 import { DERIVED_OWNER, KeyFolder } from '../../src/store/idb-keys.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
+import { splitGroupValues } from '../../src/store/vector-groups.ts';
 import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
@@ -47,7 +48,7 @@ const storeHarness = {
   },
 
   /** What the database holds, read through the store; and the raw node and edge stores' record counts and index names. */
-  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; raw: Record<'nodes' | 'edges', { records: number; indexes: string[] }> }> {
+  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; raw: Record<'nodes' | 'nodeGroups' | 'edges', { records: number; indexes: string[] }> }> {
     const { digest, cached, revision } = await withStore(name, async (store) => ({
       digest: await digestOf(store),
       cached: await store.getCached('greeting'),
@@ -61,12 +62,12 @@ const storeHarness = {
         revision,
         raw: Object.fromEntries(
           await Promise.all(
-            (['nodes', 'edges'] as const).map(async (store) => {
+            (['nodes', 'nodeGroups', 'edges'] as const).map(async (store) => {
               const tx = raw.transaction(store);
               return [store, { records: await tx.store.count(), indexes: [...tx.store.indexNames] }] as const;
             }),
           ),
-        ) as Record<'nodes' | 'edges', { records: number; indexes: string[] }>,
+        ) as Record<'nodes' | 'nodeGroups' | 'edges', { records: number; indexes: string[] }>,
       };
     } finally {
       raw.close();
@@ -77,7 +78,9 @@ const storeHarness = {
    * Applies the folding batches (see sample-memory) to IndexedDB and to a MemoryStore, and after
    * each compares what both hold; then counts the edge records of the derived types.
    */
-  async foldsAsReference(name: string): Promise<{ differing: number[]; reopenedSame: boolean; derivedEdgeRecords: number; edgeRecords: number }> {
+  async foldsAsReference(
+    name: string,
+  ): Promise<{ differing: number[]; reopenedSame: boolean; derivedEdgeRecords: number; edgeRecords: number; nodeGroups: number; nodeRecords: number; entities: number; chunks: number }> {
     const reference = new MemoryStore();
     const differing: number[] = [];
     await withStore(name, async (store) => {
@@ -89,12 +92,22 @@ const storeHarness = {
       }
     });
     const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
-    // The edges a working set holds as edges are the edge records (the folded ones come as keys).
-    const held = (await withStore(name, (store) => store.loadWorkingSet(P)))?.edges ?? [];
+    // The edges a working set holds as edges are the stored ones (the folded ones come as keys).
+    const working = await withStore(name, (store) => store.loadWorkingSet(P));
+    const held = working?.edges ?? [];
     const raw = await openDB(name);
     try {
       const derivedEdgeRecords = held.filter((edge) => edge.type === 'belongs_to' || edge.type === 'involves_entity').length;
-      return { differing, reopenedSame, derivedEdgeRecords, edgeRecords: await raw.count('edges') };
+      return {
+        differing,
+        reopenedSame,
+        derivedEdgeRecords,
+        edgeRecords: await raw.count('edges'),
+        nodeGroups: await raw.count('nodeGroups'),
+        nodeRecords: await raw.count('nodes'),
+        entities: working?.nodes.filter((node) => node.layer === 'entity').length ?? 0,
+        chunks: working?.chunks.length ?? 0,
+      };
     } finally {
       raw.close();
     }
@@ -185,6 +198,62 @@ const storeHarness = {
    * what both hold after each; counts the page records, and tells after each batch which pages'
    * sealed bytes changed (a page written again is sealed afresh, under a new IV).
    */
+  /**
+   * The folding batches over a database whose nodes were written before v8, one record a node:
+   * after the first batch, each node group is taken apart into records sealed under its key, as
+   * v7 wrote them. Every later batch must leave what the reference store holds, and a node put
+   * or deleted leaves its record (none is ever held twice); last, every node is put again.
+   */
+  async nodesFromBeforeV8(name: string): Promise<{ differing: number[]; reopenedSame: boolean; records: number[]; groups: number[]; entities: number }> {
+    const reference = new MemoryStore();
+    const differing: number[] = [];
+    const records: number[] = [];
+    const groups: number[] = [];
+    const [first, ...rest] = foldingBatches(ingestShapedSample());
+    await withStore(name, async (store) => {
+      await store.clear();
+      await store.commit(P, first!);
+      await reference.commit(P, first!);
+    });
+    const raw = await openDB(name);
+    const keys = await KeyFolder.open(name);
+    try {
+      for (const [token, keyId] of (await raw.getAllKeys('nodeGroups')) as Array<[number, string]>) {
+        const value = (await raw.get('nodeGroups', [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
+        const ring = await keys.read(`p${token}`);
+        const values = splitGroupValues('node group', value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
+        const sealed = await Promise.all([...values].map(async ([id, bytes]) => [id, { keyId, sealed: await keys.seal(ring, keyId, new Uint8Array(bytes)) }] as const));
+        const tx = raw.transaction(['nodes', 'nodeGroups'], 'readwrite');
+        await Promise.all([...sealed.map(([id, record]) => tx.objectStore('nodes').put(record, [token, id])), tx.objectStore('nodeGroups').delete([token, keyId]), tx.done]);
+      }
+    } finally {
+      raw.close();
+    }
+    const count = async (): Promise<void> => {
+      const db = await openDB(name);
+      records.push(await db.count('nodes'));
+      groups.push(await db.count('nodeGroups'));
+      db.close();
+    };
+    await count();
+    // Last, every node put again as it is: each but the Entities leaves its record for its group.
+    const again = async (): Promise<WriteBatch> => ({ putNodes: (await reference.load(P))?.nodes ?? [] });
+    await withStore(name, async (store) => {
+      if ((await digestOf(store)) !== (await digestOf(reference))) differing.push(0);
+      for (const [i, batch] of [...rest, null].entries()) {
+        if (i === rest.length) await count();
+        const next = batch ?? (await again());
+        await store.commit(P, next);
+        await reference.commit(P, next);
+        if ((await digestOf(store)) !== (await digestOf(reference))) differing.push(i + 1);
+      }
+    });
+    await count();
+    const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+    const entities = ((await reference.load(P))?.nodes ?? []).filter((node) => node.layer === 'entity').length;
+    return { differing, reopenedSame, records, groups, entities };
+  },
+
   async pagesAsReference(name: string): Promise<{ differing: number[]; pageRecords: number[]; rewritten: number[][]; reopenedSame: boolean }> {
     const reference = new MemoryStore();
     const differing: number[] = [];
@@ -548,15 +617,15 @@ export interface SealCost {
   clearMs: number;
 }
 
-/** Nodes and vectors of the database's one partition sealed under the key its meta is sealed under (the shared key). */
+/** Nodes and vectors of the database's one partition sealed under the key its meta is sealed under (the shared key), in records or groups. */
 async function recordsUnderSharedKey(name: string): Promise<number> {
   const raw = await openDB(name);
   try {
     const [meta] = (await raw.getAll('meta')) as Array<{ keyId: string }>;
     if (meta === undefined) return 0;
     const counts = await Promise.all(['nodes', 'vectors'].map((store) => raw.countFromIndex(store, 'keyId', meta.keyId)));
-    // Vectors sealed under one key share a record: count its members.
-    const groups = (await raw.getAllFromIndex('vectorGroups', 'keyId', meta.keyId)) as Array<{ members: unknown[] }>;
+    // Nodes and vectors sealed under one key share a record: count its members.
+    const groups = (await Promise.all(['nodeGroups', 'vectorGroups'].map((store) => raw.getAllFromIndex(store, 'keyId', meta.keyId)))).flat() as Array<{ members: unknown[] }>;
     return counts.reduce((a, b) => a + b, 0) + groups.reduce((sum, group) => sum + group.members.length, 0);
   } finally {
     raw.close();

@@ -11,7 +11,7 @@ import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLis
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { joinVectorValues, splitVectorValues, VectorGroupEdits, vectorGroupOf } from './vector-groups.ts';
+import { joinGroupValues, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -32,10 +32,10 @@ interface Sealed {
 }
 
 /**
- * The vectors sealed under one key, in one record (see `vectorGroupWrites`): their ids in the
- * clear, as every record key is, for the `member` index; their values end to end, sealed.
+ * The vectors (or the nodes) sealed under one key, in one record (see `groupWrites`): their ids
+ * in the clear, as every record key is, for the `member` index; their values end to end, sealed.
  */
-interface SealedVectorGroup extends Sealed {
+interface SealedGroup extends Sealed {
   members: RecordKey[];
 }
 
@@ -66,8 +66,14 @@ type Counter = 'generation' | 'retiredRevision' | 'legacy';
 type RingCleanup = 'remove' | 'prune';
 
 interface PrismDb extends DBSchema {
-  /** Values written before v7 also hold the node's layer in the clear, which nothing reads. */
+  /**
+   * Entities, one record each (an add rewrites some of them: the Entities it names); other nodes
+   * as v8 and older wrote them, read, deleted and sealed again, never written anew. Values written
+   * before v7 also hold the node's layer in the clear, which nothing reads.
+   */
   nodes: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
+  /** By token and key id: the nodes but Entities sealed under that key (their JSON); `member` finds a node's group. */
+  nodeGroups: { key: RecordKey; value: SealedGroup; indexes: { keyId: string; member: RecordKey } };
   /** Values written before v7 also hold the edge's type in the clear, which nothing reads. */
   edges: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
   /** Pages of long Entity chunk lists, sealed under their Entity's key. */
@@ -76,7 +82,7 @@ interface PrismDb extends DBSchema {
   /** One record a vector, as v4 and older wrote them; read, deleted and sealed again, never written anew. */
   vectors: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
   /** By token and key id: the vectors sealed under that key; `member` finds a vector's group. */
-  vectorGroups: { key: RecordKey; value: SealedVectorGroup; indexes: { keyId: string; member: RecordKey } };
+  vectorGroups: { key: RecordKey; value: SealedGroup; indexes: { keyId: string; member: RecordKey } };
   /** The value carries nothing; the key is the hash. */
   hashes: { key: RecordKey; value: true };
   /** By token and the state's name. */
@@ -94,9 +100,49 @@ interface PrismDb extends DBSchema {
 type StoreName = StoreNames<PrismDb>;
 type UpgradeTransaction = IDBPTransaction<unknown, string[], 'versionchange'>;
 
-const RECORD_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes', 'derived'] as const satisfies readonly StoreName[];
+const RECORD_STORES = ['nodes', 'nodeGroups', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes', 'derived'] as const satisfies readonly StoreName[];
 /** Stores whose values are sealed, each with an index on the key id. */
-const SEALED_STORES = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'derived', 'meta', 'cache'] as const satisfies readonly StoreName[];
+const SEALED_STORES = ['nodes', 'nodeGroups', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'derived', 'meta', 'cache'] as const satisfies readonly StoreName[];
+
+/** The stores that keep the records sealed under one key as one record (see `groupWrites`). */
+type GroupStore = 'nodeGroups' | 'vectorGroups';
+
+/**
+ * Each group store's store of single records from before it (read, deleted, sealed again, never
+ * written anew), how its ids share stems for a lookup by range, and what its records are.
+ */
+const GROUP_STORES: Record<GroupStore, { singles: 'nodes' | 'vectors'; kind: string }> = {
+  nodeGroups: { singles: 'nodes', kind: 'node' },
+  vectorGroups: { singles: 'vectors', kind: 'vector' },
+};
+
+/** Groups a write read (`readGroups`): each group's values by member id, by key id; and the ids read that are records of their own. */
+interface GroupsRead {
+  groups: Map<string, Map<string, Uint8Array>>;
+  singles: Set<string>;
+}
+
+/** Groups a write has read already, with the ids it read them for: what may hold those ids is among them. */
+interface KnownGroups {
+  read: GroupsRead;
+  ids: ReadonlySet<string>;
+}
+
+/**
+ * The nodes `plan` writes that stay records of their own, with their JSON: the Entities (a node
+ * the plan rewrites without being put, as it dropped a folded edge, is read from its JSON).
+ */
+function entityRecords(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>): Array<[id: string, json: string, node: GraphNode]> {
+  return [...plan.nodes].flatMap(([id, json]): Array<[string, string, GraphNode]> => {
+    const node = putNodes.get(id) ?? decodeNode(json, new Map()).node;
+    return node.layer === 'entity' ? [[id, json, node]] : [];
+  });
+}
+
+/** A group record's values by member id, from its unsealed bytes; CORRUPT_CHECKPOINT when its members and values do not match. */
+function valuesOfGroup(store: GroupStore, group: SealedGroup, plain: Uint8Array): Map<string, Uint8Array> {
+  return splitGroupValues(`${GROUP_STORES[store].kind} group ${group.keyId}`, group.members.map(([, id]) => id), plain);
+}
 
 const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
 
@@ -188,12 +234,23 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
   async (db) => {
     db.createObjectStore('derived').createIndex('keyId', 'keyId');
   },
-  // v7: no index on a node's layer or an edge's type. Nothing reads them, and every node
-  // and edge record paid an entry in each (about a tenth of a chat memory's bytes) and its upkeep
-  // on every write; the values stop holding the layer and type in the clear.
+  // v7: no index on a node's layer or an edge's type. Nothing reads them, and every node and
+  // edge record paid an entry in one and its upkeep on every write (10K messages of chat in
+  // Chromium: 7.6 KB a message beyond the text with them, 5.6 KB without); the values stop
+  // holding the layer and type in the clear.
   async (_db, tx) => {
     tx.objectStore('nodes').deleteIndex('layer');
     tx.objectStore('edges').deleteIndex('type');
+  },
+  // v8: the nodes sealed under one key in one record, as the vectors since v5 (see `groupWrites`),
+  // but Entities (an add rewrites the Entities it names: their chunks' groups would be rewritten
+  // whole): ~4.5 node records a message of chat, each read and unsealed at every open. Nodes
+  // written before stay records until put again or deleted (moving them needs WebCrypto, which
+  // an upgrade cannot wait for).
+  async (db) => {
+    const groups = db.createObjectStore('nodeGroups');
+    groups.createIndex('keyId', 'keyId');
+    groups.createIndex('member', 'members', { multiEntry: true });
   },
 ];
 
@@ -269,8 +326,8 @@ function storedOwner(json: string): string | null {
 
 /**
  * The browser backend: the memory in IndexedDB, one object store per record kind, keyed by
- * [partition token, id] (vectors: one record for those sealed under one key, keyed by the key's
- * id). Every value is sealed (AES-GCM) under a key in the partition's key
+ * [partition token, id] (vectors, and nodes but Entities: one record for those sealed under one
+ * key, keyed by the key's id). Every value is sealed (AES-GCM) under a key in the partition's key
  * ring in the Origin Private File System: one key per chunk for the chunk and the nodes, edges
  * and vectors made from it (an Entity's under its first chunk's), and one shared key for meta.
  * A delete drops the keys of what it deleted (and replaces the shared key), so the copies LevelDB keeps until it compacts
@@ -503,9 +560,10 @@ export class IndexedDbStore implements GraphStore {
         if (token === undefined) return null;
         const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
         const range = partitionRange(token);
-        const [meta, nodes, edges, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
+        const [meta, nodes, nodeGroups, edges, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
           tx.objectStore('meta').get(token),
           tx.objectStore('nodes').getAll(range),
+          tx.objectStore('nodeGroups').getAll(range),
           tx.objectStore('edges').getAll(range),
           tx.objectStore('entityPages').getAllKeys(range),
           tx.objectStore('entityPages').getAll(range),
@@ -517,18 +575,22 @@ export class IndexedDbStore implements GraphStore {
           tx.done,
         ]);
         if (meta === undefined) return null;
-        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...edges, ...pages, ...chunks, ...vectors, ...groups]);
+        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...nodeGroups, ...edges, ...pages, ...chunks, ...vectors, ...groups]);
         const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
         const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
         const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
-        const [opened, nodeJson, edgeJson, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
+        const openGroup = async (store: GroupStore, group: SealedGroup): Promise<Map<string, Uint8Array>> => valuesOfGroup(store, group, await open(group));
+        const groupedJson = (store: GroupStore, groups: readonly SealedGroup[]): Promise<string[][]> =>
+          Promise.all(groups.map(async (group) => [...(await openGroup(store, group)).values()].map((bytes) => decoder.decode(bytes))));
+        const [opened, nodeJson, groupedNodeJson, edgeJson, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
           openJson<PartitionMeta>(meta),
           Promise.all(nodes.map(openText)),
+          groupedJson('nodeGroups', nodeGroups),
           Promise.all(edges.map(openText)),
           Promise.all(pages.map(openText)),
           Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
           Promise.all(vectors.map((vector) => open(vector))),
-          Promise.all(groups.map(async (group) => splitVectorValues(`vector group ${group.keyId}`, group.members.map(([, id]) => id), await open(group)))),
+          Promise.all(groups.map((group) => openGroup('vectorGroups', group))),
         ]);
         // Keys sort by Entity id, then page number: each Entity's pages come in order.
         const pagesById = new Map<string, string[]>();
@@ -537,7 +599,7 @@ export class IndexedDbStore implements GraphStore {
           list.push(pageJson[i] as string);
           pagesById.set(id, list);
         });
-        const records = readStoredRecords(nodeJson, edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
+        const records = readStoredRecords([...nodeJson, ...groupedNodeJson.flat()], edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
         return {
           meta: opened.meta,
           ...records,
@@ -617,10 +679,10 @@ export class IndexedDbStore implements GraphStore {
     const derivedKey = dropped ? ring.keyOf(DERIVED_OWNER) : undefined;
     if (derivedKey !== undefined) retired.add(derivedKey);
     const keyFor = keyAssigner(ring, retired);
-    const plan = await this.planRecords(token, ring, batch);
+    const { plan, nodesRead } = await this.planRecords(token, ring, batch);
     const { writes: resealed, vectorKeys } = await this.resealSurvivors(token, ring, batch, plan, retired, keyFor);
-    const puts = await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys);
-    const writes: Write[] = [...deletionsOf(token, batch), ...puts, ...(await this.vectorGroupWrites(token, ring, batch, vectorKeys, keyFor, retired)), ...resealed];
+    const records = await this.recordWrites(token, ring, batch, plan, { keyFor, retired }, vectorKeys, nodesRead);
+    const writes: Write[] = [...deletionsOf(token, batch), ...records, ...resealed];
     if (dropped) writes.push((tx) => tx.objectStore('derived').delete(partitionRange(token)));
     if (batch.meta !== undefined || current === null || retired.size > 0) writes.push(await this.sealMeta(token, ring, keyFor(null), partition, meta));
     const revision = (existing === undefined ? retiredRevision : storedRevision) + 1;
@@ -650,17 +712,22 @@ export class IndexedDbStore implements GraphStore {
     return revision;
   }
 
-  /** The node, edge and Entity page records `batch` writes, in their stored forms (see record-plan). Hold the key lock. */
-  private async planRecords(token: Token, ring: KeyRing, batch: WriteBatch): Promise<RecordPlan> {
+  /**
+   * The node, edge and Entity page records `batch` writes, in their stored forms (see record-plan);
+   * and the node groups read for it, which the node group writes start from. Hold the key lock.
+   */
+  private async planRecords(token: Token, ring: KeyRing, batch: WriteBatch): Promise<{ plan: RecordPlan; nodesRead: KnownGroups }> {
     const reads = recordReads(batch);
     const tx = this.db.transaction(['nodes', 'chunks'], 'readonly');
-    const [nodes, chunks] = await Promise.all([
+    const [nodes, chunks, grouped] = await Promise.all([
       Promise.all(reads.nodeIds.map((id) => tx.objectStore('nodes').get([token, id]))),
       Promise.all(reads.chunkIds.map((id) => tx.objectStore('chunks').get([token, id]))),
+      this.readGroups('nodeGroups', token, ring, reads.nodeIds, []),
       tx.done,
     ]);
     const openText = async (value: Sealed): Promise<string> => decoder.decode(await this.keys.unseal(ring, value.keyId, value.sealed));
     const storedNodes = new Map<string, string>();
+    for (const values of grouped.groups.values()) for (const [id, bytes] of values) storedNodes.set(id, decoder.decode(bytes));
     const storedChunks = new Map<string, Chunk>();
     await Promise.all([
       ...reads.nodeIds.map(async (id, i) => {
@@ -672,7 +739,28 @@ export class IndexedDbStore implements GraphStore {
         if (value !== undefined) storedChunks.set(id, decodeChunk(await openText(value)));
       }),
     ]);
-    return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token));
+    return { plan: planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token)), nodesRead: { read: grouped, ids: new Set(reads.nodeIds) } };
+  }
+
+  /**
+   * What the batch writes of its records, sealed: its puts (`sealPuts`) and the node and vector
+   * groups it changes. `nodesRead`: the node groups planning read, if any.
+   */
+  private async recordWrites(
+    token: Token,
+    ring: KeyRing,
+    batch: WriteBatch,
+    plan: RecordPlan,
+    keys: { keyFor: (owner: string | null) => string; retired: ReadonlySet<string> },
+    vectorKeys: Map<string, string>,
+    nodesRead?: KnownGroups,
+  ): Promise<Write[]> {
+    const puts = await this.sealPuts(token, ring, batch, plan, keys.keyFor, vectorKeys);
+    const groups = await Promise.all([
+      this.nodeGroupWrites(token, ring, batch, plan, keys, nodesRead),
+      this.vectorGroupWrites(token, ring, batch, vectorKeys, keys.keyFor, keys.retired),
+    ]);
+    return [...puts, ...groups.flat()];
   }
 
   /**
@@ -699,9 +787,13 @@ export class IndexedDbStore implements GraphStore {
     };
     const strayVectors = (batch.putVectors ?? []).map(([id]) => id).filter((id) => !touched.nodes.has(id) && !touched.edges.has(id));
     const stores = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors'] as const;
-    const tx = this.db.transaction(stores, 'readonly');
+    const tx = this.db.transaction([...stores, 'nodeGroups'], 'readonly');
+    // A stray vector's key is its node's or edge's: a record's, or its group's (named by its key).
+    const ownerKey = async (id: string): Promise<string | undefined> =>
+      ((await tx.objectStore('nodes').get([token, id])) ?? (await tx.objectStore('edges').get([token, id])))?.keyId ??
+      (await tx.objectStore('nodeGroups').index('member').getKey([token, id]))?.[1];
     const [owners, survivors] = await Promise.all([
-      Promise.all(strayVectors.map(async (id) => (await tx.objectStore('nodes').get([token, id])) ?? (await tx.objectStore('edges').get([token, id])))),
+      Promise.all(strayVectors.map(ownerKey)),
       Promise.all(
         [...retired].flatMap((keyId) =>
           stores.map(async (store) => {
@@ -715,7 +807,7 @@ export class IndexedDbStore implements GraphStore {
     ]);
     const vectorKeys = new Map<string, string>();
     strayVectors.forEach((id, i) => {
-      const keyId = owners[i]?.keyId;
+      const keyId = owners[i];
       vectorKeys.set(id, keyId === undefined || retired.has(keyId) ? keyFor(null) : keyId);
     });
     const writes = await Promise.all(
@@ -733,7 +825,7 @@ export class IndexedDbStore implements GraphStore {
   /**
    * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, an Entity
    * under its first chunk's; and, in `vectorKeys`, the key of each put node's and edge's vector
-   * (its own; `vectorGroupWrites` writes the vectors).
+   * (its own; `nodeGroupWrites` writes the nodes but Entities, `vectorGroupWrites` the vectors).
    */
   private async sealPuts(
     token: Token,
@@ -749,9 +841,7 @@ export class IndexedDbStore implements GraphStore {
     for (const edge of batch.putEdges ?? []) vectorKeys.set(edge.id, keyFor(edge.chunkId));
     const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
     const writes = await Promise.all([
-      ...[...plan.nodes].map(async ([id, json]): Promise<Write> => {
-        // A node the plan rewrites without being put (it dropped a folded edge) is read from its JSON.
-        const node = putNodes.get(id) ?? decodeNode(json, new Map()).node;
+      ...entityRecords(plan, putNodes).map(async ([id, json, node]): Promise<Write> => {
         const keyId = keyFor(ownerOfNode(node));
         const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
         return (tx) => tx.objectStore('nodes').put(value, key(id));
@@ -782,15 +872,8 @@ export class IndexedDbStore implements GraphStore {
     return writes;
   }
 
-  /**
-   * The vector groups the batch changes, sealed: the vectors sealed under one key are one record,
-   * keyed by the key's id, so a chunk's vectors are read, written and dropped together and its key
-   * still shreds them. Each deleted or put vector leaves the group that holds it (found by the
-   * `member` index), a put joins the group of its key in `vectorKeys` (the shared key's when it has
-   * none), and the vectors of a retiring key that the batch leaves in place move to the shared
-   * key, as the records of any retiring key do. A put also drops the vector's record from before v5.
-   */
-  private async vectorGroupWrites(
+  /** The vector groups the batch changes (`groupWrites`): a put vector joins its node's or edge's key's group (`vectorKeys`), else the shared key's. */
+  private vectorGroupWrites(
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
@@ -799,50 +882,131 @@ export class IndexedDbStore implements GraphStore {
     retired: ReadonlySet<string>,
   ): Promise<Write[]> {
     const puts = batch.putVectors ?? [];
-    const changed = [...new Set([...(batch.deleteVectors ?? []), ...puts.map(([id]) => id)])];
-    if (changed.length === 0 && retired.size === 0) return [];
-    const targets = new Map(puts.map(([id]) => [id, vectorKeys.get(id) ?? keyFor(null)]));
-    // The groups that may hold a changed vector: one range of the `member` index per id stem
-    // (a chunk's ids share a few; the range from `stem` up to `stem;` holds `stem` and every
-    // `stem:<member>`), not a lookup per id, which LevelDB pays for in full when the id is new (most
-    // are). Read in one transaction with those groups, and with whether any vector of this
-    // partition is still a v4 record (a put must then drop its id's).
-    const survivorKey = retired.size > 0 ? keyFor(null) : null;
-    const read = this.db.transaction(['vectorGroups', 'vectors'], 'readonly');
-    const groupStore = read.objectStore('vectorGroups');
-    const stems = [...new Set(changed.map((id) => vectorGroupOf(id).stem))];
-    const [[keyIds, found], singles] = await Promise.all([
+    return this.groupWrites('vectorGroups', token, ring, {
+      changed: [...(batch.deleteVectors ?? []), ...puts.map(([id]) => id)],
+      puts: puts.map(([id, vector]) => [id, encodeVector(vector, this.vectorPrecision)] as const),
+      targets: new Map(puts.map(([id]) => [id, vectorKeys.get(id) ?? keyFor(null)])),
+    }, { keyFor, retired });
+  }
+
+  /**
+   * The node groups the batch changes (`groupWrites`): a node the plan writes (but an Entity,
+   * which stays a record) joins its owner's key's group as its stored JSON; one deleted, or put
+   * as an Entity, leaves its group. What a retiring key's group keeps moves to its own owner's key.
+   */
+  private nodeGroupWrites(
+    token: Token,
+    ring: KeyRing,
+    batch: WriteBatch,
+    plan: RecordPlan,
+    keys: { keyFor: (owner: string | null) => string; retired: ReadonlySet<string> },
+    nodesRead?: KnownGroups,
+  ): Promise<Write[]> {
+    const { keyFor, retired } = keys;
+    const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
+    const entities = new Set(entityRecords(plan, putNodes).map(([id]) => id));
+    const grouped = [...plan.nodes].filter(([id]) => !entities.has(id)).map(([id, json]) => ({ id, json, node: putNodes.get(id) ?? decodeNode(json, new Map()).node }));
+    return this.groupWrites(
+      'nodeGroups',
+      token,
+      ring,
+      {
+        changed: [...(batch.deleteNodes ?? []), ...plan.nodes.keys()],
+        puts: grouped.map(({ id, json }) => [id, encoder.encode(json)] as const),
+        targets: new Map(grouped.map(({ id, node }) => [id, keyFor(ownerOfNode(node))])),
+      },
+      { keyFor, retired, survivorKey: (_id, bytes) => keyFor(storedOwner(decoder.decode(bytes))) },
+      nodesRead,
+    );
+  }
+
+  /**
+   * The groups of `store` that may hold one of `ids`, and those of `keyIds`, unsealed by key id;
+   * and which of `ids` are records of their own, from before the store kept groups. The groups
+   * are found by one range of the `member` index per id stem (a chunk's ids share a few; the
+   * range from `stem` up to `stem;` holds every id `vectorGroupOf` gives that stem), not by a lookup per
+   * id, which LevelDB pays for in full when the id is new (most are); the single records by one
+   * range of keys per stem. Hold the key lock.
+   */
+  private async readGroups(store: GroupStore, token: Token, ring: KeyRing, ids: readonly string[], keyIds: Iterable<string>): Promise<GroupsRead> {
+    const { singles } = GROUP_STORES[store];
+    const read = this.db.transaction([store, singles], 'readonly');
+    const groupStore = read.objectStore(store);
+    const stemRange = (stem: string) => IDBKeyRange.bound([token, stem], [token, `${stem};`], false, true);
+    const stems = [...new Set(ids.map((id) => vectorGroupOf(id).stem))];
+    const [[held, found], singleKeys] = await Promise.all([
       (async () => {
-        const holders = await Promise.all(stems.map((stem) => groupStore.index('member').getAllKeys(IDBKeyRange.bound([token, stem], [token, `${stem};`], false, true))));
-        const keyIds = [...new Set([...holders.flat().map(([, keyId]) => keyId), ...targets.values(), ...retired, ...(survivorKey === null ? [] : [survivorKey])])];
-        return [keyIds, await Promise.all(keyIds.map((keyId) => groupStore.get([token, keyId])))] as const;
+        const holders = await Promise.all(stems.map((stem) => groupStore.index('member').getAllKeys(stemRange(stem))));
+        const held = [...new Set([...holders.flat().map(([, keyId]) => keyId), ...keyIds])];
+        return [held, await Promise.all(held.map((keyId) => groupStore.get([token, keyId])))] as const;
       })(),
-      read.objectStore('vectors').count(partitionRange(token)),
+      Promise.all(stems.map((stem) => read.objectStore(singles).getAllKeys(stemRange(stem)))),
       read.done,
     ]);
-    const stored = new Map<string, Map<string, Uint8Array>>();
+    const groups = new Map<string, Map<string, Uint8Array>>();
     await Promise.all(
-      keyIds.map(async (keyId, i) => {
+      held.map(async (keyId, i) => {
         const group = found[i];
-        if (group) stored.set(keyId, splitVectorValues(`vector group ${keyId}`, group.members.map(([, id]) => id), await this.keys.unseal(ring, keyId, group.sealed)));
+        if (group) groups.set(keyId, valuesOfGroup(store, group, await this.keys.unseal(ring, keyId, group.sealed)));
       }),
     );
-    const edits = new VectorGroupEdits<string>((keyId) => stored.get(keyId));
-    // Each changed vector leaves the group holding it.
+    const wanted = new Set(ids);
+    return { groups, singles: new Set(singleKeys.flat().map(([, id]) => id).filter((id) => wanted.has(id))) };
+  }
+
+  /**
+   * The groups of `store` a write changes, sealed: the records sealed under one key are one
+   * record, keyed by the key's id, so a chunk's are read, written and dropped together and its
+   * key still shreds them. Each `changed` id leaves the group that holds it, each put joins the
+   * group of its key in `targets`, and what a retiring key's group keeps moves to the key
+   * `survivorKey` names for it (the shared key's, by default), as the records of any retiring key
+   * do. A put also drops its id's record from before the store kept groups. `known`: groups this
+   * write has read already (`readGroups`), with the ids it read them for.
+   */
+  private async groupWrites(
+    store: GroupStore,
+    token: Token,
+    ring: KeyRing,
+    change: { changed: readonly string[]; puts: ReadonlyArray<readonly [string, Uint8Array]>; targets: ReadonlyMap<string, string> },
+    keys: { keyFor: (owner: string | null) => string; retired: ReadonlySet<string>; survivorKey?: (id: string, bytes: Uint8Array) => string },
+    known?: KnownGroups,
+  ): Promise<Write[]> {
+    const { puts, targets } = change;
+    const { keyFor, retired } = keys;
+    const changed = [...new Set(change.changed)];
+    if (changed.length === 0 && retired.size === 0) return [];
+    const survivorKey = keys.survivorKey ?? (() => keyFor(null));
+    const stored = new Map(known?.read.groups);
+    const singles = new Set(known?.read.singles);
+    const readMore = async (ids: readonly string[], keyIds: Iterable<string>): Promise<void> => {
+      const unread = [...new Set(keyIds)].filter((keyId) => !stored.has(keyId));
+      if (ids.length === 0 && unread.length === 0) return;
+      const read = await this.readGroups(store, token, ring, ids, unread);
+      for (const [keyId, values] of read.groups) stored.set(keyId, values);
+      for (const id of read.singles) singles.add(id);
+    };
+    await readMore(
+      changed.filter((id) => !known?.ids.has(id)),
+      [...targets.values(), ...retired],
+    );
+    // What a retiring key's group keeps (but for the records that change) moves; the groups it
+    // moves to are read first, so what they hold stays.
     const leaving = new Set(changed);
+    const moves = [...retired].flatMap((keyId) => [...(stored.get(keyId) ?? [])].filter(([id]) => !leaving.has(id)).map(([id, bytes]) => ({ id, bytes, to: survivorKey(id, bytes) })));
+    await readMore([], new Set(moves.map((move) => move.to)));
+    const edits = new GroupEdits<string>((keyId) => stored.get(keyId));
+    // Each changed record leaves the group holding it.
     for (const [keyId, values] of stored) for (const id of values.keys()) if (leaving.has(id)) edits.group(keyId).delete(id);
-    for (const keyId of retired) {
-      const values = edits.group(keyId);
-      if (survivorKey !== null) for (const [id, bytes] of values) edits.group(survivorKey).set(id, bytes);
-      values.clear();
-    }
-    for (const [id, vector] of puts) edits.group(targets.get(id) as string).set(id, encodeVector(vector, this.vectorPrecision));
-    const stale: Write[] = singles === 0 ? [] : puts.map(([id]): Write => (tx) => tx.objectStore('vectors').delete([token, id]));
+    for (const keyId of retired) edits.group(keyId).clear();
+    for (const { id, bytes, to } of moves) edits.group(to).set(id, bytes);
+    for (const [id, bytes] of puts) edits.group(targets.get(id) as string).set(id, bytes);
+    const { singles: singleStore } = GROUP_STORES[store];
+    const stale = puts.filter(([id]) => singles.has(id)).map(([id]): Write => (tx) => tx.objectStore(singleStore).delete([token, id]));
     const sealedGroups = await Promise.all(
       [...edits.touched()].map(async ([keyId, values]): Promise<Write> => {
-        if (values.size === 0) return (tx) => tx.objectStore('vectorGroups').delete([token, keyId]);
-        const value: SealedVectorGroup = { keyId, members: [...values.keys()].map((id): RecordKey => [token, id]), sealed: await this.keys.seal(ring, keyId, joinVectorValues(values.values())) };
-        return (tx) => tx.objectStore('vectorGroups').put(value, [token, keyId]);
+        if (values.size === 0) return (tx) => tx.objectStore(store).delete([token, keyId]);
+        const value: SealedGroup = { keyId, members: [...values.keys()].map((id): RecordKey => [token, id]), sealed: await this.keys.seal(ring, keyId, joinGroupValues(values.values())) };
+        return (tx) => tx.objectStore(store).put(value, [token, keyId]);
       }),
     );
     return [...stale, ...sealedGroups];
@@ -1070,8 +1234,7 @@ export class IndexedDbStore implements GraphStore {
       const batch = snapshotAsBatch(snapshot);
       const plan = planRecords(batch, new Map(), new Map());
       const vectorKeys = new Map<string, string>();
-      writes.push(...(await this.sealPuts(token, ring, batch, plan, keyFor, vectorKeys)), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
-      writes.push(...(await this.vectorGroupWrites(token, ring, batch, vectorKeys, keyFor, new Set())));
+      writes.push(...(await this.recordWrites(token, ring, batch, plan, { keyFor, retired: new Set() }, vectorKeys)), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
       writes.push((tx) => tx.objectStore('revisions').put(revision, token));
       rings.push(ring);
     }

@@ -7,7 +7,7 @@ import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot,
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { decodeVectorGroup, encodeVectorGroup, memberId, VectorGroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
+import { decodeVectorGroup, encodeVectorGroup, memberId, GroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -172,13 +172,13 @@ const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vect
  * once.
  */
 class VectorGroupWrites {
-  private readonly edits: VectorGroupEdits<string | null>;
+  private readonly edits: GroupEdits<string | null>;
 
   constructor(
     private readonly partition: string,
     stored: (stem: string) => VectorGroup | undefined,
   ) {
-    this.edits = new VectorGroupEdits(stored);
+    this.edits = new GroupEdits(stored);
   }
 
   put(id: string, bytes: Uint8Array): void {

@@ -15,8 +15,9 @@ import { PrismError } from '../errors.ts';
  * function of the id alone, so a delete finds its vector without reading the node it belonged to.
  *
  * IndexedDB groups the vectors sealed under one key instead (a chunk's, as a row here, plus the
- * Entities whose first chunk it is), since a group is sealed whole; it lays the values out as
- * here (`joinVectorValues`).
+ * Entities whose first chunk it is), since a group is sealed whole, and its nodes (but
+ * Entities) the same way; it lays the values out as here (`joinGroupValues`) and finds a group
+ * by the stems of its members' ids (`vectorGroupOf`).
  */
 
 /** The longest last part of an id that joins its stem's group (graph building's are a fact's number, or `rest`). */
@@ -45,7 +46,7 @@ export interface StoredVectorGroup {
 export type VectorGroup = Map<string | null, Uint8Array>;
 
 export function encodeVectorGroup(group: VectorGroup): StoredVectorGroup {
-  return { members: JSON.stringify([...group.keys()]), data: joinVectorValues(group.values()) };
+  return { members: JSON.stringify([...group.keys()]), data: joinGroupValues(group.values()) };
 }
 
 /**
@@ -53,11 +54,11 @@ export function encodeVectorGroup(group: VectorGroup): StoredVectorGroup {
  * naming the stem, when its members and values do not match.
  */
 export function decodeVectorGroup(stem: string, stored: StoredVectorGroup): VectorGroup {
-  return splitVectorValues(`vector group ${JSON.stringify(stem)}`, vectorGroupMembers(stem, stored.members), stored.data);
+  return splitGroupValues(`vector group ${JSON.stringify(stem)}`, vectorGroupMembers(stem, stored.members), stored.data);
 }
 
-/** Stored vectors end to end, each after its length (4 bytes, little-endian): a group's values. */
-export function joinVectorValues(values: Iterable<Uint8Array>): Uint8Array<ArrayBuffer> {
+/** Stored values (vectors; in IndexedDB, nodes' JSON too) end to end, each after its length (4 bytes, little-endian): a group's values. */
+export function joinGroupValues(values: Iterable<Uint8Array>): Uint8Array<ArrayBuffer> {
   const list = [...values];
   const data = new Uint8Array(list.reduce((size, bytes) => size + 4 + bytes.length, 0));
   const view = new DataView(data.buffer);
@@ -71,10 +72,10 @@ export function joinVectorValues(values: Iterable<Uint8Array>): Uint8Array<Array
 }
 
 /**
- * `joinVectorValues`'s bytes taken apart, as views into `data`, under the names of their
+ * `joinGroupValues`'s bytes taken apart, as views into `data`, under the names of their
  * members in order; CORRUPT_CHECKPOINT, naming `what`, when names and values do not match.
  */
-export function splitVectorValues<K>(what: string, members: readonly K[], data: Uint8Array): Map<K, Uint8Array> {
+export function splitGroupValues<K>(what: string, members: readonly K[], data: Uint8Array): Map<K, Uint8Array> {
   const damaged = (problem: string) => new PrismError('CORRUPT_CHECKPOINT', `${what}: ${problem}`);
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const values = new Map<K, Uint8Array>();
@@ -111,7 +112,7 @@ function damaged(stem: string, problem: string): PrismError {
  * `stored`) when first touched, changed in memory, and handed back by `touched` to be written
  * once (an empty one deleted). Both stores use it, SQL over stems and IndexedDB over key ids.
  */
-export class VectorGroupEdits<M> {
+export class GroupEdits<M> {
   private readonly edited = new Map<string, Map<M, Uint8Array>>();
 
   constructor(private readonly stored: (group: string) => ReadonlyMap<M, Uint8Array> | undefined) {}

@@ -97,7 +97,7 @@ export function recordReads(batch: PlannedBatch): RecordReads {
   // An Entity's stored record says which of its pages still hold.
   for (const node of batch.putNodes ?? []) if (node.layer === 'entity') nodeIds.add(node.id);
   const written = new Set((batch.putNodes ?? []).map((n) => n.id));
-  for (const id of aloneOrDeleted(batch)) {
+  for (const id of aloneOrDeleted(batch, written)) {
     for (const from of derivedEdgeSources(id)?.candidates ?? []) if (!written.has(from)) nodeIds.add(from);
   }
   return { nodeIds: [...nodeIds], chunkIds: [...chunkIds] };
@@ -105,12 +105,11 @@ export function recordReads(batch: PlannedBatch): RecordReads {
 
 /**
  * Ids of the batch's edges that a stored node may fold in and that leave it: those deleted, and
- * those put without their node (the edge's row holds them from then on; left folded in as well,
- * the node would bring back its own copy, key and all, when put again).
+ * those put without their node, not among the nodes `put` (the edge's row holds them from then
+ * on; left folded in as well, the node would bring back its own copy, key and all, when put again).
  */
-function aloneOrDeleted(batch: PlannedBatch): string[] {
-  const written = new Set((batch.putNodes ?? []).map((n) => n.id));
-  return [...(batch.deleteEdges ?? []), ...(batch.putEdges ?? []).filter((edge) => !written.has(edge.from)).map((edge) => edge.id)];
+function aloneOrDeleted(batch: PlannedBatch, put: ReadonlySet<string>): string[] {
+  return [...(batch.deleteEdges ?? []), ...(batch.putEdges ?? []).filter((edge) => !put.has(edge.from)).map((edge) => edge.id)];
 }
 
 /**
@@ -162,7 +161,7 @@ export function planRecords(
   }
   // A folded edge deleted, or put, on its own: its node stays, without it (a node put again was encoded without it above).
   const put = new Set((batch.putNodes ?? []).map((n) => n.id));
-  for (const id of aloneOrDeleted(batch)) {
+  for (const id of aloneOrDeleted(batch, put)) {
     for (const from of derivedEdgeSources(id)?.candidates ?? []) {
       const stored = nodes.get(from) ?? storedNodes.get(from);
       if (put.has(from) || deletedNodes.has(from) || stored === undefined) continue;

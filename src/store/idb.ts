@@ -128,15 +128,26 @@ interface KnownGroups {
   ids: ReadonlySet<string>;
 }
 
+/** A node a write stores, as its stored JSON and as the node. */
+interface NodeWrite {
+  id: string;
+  json: string;
+  node: GraphNode;
+}
+
 /**
- * The nodes `plan` writes that stay records of their own, with their JSON: the Entities (a node
- * the plan rewrites without being put, as it dropped a folded edge, is read from its JSON).
+ * The nodes `plan` writes, each told apart once: the Entities, which stay records of their own,
+ * and the rest, which go into groups (`nodeGroupWrites`). A node the plan rewrites without being
+ * put (it dropped a folded edge) is read from its JSON.
  */
-function entityRecords(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>): Array<[id: string, json: string, node: GraphNode]> {
-  return [...plan.nodes].flatMap(([id, json]): Array<[string, string, GraphNode]> => {
+function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>): { entities: NodeWrite[]; grouped: NodeWrite[] } {
+  const entities: NodeWrite[] = [];
+  const grouped: NodeWrite[] = [];
+  for (const [id, json] of plan.nodes) {
     const node = putNodes.get(id) ?? decodeNode(json, new Map()).node;
-    return node.layer === 'entity' ? [[id, json, node]] : [];
-  });
+    (node.layer === 'entity' ? entities : grouped).push({ id, json, node });
+  }
+  return { entities, grouped };
 }
 
 /** A group record's values by member id, from its unsealed bytes; CORRUPT_CHECKPOINT when its members and values do not match. */
@@ -727,7 +738,12 @@ export class IndexedDbStore implements GraphStore {
     ]);
     const openText = async (value: Sealed): Promise<string> => decoder.decode(await this.keys.unseal(ring, value.keyId, value.sealed));
     const storedNodes = new Map<string, string>();
-    for (const values of grouped.groups.values()) for (const [id, bytes] of values) storedNodes.set(id, decoder.decode(bytes));
+    for (const id of reads.nodeIds) {
+      for (const values of grouped.groups.values()) {
+        const bytes = values.get(id);
+        if (bytes !== undefined) storedNodes.set(id, decoder.decode(bytes));
+      }
+    }
     const storedChunks = new Map<string, Chunk>();
     await Promise.all([
       ...reads.nodeIds.map(async (id, i) => {
@@ -755,9 +771,11 @@ export class IndexedDbStore implements GraphStore {
     vectorKeys: Map<string, string>,
     nodesRead?: KnownGroups,
   ): Promise<Write[]> {
-    const puts = await this.sealPuts(token, ring, batch, plan, keys.keyFor, vectorKeys);
+    const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
+    const { entities, grouped } = nodeWritesOf(plan, putNodes);
+    const puts = await this.sealPuts(token, ring, batch, plan, { putNodes, entities }, keys.keyFor, vectorKeys);
     const groups = await Promise.all([
-      this.nodeGroupWrites(token, ring, batch, plan, keys, nodesRead),
+      this.nodeGroupWrites(token, ring, batch, plan, grouped, keys, nodesRead),
       this.vectorGroupWrites(token, ring, batch, vectorKeys, keys.keyFor, keys.retired),
     ]);
     return [...puts, ...groups.flat()];
@@ -826,12 +844,14 @@ export class IndexedDbStore implements GraphStore {
    * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, an Entity
    * under its first chunk's; and, in `vectorKeys`, the key of each put node's and edge's vector
    * (its own; `nodeGroupWrites` writes the nodes but Entities, `vectorGroupWrites` the vectors).
+   * `nodes`: the batch's put nodes by id, and the Entities the plan writes (`nodeWritesOf`).
    */
   private async sealPuts(
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
     plan: RecordPlan,
+    nodes: { putNodes: ReadonlyMap<string, GraphNode>; entities: readonly NodeWrite[] },
     keyFor: (owner: string | null) => string,
     vectorKeys: Map<string, string>,
   ): Promise<Write[]> {
@@ -839,9 +859,9 @@ export class IndexedDbStore implements GraphStore {
     const seal = (keyId: string, plain: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer> => this.keys.seal(ring, keyId, plain);
     for (const node of batch.putNodes ?? []) vectorKeys.set(node.id, keyFor(ownerOfNode(node)));
     for (const edge of batch.putEdges ?? []) vectorKeys.set(edge.id, keyFor(edge.chunkId));
-    const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
+    const { putNodes, entities } = nodes;
     const writes = await Promise.all([
-      ...entityRecords(plan, putNodes).map(async ([id, json, node]): Promise<Write> => {
+      ...entities.map(async ({ id, json, node }): Promise<Write> => {
         const keyId = keyFor(ownerOfNode(node));
         const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
         return (tx) => tx.objectStore('nodes').put(value, key(id));
@@ -893,19 +913,18 @@ export class IndexedDbStore implements GraphStore {
    * The node groups the batch changes (`groupWrites`): a node the plan writes (but an Entity,
    * which stays a record) joins its owner's key's group as its stored JSON; one deleted, or put
    * as an Entity, leaves its group. What a retiring key's group keeps moves to its own owner's key.
+   * `grouped`: the nodes the plan writes but Entities (`nodeWritesOf`).
    */
   private nodeGroupWrites(
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
     plan: RecordPlan,
+    grouped: readonly NodeWrite[],
     keys: { keyFor: (owner: string | null) => string; retired: ReadonlySet<string> },
     nodesRead?: KnownGroups,
   ): Promise<Write[]> {
     const { keyFor, retired } = keys;
-    const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
-    const entities = new Set(entityRecords(plan, putNodes).map(([id]) => id));
-    const grouped = [...plan.nodes].filter(([id]) => !entities.has(id)).map(([id, json]) => ({ id, json, node: putNodes.get(id) ?? decodeNode(json, new Map()).node }));
     return this.groupWrites(
       'nodeGroups',
       token,

@@ -104,6 +104,16 @@ export function buildUnits(
       const reply = replyWeight > 0 ? anchorAt(i + 1) : undefined;
       return own === undefined && reply === undefined ? undefined : Math.max(0, own ?? 0, replyWeight * (reply ?? 0));
     };
+    const ofEpisode: EpisodeOfUnits = {
+      episodeId: node.id,
+      header: chunk.header,
+      time: node.time ?? chunk.time,
+      trace: episode.trace,
+      // The meaning route reads no fact cosine; an excerpt of a long turn does.
+      facts: () => facts ?? factCosines(graph, node.id, evidence),
+      queryTerms: evidence.queryTerms,
+      fitsRemainder,
+    };
     chunk.turns.forEach((turn, i) => {
       const anchorCosine = anchored?.get(turn.dialogId);
       const meaning = evidence.byMeaning ? meaningOf(i) : undefined;
@@ -126,42 +136,15 @@ export function buildUnits(
         (onDate(i) ? w.date : 0) -
         (index.asks[i] ? w.question : 0) +
         w.anchor * evidence.anchorWeight * Math.max(0, anchorCosine ?? 0);
-      const line = index.lines[i] ?? turnLine(turn);
-      // Spelled out rather than spread: hundreds of units per query, and a literal is built in one step.
-      const unit: RetrievedUnit = {
-        text: line,
-        dialogIds: [turn.dialogId],
-        id: index.unitIds[i] ?? `${node.id}#${turn.dialogId}`,
-        episodeId: node.id,
-        header: chunk.header,
-        score,
-        time: node.time ?? chunk.time,
-        trace: episode.trace,
-        kind: 'turn',
-      };
-      if (turn.lineTokens !== undefined) keptLineTokens.set(unit, turn.lineTokens);
-      // Made when an excerpt or its bound is first asked for, then shared by them.
-      let weighing: SentenceWeighing | undefined;
-      const weigh = (): SentenceWeighing =>
-        (weighing ??= new SentenceWeighing(turn, sentenceScore(facts ?? factCosines(graph, node.id, evidence), index.points[i] ?? [], evidence.queryTerms)));
+      const unit = new TurnUnit(turn, index.lines[i] ?? turnLine(turn), index.unitIds[i] ?? `${node.id}#${turn.dialogId}`, score, index.points[i] ?? [], ofEpisode);
       // Byte-level BPE spends at least one UTF-8 byte per token, so short lines are never long.
-      if ((index.bytes[i] ?? Infinity) > maxTurnTokens) {
-        const long = () => countKeptTokens(line, turn.lineTokens) > maxTurnTokens;
-        const resolved = resolveWhenRead(unit, () => (long() ? excerptUnit(unit, weigh().excerpt(maxTurnTokens)) : { text: line, kind: 'turn' }));
-        // Before it is resolved, an excerpt's least tokens (see `unitLeastTokens`).
-        leastTokensOf.set(unit, () => (resolved() || !long() ? unitTokens(unit) : weigh().leastTokens(maxTurnTokens)));
-      }
-      // Only a packing that fits the remainder reads it (see `fitUnit`).
-      if (fitsRemainder) excerptsWithin.set(unit, (maxTokens) => weigh().within(maxTokens));
+      if ((index.bytes[i] ?? Infinity) > maxTurnTokens) unit.capAt(maxTurnTokens);
       units.push(unit);
     });
   }
   // Stable: equal scores keep Episode rank, then conversation order.
   return units.map((u, i) => ({ u, i })).sort((a, b) => b.u.score - a.u.score || a.i - b.i).map(({ u }) => u);
 }
-
-/** By the unit made of a turn: its best sentences within a number of tokens (`SentenceWeighing.within`). */
-const excerptsWithin = new WeakMap<RetrievedUnit, (maxTokens: number) => Excerpt | null>();
 
 /**
  * The packer's `fit` for fine units: a turn that does not fit whole in what is left of the
@@ -170,35 +153,23 @@ const excerptsWithin = new WeakMap<RetrievedUnit, (maxTokens: number) => Excerpt
  * turn whose best sentence does not fit, has none.
  */
 export function fitUnit(unit: RetrievedUnit, maxTokens: number): RetrievedUnit | null {
-  const excerpt = excerptsWithin.get(unit)?.(maxTokens) ?? null;
+  const excerpt = unit instanceof TurnUnit ? unit.within(maxTokens) : null;
   if (excerpt === null) return null;
   const fitted: RetrievedUnit = { ...unit, text: excerpt.text, kind: 'excerpt' };
   excerptTokens.set(fitted, excerpt.tokens);
   return fitted;
 }
 
-/** Line token counts a turn's record kept (`ChunkTurn.lineTokens`), by the unit made of the turn. */
-const keptLineTokens = new WeakMap<RetrievedUnit, number>();
-/** Token counts of excerpts, by the unit whose text is one: weighing its sentences counted them. */
+/** Token counts of the excerpts `fitUnit` made, by the unit: weighing its sentences counted them. */
 const excerptTokens = new WeakMap<RetrievedUnit, number>();
-
-/** `unit`'s text and kind as the excerpt it is, its tokens remembered. */
-function excerptUnit(unit: RetrievedUnit, excerpt: Excerpt): Pick<RetrievedUnit, 'text' | 'kind'> {
-  excerptTokens.set(unit, excerpt.tokens);
-  return { text: excerpt.text, kind: 'excerpt' };
-}
 
 /**
  * Tokens of a unit's text: a whole turn's as its record kept them, an excerpt's as weighing it
  * counted them, any other counted (the packer weighs hundreds of units per query).
  */
 export function unitTokens(unit: RetrievedUnit): number {
-  if (unit.kind === 'turn') return countKeptTokens(unit.text, keptLineTokens.get(unit));
-  return excerptTokens.get(unit) ?? countTokens(unit.text);
+  return unit instanceof TurnUnit ? unit.tokens() : (excerptTokens.get(unit) ?? countTokens(unit.text));
 }
-
-/** By a long turn's unit: the least tokens its text can have, known before its excerpt is made. */
-const leastTokensOf = new WeakMap<RetrievedUnit, () => number>();
 
 /**
  * Tokens a unit's text has at least: the packer's way past a long turn whose excerpt cannot fit
@@ -208,7 +179,95 @@ const leastTokensOf = new WeakMap<RetrievedUnit, () => number>();
  * Exact for any other unit.
  */
 export function unitLeastTokens(unit: RetrievedUnit): number {
-  return leastTokensOf.get(unit)?.() ?? unitTokens(unit);
+  return unit instanceof TurnUnit ? unit.leastTokens() : unitTokens(unit);
+}
+
+/** What the turn units of one Episode share: their Episode's fields, and what weighing their sentences reads. */
+interface EpisodeOfUnits {
+  episodeId: string;
+  header: string;
+  time: string | null;
+  trace: PathTrace;
+  /** The Episode's fact cosines to the query. */
+  facts: () => EpisodeFacts;
+  queryTerms: ReadonlySet<string>;
+  /** Whether packing may fit a turn's best sentences into what is left of the budget (`fitRemainder`). */
+  fitsRemainder: boolean;
+}
+
+/**
+ * A unit made of one turn. What packing asks of it besides its fields (its tokens, the least an
+ * excerpt of it can have, its best sentences within a number of tokens) it answers from private
+ * fields, which a spread or JSON does not copy: hundreds are built per query, and a closure and
+ * a WeakMap entry per unit for each of them were most of what building them cost.
+ */
+class TurnUnit implements RetrievedUnit {
+  // Declared in the order the plain units had their fields, so results read the same.
+  text: string;
+  dialogIds: string[];
+  id: string;
+  episodeId: string;
+  header: string;
+  score: number;
+  time: string | null;
+  trace: PathTrace;
+  kind: UnitKind = 'turn';
+  readonly #turn: ChunkTurn;
+  /** Indices of the turn's FacetPoints in its Episode's `EpisodeFacts`. */
+  readonly #points: readonly number[];
+  readonly #episode: EpisodeOfUnits;
+  /** Made when an excerpt or its bound is first asked for, then shared by them. */
+  #weighing: SentenceWeighing | undefined;
+  /** Tokens of the excerpt the unit became (`capAt`). */
+  #excerptTokens: number | undefined;
+  /** For a turn `capAt` may cut: the least tokens its text can have. */
+  #least: (() => number) | undefined;
+
+  constructor(turn: ChunkTurn, line: string, id: string, score: number, points: readonly number[], episode: EpisodeOfUnits) {
+    this.text = line;
+    this.dialogIds = [turn.dialogId];
+    this.id = id;
+    this.episodeId = episode.episodeId;
+    this.header = episode.header;
+    this.score = score;
+    this.time = episode.time;
+    this.trace = episode.trace;
+    this.#turn = turn;
+    this.#points = points;
+    this.#episode = episode;
+  }
+
+  /** Makes the unit its excerpt within `maxTokens` if its line is over that (worked out when its text or kind is first read). */
+  capAt(maxTokens: number): void {
+    const line = this.text;
+    const long = () => countKeptTokens(line, this.#turn.lineTokens) > maxTokens;
+    const resolved = resolveWhenRead(this, () => {
+      if (!long()) return { text: line, kind: 'turn' };
+      const excerpt = this.#weigh().excerpt(maxTokens);
+      this.#excerptTokens = excerpt.tokens;
+      return { text: excerpt.text, kind: 'excerpt' };
+    });
+    // Before it is resolved, an excerpt's least tokens (see `unitLeastTokens`).
+    this.#least = () => (resolved() || !long() ? this.tokens() : this.#weigh().leastTokens(maxTokens));
+  }
+
+  tokens(): number {
+    return this.kind === 'turn' ? countKeptTokens(this.text, this.#turn.lineTokens) : (this.#excerptTokens ?? countTokens(this.text));
+  }
+
+  leastTokens(): number {
+    return this.#least?.() ?? this.tokens();
+  }
+
+  /** Its best sentences within `maxTokens` (`SentenceWeighing.within`); null when packing fits no remainder. */
+  within(maxTokens: number): Excerpt | null {
+    return this.#episode.fitsRemainder ? this.#weigh().within(maxTokens) : null;
+  }
+
+  #weigh(): SentenceWeighing {
+    this.#weighing ??= new SentenceWeighing(this.#turn, sentenceScore(this.#episode.facts(), this.#points, this.#episode.queryTerms));
+    return this.#weighing;
+  }
 }
 
 /**

@@ -796,12 +796,46 @@ describe('hybrid anchors: lexical index and fusion', () => {
     badText[bytes.length - 5] = 0xff;
     expect(LexicalIndex.fromBytes(badText, graph)).toBeNull();
     // Any one byte changed or any cut: null or an index, never a throw or a runaway allocation.
+    // A term's postings are decoded when first used: damage found then (a posting past the
+    // documents, a count that does not add up) builds the index again from the graph, which the
+    // next update counts as changed (so the copy is saved again).
+    let rebuilt = 0;
     for (let i = 0; i < bytes.length; i++) {
       const flipped = bytes.slice();
       flipped[i] = (flipped[i] as number) ^ 0xa5;
       expect(() => LexicalIndex.fromBytes(flipped, graph)).not.toThrow();
       expect(LexicalIndex.fromBytes(bytes.subarray(0, i), graph)).toBeNull();
+      const damaged = LexicalIndex.fromBytes(flipped, graph)?.index;
+      if (!damaged) continue;
+      for (const query of queries) expect(() => damaged.search(query)).not.toThrow();
+      expect(() => damaged.toBytes()).not.toThrow();
+      if (damaged.update(graph) === 0) continue;
+      rebuilt++;
+      same(damaged, LexicalIndex.fromGraph(graph));
     }
+    expect(rebuilt).toBeGreaterThan(0);
+  });
+
+  it('decodes a term read from bytes only when it is used, and writes an unused one back as it was read', () => {
+    const graph = melanieGraph();
+    const bytes = LexicalIndex.fromGraph(graph).toBytes();
+    expect(LexicalIndex.fromBytes(bytes, graph)!.index.toBytes()).toEqual(bytes);
+    // Terms decoded by a search are encoded again the same way.
+    const searched = LexicalIndex.fromBytes(bytes, graph)!.index;
+    searched.search('Melanie painting sunrise pottery');
+    expect(searched.toBytes()).toEqual(bytes);
+    // Documents removed before a term is decoded are left out of it, and of its count.
+    const removed = LexicalIndex.fromBytes(bytes, graph)!.index;
+    graph.deleteNode('ep3');
+    graph.deleteNode('fp-a');
+    expect(removed.update(graph)).toBeGreaterThan(0);
+    const rebuilt = LexicalIndex.fromGraph(graph);
+    for (const query of ['sunrise painting', 'Melanie pottery', 'exhibition', 'lake']) {
+      const [x, y] = [removed.search(query), rebuilt.search(query)];
+      expect(x.layers).toEqual(y.layers);
+      expect(turnEntries(graph, x.turns)).toEqual(turnEntries(graph, y.turns));
+    }
+    expect(LexicalIndex.fromBytes(removed.toBytes(), graph)!.index.toBytes()).toEqual(rebuilt.toBytes());
   });
 
   it('normalises terms symmetrically', () => {

@@ -131,10 +131,20 @@ export class LexicalIndex {
    */
   private readonly hitsByTerm = new LruCache<string, TermHits>(MAX_CACHED_HITS, (hits) => LAYERS.reduce((sum, layer) => sum + hits[layer].ordinals.length, 0));
 
-  private constructor(private readonly postings = new Postings()) {}
+  /** The graph the index was last brought in step with: a saved copy found damaged only when a term of it is first used is built again from it. */
+  private graph: MemoryGraph;
+  /** Documents indexed again since the last `update` because a saved copy was damaged: the next `update` counts them as changed, so the copy is saved again. */
+  private rebuiltDocuments = 0;
+
+  private constructor(
+    graph: MemoryGraph,
+    private postings = new Postings(),
+  ) {
+    this.graph = graph;
+  }
 
   static fromGraph(graph: MemoryGraph): LexicalIndex {
-    const lexical = new LexicalIndex();
+    const lexical = new LexicalIndex(graph);
     lexical.update(graph);
     lexical.postings.trim();
     return lexical;
@@ -155,7 +165,7 @@ export class LexicalIndex {
       if (error instanceof ByteFormatError) return null;
       throw error;
     }
-    const index = new LexicalIndex(postings);
+    const index = new LexicalIndex(graph, postings);
     return { index, changed: index.update(graph) };
   }
 
@@ -163,7 +173,7 @@ export class LexicalIndex {
   toBytes(): Uint8Array {
     const out = new ByteWriter();
     out.varint(LEXICAL_FORMAT);
-    this.postings.write(out);
+    this.intact(() => this.postings.write(out));
     return out.finish();
   }
 
@@ -173,6 +183,13 @@ export class LexicalIndex {
 
   /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. Returns how many it added and dropped. */
   update(graph: MemoryGraph): number {
+    this.graph = graph;
+    const changed = this.intact(() => this.catchUp(graph)) + this.rebuiltDocuments;
+    this.rebuiltDocuments = 0;
+    return changed;
+  }
+
+  private catchUp(graph: MemoryGraph): number {
     // A search after each add runs this over the whole graph: documents it holds are only
     // marked as still wanted, and only new ones are made.
     const pass = this.postings.startPass();
@@ -195,6 +212,28 @@ export class LexicalIndex {
    * (see lexical-query.ts). The turn scores are worked out as they are read.
    */
   search(query: string, perLayer = Infinity): LexicalMatches {
+    return this.intact(() => this.match(query, perLayer));
+  }
+
+  /**
+   * `use` of the postings; when a term read from a saved copy turns out damaged as it is first
+   * decoded, the index is built again from its graph (as an open does with a copy it cannot read
+   * at all), and `use` runs again on that.
+   */
+  private intact<T>(use: () => T): T {
+    try {
+      return use();
+    } catch (error) {
+      if (!(error instanceof ByteFormatError)) throw error;
+      this.postings = new Postings();
+      this.hitsByTerm.clear();
+      this.rebuiltDocuments += this.catchUp(this.graph);
+      this.postings.trim();
+      return use();
+    }
+  }
+
+  private match(query: string, perLayer: number): LexicalMatches {
     const terms = tokenize(query).flatMap((word) => normaliseTerm(word) ?? []);
     const distinct = [...new Set(terms)];
     const positions = terms.map((term) => distinct.indexOf(term));
@@ -289,8 +328,12 @@ function tokenize(text: string): string[] {
   return tokens;
 }
 
-/** Version of `LexicalIndex.toBytes`'s layout; bytes of another are rebuilt from the graph. */
-const LEXICAL_FORMAT = 1;
+/**
+ * Version of `LexicalIndex.toBytes`'s layout; bytes of another are rebuilt from the graph. 2: a
+ * term's postings come with their byte length, so that reading the index skips them (see
+ * `TermPostings.encoded`).
+ */
+const LEXICAL_FORMAT = 2;
 
 /** Layers by their code in the byte layout. */
 const LAYER_CODES: readonly Layer[] = ['episode', 'facet', 'facetPoint', 'entity'];
@@ -321,11 +364,23 @@ const BM25 = { k: 1.2, b: 0.7, d: 0.5 } as const;
  */
 interface TermPostings {
   term: string;
-  /** A typed array as read from bytes (`Postings.read`), made a plain array when the term is added to. */
+  /**
+   * A typed array as decoded from bytes, made a plain array when the term is added to. Empty
+   * while `encoded` holds them.
+   */
   entries: number[] | Int32Array;
-  /** Documents holding the term (what the idf counts). */
+  /**
+   * The postings as `toBytes` wrote them, until the term is first used (`Postings.entriesOf`):
+   * a search reads a handful of terms of the tens of thousands an index holds, and decoding
+   * them all was most of reading it (18M entries, 2.8 s, at 100K messages).
+   */
+  encoded: Uint8Array | null;
+  /** Documents holding the term (what the idf counts); while `encoded`, as written, documents removed since not discounted. */
   holding: number;
 }
+
+/** The entries of a term whose postings are still encoded. */
+const NO_ENTRIES = new Int32Array(0);
 
 /** Raw tokens remembered at most: chat repeats its words, and normalising each occurrence again was a third of indexing. */
 const TOKEN_CACHE_LIMIT = 1 << 17;
@@ -358,15 +413,26 @@ class Postings {
    * object per document was ~40 MB at 100K messages, and a tenth of what the collector walked
    * at every open.
    */
-  private readonly docNodeKey: number[] = [];
-  private readonly docPosition: number[] = [];
-  private readonly docLayer: Layer[] = [];
+  private docNodeKey = new Float64Array(16);
+  private docPosition = new Int32Array(16);
+  /** Layers by their code (`LAYER_CODES`). */
+  private docLayer = new Uint8Array(16);
   private readonly docNodeId: string[] = [];
   private readonly docDialogId: string[] = [];
-  private readonly docFieldLength: number[] = [];
+  private docFieldLength = new Int32Array(16);
   /** The last `update` pass that found each document wanted. */
-  private readonly docPass: number[] = [];
+  private docPass = new Float64Array(16);
+  /**
+   * Documents made, removed ones included (the next ordinal); the numeric columns above are typed
+   * arrays with room for more, grown by doubling (`reserve`): made one number at a time, seven
+   * columns of 600,000 documents were over a second of reading an index at 100K messages.
+   */
+  private ordinals = 0;
   private docCount = 0;
+  /** Documents when the index was read: an encoded posting names one of them (`Postings.read`). */
+  private readDocuments = 0;
+  /** Whether a document has been removed since the index was made or read: encoded postings may then name removed documents. */
+  private removedAny = false;
   private readonly byTerm = new Map<string, TermPostings>();
   /**
    * Raw token → its entry, so a repeated word is normalised and looked up once, and a document's
@@ -387,7 +453,7 @@ class Postings {
 
   /** The layer, node id and dialog id (turns only; else empty) of the document at `ordinal`. */
   layerOf(ordinal: number): Layer {
-    return this.docLayer[ordinal] as Layer;
+    return LAYER_CODES[this.docLayer[ordinal] as number] as Layer;
   }
 
   nodeIdOf(ordinal: number): string {
@@ -411,28 +477,40 @@ class Postings {
    * above 1) varints.
    */
   write(out: ByteWriter): void {
-    const dense = new Int32Array(this.docNodeKey.length).fill(-1);
+    const dense = new Int32Array(this.ordinals).fill(-1);
     out.varint(this.docCount);
     out.float64(this.averageFieldLength);
     let next = 0;
-    this.docNodeKey.forEach((nodeKey, ordinal) => {
-      if (nodeKey < 0) return;
+    for (let ordinal = 0; ordinal < this.ordinals; ordinal++) {
+      const nodeKey = this.docNodeKey[ordinal] as number;
+      if (nodeKey < 0) continue;
       dense[ordinal] = next++;
-      out.varint(LAYER_CODES.indexOf(this.docLayer[ordinal] as Layer));
+      out.varint(this.docLayer[ordinal] as number);
       out.varint(this.docFieldLength[ordinal] as number);
       out.varint(docKeyOf(nodeKey, this.docPosition[ordinal] as number));
-    });
-    out.varint(this.byTerm.size);
-    for (const { term, entries } of this.byTerm.values()) {
-      out.string(term);
-      out.varint(entries.length);
+    }
+    // With no document removed ordinals stay as they were read, and encoded postings are written as they are.
+    if (this.removedAny) for (const postings of this.byTerm.values()) this.entriesOf(postings);
+    const terms = [...this.byTerm.values()].filter((postings) => postings.holding > 0);
+    out.varint(terms.length);
+    for (const postings of terms) {
+      out.string(postings.term);
+      out.varint(postings.holding);
+      if (postings.encoded !== null) {
+        out.varint(postings.encoded.length);
+        out.bytes(postings.encoded);
+        continue;
+      }
+      const codes: number[] = [];
       let previous = -1;
-      forEachPosting(entries, (ordinal, tf) => {
+      forEachPosting(postings.entries, (ordinal, tf) => {
         const at = dense[ordinal] as number;
-        out.varint((at - previous - 1) * 2 + (tf > 1 ? 1 : 0));
-        if (tf > 1) out.varint(tf);
+        codes.push((at - previous - 1) * 2 + (tf > 1 ? 1 : 0));
+        if (tf > 1) codes.push(tf);
         previous = at;
       });
+      out.varint(codes.reduce((sum, code) => sum + varintLength(code), 0));
+      for (const code of codes) out.varint(code);
     }
   }
 
@@ -446,6 +524,9 @@ class Postings {
     const postings = new Postings();
     const count = input.varint();
     postings.averageFieldLength = input.float64();
+    // A document takes three bytes at least.
+    if (count > input.remaining / 3) throw new ByteFormatError('more documents than bytes');
+    postings.reserve(count);
     for (let ordinal = 0; ordinal < count; ordinal++) {
       const layer = LAYER_CODES[input.varint()];
       if (layer === undefined) throw new ByteFormatError('unknown layer');
@@ -461,43 +542,16 @@ class Postings {
       postings.push(nodeKey, position, layer, node?.id ?? '', dialogId, fieldLength);
     }
     postings.docCount = count;
-    // Every term's entries go end to end into one typed array, each term's a view of it: a
-    // plain array per term is millions of slots for the collector to scan and grow into.
-    let all = new Int32Array(1 << 16);
-    let used = 0;
-    const spans: Array<[TermPostings, number, number]> = [];
+    postings.readDocuments = count;
     const terms = input.varint();
     for (let t = 0; t < terms; t++) {
       const term = input.string();
+      const holding = input.varint();
       const length = input.varint();
-      // Each entry takes a byte at least.
-      if (length === 0 || length > input.remaining || postings.byTerm.has(term)) throw new ByteFormatError('empty, overlong or repeated term');
-      if (used + length > all.length) {
-        const grown = new Int32Array(Math.max(all.length * 2, used + length));
-        grown.set(all.subarray(0, used));
-        all = grown;
-      }
-      const start = used;
-      let holding = 0;
-      let ordinal = -1;
-      while (used - start < length) {
-        const code = input.varint();
-        ordinal += Math.floor(code / 2) + 1;
-        if (ordinal >= count) throw new ByteFormatError('posting past the documents');
-        holding++;
-        if (code % 2 === 0) all[used++] = ordinal;
-        else {
-          const tf = input.varint();
-          if (tf < 2 || used - start + 2 > length) throw new ByteFormatError('bad term frequency');
-          all[used++] = -(ordinal + 1);
-          all[used++] = tf;
-        }
-      }
-      const postingsOfTerm: TermPostings = { term, entries: [], holding };
-      postings.byTerm.set(term, postingsOfTerm);
-      spans.push([postingsOfTerm, start, used]);
+      // Each posting takes a byte at least; what they say is checked when they are decoded.
+      if (holding === 0 || holding > length || holding > count || postings.byTerm.has(term)) throw new ByteFormatError('empty, overlong or repeated term');
+      postings.byTerm.set(term, { term, entries: NO_ENTRIES, encoded: input.bytes(length), holding });
     }
-    for (const [postingsOfTerm, start, end] of spans) postingsOfTerm.entries = all.subarray(start, end);
     if (!input.done) throw new ByteFormatError('bytes left over');
     return postings;
   }
@@ -513,14 +567,12 @@ class Postings {
   /** Ordinals of the documents `pass` did not mark, in the order they were added. */
   unmarked(pass: number): number[] {
     const ordinals: number[] = [];
-    this.docNodeKey.forEach((nodeKey, ordinal) => {
-      if (nodeKey >= 0 && this.docPass[ordinal] !== pass) ordinals.push(ordinal);
-    });
+    for (let ordinal = 0; ordinal < this.ordinals; ordinal++) if ((this.docNodeKey[ordinal] as number) >= 0 && this.docPass[ordinal] !== pass) ordinals.push(ordinal);
     return ordinals;
   }
 
   add(nodeKey: number, position: number, { layer, nodeId, dialogId, text }: LexicalDoc): void {
-    const ordinal = this.docNodeKey.length;
+    const ordinal = this.ordinals;
     if (!this.register(nodeKey, position, layer, ordinal)) throw new Error(`lexical document ${position} of node key ${nodeKey} is indexed already`);
     // Between documents only: a document's distinct tokens are counted by their entries.
     if (this.tokens.size >= TOKEN_CACHE_LIMIT) this.tokens.clear();
@@ -531,7 +583,7 @@ class Postings {
         entry.lastOrdinal = ordinal;
         fieldLength++;
       }
-      if (entry.postings) addOccurrence(entry.postings, ordinal);
+      if (entry.postings) addOccurrence(entry.postings, this.entriesOf(entry.postings), ordinal);
     }
     const count = this.docCount;
     this.averageFieldLength = (this.averageFieldLength * count + fieldLength) / (count + 1);
@@ -546,7 +598,7 @@ class Postings {
 
   /** Gives each term's entries the room they use and no more: lists grown one push at a time keep up to half again as much. */
   trim(): void {
-    for (const postings of this.byTerm.values()) postings.entries = postings.entries.slice();
+    for (const postings of this.byTerm.values()) if (postings.encoded === null) postings.entries = postings.entries.slice();
   }
 
   /** Removes documents by ordinal, in order; one pass over the postings drops them all (documents leave with whole sessions). */
@@ -554,7 +606,7 @@ class Postings {
     const removed = new Set<number>();
     for (const ordinal of ordinals) {
       const nodeKey = this.docNodeKey[ordinal];
-      if (nodeKey === undefined || nodeKey < 0) continue;
+      if (ordinal >= this.ordinals || nodeKey === undefined || nodeKey < 0) continue;
       const count = this.docCount;
       this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - (this.docFieldLength[ordinal] as number)) / (count - 1);
       this.unregister(nodeKey, this.docPosition[ordinal] as number);
@@ -567,7 +619,10 @@ class Postings {
       removed.add(ordinal);
     }
     if (removed.size === 0) return;
+    this.removedAny = true;
     for (const postings of this.byTerm.values()) {
+      // Encoded postings leave out removed documents when decoded.
+      if (postings.encoded !== null) continue;
       withoutDocuments(postings, removed);
       if (postings.holding === 0) this.byTerm.delete(postings.term);
     }
@@ -577,19 +632,67 @@ class Postings {
 
   /** How many documents hold `term` (as many as `forEachHit` visits). */
   holdingOf(term: string): number {
-    return this.byTerm.get(term)?.holding ?? 0;
+    const postings = this.byTerm.get(term);
+    if (!postings) return 0;
+    this.entriesOf(postings);
+    return postings.holding;
   }
 
   /** Calls `visit` with the ordinal of each document holding `term` and its BM25+ score, in the order documents were added. */
   forEachHit(term: string, visit: (ordinal: number, score: number) => void): void {
     const postings = this.byTerm.get(term);
     if (!postings) return;
+    const entries = this.entriesOf(postings);
     const total = this.docCount;
     const idf = Math.log(1 + (total - postings.holding + 0.5) / (postings.holding + 0.5));
-    forEachPosting(postings.entries, (ordinal, tf) => {
+    forEachPosting(entries, (ordinal, tf) => {
       const fieldLength = this.docFieldLength[ordinal] as number;
       visit(ordinal, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
     });
+  }
+
+  /**
+   * A term's entries, decoded from the bytes it was read from when first asked for, without the
+   * documents removed since; a `ByteFormatError` when those bytes are not postings of the
+   * documents read (`LexicalIndex` then builds the index again from its graph).
+   */
+  entriesOf(postings: TermPostings): number[] | Int32Array {
+    const { encoded } = postings;
+    if (encoded === null) return postings.entries;
+    const entries = new Int32Array(postings.holding * 2);
+    let used = 0;
+    let held = 0;
+    let found = 0;
+    let ordinal = -1;
+    let at = 0;
+    const next = (): number => {
+      let value = 0;
+      let scale = 1;
+      for (const start = at; at < encoded.length && at - start < 8; scale *= 0x80) {
+        const byte = encoded[at++] as number;
+        value += (byte & 0x7f) * scale;
+        if (byte < 0x80) return value;
+      }
+      throw new ByteFormatError('truncated or overlong varint in postings');
+    };
+    while (at < encoded.length) {
+      const code = next();
+      ordinal += Math.floor(code / 2) + 1;
+      const tf = code % 2 === 0 ? 1 : next();
+      if (ordinal >= this.readDocuments || (code % 2 === 1 && tf < 2) || ++found > postings.holding) throw new ByteFormatError('postings not of the documents read');
+      if ((this.docNodeKey[ordinal] as number) < 0) continue;
+      held++;
+      if (tf === 1) entries[used++] = ordinal;
+      else {
+        entries[used++] = -(ordinal + 1);
+        entries[used++] = tf;
+      }
+    }
+    if (found !== postings.holding) throw new ByteFormatError('postings fewer than written');
+    postings.entries = entries.slice(0, used);
+    postings.encoded = null;
+    postings.holding = held;
+    return postings.entries;
   }
 
   private ordinalOf(nodeKey: number, position: number): number | undefined {
@@ -624,14 +727,28 @@ class Postings {
     if (held.every((ordinal) => ordinal === undefined)) this.ordinalsByNode.delete(nodeKey);
   }
 
+  /** Room in the numeric columns for `more` documents beyond those made. */
+  private reserve(more: number): void {
+    const needed = this.ordinals + more;
+    if (needed <= this.docNodeKey.length) return;
+    const size = Math.max(needed, this.docNodeKey.length * 2);
+    this.docNodeKey = grown(this.docNodeKey, size, Float64Array);
+    this.docPosition = grown(this.docPosition, size, Int32Array);
+    this.docLayer = grown(this.docLayer, size, Uint8Array);
+    this.docFieldLength = grown(this.docFieldLength, size, Int32Array);
+    this.docPass = grown(this.docPass, size, Float64Array);
+  }
+
   private push(nodeKey: number, position: number, layer: Layer, nodeId: string, dialogId: string, fieldLength: number): void {
-    this.docNodeKey.push(nodeKey);
-    this.docPosition.push(position);
-    this.docLayer.push(layer);
+    this.reserve(1);
+    const ordinal = this.ordinals++;
+    this.docNodeKey[ordinal] = nodeKey;
+    this.docPosition[ordinal] = position;
+    this.docLayer[ordinal] = LAYER_CODES.indexOf(layer);
     this.docNodeId.push(nodeId);
     this.docDialogId.push(dialogId);
-    this.docFieldLength.push(fieldLength);
-    this.docPass.push(this.passes);
+    this.docFieldLength[ordinal] = fieldLength;
+    this.docPass[ordinal] = this.passes;
     if (layer === 'episode' && nodeId !== '') this.episodeKeys.set(nodeId, nodeKey);
   }
 
@@ -641,17 +758,17 @@ class Postings {
     if (entry === undefined) {
       const term = normaliseTerm(token);
       let postings = term === null ? null : (this.byTerm.get(term) ?? null);
-      if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, entries: [], holding: 0 }));
+      if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, entries: [], encoded: null, holding: 0 }));
       this.tokens.set(token, (entry = { postings, lastOrdinal: -1 }));
     }
     return entry;
   }
 }
 
-/** One more occurrence of the term in document `ordinal`, the newest document (its tokens are added together). */
-function addOccurrence(postings: TermPostings, ordinal: number): void {
-  if (!Array.isArray(postings.entries)) postings.entries = Array.from(postings.entries);
-  const { entries } = postings;
+/** One more occurrence of the term in document `ordinal`, the newest document (its tokens are added together); `decoded`: its entries (`Postings.entriesOf`). */
+function addOccurrence(postings: TermPostings, decoded: number[] | Int32Array, ordinal: number): void {
+  const entries = Array.isArray(decoded) ? decoded : Array.from(decoded);
+  postings.entries = entries;
   const last = entries.length - 1;
   if (last >= 1 && (entries[last - 1] as number) < 0) {
     // The last entry is a frequency; the one before it names its document.
@@ -675,6 +792,20 @@ function forEachPosting(entries: ArrayLike<number>, visit: (ordinal: number, tf:
     if (entry >= 0) visit(entry, 1);
     else visit(-entry - 1, entries[++i] as number);
   }
+}
+
+/** `values` in a new array of `size` of the same type. */
+function grown<A extends Float64Array | Int32Array | Uint8Array>(values: A, size: number, make: new (size: number) => A): A {
+  const next = new make(size);
+  next.set(values);
+  return next;
+}
+
+/** Bytes `ByteWriter.varint` takes for `value`. */
+function varintLength(value: number): number {
+  let bytes = 1;
+  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) bytes++;
+  return bytes;
 }
 
 /** Drops the postings of `removed` documents from a term's entries, in place. */

@@ -46,7 +46,7 @@ export function readVarint(bytes: Uint8Array, start: number, end: number, maxByt
  * gathered into one UTF-8 block so that a reader decodes them all with one `TextDecoder` call.
  */
 export class ByteWriter {
-  private bytes = new Uint8Array(1 << 16);
+  private buffer = new Uint8Array(1 << 16);
   private length = 0;
   private readonly strings: string[] = [];
 
@@ -54,13 +54,20 @@ export class ByteWriter {
   varint(value: number): void {
     if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`varint out of range: ${value}`);
     this.room(8);
-    this.length = putVarint(this.bytes, this.length, value);
+    this.length = putVarint(this.buffer, this.length, value);
   }
 
   float64(value: number): void {
     this.room(8);
-    new DataView(this.bytes.buffer).setFloat64(this.length, value, true);
+    new DataView(this.buffer.buffer).setFloat64(this.length, value, true);
     this.length += 8;
+  }
+
+  /** Bytes as they are, read back by `ByteReader.bytes` given their length (written apart, before them). */
+  bytes(data: Uint8Array): void {
+    this.room(data.length);
+    this.buffer.set(data, this.length);
+    this.length += data.length;
   }
 
   /** A string, read back in order by `ByteReader.string`: its length goes here, its text to the block `finish` appends. */
@@ -73,18 +80,18 @@ export class ByteWriter {
   finish(): Uint8Array {
     const block = new TextEncoder().encode(this.strings.join(''));
     this.room(block.length + 4);
-    this.bytes.set(block, this.length);
+    this.buffer.set(block, this.length);
     this.length += block.length;
-    new DataView(this.bytes.buffer).setUint32(this.length, block.length, true);
+    new DataView(this.buffer.buffer).setUint32(this.length, block.length, true);
     this.length += 4;
-    return this.bytes.slice(0, this.length);
+    return this.buffer.slice(0, this.length);
   }
 
   private room(more: number): void {
-    if (this.length + more <= this.bytes.length) return;
-    const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + more));
-    grown.set(this.bytes.subarray(0, this.length));
-    this.bytes = grown;
+    if (this.length + more <= this.buffer.length) return;
+    const grown = new Uint8Array(Math.max(this.buffer.length * 2, this.length + more));
+    grown.set(this.buffer.subarray(0, this.length));
+    this.buffer = grown;
   }
 }
 
@@ -98,13 +105,13 @@ export class ByteReader {
   private readonly text: string;
   private textPosition = 0;
 
-  constructor(private readonly bytes: Uint8Array) {
-    if (bytes.length < 4) throw new ByteFormatError('too short');
-    const blockLength = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(bytes.length - 4, true);
-    this.end = bytes.length - 4 - blockLength;
+  constructor(private readonly source: Uint8Array) {
+    if (source.length < 4) throw new ByteFormatError('too short');
+    const blockLength = new DataView(source.buffer, source.byteOffset, source.byteLength).getUint32(source.length - 4, true);
+    this.end = source.length - 4 - blockLength;
     if (this.end < 0) throw new ByteFormatError('string block longer than the bytes');
     try {
-      this.text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(this.end, bytes.length - 4));
+      this.text = new TextDecoder('utf-8', { fatal: true }).decode(source.subarray(this.end, source.length - 4));
     } catch {
       throw new ByteFormatError('string block is not UTF-8');
     }
@@ -116,18 +123,35 @@ export class ByteReader {
   }
 
   varint(): number {
+    // As `readVarint`, without a pair made per number: an index's postings are tens of millions.
     // A safe integer takes 8 bytes at most.
-    const read = readVarint(this.bytes, this.position, this.end, 8);
-    if (!read) throw new ByteFormatError('truncated or overlong varint');
-    [, this.position] = read;
-    return read[0];
+    const { source: bytes, end } = this;
+    const start = this.position;
+    let value = 0;
+    let scale = 1;
+    for (let at = start; at < end && at - start < 8; at++) {
+      const byte = bytes[at] as number;
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) {
+        this.position = at + 1;
+        return value;
+      }
+      scale *= 0x80;
+    }
+    throw new ByteFormatError('truncated or overlong varint');
   }
 
   float64(): number {
     if (this.position + 8 > this.end) throw new ByteFormatError('truncated float');
-    const value = new DataView(this.bytes.buffer, this.bytes.byteOffset).getFloat64(this.position, true);
+    const value = new DataView(this.source.buffer, this.source.byteOffset).getFloat64(this.position, true);
     this.position += 8;
     return value;
+  }
+
+  /** The next `length` bytes, as a view of the bytes read (no copy). */
+  bytes(length: number): Uint8Array {
+    if (length > this.remaining) throw new ByteFormatError('bytes past the end');
+    return this.source.subarray(this.position, (this.position += length));
   }
 
   string(): string {

@@ -88,7 +88,8 @@ export class VectorTable implements Map<string, Float32Array> {
     for (let i = 0; i < ids.length; i++) {
       const slot = this.slots.get(ids[i] as string);
       if (slot === undefined || slot < 0) return false;
-      const { page, start } = this.place(slot);
+      const page = Math.floor(slot / RECORDS_PER_PAGE);
+      const start = (slot % RECORDS_PER_PAGE) * bytes;
       const at = i * bytes;
       if (words) {
         const source = this.wordViews[page] as Int32Array;
@@ -271,7 +272,8 @@ export class VectorTable implements Map<string, Float32Array> {
       this.scaleViews[page] = new DataView(bytes.buffer);
       this.wordViews[page] = new Int32Array(bytes.buffer, 0, Math.floor(bytes.length / 4));
     }
-    this.record(slot).set(bytes);
+    // Not through `record`: an open stores every vector of a memory, and a view made for each was garbage.
+    (this.pages[page] as Uint8Array).set(bytes, (slot % RECORDS_PER_PAGE) * (this.dim + 4));
     this.slots.set(id, slot);
     this.heldRecords++;
   }

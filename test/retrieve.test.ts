@@ -1311,6 +1311,13 @@ describe('zero-LLM precision, units and packing', () => {
       expect((await search(budget + 1, budget)).units.map((u) => u.id)).toEqual(off.units.map((u) => u.id));
     }
     expect(fitted).toBeGreaterThan(0);
+    // A query for the latest value, recency weighed, is fitted the same way: its units are rescored, not copied.
+    let fittedLatest = 0;
+    for (let budget = 120; budget <= 320; budget += 10) {
+      const latest = await retrieve('Which landscapes did Melanie paint most recently?', deps, { budget, mode: 'zero-llm', config: { retrieval: { fitRemainder: 6, turnScore: { recency: 0.1 } } } });
+      fittedLatest += latest.units.filter((u) => u.kind === 'excerpt').length;
+    }
+    expect(fittedLatest).toBeGreaterThan(0);
   });
 
   it('keeps M Episodes without a budget, the whole bundle under −N3, and validates options', async () => {

@@ -473,8 +473,8 @@ class Postings {
 
   /**
    * The documents in order (a removed one's hole closed up, so ordinals are renumbered and
-   * their order kept) by key (`docKeyOf`), then each term's postings as (ordinal gap, frequency
-   * above 1) varints.
+   * their order kept) by key (`docKeyOf`), then each term with how many documents hold it and
+   * the byte length of its postings, and the postings as (ordinal gap, frequency above 1) varints.
    */
   write(out: ByteWriter): void {
     const dense = new Int32Array(this.ordinals).fill(-1);
@@ -515,7 +515,8 @@ class Postings {
   }
 
   /**
-   * What `write` wrote; a `ByteFormatError` when the bytes do not hold that whole. A document
+   * What `write` wrote; a `ByteFormatError` when the bytes do not hold that whole. Each term's
+   * postings are kept as their bytes, checked when decoded (`entriesOf`). A document
    * whose node `graph` no longer holds (keys are never reused) keeps its key, which no document
    * of the graph has, so the `update` that follows removes it.
    */

@@ -305,8 +305,11 @@ function preferRecent(units: readonly RetrievedUnit[], weight: number): Retrieve
   const times = [...new Set(units.flatMap((u) => (u.time ? [u.time] : [])))].sort();
   if (times.length < 2) return [...units];
   const recency = new Map(times.map((time, i) => [time, i / (times.length - 1)]));
+  // Rescored in place: the units are this search's own, and as built they answer what packing
+  // asks of them (a copy of a turn's unit could not be fitted as an excerpt; see `fitUnit`).
+  for (const unit of units) unit.score += weight * (unit.time ? (recency.get(unit.time) ?? 0) : 0);
   return units
-    .map((unit, i) => ({ unit: { ...unit, score: unit.score + weight * (unit.time ? (recency.get(unit.time) ?? 0) : 0) }, i }))
+    .map((unit, i) => ({ unit, i }))
     .sort((a, b) => b.unit.score - a.unit.score || a.i - b.i)
     .map(({ unit }) => unit);
 }

@@ -109,7 +109,7 @@ export function buildUnits(
       header: chunk.header,
       time: node.time ?? chunk.time,
       trace: episode.trace,
-      // The meaning route reads no fact cosine; an excerpt of a long turn does.
+      // Asked for by excerpts of long turns, on the meaning route too (where `facts` is null).
       facts: () => facts ?? factCosines(graph, node.id, evidence),
       queryTerms: evidence.queryTerms,
       fitsRemainder,

@@ -1,6 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
-import { ByteFormatError, ByteReader, ByteWriter } from '../util/bytes.ts';
+import { ByteFormatError, ByteReader, ByteWriter, nextVarint } from '../util/bytes.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { topK } from '../util/top-k.ts';
 import { scoreCandidates, scoreDocuments, type LayerHits, type LayerQuery, type ScoredDocument } from './lexical-query.ts';
@@ -665,18 +665,9 @@ class Postings {
     let held = 0;
     let found = 0;
     let ordinal = -1;
-    let at = 0;
-    const next = (): number => {
-      let value = 0;
-      let scale = 1;
-      for (const start = at; at < encoded.length && at - start < 8; scale *= 0x80) {
-        const byte = encoded[at++] as number;
-        value += (byte & 0x7f) * scale;
-        if (byte < 0x80) return value;
-      }
-      throw new ByteFormatError('truncated or overlong varint in postings');
-    };
-    while (at < encoded.length) {
+    const cursor = { at: 0 };
+    const next = (): number => nextVarint(encoded, cursor, encoded.length);
+    while (cursor.at < encoded.length) {
       const code = next();
       ordinal += Math.floor(code / 2) + 1;
       const tf = code % 2 === 0 ? 1 : next();

@@ -95,12 +95,29 @@ export class ByteWriter {
   }
 }
 
+/**
+ * The unsigned varint (a safe integer: 8 bytes at most) at `cursor.at`, moving the cursor past
+ * it; a `ByteFormatError` when it runs past `end`. As `readVarint`, without a pair made per
+ * number: a lexical index's postings are tens of millions.
+ */
+export function nextVarint(bytes: Uint8Array, cursor: { at: number }, end: number): number {
+  let value = 0;
+  let scale = 1;
+  for (const start = cursor.at; cursor.at < end && cursor.at - start < 8; scale *= 0x80) {
+    const byte = bytes[cursor.at++] as number;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return value;
+  }
+  throw new ByteFormatError('truncated or overlong varint');
+}
+
 /** Thrown when bytes do not hold what a `ByteReader` is asked for. */
 export class ByteFormatError extends Error {}
 
 /** Reads what a `ByteWriter` wrote, in the same order. */
 export class ByteReader {
-  private position = 0;
+  /** Where the next number is read. */
+  private readonly cursor = { at: 0 };
   private readonly end: number;
   private readonly text: string;
   private textPosition = 0;
@@ -119,39 +136,24 @@ export class ByteReader {
 
   /** Bytes of numbers left to read: a count read from the bytes is checked against it before anything is sized by it. */
   get remaining(): number {
-    return this.end - this.position;
+    return this.end - this.cursor.at;
   }
 
   varint(): number {
-    // As `readVarint`, without a pair made per number: an index's postings are tens of millions.
-    // A safe integer takes 8 bytes at most.
-    const { source: bytes, end } = this;
-    const start = this.position;
-    let value = 0;
-    let scale = 1;
-    for (let at = start; at < end && at - start < 8; at++) {
-      const byte = bytes[at] as number;
-      value += (byte & 0x7f) * scale;
-      if (byte < 0x80) {
-        this.position = at + 1;
-        return value;
-      }
-      scale *= 0x80;
-    }
-    throw new ByteFormatError('truncated or overlong varint');
+    return nextVarint(this.source, this.cursor, this.end);
   }
 
   float64(): number {
-    if (this.position + 8 > this.end) throw new ByteFormatError('truncated float');
-    const value = new DataView(this.source.buffer, this.source.byteOffset).getFloat64(this.position, true);
-    this.position += 8;
+    if (this.cursor.at + 8 > this.end) throw new ByteFormatError('truncated float');
+    const value = new DataView(this.source.buffer, this.source.byteOffset).getFloat64(this.cursor.at, true);
+    this.cursor.at += 8;
     return value;
   }
 
   /** The next `length` bytes, as a view of the bytes read (no copy). */
   bytes(length: number): Uint8Array {
     if (length > this.remaining) throw new ByteFormatError('bytes past the end');
-    return this.source.subarray(this.position, (this.position += length));
+    return this.source.subarray(this.cursor.at, (this.cursor.at += length));
   }
 
   string(): string {
@@ -162,6 +164,6 @@ export class ByteReader {
 
   /** Whether every number and string written was read. */
   get done(): boolean {
-    return this.position === this.end && this.textPosition === this.text.length;
+    return this.cursor.at === this.end && this.textPosition === this.text.length;
   }
 }

@@ -12,6 +12,7 @@ import type { MemoryGraph } from '../src/graph/memory-graph.ts';
 import { COMPOSABLE_EDGE_TYPES, type FacetPointNode } from '../src/graph/types.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import { countTokens } from '../src/retrieve/pack.ts';
+import { sha256Hex } from '../src/util/hash.ts';
 import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/openai-server.ts';
 import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
 import { conversation } from './helpers/conversation.ts';
@@ -109,6 +110,25 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     expect(again.chunksAdded).toBe(0);
     expect(again.chunksSkipped).toBe(2);
     expect(await fingerprint(memory)).toEqual(before);
+  });
+
+  it('names a chunk by 16 hex digits of its hash, and skips a chunk an older memory holds under the full hash', async () => {
+    const store = new MemoryStore();
+    const [first, second] = chunkConversation(conversation, { by: 'session' });
+    const [firstDigest, secondDigest] = await Promise.all([sha256Hex(first!.text), sha256Hex(second!.text)]);
+    const earlier = await Memory.open(options(store));
+    await earlier.add([{ role: 'user', content: 'An earlier remark about nothing much.' }], { sessionId: 'earlier' });
+    await earlier.close();
+    const [earlierId] = (await store.load(DEFAULT_PARTITION))!.hashes;
+    expect(earlierId).toMatch(/^[0-9a-f]{16}$/);
+    // What a memory written before chunk ids were cut holds for the first session: its full hash.
+    await store.commit(DEFAULT_PARTITION, { putHashes: [firstDigest] });
+    const memory = await Memory.open(options(store));
+    const report = await memory.add(conversation);
+    expect(report).toMatchObject({ chunksAdded: 1, chunksSkipped: 1 });
+    const view = await memory.inspect();
+    expect([...view.graph.chunks.keys()].sort()).toEqual([earlierId, secondDigest.slice(0, 16)].sort());
+    expect((await fingerprint(memory)).hashes).toEqual([earlierId, firstDigest, secondDigest.slice(0, 16)].sort());
   });
 
   it('a crash mid-ingest resumes to the identical graph', async () => {

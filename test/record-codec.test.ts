@@ -150,6 +150,37 @@ describe('the record codec', () => {
     expect(encodeEdge(edges[2]!)).toMatch(/,null,0\.5\]$/);
   });
 
+  it('leaves to a row keyed by the record’s id what the key names: a node’s id, an edge’s type and ends', () => {
+    for (const node of [episode, facet, point, entity]) {
+      const edges = node === point ? pointEdges : [];
+      const keyed = encodeNode(node, edges, chunk, undefined, true).json;
+      expect(JSON.parse(keyed)[1]).toBeNull();
+      const decoded = decodeNode(keyed, chunks, undefined, node.id);
+      expect(JSON.stringify(decoded.node)).toBe(JSON.stringify(node));
+      expect(derivedEdgesOf(decoded.node, decoded.edgeKeys)).toEqual(edges);
+      // Without its key the record has no id, which validation rejects.
+      expect(() => checkNode(decodeNode(keyed, chunks).node, (message) => { throw new Error(message); })).toThrow(/id/);
+    }
+    // Taking a folded edge out keeps the record keyed.
+    const keyedPoint = encodeNode(point, pointEdges, chunk, undefined, true).json;
+    const without = withoutFoldedEdge(keyedPoint, pointEdges[0]!.id, point.id)!;
+    expect(JSON.parse(without)[1]).toBeNull();
+    const read = decodeNode(without, chunks, undefined, point.id);
+    expect(derivedEdgesOf(read.node, read.edgeKeys)).toEqual([pointEdges[1]]);
+
+    const evolution = edge('evolution', point.id, 'fp:a3f1c2d4e5b6:1', 10);
+    const causal = edge('causal', point.id, 'fp:a3f1c2d4e5b6:1', 11, { description: 'Rex chewed the shoes', confidence: 0.75 });
+    expect(encodeEdge(evolution, true)).toBe(`[10,null,"${CHUNK_ID}"]`);
+    for (const e of [evolution, causal]) expect(JSON.stringify(decodeEdge(encodeEdge(e, true), e.id))).toBe(JSON.stringify(e));
+    // Ends holding a `>` make an id that does not name them alone: such an edge keeps them.
+    const arrowed = edge('semantic', 'fp:a>b', 'fp:c', 12);
+    expect(encodeEdge(arrowed, true)).toBe(encodeEdge(arrowed));
+    expect(JSON.stringify(decodeEdge(encodeEdge(arrowed, true), arrowed.id))).toBe(JSON.stringify(arrowed));
+    // A keyed edge read without its key, or under a key that names no edge, is no valid edge.
+    expect(decodeEdge(encodeEdge(evolution, true)).id).not.toBe(evolution.id);
+    expect(decodeEdge(encodeEdge(evolution, true), 'no-such-type:x>y').type).toBeNull();
+  });
+
   it('writes an edge with another id, other keys or another key order as it is', () => {
     const canonical = edge('evolution', point.id, 'fp:a3f1c2d4e5b6:1', 10);
     const { id, key, ...rest } = canonical;

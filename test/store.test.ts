@@ -359,9 +359,13 @@ describe('SqlStore keeps what it can rebuild once', () => {
     // Key order too: checkpoints are the records' JSON.
     expect(loaded.nodes.map((n) => JSON.stringify(n))).toEqual(canonical(sample).nodes.map((n) => JSON.stringify(n)));
     expect(loaded.chunks.map((c) => JSON.stringify(c))).toEqual(canonical(sample).chunks.map((c) => JSON.stringify(c)));
-    expect(table('edges').map((row) => decodeEdge(row.json).type).sort()).toEqual(['causal', 'causal', 'causal', 'temporal', 'temporal', 'temporal']);
+    expect(table('edges').map((row) => decodeEdge(row.json, row.id).type).sort()).toEqual(['causal', 'causal', 'causal', 'temporal', 'temporal', 'temporal']);
     for (const row of table('chunks')) expect(JSON.parse(row.json).text).toBeNull();
     for (const row of table('nodes')) expect(row.json).not.toContain('adopted a puppy');
+    // A row's key is its record's id: a node array leaves it out, an edge array its type and ends.
+    for (const row of table('nodes')) expect(JSON.parse(row.json)[1]).toBeNull();
+    for (const row of table('edges')) expect(JSON.parse(row.json)[1]).toBeNull();
+    for (const row of table('edges')) expect(decodeEdge(row.json).id).not.toBe(row.id);
   });
 
   it('applies later batches exactly as the reference store does: a node put again alone, folded edges deleted alone, a node deleted alone, a chunk deleted whole', async () => {

@@ -174,6 +174,6 @@ export interface MemorySnapshot {
   chunks: Chunk[];
   /** Vectors by node/edge id. */
   vectors: Map<string, Float32Array>;
-  /** Hashes of ingested chunks. */
+  /** The ids of ingested chunks (`chunkIdOf` their content hash; older memories hold the full hash). */
   hashes: Set<string>;
 }

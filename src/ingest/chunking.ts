@@ -17,10 +17,32 @@ export interface ChunkDraft {
   header: string;
   time: string | null;
   turns: ChunkTurn[];
-  /** Canonical text (header + one line per turn); its SHA-256 is the chunk id unless `dedupKey` is set. */
+  /** Canonical text (header + one line per turn); its SHA-256 names the chunk (`chunkIdOf`) unless `dedupKey` is set. */
   text: string;
   /** Hashed instead of `text` when the caller names the batch (`batchId`): re-sending it is a no-op. */
   dedupKey?: string;
+}
+
+/**
+ * Hex digits of a chunk's SHA-256 kept as its id: 64 bits, as a message's content id, so chunks
+ * of a scope do not collide in practice (a million chunks: odds of about 1 in 30 million). Every
+ * node and edge record names its chunk, and an Entity names each chunk it appears in: on
+ * LongMemEval chat the 64 digits ids had before were ~0.45 KB of each message's store bytes.
+ */
+const CHUNK_ID_HEX = 16;
+
+/**
+ * The id of a chunk whose text (or `dedupKey`) has SHA-256 `digest` (hex). Memories written before
+ * ids were cut hold chunk ids of all 64 digits: those stay as they are, and `isIngested` finds
+ * their text under either form.
+ */
+export function chunkIdOf(digest: string): string {
+  return digest.slice(0, CHUNK_ID_HEX);
+}
+
+/** Whether a chunk whose SHA-256 is `digest` is among the ingested `chunkIds`, under its id or the full digest older memories used. */
+export function isIngested(chunkIds: ReadonlySet<string>, digest: string): boolean {
+  return chunkIds.has(chunkIdOf(digest)) || chunkIds.has(digest);
 }
 
 export function chunkConversation(conversation: Conversation, options: ChunkingOptions): ChunkDraft[] {

@@ -13,7 +13,7 @@ import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { defaultCounterTokens } from '../util/tokens.ts';
 import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
-import type { ChunkDraft } from './chunking.ts';
+import { chunkIdOf, isIngested, type ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
 import { chunkExtraction, type Extraction, type ExtractionOutcome, type Extractor } from './extraction.ts';
 import type { SkippedMessage } from './identity.ts';
@@ -107,11 +107,12 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   const progress = (stage: IngestStage) =>
     options.onProgress?.({ stage, chunksDone: report.chunksAdded + report.chunksSkipped, chunksTotal: drafts.length, chunksSkipped: report.chunksSkipped, llmCalls: llmCalls() });
 
-  const hashes = await Promise.all(drafts.map((d) => sha256Hex(d.dedupKey ?? d.text)));
-  const todo = drafts.map((draft, i) => ({ draft, hash: hashes[i] ?? '' })).filter(({ hash }, i) => {
-    const seenEarlier = hashes.indexOf(hash) < i;
-    if (state.hashes.has(hash) || seenEarlier) report.chunksSkipped++;
-    return !state.hashes.has(hash) && !seenEarlier;
+  const digests = await Promise.all(drafts.map((d) => sha256Hex(d.dedupKey ?? d.text)));
+  const ids = digests.map(chunkIdOf);
+  const todo = drafts.map((draft, i) => ({ draft, id: ids[i] ?? '' })).filter((_, i) => {
+    const skipped = isIngested(state.hashes, digests[i] ?? '') || ids.indexOf(ids[i] ?? '') < i;
+    if (skipped) report.chunksSkipped++;
+    return !skipped;
   });
   progress('extract');
 
@@ -122,7 +123,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
   const startExtraction = (i: number) => {
     const item = todo[i];
     if (!item || extractions.has(i)) return;
-    const promise = deps.extractor.extract({ chunkId: item.hash, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, extractSignal);
+    const promise = deps.extractor.extract({ chunkId: item.id, header: item.draft.header, time: item.draft.time, turns: item.draft.turns }, extractSignal);
     promise.catch(() => undefined); // observed when awaited below
     extractions.set(i, promise);
   };
@@ -148,7 +149,7 @@ export async function ingestChunks(drafts: readonly ChunkDraft[], deps: IngestDe
       const vectors = await embedExtraction(extraction, deps.embedder, signal);
       const textTokens = defaultCounterTokens(item.draft.text);
       const chunk = {
-        id: item.hash,
+        id: item.id,
         sessionId: item.draft.sessionId,
         header: item.draft.header,
         text: item.draft.text,

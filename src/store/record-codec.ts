@@ -1,6 +1,6 @@
 import { chunkText, turnTheme } from '../graph/chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type NodeEdgeKeys } from '../graph/derived-edges.ts';
-import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
+import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 
 /**
  * How the stores (SQL and IndexedDB) keep records compactly, and read them back exactly. What a record can be
@@ -19,7 +19,9 @@ import { edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type Gr
  * - a node or edge with exactly the keys graph building writes, in its order, is the array of
  *   its values, without the key names (a node's first value is its layer's number, its last the
  *   keys of the edges it folds in, as offsets from its own key; an edge's `id` is
- *   `edgeId(type, from, to)` and its trailing nulls are left off).
+ *   `edgeId(type, from, to)` and its trailing nulls are left off);
+ * - keyed (a store whose rows are keyed by the record's id, as SQL's are): a node array's id is
+ *   `null`, and an edge array's type and ends are one `null`, read back from the row's key.
  * Rebuilt fields keep their place, so a record reads back equal to what was committed, key
  * order included (checkpoints are its JSON). Each replaced field's stand-in has a type the field
  * never has, so a field that does not match these forms exactly is written as it is; a record
@@ -161,6 +163,8 @@ interface StoredNode {
   fields: Record<string, unknown>;
   edgeKeys: NodeEdgeKeys;
   asArray: boolean;
+  /** An array whose id is its row's key: written `null` again. */
+  keyed?: boolean;
 }
 
 /** The chunk's turns, or none when they are not all whole records (a damaged stored chunk's fields then stay as stored). */
@@ -215,10 +219,16 @@ function rebuiltNode(fields: Record<string, unknown>, chunks: ReadonlyMap<string
     const ids = idsOfPages(own);
     if (ids !== null && ids.length === paged.count && digestOf(ids) === paged.digest) fields['chunkIds'] = ids;
   }
+  const named = fields['chunkIds'];
+  // An Entity's chunks by their own id strings, as a Facet's or FacetPoint's chunk below.
+  if (Array.isArray(named)) fields['chunkIds'] = named.map((id: unknown) => (typeof id === 'string' ? (chunks.get(id)?.id ?? id) : id));
   const chunkId = fields['chunkId'];
   if (typeof chunkId !== 'string') return fields as unknown as GraphNode;
   if (fields['episodeId'] === null) fields['episodeId'] = episodeIdOf(chunkId);
-  const turns = turnsOf(chunks.get(chunkId));
+  const chunk = chunks.get(chunkId);
+  // The chunk's own id string, not the copy each record's JSON makes: ~12 nodes a chunk share it.
+  if (chunk) fields['chunkId'] = chunk.id;
+  const turns = turnsOf(chunk);
   const { theme, dialogIds, content } = fields;
   if (typeof theme === 'number' && turns[theme]) fields['theme'] = turnTheme(turns[theme].speaker, turns[theme].text);
   if (typeof dialogIds === 'number' && turns[dialogIds]) fields['dialogIds'] = [turns[dialogIds].dialogId];
@@ -248,17 +258,18 @@ function isOffsets(value: unknown): value is [number, number] {
   return Array.isArray(value) && value.length === 2 && value.every((n) => Number.isInteger(n));
 }
 
-function writeStored({ fields, edgeKeys, asArray }: StoredNode): string {
+function writeStored({ fields, edgeKeys, asArray, keyed = false }: StoredNode): string {
   const folds = DERIVED_EDGE_TYPES.some((type) => edgeKeys[type] !== undefined);
   if (!asArray) return JSON.stringify(folds ? { ...fields, edgeKeys } : fields);
   const layer = fields['layer'] as Layer;
-  const values = [STORED_LAYERS.indexOf(layer), ...NODE_KEYS[layer].filter((k) => k !== 'layer').map((k) => fields[k])];
+  const values = [STORED_LAYERS.indexOf(layer), ...NODE_KEYS[layer].filter((k) => k !== 'layer').map((k) => (keyed && k === 'id' ? null : fields[k]))];
   const nodeKey = fields['key'] as number;
   if (folds) values.push(DERIVED_EDGE_TYPES.map((type) => (edgeKeys[type] === undefined ? null : edgeKeys[type] - nodeKey)));
   return JSON.stringify(values);
 }
 
-function readStored(json: string): StoredNode {
+/** A stored node's parts; `rowKey` is its row's key, when the store keys rows by id (it stands in for a `null` id). */
+function readStored(json: string, rowKey?: string): StoredNode {
   const parsed: unknown = JSON.parse(json);
   if (!Array.isArray(parsed)) {
     const { edgeKeys = {}, ...fields } = parsed as Record<string, unknown> & { edgeKeys?: NodeEdgeKeys };
@@ -271,6 +282,8 @@ function readStored(json: string): StoredNode {
   const fields: Record<string, unknown> = {};
   let at = 1;
   for (const key of keys) fields[key] = key === 'layer' ? layer : parsed[at++];
+  const keyed = fields['id'] === null && rowKey !== undefined;
+  if (keyed) fields['id'] = rowKey;
   const offsets: unknown = parsed[at];
   const edgeKeys: NodeEdgeKeys = {};
   if (Array.isArray(offsets) && typeof fields['key'] === 'number') {
@@ -278,14 +291,15 @@ function readStored(json: string): StoredNode {
       if (typeof offsets[i] === 'number') edgeKeys[type] = (fields['key'] as number) + (offsets[i] as number);
     });
   }
-  return { fields, edgeKeys, asArray: true };
+  return { fields, edgeKeys, asArray: true, keyed };
 }
 
 /**
  * A node's stored JSON, and the ids of the `edges` it folds in (those it rebuilds exactly; the
- * store writes no row for them). `chunk` is the node's chunk when known, for the fields it rebuilds.
+ * store writes no row for them). `chunk` is the node's chunk when known, for the fields it
+ * rebuilds; `keyed` when the row's key is the node's id (the JSON leaves it out).
  */
-export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: Chunk | undefined, paged?: WrittenList): { json: string; folded: string[] } {
+export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: Chunk | undefined, paged?: WrittenList, keyed = false): { json: string; folded: string[] } {
   const edgeKeys: NodeEdgeKeys = {};
   const folded: string[] = [];
   for (const edge of edges) {
@@ -294,12 +308,12 @@ export function encodeNode(node: GraphNode, edges: readonly GraphEdge[], chunk: 
     folded.push(edge.id);
   }
   const asArray = hasKeysInOrder(node, NODE_KEYS[node.layer]);
-  return { json: writeStored({ fields: storedFields(node, chunk, paged), edgeKeys, asArray }), folded };
+  return { json: writeStored({ fields: storedFields(node, chunk, paged), edgeKeys, asArray, keyed }), folded };
 }
 
-/** `json` without the derived edge `id` (a delete of that edge alone), or null when it does not fold it in. */
-export function withoutFoldedEdge(json: string, id: string): string | null {
-  const stored = readStored(json);
+/** `json` (of the row keyed `rowKey`) without the derived edge `id` (a delete of that edge alone), or null when it does not fold it in. */
+export function withoutFoldedEdge(json: string, id: string, rowKey?: string): string | null {
+  const stored = readStored(json, rowKey);
   // The targets need no chunk: only an Episode id stands in, and it is rebuilt from the chunk id.
   const node = rebuiltNode({ ...stored.fields }, new Map());
   for (const type of DERIVED_EDGE_TYPES) {
@@ -314,26 +328,46 @@ export function withoutFoldedEdge(json: string, id: string): string | null {
 /**
  * A stored node and the keys of the derived edges it folds in (`derivedEdgesOf` makes them), as
  * committed; `chunks` are the partition's chunks by id, `pages` each paged Entity's pages in
- * order, by its id. A record whose fields do not fit (or whose pages do not) is returned as it
- * reads, for snapshot validation to reject.
+ * order, by its id; `rowKey` the key of its row where the store keys rows by id. A record whose
+ * fields do not fit (or whose pages do not) is returned as it reads, for snapshot validation to
+ * reject.
  */
-export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>): { node: GraphNode; edgeKeys: NodeEdgeKeys } {
-  const { fields, edgeKeys } = readStored(json);
+export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>, rowKey?: string): { node: GraphNode; edgeKeys: NodeEdgeKeys } {
+  const { fields, edgeKeys } = readStored(json, rowKey);
   return { node: rebuiltNode(fields, chunks, pages), edgeKeys };
 }
 
-/** An edge's stored JSON: the array of its values when its keys and id are the ones graph building writes. */
-export function encodeEdge(edge: GraphEdge): string {
+/**
+ * An edge's stored JSON: the array of its values when its keys and id are the ones graph building
+ * writes. `keyed` when the row's key is the edge's id: its type and ends are then one `null`,
+ * where the id names them unambiguously (`edgeOfId`).
+ */
+export function encodeEdge(edge: GraphEdge, keyed = false): string {
   if (!hasKeysInOrder(edge, EDGE_KEYS) || edge.id !== edgeId(edge.type, edge.from, edge.to)) return JSON.stringify(edge);
   const values: unknown[] = EDGE_KEYS.slice(1).map((k) => edge[k]);
   while (values.length > EDGE_REQUIRED_VALUES && values.at(-1) === null) values.pop();
+  if (keyed && edgeOfId(edge.id)?.from === edge.from) values.splice(1, 3, null);
   return JSON.stringify(values);
 }
 
-/** A stored edge as committed (an array of the wrong types is returned as it reads, for validation to reject). */
-export function decodeEdge(json: string): GraphEdge {
+/** An edge's type and ends as its id (`<type>:<from>><to>`) names them: null when the type is unknown or the ends hold another `>`. */
+function edgeOfId(id: string): { type: EdgeType; from: string; to: string } | null {
+  const colon = id.indexOf(':');
+  const arrow = id.indexOf('>', colon + 1);
+  const type = id.slice(0, colon) as EdgeType;
+  if (colon < 0 || arrow < 0 || id.indexOf('>', arrow + 1) >= 0 || !EDGE_TYPES.includes(type)) return null;
+  return { type, from: id.slice(colon + 1, arrow), to: id.slice(arrow + 1) };
+}
+
+/** A stored edge as committed; `rowKey` is its row's key where the store keys rows by id (an array of the wrong types is returned as it reads, for validation to reject). */
+export function decodeEdge(json: string, rowKey?: string): GraphEdge {
   const parsed: unknown = JSON.parse(json);
   if (!Array.isArray(parsed)) return parsed as GraphEdge;
+  const named = parsed[1] === null && rowKey !== undefined ? edgeOfId(rowKey) : null;
+  if (named) {
+    const [key, , chunkId, description = null, confidence = null] = parsed as unknown[];
+    return { id: rowKey, key, ...named, chunkId, description, confidence } as GraphEdge;
+  }
   const [key, type, from, to, chunkId, description = null, confidence = null] = parsed as unknown[];
   const id = edgeId(type as EdgeType, String(from), String(to));
   return { id, key, type, from, to, chunkId, description, confidence } as GraphEdge;

@@ -122,6 +122,7 @@ function aloneOrDeleted(batch: PlannedBatch, put: ReadonlySet<string>): string[]
  *   (put on its own, it is written as a row).
  * `storedNodes` and `storedChunks` hold what the store has of `recordReads(batch)` (absent: none);
  * `written` is the store's memo of the long Entity lists it wrote (see `WrittenList`), kept up to date here.
+ * `keyed`: the store keys node rows by the node's id, so their JSON leaves it out (record-codec).
  * The store applies the batch's deletes first, then these rows, then deletes the rows of `folded`.
  */
 export function planRecords(
@@ -129,6 +130,7 @@ export function planRecords(
   storedNodes: ReadonlyMap<string, string>,
   storedChunks: ReadonlyMap<string, Chunk>,
   written: Map<string, WrittenList> = new Map(),
+  keyed = false,
 ): RecordPlan {
   const pages = pageWrites(batch, storedNodes, written);
   const putEdges = batch.putEdges ?? [];
@@ -140,7 +142,7 @@ export function planRecords(
   for (const id of replacedOrDeleted(batch)) {
     const stored = storedNodes.get(id);
     if (stored === undefined) continue;
-    const { node, edgeKeys } = decodeNode(stored, new Map());
+    const { node, edgeKeys } = decodeNode(stored, new Map(), undefined, id);
     const kept = derivedEdgesOf(node, edgeKeys).filter((e) => !gone.has(e.id));
     if (kept.length > 0) surviving.set(id, kept);
   }
@@ -155,7 +157,7 @@ export function planRecords(
   const folded = new Set<string>();
   for (const node of batch.putNodes ?? []) {
     const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
-    const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined, pages.paged.get(node.id));
+    const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined, pages.paged.get(node.id), keyed);
     nodes.set(node.id, encoded.json);
     for (const id of encoded.folded) folded.add(id);
   }
@@ -165,7 +167,7 @@ export function planRecords(
     for (const from of derivedEdgeSources(id)?.candidates ?? []) {
       const stored = nodes.get(from) ?? storedNodes.get(from);
       if (put.has(from) || deletedNodes.has(from) || stored === undefined) continue;
-      const json = withoutFoldedEdge(stored, id);
+      const json = withoutFoldedEdge(stored, id, from);
       if (json !== null) nodes.set(from, json);
     }
   }
@@ -183,6 +185,9 @@ export interface StoredRecords {
   derivedKeys: DerivedEdgeKeys;
 }
 
+/** A stored record: its JSON, or its row's key (the record's id) and JSON where the store keys rows by id. */
+export type StoredRow = string | readonly [rowKey: string, json: string];
+
 /**
  * A partition's nodes and edges from its stored rows: each node with the derived edges it folds
  * in, kept as keys, then the edge rows, which win over a folded edge of the same id. `chunks`
@@ -193,16 +198,16 @@ export interface StoredRecords {
  * the later one winning. Graph building's ids (content hashes) hold none.
  */
 export function readStoredRecords(
-  nodeRows: Iterable<string>,
-  edgeRows: Iterable<string>,
+  nodeRows: Iterable<StoredRow>,
+  edgeRows: Iterable<StoredRow>,
   chunks: ReadonlyMap<string, Chunk>,
   pages: ReadonlyMap<string, readonly string[]>,
 ): StoredRecords {
   const edges = new Map<string, GraphEdge>();
   const derivedKeys = noDerivedEdgeKeys();
   const nodes: GraphNode[] = [];
-  for (const json of nodeRows) {
-    const { node, edgeKeys } = decodeNode(json, chunks, pages);
+  for (const row of nodeRows) {
+    const { node, edgeKeys } = typeof row === 'string' ? decodeNode(row, chunks, pages) : decodeNode(row[1], chunks, pages, row[0]);
     nodes.push(node);
     for (const type of DERIVED_EDGE_TYPES) {
       const key = edgeKeys[type];
@@ -216,8 +221,8 @@ export function readStoredRecords(
     }
   }
   const rowsOfDerivedTypes: GraphEdge[] = [];
-  for (const json of edgeRows) {
-    const edge = decodeEdge(json);
+  for (const row of edgeRows) {
+    const edge = typeof row === 'string' ? decodeEdge(row) : decodeEdge(row[1], row[0]);
     edges.set(edge.id, edge);
     if (typeof edge.id === 'string' && derivedEdgeSources(edge.id)) rowsOfDerivedTypes.push(edge);
   }

@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
 import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
-import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan } from './record-plan.ts';
+import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
@@ -154,6 +154,11 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   ],
   // Derived state (see `GraphStore.loadDerived`) in pages: a Durable Object refuses a value over 2 MB.
   ['CREATE TABLE derived (partition TEXT NOT NULL, name TEXT NOT NULL, page INTEGER NOT NULL, revision INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (partition, name, page))'],
+  // Rows written from here on leave to their key what it names (record-codec's keyed form): a
+  // node's id, an edge's type and ends, ~0.25 KB a message of chat. Rows written before keep
+  // them and read as they did; the step changes no row, it only keeps an older PRISM, which
+  // cannot read the keyed form, from opening the database.
+  [],
 ];
 
 /** Bytes of derived state a row holds (a Durable Object's limit on one value is 2 MB). */
@@ -286,9 +291,9 @@ export class SqlStore implements GraphStore {
     return this.read(partition, 'stored');
   }
 
-  /** The `json` column of a query's rows, read as the caller reaches each. */
-  private *jsonOf(sql: string, partition: string): Iterable<string> {
-    for (const row of this.driver.each(sql, [partition])) yield text(row, 'json');
+  /** The `id` and `json` columns of a query's rows, read as the caller reaches each. */
+  private *keyedRows(sql: string, partition: string): Iterable<StoredRow> {
+    for (const row of this.driver.each(sql, [partition])) yield [text(row, 'id'), text(row, 'json')];
   }
 
   /**
@@ -303,8 +308,8 @@ export class SqlStore implements GraphStore {
       if (meta === null) return null;
       const chunks = this.driver.all('SELECT json FROM chunks WHERE partition = ?', [partition]).map((row) => decodeChunk(text(row, 'json')));
       const records = readStoredRecords(
-        this.jsonOf('SELECT json FROM nodes WHERE partition = ?', partition),
-        this.jsonOf('SELECT json FROM edges WHERE partition = ?', partition),
+        this.keyedRows('SELECT id, json FROM nodes WHERE partition = ?', partition),
+        this.keyedRows('SELECT id, json FROM edges WHERE partition = ?', partition),
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
         this.entityPages(partition),
       );
@@ -373,7 +378,7 @@ export class SqlStore implements GraphStore {
         for (const [page, json] of put) driver.run('INSERT OR REPLACE INTO entity_pages (partition, id, page, json) VALUES (?, ?, ?, ?)', [partition, id, page, json]);
       }
       remove('edges', 'id', plan.folded);
-      for (const edge of plan.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, encodeEdge(edge)]);
+      for (const edge of plan.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, encodeEdge(edge, true)]);
       for (const [id, vector] of batch.putVectors ?? []) vectorGroups.put(id, encodeVector(vector, this.vectorPrecision));
       vectorGroups.write(driver);
       for (const hash of batch.putHashes ?? []) driver.run('INSERT OR IGNORE INTO hashes (partition, hash) VALUES (?, ?)', [partition, hash]);
@@ -470,7 +475,7 @@ export class SqlStore implements GraphStore {
       const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
       if (row) storedChunks.set(id, decodeChunk(text(row, 'json')));
     }
-    return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(partition));
+    return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(partition), true);
   }
 
   /** Each paged Entity's pages in order, by Entity id. */

@@ -442,12 +442,12 @@ function editChunks(db: Database.Database, partition: string, edit: (chunks: Chu
 function editNodes(db: Database.Database, partition: string, edit: (nodes: GraphNode[]) => void): void {
   const chunks = new Map(storedRows(db, 'chunks', partition).map((row) => [row.id, decodeChunk(row.json)]));
   const rows = storedRows(db, 'nodes', partition);
-  const decoded = rows.map((row) => decodeNode(row.json, chunks));
+  const decoded = rows.map((row) => decodeNode(row.json, chunks, undefined, row.id));
   edit(decoded.map((d) => d.node));
   const update = db.prepare('UPDATE nodes SET json = ? WHERE partition = ? AND id = ?');
   rows.forEach((row, i) => {
     const { node, edgeKeys } = decoded[i]!;
-    update.run(encodeNode(node, derivedEdgesOf(node, edgeKeys), 'chunkId' in node ? chunks.get(node.chunkId) : undefined).json, partition, row.id);
+    update.run(encodeNode(node, derivedEdgesOf(node, edgeKeys), 'chunkId' in node ? chunks.get(node.chunkId) : undefined, undefined, true).json, partition, row.id);
   });
 }
 

@@ -46,7 +46,8 @@ const EDGE_REQUIRED_VALUES = 5;
 /**
  * Chunk ids an Entity record holds itself. A longer list is kept in pages of this many ids
  * beside it: on 10K messages of chat a speaker's Entity named ~1,000 chunks (64 KB) and was
- * written whole on every add; now an add rewrites one page (≤ 17 KB) and the record.
+ * written whole on every add; now an add rewrites one page (≤ 4.6 KB of 16-digit chunk ids,
+ * 17 KB of the 64-digit ids older memories hold) and the record.
  */
 export const ENTITY_PAGE_IDS = 256;
 

@@ -9,7 +9,8 @@ import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCh
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { LEGACY_FILES, MIGRATED_SUFFIX, migrateFileStore } from '../src/store/file.node.ts';
-import { decodeEdge } from '../src/store/record-codec.ts';
+import { decodeChunk, decodeEdge, decodeNode, encodeEdge, encodeNode } from '../src/store/record-codec.ts';
+import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { MIGRATIONS, SQL_SCHEMA_VERSION, type MigrationStep } from '../src/store/sql.ts';
 import { encodeVectorGroup, vectorGroupOf } from '../src/store/vector-groups.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
@@ -389,6 +390,45 @@ describe('SqlStore keeps what it can rebuild once', () => {
     await sql.commit(P, again);
     await reference.commit(P, again);
     expect(await sql.load(P)).toEqual(await reference.load(P));
+  });
+});
+
+describe('SqlStore reads rows written before they were keyed', () => {
+  it('reads a schema-7 file (ids in every row), upgrades it without rewriting a row, and applies later batches as the reference store does', async () => {
+    const sample = ingestShapedSample();
+    const first = await openSqlite();
+    await first.commit(P, snapshotAsBatch(sample));
+    await first.close();
+    // Every row as schema 7 wrote it: a node array with its id, an edge array with its type and ends.
+    const raw = new Database(sqlitePath());
+    const chunks = new Map((raw.prepare('SELECT json FROM chunks').all() as Array<{ json: string }>).map((row) => decodeChunk(row.json)).map((c) => [c.id, c]));
+    for (const row of raw.prepare('SELECT id, json FROM nodes').all() as Array<{ id: string; json: string }>) {
+      const { node, edgeKeys } = decodeNode(row.json, chunks, undefined, row.id);
+      const json = encodeNode(node, derivedEdgesOf(node, edgeKeys), 'chunkId' in node ? chunks.get(node.chunkId) : undefined).json;
+      raw.prepare('UPDATE nodes SET json = ? WHERE id = ?').run(json, row.id);
+    }
+    for (const row of raw.prepare('SELECT id, json FROM edges').all() as Array<{ id: string; json: string }>) {
+      raw.prepare('UPDATE edges SET json = ? WHERE id = ?').run(encodeEdge(decodeEdge(row.json, row.id)), row.id);
+    }
+    raw.prepare('UPDATE prism_schema SET version = 7').run();
+    const unkeyed = raw.prepare('SELECT id, json FROM nodes UNION ALL SELECT id, json FROM edges').all() as Array<{ id: string; json: string }>;
+    raw.close();
+    expect(unkeyed.every((row) => JSON.parse(row.json)[1] !== null)).toBe(true);
+
+    const sql = await openSqlite();
+    expect(await sql.load(P)).toEqual(canonical(sample));
+    const db = new Database(sqlitePath(), { readonly: true });
+    expect(db.prepare('SELECT version FROM prism_schema').get()).toEqual({ version: SQL_SCHEMA_VERSION });
+    expect(db.prepare('SELECT id, json FROM nodes UNION ALL SELECT id, json FROM edges').all()).toEqual(unkeyed);
+    db.close();
+    // Folded edges deleted out of old rows, nodes put again, a chunk deleted: as the reference store.
+    const reference = new MemoryStore();
+    await reference.commit(P, snapshotAsBatch(sample));
+    for (const [i, batch] of foldingBatches(sample).slice(1).entries()) {
+      await sql.commit(P, batch);
+      await reference.commit(P, batch);
+      expect({ i, loaded: await sql.load(P) }).toEqual({ i, loaded: await reference.load(P) });
+    }
   });
 });
 

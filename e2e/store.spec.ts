@@ -42,10 +42,13 @@ test('derived edges fold into their nodes, nodes but Entities are kept in a grou
   expect(result.nodeGroups).toBeLessThanOrEqual(result.chunks + 1);
 });
 
-test('nodes written one record each before v8 are read, and a node put or deleted leaves its record, every batch leaving what the reference store holds', async ({ page }) => {
+test('nodes written one record each before v8, and values holding their ids before v9, are read, and a node put or deleted leaves its record, every batch leaving what the reference store holds', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.nodesFromBeforeV8('e2e-nodes-v7'));
   expect(result.differing).toEqual([]);
   expect(result.reopenedSame).toBe(true);
+  // Values written from v9 on leave to their key what it names; those written before hold it, and read as well.
+  expect(result.unkeyedAtStart).toBeGreaterThan(0);
+  expect(result.keyedAtEnd).toBe(true);
   // All in records at first; the folding batches put and delete some; put again, every node but the Entities leaves its record for a group.
   expect(result.groups[0]).toBe(0);
   expect(result.records[0]).toBeGreaterThan(0);

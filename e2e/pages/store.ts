@@ -199,12 +199,14 @@ const storeHarness = {
    * sealed bytes changed (a page written again is sealed afresh, under a new IV).
    */
   /**
-   * The folding batches over a database whose nodes were written before v8, one record a node:
-   * after the first batch, each node group is taken apart into records sealed under its key, as
-   * v7 wrote them. Every later batch must leave what the reference store holds, and a node put
-   * or deleted leaves its record (none is ever held twice); last, every node is put again.
+   * The folding batches over a database whose nodes were written before v8, one record a node,
+   * and before v9, each value holding its id (an edge's, its type and ends): after the first
+   * batch, each node group is taken apart into records sealed under its key, and every node and
+   * edge value gets back what its key names, as v7 wrote them. Every later batch must leave what
+   * the reference store holds, and a node put or deleted leaves its record (none is ever held
+   * twice); last, every node is put again, into keyed values (`keyedAtEnd`).
    */
-  async nodesFromBeforeV8(name: string): Promise<{ differing: number[]; reopenedSame: boolean; records: number[]; groups: number[]; entities: number }> {
+  async nodesFromBeforeV8(name: string): Promise<{ differing: number[]; reopenedSame: boolean; records: number[]; groups: number[]; entities: number; unkeyedAtStart: number; keyedAtEnd: boolean }> {
     const reference = new MemoryStore();
     const differing: number[] = [];
     const records: number[] = [];
@@ -217,14 +219,35 @@ const storeHarness = {
     });
     const raw = await openDB(name);
     const keys = await KeyFolder.open(name);
+    let unkeyedAtStart = 0;
+    // A value as v8 and before wrote it: a node array with its id, an edge array with its type and ends.
+    const unkeyed = (id: string, bytes: Uint8Array, isEdge = false): Uint8Array<ArrayBuffer> => {
+      const values: unknown = JSON.parse(new TextDecoder().decode(bytes));
+      if (!Array.isArray(values) || values[1] !== null) return new Uint8Array(bytes);
+      unkeyedAtStart++;
+      if (isEdge) {
+        const colon = id.indexOf(':');
+        const arrow = id.indexOf('>');
+        values.splice(1, 1, id.slice(0, colon), id.slice(colon + 1, arrow), id.slice(arrow + 1));
+      } else values[1] = id;
+      return new TextEncoder().encode(JSON.stringify(values));
+    };
     try {
       for (const [token, keyId] of (await raw.getAllKeys('nodeGroups')) as Array<[number, string]>) {
         const value = (await raw.get('nodeGroups', [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
         const ring = await keys.read(`p${token}`);
         const values = splitGroupValues('node group', value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
-        const sealed = await Promise.all([...values].map(async ([id, bytes]) => [id, { keyId, sealed: await keys.seal(ring, keyId, new Uint8Array(bytes)) }] as const));
+        const sealed = await Promise.all([...values].map(async ([id, bytes]) => [id, { keyId, sealed: await keys.seal(ring, keyId, unkeyed(id, bytes)) }] as const));
         const tx = raw.transaction(['nodes', 'nodeGroups'], 'readwrite');
         await Promise.all([...sealed.map(([id, record]) => tx.objectStore('nodes').put(record, [token, id])), tx.objectStore('nodeGroups').delete([token, keyId]), tx.done]);
+      }
+      for (const store of ['nodes', 'edges'] as const) {
+        for (const [token, id] of (await raw.getAllKeys(store)) as Array<[number, string]>) {
+          const value = (await raw.get(store, [token, id])) as { keyId: string; sealed: ArrayBuffer };
+          const ring = await keys.read(`p${token}`);
+          const plain = unkeyed(id, await keys.unseal(ring, value.keyId, value.sealed), store === 'edges');
+          await raw.put(store, { keyId: value.keyId, sealed: await keys.seal(ring, value.keyId, plain) }, [token, id]);
+        }
       }
     } finally {
       raw.close();
@@ -251,7 +274,20 @@ const storeHarness = {
     await count();
     const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
     const entities = ((await reference.load(P))?.nodes ?? []).filter((node) => node.layer === 'entity').length;
-    return { differing, reopenedSame, records, groups, entities };
+    // Every node value now in the keyed form, its id left to its key.
+    const db = await openDB(name);
+    let keyedAtEnd = true;
+    try {
+      for (const [token, keyId] of (await db.getAllKeys('nodeGroups')) as Array<[number, string]>) {
+        const value = (await db.get('nodeGroups', [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
+        const ring = await keys.read(`p${token}`);
+        const values = splitGroupValues('node group', value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
+        for (const bytes of values.values()) keyedAtEnd &&= JSON.parse(new TextDecoder().decode(bytes))[1] === null;
+      }
+    } finally {
+      db.close();
+    }
+    return { differing, reopenedSame, records, groups, entities, unkeyedAtStart, keyedAtEnd };
   },
 
   async pagesAsReference(name: string): Promise<{ differing: number[]; pageRecords: number[]; rewritten: number[][]; reopenedSame: boolean }> {

@@ -7,7 +7,7 @@ import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
-import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan } from './record-plan.ts';
+import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -144,7 +144,7 @@ function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>
   const entities: NodeWrite[] = [];
   const grouped: NodeWrite[] = [];
   for (const [id, json] of plan.nodes) {
-    const node = putNodes.get(id) ?? decodeNode(json, new Map()).node;
+    const node = putNodes.get(id) ?? decodeNode(json, new Map(), undefined, id).node;
     (node.layer === 'entity' ? entities : grouped).push({ id, json, node });
   }
   return { entities, grouped };
@@ -263,6 +263,11 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
     groups.createIndex('keyId', 'keyId');
     groups.createIndex('member', 'members', { multiEntry: true });
   },
+  // v9: node and edge values written from here on leave to their key what it names (record-codec's
+  // keyed form: a node's id, an edge's type and ends), as the SQL stores' rows since schema 8.
+  // Values written before keep them and read as they did; the step changes nothing, it only
+  // keeps an older PRISM, which cannot read the keyed form, from opening the database.
+  async () => {},
 ];
 
 export const IDB_SCHEMA_VERSION = MIGRATIONS.length;
@@ -571,10 +576,12 @@ export class IndexedDbStore implements GraphStore {
         if (token === undefined) return null;
         const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
         const range = partitionRange(token);
-        const [meta, nodes, nodeGroups, edges, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
+        const [meta, nodeKeys, nodes, nodeGroups, edgeKeys, edges, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
           tx.objectStore('meta').get(token),
+          tx.objectStore('nodes').getAllKeys(range),
           tx.objectStore('nodes').getAll(range),
           tx.objectStore('nodeGroups').getAll(range),
+          tx.objectStore('edges').getAllKeys(range),
           tx.objectStore('edges').getAll(range),
           tx.objectStore('entityPages').getAllKeys(range),
           tx.objectStore('entityPages').getAll(range),
@@ -591,13 +598,16 @@ export class IndexedDbStore implements GraphStore {
         const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
         const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
         const openGroup = async (store: GroupStore, group: SealedGroup): Promise<Map<string, Uint8Array>> => valuesOfGroup(store, group, await open(group));
-        const groupedJson = (store: GroupStore, groups: readonly SealedGroup[]): Promise<string[][]> =>
-          Promise.all(groups.map(async (group) => [...(await openGroup(store, group)).values()].map((bytes) => decoder.decode(bytes))));
+        // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
+        const keyedText = (keys: readonly RecordKey[], values: readonly Sealed[]): Promise<StoredRow[]> =>
+          Promise.all(values.map(async (value, i): Promise<StoredRow> => [(keys[i] as RecordKey)[1], await openText(value)]));
+        const groupedJson = (store: GroupStore, groups: readonly SealedGroup[]): Promise<StoredRow[][]> =>
+          Promise.all(groups.map(async (group) => [...(await openGroup(store, group))].map(([id, bytes]): StoredRow => [id, decoder.decode(bytes)])));
         const [opened, nodeJson, groupedNodeJson, edgeJson, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
           openJson<PartitionMeta>(meta),
-          Promise.all(nodes.map(openText)),
+          keyedText(nodeKeys, nodes),
           groupedJson('nodeGroups', nodeGroups),
-          Promise.all(edges.map(openText)),
+          keyedText(edgeKeys, edges),
           Promise.all(pages.map(openText)),
           Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
           Promise.all(vectors.map((vector) => open(vector))),
@@ -755,7 +765,7 @@ export class IndexedDbStore implements GraphStore {
         if (value !== undefined) storedChunks.set(id, decodeChunk(await openText(value)));
       }),
     ]);
-    return { plan: planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token)), nodesRead: { read: grouped, ids: new Set(reads.nodeIds) } };
+    return { plan: planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token), true), nodesRead: { read: grouped, ids: new Set(reads.nodeIds) } };
   }
 
   /**
@@ -868,7 +878,7 @@ export class IndexedDbStore implements GraphStore {
       }),
       ...plan.edges.map(async (edge): Promise<Write> => {
         const keyId = keyFor(edge.chunkId);
-        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeEdge(edge))) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeEdge(edge, true))) };
         return (tx) => tx.objectStore('edges').put(value, key(edge.id));
       }),
       ...plan.folded.map(async (id): Promise<Write> => (tx) => tx.objectStore('edges').delete(key(id))),
@@ -1251,7 +1261,7 @@ export class IndexedDbStore implements GraphStore {
       const ring = new KeyRing(ringOf(token));
       const keyFor = keyAssigner(ring, new Set());
       const batch = snapshotAsBatch(snapshot);
-      const plan = planRecords(batch, new Map(), new Map());
+      const plan = planRecords(batch, new Map(), new Map(), undefined, true);
       const vectorKeys = new Map<string, string>();
       writes.push(...(await this.recordWrites(token, ring, batch, plan, { keyFor, retired: new Set() }, vectorKeys)), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
       writes.push((tx) => tx.objectStore('revisions').put(revision, token));

@@ -20,8 +20,9 @@ import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeT
  *   its values, without the key names (a node's first value is its layer's number, its last the
  *   keys of the edges it folds in, as offsets from its own key; an edge's `id` is
  *   `edgeId(type, from, to)` and its trailing nulls are left off);
- * - keyed (where the store keys the record by its id, as SQL rows and IndexedDB values are): a node array's id is
- *   `null`, and an edge array's type and ends are one `null`, read back from the row's key.
+ * - keyed (where the store keys the record by its id, as SQL rows and IndexedDB values are): a
+ *   node array's id is `null`, and an edge array's type and ends are one `null`, read back from
+ *   the record's key.
  * Rebuilt fields keep their place, so a record reads back equal to what was committed, key
  * order included (checkpoints are its JSON). Each replaced field's stand-in has a type the field
  * never has, so a field that does not match these forms exactly is written as it is; a record

@@ -599,15 +599,15 @@ export class IndexedDbStore implements GraphStore {
         const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
         const openGroup = async (store: GroupStore, group: SealedGroup): Promise<Map<string, Uint8Array>> => valuesOfGroup(store, group, await open(group));
         // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
-        const keyedText = (keys: readonly RecordKey[], values: readonly Sealed[]): Promise<StoredRow[]> =>
+        const keyedRows = (keys: readonly RecordKey[], values: readonly Sealed[]): Promise<StoredRow[]> =>
           Promise.all(values.map(async (value, i): Promise<StoredRow> => [(keys[i] as RecordKey)[1], await openText(value)]));
-        const groupedJson = (store: GroupStore, groups: readonly SealedGroup[]): Promise<StoredRow[][]> =>
+        const groupedRows = (store: GroupStore, groups: readonly SealedGroup[]): Promise<StoredRow[][]> =>
           Promise.all(groups.map(async (group) => [...(await openGroup(store, group))].map(([id, bytes]): StoredRow => [id, decoder.decode(bytes)])));
-        const [opened, nodeJson, groupedNodeJson, edgeJson, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
+        const [opened, nodeRows, groupedNodeRows, edgeRows, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
           openJson<PartitionMeta>(meta),
-          keyedText(nodeKeys, nodes),
-          groupedJson('nodeGroups', nodeGroups),
-          keyedText(edgeKeys, edges),
+          keyedRows(nodeKeys, nodes),
+          groupedRows('nodeGroups', nodeGroups),
+          keyedRows(edgeKeys, edges),
           Promise.all(pages.map(openText)),
           Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
           Promise.all(vectors.map((vector) => open(vector))),
@@ -620,7 +620,7 @@ export class IndexedDbStore implements GraphStore {
           list.push(pageJson[i] as string);
           pagesById.set(id, list);
         });
-        const records = readStoredRecords([...nodeJson, ...groupedNodeJson.flat()], edgeJson, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
+        const records = readStoredRecords([...nodeRows, ...groupedNodeRows.flat()], edgeRows, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
         return {
           meta: opened.meta,
           ...records,

@@ -9,6 +9,7 @@ import { IDB_SCHEMA_VERSION, IndexedDbStore } from '../../src/store/idb.ts';
 import { DERIVED_OWNER, KeyFolder } from '../../src/store/idb-keys.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
+import { decodeEdge, encodeEdge } from '../../src/store/record-codec.ts';
 import { splitGroupValues } from '../../src/store/vector-groups.ts';
 import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
@@ -225,11 +226,8 @@ const storeHarness = {
       const values: unknown = JSON.parse(new TextDecoder().decode(bytes));
       if (!Array.isArray(values) || values[1] !== null) return new Uint8Array(bytes);
       unkeyedAtStart++;
-      if (isEdge) {
-        const colon = id.indexOf(':');
-        const arrow = id.indexOf('>');
-        values.splice(1, 1, id.slice(0, colon), id.slice(colon + 1, arrow), id.slice(arrow + 1));
-      } else values[1] = id;
+      if (isEdge) return new TextEncoder().encode(encodeEdge(decodeEdge(new TextDecoder().decode(bytes), id)));
+      values[1] = id;
       return new TextEncoder().encode(JSON.stringify(values));
     };
     try {

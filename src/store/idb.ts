@@ -765,7 +765,7 @@ export class IndexedDbStore implements GraphStore {
         if (value !== undefined) storedChunks.set(id, decodeChunk(await openText(value)));
       }),
     ]);
-    return { plan: planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token), true), nodesRead: { read: grouped, ids: new Set(reads.nodeIds) } };
+    return { plan: planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token)), nodesRead: { read: grouped, ids: new Set(reads.nodeIds) } };
   }
 
   /**
@@ -1261,7 +1261,7 @@ export class IndexedDbStore implements GraphStore {
       const ring = new KeyRing(ringOf(token));
       const keyFor = keyAssigner(ring, new Set());
       const batch = snapshotAsBatch(snapshot);
-      const plan = planRecords(batch, new Map(), new Map(), undefined, true);
+      const plan = planRecords(batch, new Map(), new Map());
       const vectorKeys = new Map<string, string>();
       writes.push(...(await this.recordWrites(token, ring, batch, plan, { keyFor, retired: new Set() }, vectorKeys)), await this.sealMeta(token, ring, keyFor(null), name, snapshot.meta));
       writes.push((tx) => tx.objectStore('revisions').put(revision, token));

@@ -122,7 +122,7 @@ function aloneOrDeleted(batch: PlannedBatch, put: ReadonlySet<string>): string[]
  *   (put on its own, it is written as a row).
  * `storedNodes` and `storedChunks` hold what the store has of `recordReads(batch)` (absent: none);
  * `written` is the store's memo of the long Entity lists it wrote (see `WrittenList`), kept up to date here.
- * `keyed`: the store keys node rows by the node's id, so their JSON leaves it out (record-codec).
+ * Every store keys a node's record by its id, so the rows are written in record-codec's keyed form.
  * The store applies the batch's deletes first, then these rows, then deletes the rows of `folded`.
  */
 export function planRecords(
@@ -130,7 +130,6 @@ export function planRecords(
   storedNodes: ReadonlyMap<string, string>,
   storedChunks: ReadonlyMap<string, Chunk>,
   written: Map<string, WrittenList> = new Map(),
-  keyed = false,
 ): RecordPlan {
   const pages = pageWrites(batch, storedNodes, written);
   const putEdges = batch.putEdges ?? [];
@@ -157,7 +156,7 @@ export function planRecords(
   const folded = new Set<string>();
   for (const node of batch.putNodes ?? []) {
     const own = [...(edgesFrom.get(node.id) ?? []), ...(surviving.get(node.id) ?? [])];
-    const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined, pages.paged.get(node.id), keyed);
+    const encoded = encodeNode(node, own, 'chunkId' in node ? chunkOf(node.chunkId) : undefined, pages.paged.get(node.id), true);
     nodes.set(node.id, encoded.json);
     for (const id of encoded.folded) folded.add(id);
   }
@@ -185,8 +184,8 @@ export interface StoredRecords {
   derivedKeys: DerivedEdgeKeys;
 }
 
-/** A stored record: its JSON, or its row's key (the record's id) and JSON where the store keys rows by id. */
-export type StoredRow = string | readonly [rowKey: string, json: string];
+/** A stored record: its key's id (which a keyed record's JSON leaves out) and its JSON. */
+export type StoredRow = readonly [rowKey: string, json: string];
 
 /**
  * A partition's nodes and edges from its stored rows: each node with the derived edges it folds
@@ -206,8 +205,8 @@ export function readStoredRecords(
   const edges = new Map<string, GraphEdge>();
   const derivedKeys = noDerivedEdgeKeys();
   const nodes: GraphNode[] = [];
-  for (const row of nodeRows) {
-    const { node, edgeKeys } = typeof row === 'string' ? decodeNode(row, chunks, pages) : decodeNode(row[1], chunks, pages, row[0]);
+  for (const [rowKey, json] of nodeRows) {
+    const { node, edgeKeys } = decodeNode(json, chunks, pages, rowKey);
     nodes.push(node);
     for (const type of DERIVED_EDGE_TYPES) {
       const key = edgeKeys[type];
@@ -221,8 +220,8 @@ export function readStoredRecords(
     }
   }
   const rowsOfDerivedTypes: GraphEdge[] = [];
-  for (const row of edgeRows) {
-    const edge = typeof row === 'string' ? decodeEdge(row) : decodeEdge(row[1], row[0]);
+  for (const [rowKey, json] of edgeRows) {
+    const edge = decodeEdge(json, rowKey);
     edges.set(edge.id, edge);
     if (typeof edge.id === 'string' && derivedEdgeSources(edge.id)) rowsOfDerivedTypes.push(edge);
   }

@@ -475,7 +475,7 @@ export class SqlStore implements GraphStore {
       const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
       if (row) storedChunks.set(id, decodeChunk(text(row, 'json')));
     }
-    return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(partition), true);
+    return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(partition));
   }
 
   /** Each paged Entity's pages in order, by Entity id. */

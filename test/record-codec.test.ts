@@ -201,11 +201,16 @@ describe('a turn’s theme', () => {
     let seed = 7;
     const next = (n: number): number => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
-      return seed % n;
+      // The high bits: an LCG's low bits repeat with a short period.
+      return Math.floor((seed / 2147483648) * n);
     };
-    const pieces = ['word', ' ', '  ', '\n', '\t \n ', 'é', 'a'.repeat(40), ' '.repeat(300), '\n'.repeat(600)];
-    for (let trial = 0; trial < 2000; trial++) {
-      const text = Array.from({ length: next(80) }, () => pieces[next(pieces.length)]).join('');
+    const pieces = ['word', ' ', '  ', '\n', '\t \n ', 'é', 'a'.repeat(40), ' '.repeat(300), '\n'.repeat(600), '\u00a0'];
+    // Texts of words and single spaces, with now and then one other whitespace: a theme read as
+    // a slice of the text where none is collapsed near its head.
+    const spaced = ['word ', 'wörd ', 'b ', 'c'.repeat(30), ' ', '\n', '\u00a0'];
+    for (let trial = 0; trial < 4000; trial++) {
+      const from = trial % 2 === 0 ? pieces : spaced;
+      const text = Array.from({ length: next(80) }, () => (from === spaced && next(40) > 1 ? from[next(4)] : from[next(from.length)])).join('');
       expect(turnTheme('Ann', text)).toBe(reference('Ann', text));
     }
     expect(turnTheme('Ann', `${' '.repeat(600)}short`)).toBe('Ann: short');

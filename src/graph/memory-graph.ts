@@ -1,4 +1,4 @@
-import { turnTextOffsets } from './chunk-text.ts';
+import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
 import { EDGE_TYPES, edgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
@@ -77,7 +77,7 @@ export class MemoryGraph {
 
   putChunk(chunk: Chunk): void {
     this.deleteChunk(chunk.id);
-    sliceTurnTexts(chunk);
+    shareTurnTexts(chunk);
     this.chunkById.set(chunk.id, chunk);
     this.countTurns(chunk, 1);
   }
@@ -476,19 +476,6 @@ function searchChain(chain: readonly EpisodeNode[], episode: EpisodeNode, orEqua
     else high = mid;
   }
   return low;
-}
-
-/**
- * Points each turn's text into the chunk's text, which holds it whole (header, then a line
- * per turn): a session's text is then held once, not twice. A slice of a string shares its
- * characters in JavaScript engines, and reads as fast.
- */
-function sliceTurnTexts(chunk: Chunk): void {
-  const offsets = turnTextOffsets(chunk);
-  chunk.turns.forEach((turn, i) => {
-    const offset = offsets?.[i];
-    if (offset !== undefined) turn.text = chunk.text.slice(offset, offset + turn.text.length);
-  });
 }
 
 /** A node's edges in one direction, a list per type. */

@@ -1,4 +1,4 @@
-import { chunkText, turnTheme } from '../graph/chunk-text.ts';
+import { chunkText, shareTurnTexts, turnTheme } from '../graph/chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type NodeEdgeKeys } from '../graph/derived-edges.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 
@@ -384,6 +384,9 @@ export function encodeChunk(chunk: Chunk): string {
 export function decodeChunk(json: string): Chunk {
   const chunk = JSON.parse(json) as Omit<Chunk, 'text'> & { text: string | null };
   const rebuildable = typeof chunk.header === 'string' && Array.isArray(chunk.turns) && chunk.turns.every((t) => typeof t === 'object' && t !== null);
-  if (chunk.text === null && rebuildable) chunk.text = chunkText(chunk.header, chunk.turns);
+  if (chunk.text === null && rebuildable) {
+    chunk.text = chunkText(chunk.header, chunk.turns);
+    shareTurnTexts(chunk as Chunk);
+  }
   return chunk as Chunk;
 }

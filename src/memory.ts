@@ -549,7 +549,7 @@ export class Memory {
       const partition = await pending.catch(() => null);
       if (!partition) continue;
       // A save of the lexical index in flight finishes first: it writes to the store closed below.
-      await settleLexical(partition);
+      await settleLexical(this.options.store, partition);
       await partition.serial(async () => partition.state.indexes.dispose());
     }
     this.partitions.clear();

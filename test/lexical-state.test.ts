@@ -125,5 +125,19 @@ describe('the lexical index kept beside a memory', () => {
     expect(built).toHaveBeenCalledTimes(1);
     await memory.close();
     expect(savedBytes()?.includes('marker2x3')).toBe(true);
+
+    // Closed after a delete with no search since: saved as it closes, without the deleted words,
+    // and the next open reads it rather than building the index again.
+    memory = await open();
+    await memory.search('violin');
+    await memory.delete({ sessionId: 's2' });
+    expect(savedBytes()).toBeUndefined();
+    await memory.close();
+    expect(savedBytes()?.includes('marker3x3')).toBe(true);
+    expect(savedBytes()?.includes('marker2x')).toBe(false);
+    memory = await open();
+    expect((await memory.search('marker3x3', { budget: 512 })).context).toContain('marker3x3');
+    expect(built).toHaveBeenCalledTimes(1);
+    await memory.close();
   });
 });

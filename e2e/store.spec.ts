@@ -21,20 +21,24 @@ test('a batch written to IndexedDB is read back after a reload', async ({ page }
   // Only the key index a delete needs: no record pays for an index on its layer or type (v7).
   expect(read.raw.nodes.indexes).toEqual(['keyId']);
   expect(read.raw.edges.indexes).toEqual(['keyId']);
-  expect(read.raw.edges.records).toBeGreaterThan(0);
-  // Nodes but Entities are kept in a record per key (v8).
+  // Nodes but Entities are kept in a record per key (v8), and so are edges (v10): no edge is a record of its own.
   expect(read.raw.nodeGroups.records).toBeGreaterThan(0);
+  expect(read.raw.edgeGroups.records).toBeGreaterThan(0);
+  expect(read.raw.edges.records).toBe(0);
 });
 
 test('derived edges fold into their nodes, nodes but Entities are kept in a group per key, and every later batch leaves what the reference store holds', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.foldsAsReference('e2e-folds'));
   expect(result.differing).toEqual([]);
   expect(result.reopenedSame).toBe(true);
-  // Left as records: the two edges of the node deleted alone (point:0), point:1's belongs_to to
+  // Stored as edges: the two edges of the node deleted alone (point:0), point:1's belongs_to to
   // facet:1 once the node names another Facet, and an edge put without its node (point:2's
   // involves_entity); the rest of that kind are keys in their nodes (the SQL store keeps the same rows).
   expect(result.derivedEdgeRecords).toBe(4);
-  expect(result.edgeRecords).toBeGreaterThan(result.derivedEdgeRecords);
+  // Every stored edge is a member of its key's group (v10), none a record of its own.
+  expect(result.edgeRecords).toBe(0);
+  expect(result.groupedEdges).toBeGreaterThan(result.derivedEdgeRecords);
+  expect(result.edgeGroups).toBeLessThanOrEqual(result.chunks + 1);
   // The nodes sealed under one key are one record (v8), but Entities: at most a group per chunk
   // key and the shared one, and a record for each Entity only.
   expect(result.nodeRecords).toBe(result.entities);
@@ -42,13 +46,16 @@ test('derived edges fold into their nodes, nodes but Entities are kept in a grou
   expect(result.nodeGroups).toBeLessThanOrEqual(result.chunks + 1);
 });
 
-test('nodes written one record each before v8, and values holding their ids before v9, are read, and a node put or deleted leaves its record, every batch leaving what the reference store holds', async ({ page }) => {
+test('nodes written one record each before v8, edges before v10, and values holding their ids before v9, are read, and a node put or deleted leaves its record, every batch leaving what the reference store holds', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.nodesFromBeforeV8('e2e-nodes-v7'));
   expect(result.differing).toEqual([]);
   expect(result.reopenedSame).toBe(true);
   // Values written from v9 on leave to their key what it names; those written before hold it, and read as well.
   expect(result.unkeyedAtStart).toBeGreaterThan(0);
   expect(result.keyedAtEnd).toBe(true);
+  // Edges written one record each before v10 read as well; an edge put again or deleted leaves its record.
+  expect(result.edgeRecordsAtStart).toBeGreaterThan(0);
+  expect(result.edgeRecordsAtEnd).toBeLessThan(result.edgeRecordsAtStart);
   // All in records at first; the folding batches put and delete some; put again, every node but the Entities leaves its record for a group.
   expect(result.groups[0]).toBe(0);
   expect(result.records[0]).toBeGreaterThan(0);

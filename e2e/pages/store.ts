@@ -49,7 +49,7 @@ const storeHarness = {
   },
 
   /** What the database holds, read through the store; and the raw node and edge stores' record counts and index names. */
-  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; raw: Record<'nodes' | 'nodeGroups' | 'edges', { records: number; indexes: string[] }> }> {
+  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; raw: Record<'nodes' | 'nodeGroups' | 'edges' | 'edgeGroups', { records: number; indexes: string[] }> }> {
     const { digest, cached, revision } = await withStore(name, async (store) => ({
       digest: await digestOf(store),
       cached: await store.getCached('greeting'),
@@ -63,12 +63,12 @@ const storeHarness = {
         revision,
         raw: Object.fromEntries(
           await Promise.all(
-            (['nodes', 'nodeGroups', 'edges'] as const).map(async (store) => {
+            (['nodes', 'nodeGroups', 'edges', 'edgeGroups'] as const).map(async (store) => {
               const tx = raw.transaction(store);
               return [store, { records: await tx.store.count(), indexes: [...tx.store.indexNames] }] as const;
             }),
           ),
-        ) as Record<'nodes' | 'nodeGroups' | 'edges', { records: number; indexes: string[] }>,
+        ) as Record<'nodes' | 'nodeGroups' | 'edges' | 'edgeGroups', { records: number; indexes: string[] }>,
       };
     } finally {
       raw.close();
@@ -81,7 +81,7 @@ const storeHarness = {
    */
   async foldsAsReference(
     name: string,
-  ): Promise<{ differing: number[]; reopenedSame: boolean; derivedEdgeRecords: number; edgeRecords: number; nodeGroups: number; nodeRecords: number; entities: number; chunks: number }> {
+  ): Promise<{ differing: number[]; reopenedSame: boolean; derivedEdgeRecords: number; edgeRecords: number; groupedEdges: number; edgeGroups: number; nodeGroups: number; nodeRecords: number; entities: number; chunks: number }> {
     const reference = new MemoryStore();
     const differing: number[] = [];
     await withStore(name, async (store) => {
@@ -104,6 +104,8 @@ const storeHarness = {
         reopenedSame,
         derivedEdgeRecords,
         edgeRecords: await raw.count('edges'),
+        groupedEdges: ((await raw.getAll('edgeGroups')) as Array<{ members: unknown[] }>).reduce((sum, group) => sum + group.members.length, 0),
+        edgeGroups: await raw.count('edgeGroups'),
         nodeGroups: await raw.count('nodeGroups'),
         nodeRecords: await raw.count('nodes'),
         entities: working?.nodes.filter((node) => node.layer === 'entity').length ?? 0,
@@ -201,13 +203,16 @@ const storeHarness = {
    */
   /**
    * The folding batches over a database whose nodes were written before v8, one record a node,
-   * and before v9, each value holding its id (an edge's, its type and ends): after the first
-   * batch, each node group is taken apart into records sealed under its key, and every node and
-   * edge value gets back what its key names, as v7 wrote them. Every later batch must leave what
+   * its edges before v10, one record an edge, and before v9, each value holding its id (an edge's,
+   * its type and ends): after the first batch, each node and edge group is taken apart into
+   * records sealed under its key, and every node and edge value gets back what its key names, as
+   * v7 wrote them. Every later batch must leave what
    * the reference store holds, and a node put or deleted leaves its record (none is ever held
    * twice); last, every node is put again, into keyed values (`keyedAtEnd`).
    */
-  async nodesFromBeforeV8(name: string): Promise<{ differing: number[]; reopenedSame: boolean; records: number[]; groups: number[]; entities: number; unkeyedAtStart: number; keyedAtEnd: boolean }> {
+  async nodesFromBeforeV8(
+    name: string,
+  ): Promise<{ differing: number[]; reopenedSame: boolean; records: number[]; groups: number[]; entities: number; unkeyedAtStart: number; keyedAtEnd: boolean; edgeRecordsAtStart: number; edgeRecordsAtEnd: number }> {
     const reference = new MemoryStore();
     const differing: number[] = [];
     const records: number[] = [];
@@ -221,6 +226,7 @@ const storeHarness = {
     const raw = await openDB(name);
     const keys = await KeyFolder.open(name);
     let unkeyedAtStart = 0;
+    let edgeRecordsAtStart = 0;
     // A value as v8 and before wrote it: a node array with its id, an edge array with its type and ends.
     const unkeyed = (id: string, bytes: Uint8Array, isEdge = false): Uint8Array<ArrayBuffer> => {
       const values: unknown = JSON.parse(new TextDecoder().decode(bytes));
@@ -231,14 +237,18 @@ const storeHarness = {
       return new TextEncoder().encode(JSON.stringify(values));
     };
     try {
-      for (const [token, keyId] of (await raw.getAllKeys('nodeGroups')) as Array<[number, string]>) {
-        const value = (await raw.get('nodeGroups', [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
-        const ring = await keys.read(`p${token}`);
-        const values = splitGroupValues('node group', value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
-        const sealed = await Promise.all([...values].map(async ([id, bytes]) => [id, { keyId, sealed: await keys.seal(ring, keyId, unkeyed(id, bytes)) }] as const));
-        const tx = raw.transaction(['nodes', 'nodeGroups'], 'readwrite');
-        await Promise.all([...sealed.map(([id, record]) => tx.objectStore('nodes').put(record, [token, id])), tx.objectStore('nodeGroups').delete([token, keyId]), tx.done]);
+      // Each node group, and (before v10) each edge group, taken apart into records sealed under its key.
+      for (const [groups, singles] of [['nodeGroups', 'nodes'], ['edgeGroups', 'edges']] as const) {
+        for (const [token, keyId] of (await raw.getAllKeys(groups)) as Array<[number, string]>) {
+          const value = (await raw.get(groups, [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
+          const ring = await keys.read(`p${token}`);
+          const values = splitGroupValues(groups, value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
+          const sealed = await Promise.all([...values].map(async ([id, bytes]) => [id, { keyId, sealed: await keys.seal(ring, keyId, new Uint8Array(bytes)) }] as const));
+          const tx = raw.transaction([singles, groups], 'readwrite');
+          await Promise.all([...sealed.map(([id, record]) => tx.objectStore(singles).put(record, [token, id])), tx.objectStore(groups).delete([token, keyId]), tx.done]);
+        }
       }
+      edgeRecordsAtStart = await raw.count('edges');
       for (const store of ['nodes', 'edges'] as const) {
         for (const [token, id] of (await raw.getAllKeys(store)) as Array<[number, string]>) {
           const value = (await raw.get(store, [token, id])) as { keyId: string; sealed: ArrayBuffer };
@@ -285,7 +295,15 @@ const storeHarness = {
     } finally {
       db.close();
     }
-    return { differing, reopenedSame, records, groups, entities, unkeyedAtStart, keyedAtEnd };
+    const edgeRecordsAtEnd = await (async () => {
+      const db = await openDB(name);
+      try {
+        return await db.count('edges');
+      } finally {
+        db.close();
+      }
+    })();
+    return { differing, reopenedSame, records, groups, entities, unkeyedAtStart, keyedAtEnd, edgeRecordsAtStart, edgeRecordsAtEnd };
   },
 
   async pagesAsReference(name: string): Promise<{ differing: number[]; pageRecords: number[]; rewritten: number[][]; reopenedSame: boolean }> {

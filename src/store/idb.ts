@@ -74,8 +74,13 @@ interface PrismDb extends DBSchema {
   nodes: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
   /** By token and key id: the nodes but Entities sealed under that key (their JSON); `member` finds a node's group. */
   nodeGroups: { key: RecordKey; value: SealedGroup; indexes: { keyId: string; member: RecordKey } };
-  /** Values written before v7 also hold the edge's type in the clear, which nothing reads. */
+  /**
+   * One record an edge, as v9 and older wrote them; read, deleted and sealed again, never written
+   * anew. Values written before v7 also hold the edge's type in the clear, which nothing reads.
+   */
   edges: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
+  /** By token and key id: the edges sealed under that key (their JSON); `member` finds an edge's group. */
+  edgeGroups: { key: RecordKey; value: SealedGroup; indexes: { keyId: string; member: RecordKey } };
   /** Pages of long Entity chunk lists, sealed under their Entity's key. */
   entityPages: { key: PageKey; value: Sealed; indexes: { keyId: string } };
   chunks: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
@@ -100,19 +105,20 @@ interface PrismDb extends DBSchema {
 type StoreName = StoreNames<PrismDb>;
 type UpgradeTransaction = IDBPTransaction<unknown, string[], 'versionchange'>;
 
-const RECORD_STORES = ['nodes', 'nodeGroups', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes', 'derived'] as const satisfies readonly StoreName[];
+const RECORD_STORES = ['nodes', 'nodeGroups', 'edges', 'edgeGroups', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes', 'derived'] as const satisfies readonly StoreName[];
 /** Stores whose values are sealed, each with an index on the key id. */
-const SEALED_STORES = ['nodes', 'nodeGroups', 'edges', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'derived', 'meta', 'cache'] as const satisfies readonly StoreName[];
+const SEALED_STORES = ['nodes', 'nodeGroups', 'edges', 'edgeGroups', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'derived', 'meta', 'cache'] as const satisfies readonly StoreName[];
 
 /** The stores that keep the records sealed under one key as one record (see `groupWrites`). */
-type GroupStore = 'nodeGroups' | 'vectorGroups';
+type GroupStore = 'nodeGroups' | 'edgeGroups' | 'vectorGroups';
 
 /**
  * Each group store's store of single records from before it (read, deleted, sealed again, never
  * written anew), how its ids share stems for a lookup by range, and what its records are.
  */
-const GROUP_STORES: Record<GroupStore, { singles: 'nodes' | 'vectors'; kind: string }> = {
+const GROUP_STORES: Record<GroupStore, { singles: 'nodes' | 'edges' | 'vectors'; kind: string }> = {
   nodeGroups: { singles: 'nodes', kind: 'node' },
+  edgeGroups: { singles: 'edges', kind: 'edge' },
   vectorGroups: { singles: 'vectors', kind: 'vector' },
 };
 
@@ -268,6 +274,14 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
   // Values written before keep them and read as they did; the step changes nothing, it only
   // keeps an older PRISM, which cannot read the keyed form, from opening the database.
   async () => {},
+  // v10: the edges sealed under one key in one record, as the nodes since v8: a record each was
+  // ~2.6 records a message of chat (evolution and temporal edges), each read and unsealed at
+  // every open. Edges written before stay records until put again or deleted.
+  async (db) => {
+    const groups = db.createObjectStore('edgeGroups');
+    groups.createIndex('keyId', 'keyId');
+    groups.createIndex('member', 'members', { multiEntry: true });
+  },
 ];
 
 export const IDB_SCHEMA_VERSION = MIGRATIONS.length;
@@ -576,13 +590,14 @@ export class IndexedDbStore implements GraphStore {
         if (token === undefined) return null;
         const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
         const range = partitionRange(token);
-        const [meta, nodeKeys, nodes, nodeGroups, edgeKeys, edges, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
+        const [meta, nodeKeys, nodes, nodeGroups, edgeKeys, edges, edgeGroups, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
           tx.objectStore('meta').get(token),
           tx.objectStore('nodes').getAllKeys(range),
           tx.objectStore('nodes').getAll(range),
           tx.objectStore('nodeGroups').getAll(range),
           tx.objectStore('edges').getAllKeys(range),
           tx.objectStore('edges').getAll(range),
+          tx.objectStore('edgeGroups').getAll(range),
           tx.objectStore('entityPages').getAllKeys(range),
           tx.objectStore('entityPages').getAll(range),
           tx.objectStore('chunks').getAll(range),
@@ -593,7 +608,7 @@ export class IndexedDbStore implements GraphStore {
           tx.done,
         ]);
         if (meta === undefined) return null;
-        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...nodeGroups, ...edges, ...pages, ...chunks, ...vectors, ...groups]);
+        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...nodeGroups, ...edges, ...edgeGroups, ...pages, ...chunks, ...vectors, ...groups]);
         const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
         const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
         const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
@@ -603,11 +618,12 @@ export class IndexedDbStore implements GraphStore {
           Promise.all(values.map(async (value, i): Promise<StoredRow> => [(keys[i] as RecordKey)[1], await openText(value)]));
         const groupedRows = (store: GroupStore, groups: readonly SealedGroup[]): Promise<StoredRow[][]> =>
           Promise.all(groups.map(async (group) => [...(await openGroup(store, group))].map(([id, bytes]): StoredRow => [id, decoder.decode(bytes)])));
-        const [opened, nodeRows, groupedNodeRows, edgeRows, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
+        const [opened, nodeRows, groupedNodeRows, edgeRows, groupedEdgeRows, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
           openJson<PartitionMeta>(meta),
           keyedRows(nodeKeys, nodes),
           groupedRows('nodeGroups', nodeGroups),
           keyedRows(edgeKeys, edges),
+          groupedRows('edgeGroups', edgeGroups),
           Promise.all(pages.map(openText)),
           Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
           Promise.all(vectors.map((vector) => open(vector))),
@@ -620,7 +636,7 @@ export class IndexedDbStore implements GraphStore {
           list.push(pageJson[i] as string);
           pagesById.set(id, list);
         });
-        const records = readStoredRecords([...nodeRows, ...groupedNodeRows.flat()], edgeRows, new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
+        const records = readStoredRecords([...nodeRows, ...groupedNodeRows.flat()], [...edgeRows, ...groupedEdgeRows.flat()], new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
         return {
           meta: opened.meta,
           ...records,
@@ -786,6 +802,7 @@ export class IndexedDbStore implements GraphStore {
     const puts = await this.sealPuts(token, ring, batch, plan, { putNodes, entities }, keys.keyFor, vectorKeys);
     const groups = await Promise.all([
       this.nodeGroupWrites(token, ring, batch, plan, grouped, keys, nodesRead),
+      this.edgeGroupWrites(token, ring, batch, plan, keys),
       this.vectorGroupWrites(token, ring, batch, vectorKeys, keys.keyFor, keys.retired),
     ]);
     return [...puts, ...groups.flat()];
@@ -815,11 +832,12 @@ export class IndexedDbStore implements GraphStore {
     };
     const strayVectors = (batch.putVectors ?? []).map(([id]) => id).filter((id) => !touched.nodes.has(id) && !touched.edges.has(id));
     const stores = ['nodes', 'edges', 'entityPages', 'chunks', 'vectors'] as const;
-    const tx = this.db.transaction([...stores, 'nodeGroups'], 'readonly');
+    const tx = this.db.transaction([...stores, 'nodeGroups', 'edgeGroups'], 'readonly');
     // A stray vector's key is its node's or edge's: a record's, or its group's (named by its key).
     const ownerKey = async (id: string): Promise<string | undefined> =>
       ((await tx.objectStore('nodes').get([token, id])) ?? (await tx.objectStore('edges').get([token, id])))?.keyId ??
-      (await tx.objectStore('nodeGroups').index('member').getKey([token, id]))?.[1];
+      (await tx.objectStore('nodeGroups').index('member').getKey([token, id]))?.[1] ??
+      (await tx.objectStore('edgeGroups').index('member').getKey([token, id]))?.[1];
     const [owners, survivors] = await Promise.all([
       Promise.all(strayVectors.map(ownerKey)),
       Promise.all(
@@ -853,7 +871,8 @@ export class IndexedDbStore implements GraphStore {
   /**
    * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, an Entity
    * under its first chunk's; and, in `vectorKeys`, the key of each put node's and edge's vector
-   * (its own; `nodeGroupWrites` writes the nodes but Entities, `vectorGroupWrites` the vectors).
+   * (its own; `nodeGroupWrites` writes the nodes but Entities, `edgeGroupWrites` the edges,
+   * `vectorGroupWrites` the vectors).
    * `nodes`: the batch's put nodes by id, and the Entities the plan writes (`nodeWritesOf`).
    */
   private async sealPuts(
@@ -876,11 +895,7 @@ export class IndexedDbStore implements GraphStore {
         const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
         return (tx) => tx.objectStore('nodes').put(value, key(id));
       }),
-      ...plan.edges.map(async (edge): Promise<Write> => {
-        const keyId = keyFor(edge.chunkId);
-        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeEdge(edge, true))) };
-        return (tx) => tx.objectStore('edges').put(value, key(edge.id));
-      }),
+      // A folded edge leaves its group (`edgeGroupWrites`), or its record from before v10.
       ...plan.folded.map(async (id): Promise<Write> => (tx) => tx.objectStore('edges').delete(key(id))),
       ...plan.pages.flatMap(({ id, put, dropFrom }) => {
         const node = putNodes.get(id);
@@ -916,6 +931,19 @@ export class IndexedDbStore implements GraphStore {
       changed: [...(batch.deleteVectors ?? []), ...puts.map(([id]) => id)],
       puts: puts.map(([id, vector]) => [id, encodeVector(vector, this.vectorPrecision)] as const),
       targets: new Map(puts.map(([id]) => [id, vectorKeys.get(id) ?? keyFor(null)])),
+    }, { keyFor, retired });
+  }
+
+  /**
+   * The edge groups the batch changes (`groupWrites`): an edge the plan writes joins its chunk's
+   * key's group as its stored JSON (keyed form); one deleted, or folded into its node, leaves its group.
+   */
+  private edgeGroupWrites(token: Token, ring: KeyRing, batch: WriteBatch, plan: RecordPlan, keys: { keyFor: (owner: string | null) => string; retired: ReadonlySet<string> }): Promise<Write[]> {
+    const { keyFor, retired } = keys;
+    return this.groupWrites('edgeGroups', token, ring, {
+      changed: [...(batch.deleteEdges ?? []), ...plan.folded, ...plan.edges.map((edge) => edge.id)],
+      puts: plan.edges.map((edge) => [edge.id, encoder.encode(encodeEdge(edge, true))] as const),
+      targets: new Map(plan.edges.map((edge) => [edge.id, keyFor(edge.chunkId)])),
     }, { keyFor, retired });
   }
 

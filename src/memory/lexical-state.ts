@@ -76,7 +76,7 @@ export function noteCopyDropped(partition: LexicalHolder): void {
  * Waits for the partition's lexical index save in flight, if any, then saves the index if it is
  * due (as a search would have: a delete dropped the store's copy, or a tenth of it changed since):
  * a memory closed after a delete would otherwise be opened next by building the index afresh
- * (1.4 s of a 3.8 s cold open in Chromium at 10,000 messages). A failed save is only a rebuild later.
+ * (1.4 s of a 5 s open in Chromium at 10,000 messages). A failed save is only a rebuild later.
  */
 export async function settleLexical(store: GraphStore, partition: LexicalHolder): Promise<void> {
   const lexical = await partition.lexical?.catch(() => null);

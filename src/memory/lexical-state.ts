@@ -59,9 +59,9 @@ export async function lexicalIndexOf(store: GraphStore, partition: LexicalHolder
 /**
  * After this process committed a batch that drops the store's saved copy (a delete, see
  * `dropsDerived`): the index is saved again after the next search or as the memory closes,
- * however little changed, or the next open would build it from the records. (A delete by another process or tab is not
- * seen as one here: the store then holds no copy until a tenth of the index changed here, or a
- * fresh open builds and saves one.)
+ * however little changed, or the next open would build it from the records. (A delete by
+ * another process or tab is not seen as one here: the store then holds no copy until a tenth of
+ * the index changed here, or a fresh open builds and saves one.)
  */
 export function noteCopyDropped(partition: LexicalHolder): void {
   void partition.lexical?.then(

@@ -67,12 +67,12 @@ type RingCleanup = 'remove' | 'prune';
 
 interface PrismDb extends DBSchema {
   /**
-   * Entities, one record each (an add rewrites some of them: the Entities it names); other nodes
-   * as v8 and older wrote them, read, deleted and sealed again, never written anew. Values written
-   * before v7 also hold the node's layer in the clear, which nothing reads.
+   * One record a node, as v9 and older wrote them (Entities) and v7 and older (every node); read,
+   * deleted and sealed again, never written anew. Values written before v7 also hold the node's
+   * layer in the clear, which nothing reads.
    */
   nodes: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
-  /** By token and key id: the nodes but Entities sealed under that key (their JSON); `member` finds a node's group. */
+  /** By token and key id: the nodes sealed under that key (their JSON; an Entity's is its first chunk's); `member` finds a node's group. */
   nodeGroups: { key: RecordKey; value: SealedGroup; indexes: { keyId: string; member: RecordKey } };
   /**
    * One record an edge, as v9 and older wrote them; read, deleted and sealed again, never written
@@ -142,18 +142,11 @@ interface NodeWrite {
 }
 
 /**
- * The nodes `plan` writes, each told apart once: the Entities, which stay records of their own,
- * and the rest, which go into groups (`nodeGroupWrites`). A node the plan rewrites without being
- * put (it dropped a folded edge) is read from its JSON.
+ * The nodes `plan` writes, for their groups (`nodeGroupWrites`). A node the plan rewrites without
+ * being put (it dropped a folded edge) is read from its JSON.
  */
-function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>): { entities: NodeWrite[]; grouped: NodeWrite[] } {
-  const entities: NodeWrite[] = [];
-  const grouped: NodeWrite[] = [];
-  for (const [id, json] of plan.nodes) {
-    const node = putNodes.get(id) ?? decodeNode(json, new Map(), undefined, id).node;
-    (node.layer === 'entity' ? entities : grouped).push({ id, json, node });
-  }
-  return { entities, grouped };
+function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>): NodeWrite[] {
+  return [...plan.nodes].map(([id, json]) => ({ id, json, node: putNodes.get(id) ?? decodeNode(json, new Map(), undefined, id).node }));
 }
 
 /** A group record's values by member id, from its unsealed bytes; CORRUPT_CHECKPOINT when its members and values do not match. */
@@ -274,9 +267,10 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
   // Values written before keep them and read as they did; the step changes nothing, it only
   // keeps an older PRISM, which cannot read the keyed form, from opening the database.
   async () => {},
-  // v10: the edges sealed under one key in one record, as the nodes since v8: a record each was
-  // ~2.6 records a message of chat (evolution and temporal edges), each read and unsealed at
-  // every open. Edges written before stay records until put again or deleted.
+  // v10: the edges sealed under one key in one record, as the nodes since v8, and the Entities
+  // joining their first chunk's node group: a record each was ~2.6 edges and ~0.9 Entities a
+  // message of chat, each read and unsealed at every open (an add that names an Entity now
+  // rewrites its group). Records written before stay records until put again or deleted.
   async (db) => {
     const groups = db.createObjectStore('edgeGroups');
     groups.createIndex('keyId', 'keyId');
@@ -356,8 +350,8 @@ function storedOwner(json: string): string | null {
 
 /**
  * The browser backend: the memory in IndexedDB, one object store per record kind, keyed by
- * [partition token, id] (vectors, and nodes but Entities: one record for those sealed under one
- * key, keyed by the key's id). Every value is sealed (AES-GCM) under a key in the partition's key
+ * [partition token, id] (nodes, edges and vectors: one record for those sealed under one key,
+ * keyed by the key's id). Every value is sealed (AES-GCM) under a key in the partition's key
  * ring in the Origin Private File System: one key per chunk for the chunk and the nodes, edges
  * and vectors made from it (an Entity's under its first chunk's), and one shared key for meta.
  * A delete drops the keys of what it deleted (and replaces the shared key), so the copies LevelDB keeps until it compacts
@@ -785,8 +779,8 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /**
-   * What the batch writes of its records, sealed: its puts (`sealPuts`) and the node and vector
-   * groups it changes. `nodesRead`: the node groups planning read, if any.
+   * What the batch writes of its records, sealed: its puts (`sealPuts`) and the node, edge and
+   * vector groups it changes. `nodesRead`: the node groups planning read, if any.
    */
   private async recordWrites(
     token: Token,
@@ -798,10 +792,9 @@ export class IndexedDbStore implements GraphStore {
     nodesRead?: KnownGroups,
   ): Promise<Write[]> {
     const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
-    const { entities, grouped } = nodeWritesOf(plan, putNodes);
-    const puts = await this.sealPuts(token, ring, batch, plan, { putNodes, entities }, keys.keyFor, vectorKeys);
+    const puts = await this.sealPuts(token, ring, batch, plan, putNodes, keys.keyFor, vectorKeys);
     const groups = await Promise.all([
-      this.nodeGroupWrites(token, ring, batch, plan, grouped, keys, nodesRead),
+      this.nodeGroupWrites(token, ring, batch, plan, nodeWritesOf(plan, putNodes), keys, nodesRead),
       this.edgeGroupWrites(token, ring, batch, plan, keys),
       this.vectorGroupWrites(token, ring, batch, vectorKeys, keys.keyFor, keys.retired),
     ]);
@@ -869,18 +862,17 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /**
-   * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, an Entity
-   * under its first chunk's; and, in `vectorKeys`, the key of each put node's and edge's vector
-   * (its own; `nodeGroupWrites` writes the nodes but Entities, `edgeGroupWrites` the edges,
-   * `vectorGroupWrites` the vectors).
-   * `nodes`: the batch's put nodes by id, and the Entities the plan writes (`nodeWritesOf`).
+   * The batch's puts as `plan` writes them but its nodes, edges and vectors (`nodeGroupWrites`,
+   * `edgeGroupWrites` and `vectorGroupWrites` write those), sealed: a chunk and an Entity's pages
+   * under the key of the chunk, or of the Entity's first chunk; and, in `vectorKeys`, the key of
+   * each put node's and edge's vector (its own). `putNodes`: the batch's put nodes by id.
    */
   private async sealPuts(
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
     plan: RecordPlan,
-    nodes: { putNodes: ReadonlyMap<string, GraphNode>; entities: readonly NodeWrite[] },
+    putNodes: ReadonlyMap<string, GraphNode>,
     keyFor: (owner: string | null) => string,
     vectorKeys: Map<string, string>,
   ): Promise<Write[]> {
@@ -888,13 +880,7 @@ export class IndexedDbStore implements GraphStore {
     const seal = (keyId: string, plain: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer> => this.keys.seal(ring, keyId, plain);
     for (const node of batch.putNodes ?? []) vectorKeys.set(node.id, keyFor(ownerOfNode(node)));
     for (const edge of batch.putEdges ?? []) vectorKeys.set(edge.id, keyFor(edge.chunkId));
-    const { putNodes, entities } = nodes;
     const writes = await Promise.all([
-      ...entities.map(async ({ id, json, node }): Promise<Write> => {
-        const keyId = keyFor(ownerOfNode(node));
-        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
-        return (tx) => tx.objectStore('nodes').put(value, key(id));
-      }),
       // A folded edge leaves its group (`edgeGroupWrites`), or its record from before v10.
       ...plan.folded.map(async (id): Promise<Write> => (tx) => tx.objectStore('edges').delete(key(id))),
       ...plan.pages.flatMap(({ id, put, dropFrom }) => {
@@ -948,10 +934,10 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /**
-   * The node groups the batch changes (`groupWrites`): a node the plan writes (but an Entity,
-   * which stays a record) joins its owner's key's group as its stored JSON; one deleted, or put
-   * as an Entity, leaves its group. What a retiring key's group keeps moves to its own owner's key.
-   * `grouped`: the nodes the plan writes but Entities (`nodeWritesOf`).
+   * The node groups the batch changes (`groupWrites`): a node the plan writes joins its owner's
+   * key's group as its stored JSON (an Entity's owner is its first chunk); one deleted leaves its
+   * group. What a retiring key's group keeps moves to its own owner's key. `grouped`: the nodes
+   * the plan writes (`nodeWritesOf`).
    */
   private nodeGroupWrites(
     token: Token,

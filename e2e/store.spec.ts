@@ -21,13 +21,13 @@ test('a batch written to IndexedDB is read back after a reload', async ({ page }
   // Only the key index a delete needs: no record pays for an index on its layer or type (v7).
   expect(read.raw.nodes.indexes).toEqual(['keyId']);
   expect(read.raw.edges.indexes).toEqual(['keyId']);
-  // Nodes are kept in a record per key (v8), and so are edges (v10): no edge is a record of its own.
+  // Nodes but Entities are kept in a record per key (v8), and so are edges (v10): no edge is a record of its own.
   expect(read.raw.nodeGroups.records).toBeGreaterThan(0);
   expect(read.raw.edgeGroups.records).toBeGreaterThan(0);
   expect(read.raw.edges.records).toBe(0);
 });
 
-test('derived edges fold into their nodes, nodes (but Entities of several chunks) and edges are kept in a group per key, and every later batch leaves what the reference store holds', async ({ page }) => {
+test('derived edges fold into their nodes, nodes but Entities are kept in a group per key, and every later batch leaves what the reference store holds', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.foldsAsReference('e2e-folds'));
   expect(result.differing).toEqual([]);
   expect(result.reopenedSame).toBe(true);
@@ -39,10 +39,9 @@ test('derived edges fold into their nodes, nodes (but Entities of several chunks
   expect(result.edgeRecords).toBe(0);
   expect(result.groupedEdges).toBeGreaterThan(result.derivedEdgeRecords);
   expect(result.edgeGroups).toBeLessThanOrEqual(result.chunks + 1);
-  // The nodes sealed under one key are one record (v8), an Entity of one chunk too (v10): at most a
-  // group per chunk key and the shared one, and a record for each Entity of several chunks only.
-  expect(result.sharedEntities).toBeGreaterThan(0);
-  expect(result.nodeRecords).toBe(result.sharedEntities);
+  // The nodes sealed under one key are one record (v8), but Entities: at most a group per chunk
+  // key and the shared one, and a record for each Entity only.
+  expect(result.nodeRecords).toBe(result.entities);
   expect(result.nodeGroups).toBeGreaterThan(0);
   expect(result.nodeGroups).toBeLessThanOrEqual(result.chunks + 1);
 });
@@ -57,11 +56,11 @@ test('nodes written one record each before v8, edges before v10, and values hold
   // Edges written one record each before v10 read as well; an edge put again or deleted leaves its record.
   expect(result.edgeRecordsAtStart).toBeGreaterThan(0);
   expect(result.edgeRecordsAtEnd).toBeLessThan(result.edgeRecordsAtStart);
-  // All in records at first; the folding batches put and delete some; put again, every node but the Entities of several chunks leaves its record for a group.
+  // All in records at first; the folding batches put and delete some; put again, every node but the Entities leaves its record for a group.
   expect(result.groups[0]).toBe(0);
   expect(result.records[0]).toBeGreaterThan(0);
   expect(result.records[1]).toBeLessThan(result.records[0]!);
-  expect(result.records[2]).toBe(result.sharedEntities);
+  expect(result.records[2]).toBe(result.entities);
   expect(result.groups[2]).toBeGreaterThan(0);
 });
 

@@ -81,19 +81,7 @@ const storeHarness = {
    */
   async foldsAsReference(
     name: string,
-  ): Promise<{
-    differing: number[];
-    reopenedSame: boolean;
-    derivedEdgeRecords: number;
-    edgeRecords: number;
-    groupedEdges: number;
-    edgeGroups: number;
-    nodeGroups: number;
-    nodeRecords: number;
-    entities: number;
-    sharedEntities: number;
-    chunks: number;
-  }> {
+  ): Promise<{ differing: number[]; reopenedSame: boolean; derivedEdgeRecords: number; edgeRecords: number; groupedEdges: number; edgeGroups: number; nodeGroups: number; nodeRecords: number; entities: number; chunks: number }> {
     const reference = new MemoryStore();
     const differing: number[] = [];
     await withStore(name, async (store) => {
@@ -121,7 +109,6 @@ const storeHarness = {
         nodeGroups: await raw.count('nodeGroups'),
         nodeRecords: await raw.count('nodes'),
         entities: working?.nodes.filter((node) => node.layer === 'entity').length ?? 0,
-        sharedEntities: sharedEntitiesOf(working?.nodes ?? []),
         chunks: working?.chunks.length ?? 0,
       };
     } finally {
@@ -225,7 +212,7 @@ const storeHarness = {
    */
   async nodesFromBeforeV8(
     name: string,
-  ): Promise<{ differing: number[]; reopenedSame: boolean; records: number[]; groups: number[]; sharedEntities: number; unkeyedAtStart: number; keyedAtEnd: boolean; edgeRecordsAtStart: number; edgeRecordsAtEnd: number }> {
+  ): Promise<{ differing: number[]; reopenedSame: boolean; records: number[]; groups: number[]; entities: number; unkeyedAtStart: number; keyedAtEnd: boolean; edgeRecordsAtStart: number; edgeRecordsAtEnd: number }> {
     const reference = new MemoryStore();
     const differing: number[] = [];
     const records: number[] = [];
@@ -280,7 +267,7 @@ const storeHarness = {
       db.close();
     };
     await count();
-    // Last, every node put again as it is: each but the Entities of several chunks leaves its record for its group.
+    // Last, every node put again as it is: each but the Entities leaves its record for its group.
     const again = async (): Promise<WriteBatch> => ({ putNodes: (await reference.load(P))?.nodes ?? [] });
     await withStore(name, async (store) => {
       if ((await digestOf(store)) !== (await digestOf(reference))) differing.push(0);
@@ -294,21 +281,16 @@ const storeHarness = {
     });
     await count();
     const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+    const entities = ((await reference.load(P))?.nodes ?? []).filter((node) => node.layer === 'entity').length;
     // Every node value now in the keyed form, its id left to its key.
     const db = await openDB(name);
     let keyedAtEnd = true;
-    let keyedArrays = 0;
     try {
       for (const [token, keyId] of (await db.getAllKeys('nodeGroups')) as Array<[number, string]>) {
         const value = (await db.get('nodeGroups', [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
         const ring = await keys.read(`p${token}`);
         const values = splitGroupValues('node group', value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
-        // A node of another shape than graph building's (some of the sample's Entities) is an object, which names its id.
-        for (const bytes of values.values()) {
-          const value: unknown = JSON.parse(new TextDecoder().decode(bytes));
-          if (Array.isArray(value)) keyedArrays++;
-          keyedAtEnd &&= !Array.isArray(value) || value[1] === null;
-        }
+        for (const bytes of values.values()) keyedAtEnd &&= JSON.parse(new TextDecoder().decode(bytes))[1] === null;
       }
     } finally {
       db.close();
@@ -321,8 +303,7 @@ const storeHarness = {
         db.close();
       }
     })();
-    const sharedEntities = sharedEntitiesOf((await reference.load(P))?.nodes ?? []);
-    return { differing, reopenedSame, records, groups, sharedEntities, unkeyedAtStart, keyedAtEnd: keyedAtEnd && keyedArrays > 0, edgeRecordsAtStart, edgeRecordsAtEnd };
+    return { differing, reopenedSame, records, groups, entities, unkeyedAtStart, keyedAtEnd, edgeRecordsAtStart, edgeRecordsAtEnd };
   },
 
   async pagesAsReference(name: string): Promise<{ differing: number[]; pageRecords: number[]; rewritten: number[][]; reopenedSame: boolean }> {
@@ -500,11 +481,7 @@ const storeHarness = {
    * the partition cleared, by the IndexedDB store and by plain IndexedDB puts and reads of the
    * same records (what the store did before values were sealed). Milliseconds, median of `runs`.
    */
-  async sealCost(
-    name: string,
-    episodes: number,
-    runs: number,
-  ): Promise<{ records: number; sealed: SealCost; plain: SealCost; loadedWhole: boolean; sealedAgainByDelete: number; entities: number; sharedEntities: number; nodeRecords: number }> {
+  async sealCost(name: string, episodes: number, runs: number): Promise<{ records: number; sealed: SealCost; plain: SealCost; loadedWhole: boolean; sealedAgainByDelete: number }> {
     const memory = withEntities(sampleMemory({ episodes }));
     const records = memory.nodes.length + memory.edges.length + memory.chunks.length + memory.vectors.size;
     const gone = new Set([memory.chunks[Math.floor(episodes / 2)]?.id ?? '']);
@@ -518,13 +495,11 @@ const storeHarness = {
     const plain: SealCost[] = [];
     let loadedWhole = true;
     let sealedAgainByDelete = 0;
-    let nodeRecords = 0;
     for (let i = 0; i < runs; i++) {
       sealed.push(
         await withStore(`${name}-sealed`, async (store) => {
           await store.clear();
           const commitMs = await timed(() => store.commit(P, snapshotAsBatch(memory)));
-          nodeRecords = await countRecords(`${name}-sealed`, 'nodes');
           let loaded: MemorySnapshot | null = null;
           const loadMs = await timed(async () => (loaded = await store.load(P)));
           loadedWhole &&= loaded !== null && (await sha256Hex(encodeCheckpoint(loaded))) === (await sha256Hex(encodeCheckpoint(memory)));
@@ -540,8 +515,7 @@ const storeHarness = {
       const of = (key: keyof SealCost): number => costs.map((c) => c[key]).sort((a, b) => a - b)[Math.floor(costs.length / 2)] ?? Number.NaN;
       return { commitMs: of('commitMs'), loadMs: of('loadMs'), deleteChunkMs: of('deleteChunkMs'), clearMs: of('clearMs') };
     };
-    const entities = memory.nodes.filter((node) => node.layer === 'entity').length;
-    return { records, sealed: median(sealed), plain: median(plain), loadedWhole, sealedAgainByDelete, entities, sharedEntities: sharedEntitiesOf(memory.nodes), nodeRecords };
+    return { records, sealed: median(sealed), plain: median(plain), loadedWhole, sealedAgainByDelete };
   },
 
   /** Holds the writer lock of database `name` until `release()`; a second tab then times out. */
@@ -696,16 +670,6 @@ export interface SealCost {
 }
 
 /** Nodes and vectors of the database's one partition sealed under the key its meta is sealed under (the shared key), in records or groups. */
-/** The records of one store of the database. */
-async function countRecords(name: string, store: 'nodes'): Promise<number> {
-  const raw = await openDB(name);
-  try {
-    return await raw.count(store);
-  } finally {
-    raw.close();
-  }
-}
-
 async function recordsUnderSharedKey(name: string): Promise<number> {
   const raw = await openDB(name);
   try {
@@ -718,11 +682,6 @@ async function recordsUnderSharedKey(name: string): Promise<number> {
   } finally {
     raw.close();
   }
-}
-
-/** Entities of more than one chunk, which IndexedDB keeps a record each (v10). */
-function sharedEntitiesOf(nodes: readonly GraphNode[]): number {
-  return nodes.filter((node) => node.layer === 'entity' && node.chunkIds.length > 1).length;
 }
 
 /** The sample with two more entities per chunk (and their vectors): the records a chunk delete seals again. */

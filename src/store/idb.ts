@@ -67,13 +67,12 @@ type RingCleanup = 'remove' | 'prune';
 
 interface PrismDb extends DBSchema {
   /**
-   * Entities of more than one chunk, one record each (an add rewrites those it names); other
-   * nodes as older versions wrote them (every node to v7, every Entity to v9), read, deleted and
-   * sealed again, never written anew. Values written before v7 also hold the node's layer in the
-   * clear, which nothing reads.
+   * Entities, one record each (an add rewrites some of them: the Entities it names); other nodes
+   * as v8 and older wrote them, read, deleted and sealed again, never written anew. Values written
+   * before v7 also hold the node's layer in the clear, which nothing reads.
    */
   nodes: { key: RecordKey; value: Sealed; indexes: { keyId: string } };
-  /** By token and key id: the nodes sealed under that key (their JSON), but Entities of more than one chunk; `member` finds a node's group. */
+  /** By token and key id: the nodes but Entities sealed under that key (their JSON); `member` finds a node's group. */
   nodeGroups: { key: RecordKey; value: SealedGroup; indexes: { keyId: string; member: RecordKey } };
   /**
    * One record an edge, as v9 and older wrote them; read, deleted and sealed again, never written
@@ -143,29 +142,18 @@ interface NodeWrite {
 }
 
 /**
- * The nodes `plan` writes, each told apart once: an Entity of more than one chunk, which is a
- * record of its own, and the rest, which go into their key's group (`nodeGroupWrites`). An add
- * rewrites every Entity it names that gains a chunk (a speaker's, with every add): in a group,
- * that would rewrite its first chunk's nodes each time, and LevelDB keeps every copy until it
- * compacts (30K messages of chat: 5.55 KB a message on disk with every Entity in a group, 4.13
- * with none). An Entity of one chunk (three in four) is written with that chunk and moves out once,
- * when it gains a second. A node the plan rewrites without being put (it dropped a folded edge)
- * is read from its JSON.
+ * The nodes `plan` writes, each told apart once: the Entities, which stay records of their own,
+ * and the rest, which go into groups (`nodeGroupWrites`). A node the plan rewrites without being
+ * put (it dropped a folded edge) is read from its JSON.
  */
-function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>): { singles: NodeWrite[]; grouped: NodeWrite[] } {
-  const singles: NodeWrite[] = [];
+function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>): { entities: NodeWrite[]; grouped: NodeWrite[] } {
+  const entities: NodeWrite[] = [];
   const grouped: NodeWrite[] = [];
   for (const [id, json] of plan.nodes) {
     const node = putNodes.get(id) ?? decodeNode(json, new Map(), undefined, id).node;
-    (inChunks(node) > 1 ? singles : grouped).push({ id, json, node });
+    (node.layer === 'entity' ? entities : grouped).push({ id, json, node });
   }
-  return { singles, grouped };
-}
-
-/** How many chunks an Entity appears in (a paged list, read without its pages, is long); 1 for any other node. */
-function inChunks(node: GraphNode): number {
-  if (node.layer !== 'entity') return 1;
-  return Array.isArray(node.chunkIds) ? node.chunkIds.length : Number.POSITIVE_INFINITY;
+  return { entities, grouped };
 }
 
 /** A group record's values by member id, from its unsealed bytes; CORRUPT_CHECKPOINT when its members and values do not match. */
@@ -286,10 +274,9 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
   // Values written before keep them and read as they did; the step changes nothing, it only
   // keeps an older PRISM, which cannot read the keyed form, from opening the database.
   async () => {},
-  // v10: the edges sealed under one key in one record, as the nodes since v8, and an Entity of
-  // one chunk in its chunk's node group: a record each was ~2.6 edges and ~0.7 such Entities a
-  // message of chat, each read and unsealed at every open. Records written before stay records
-  // until put again or deleted.
+  // v10: the edges sealed under one key in one record, as the nodes since v8: a record each was
+  // ~2.6 records a message of chat (evolution and temporal edges), each read and unsealed at
+  // every open. Edges written before stay records until put again or deleted.
   async (db) => {
     const groups = db.createObjectStore('edgeGroups');
     groups.createIndex('keyId', 'keyId');
@@ -369,8 +356,8 @@ function storedOwner(json: string): string | null {
 
 /**
  * The browser backend: the memory in IndexedDB, one object store per record kind, keyed by
- * [partition token, id] (nodes but shared Entities, edges and vectors: one record for those
- * sealed under one key, keyed by the key's id). Every value is sealed (AES-GCM) under a key in the partition's key
+ * [partition token, id] (vectors, and nodes but Entities: one record for those sealed under one
+ * key, keyed by the key's id). Every value is sealed (AES-GCM) under a key in the partition's key
  * ring in the Origin Private File System: one key per chunk for the chunk and the nodes, edges
  * and vectors made from it (an Entity's under its first chunk's), and one shared key for meta.
  * A delete drops the keys of what it deleted (and replaces the shared key), so the copies LevelDB keeps until it compacts
@@ -798,8 +785,8 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /**
-   * What the batch writes of its records, sealed: its puts (`sealPuts`) and the node, edge and
-   * vector groups it changes. `nodesRead`: the node groups planning read, if any.
+   * What the batch writes of its records, sealed: its puts (`sealPuts`) and the node and vector
+   * groups it changes. `nodesRead`: the node groups planning read, if any.
    */
   private async recordWrites(
     token: Token,
@@ -811,8 +798,8 @@ export class IndexedDbStore implements GraphStore {
     nodesRead?: KnownGroups,
   ): Promise<Write[]> {
     const putNodes = new Map((batch.putNodes ?? []).map((node) => [node.id, node]));
-    const { singles, grouped } = nodeWritesOf(plan, putNodes);
-    const puts = await this.sealPuts(token, ring, batch, plan, { putNodes, singles }, keys.keyFor, vectorKeys);
+    const { entities, grouped } = nodeWritesOf(plan, putNodes);
+    const puts = await this.sealPuts(token, ring, batch, plan, { putNodes, entities }, keys.keyFor, vectorKeys);
     const groups = await Promise.all([
       this.nodeGroupWrites(token, ring, batch, plan, grouped, keys, nodesRead),
       this.edgeGroupWrites(token, ring, batch, plan, keys),
@@ -882,18 +869,18 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /**
-   * The batch's puts as `plan` writes them but the nodes, edges and vectors of groups
-   * (`nodeGroupWrites`, `edgeGroupWrites` and `vectorGroupWrites` write those), sealed: a chunk
-   * under its key, an Entity of more than one chunk and its pages under its first chunk's; and,
-   * in `vectorKeys`, the key of each put node's and edge's vector (its own). `nodes`: the batch's
-   * put nodes by id, and the nodes that are records of their own (`nodeWritesOf`).
+   * The batch's puts as `plan` writes them, sealed: a chunk's records under its key, an Entity
+   * under its first chunk's; and, in `vectorKeys`, the key of each put node's and edge's vector
+   * (its own; `nodeGroupWrites` writes the nodes but Entities, `edgeGroupWrites` the edges,
+   * `vectorGroupWrites` the vectors).
+   * `nodes`: the batch's put nodes by id, and the Entities the plan writes (`nodeWritesOf`).
    */
   private async sealPuts(
     token: Token,
     ring: KeyRing,
     batch: WriteBatch,
     plan: RecordPlan,
-    nodes: { putNodes: ReadonlyMap<string, GraphNode>; singles: readonly NodeWrite[] },
+    nodes: { putNodes: ReadonlyMap<string, GraphNode>; entities: readonly NodeWrite[] },
     keyFor: (owner: string | null) => string,
     vectorKeys: Map<string, string>,
   ): Promise<Write[]> {
@@ -901,9 +888,9 @@ export class IndexedDbStore implements GraphStore {
     const seal = (keyId: string, plain: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer> => this.keys.seal(ring, keyId, plain);
     for (const node of batch.putNodes ?? []) vectorKeys.set(node.id, keyFor(ownerOfNode(node)));
     for (const edge of batch.putEdges ?? []) vectorKeys.set(edge.id, keyFor(edge.chunkId));
-    const { putNodes, singles } = nodes;
+    const { putNodes, entities } = nodes;
     const writes = await Promise.all([
-      ...singles.map(async ({ id, json, node }): Promise<Write> => {
+      ...entities.map(async ({ id, json, node }): Promise<Write> => {
         const keyId = keyFor(ownerOfNode(node));
         const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
         return (tx) => tx.objectStore('nodes').put(value, key(id));
@@ -961,11 +948,10 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /**
-   * The node groups the batch changes (`groupWrites`): a node the plan writes (but an Entity of
-   * more than one chunk) joins its owner's key's group as its stored JSON (an Entity's owner is its
-   * first chunk); one deleted, or written as a record of its own, leaves its group. What a
-   * retiring key's group keeps moves to its own owner's key. `grouped`: the nodes the plan writes
-   * into groups (`nodeWritesOf`).
+   * The node groups the batch changes (`groupWrites`): a node the plan writes (but an Entity,
+   * which stays a record) joins its owner's key's group as its stored JSON; one deleted, or put
+   * as an Entity, leaves its group. What a retiring key's group keeps moves to its own owner's key.
+   * `grouped`: the nodes the plan writes but Entities (`nodeWritesOf`).
    */
   private nodeGroupWrites(
     token: Token,

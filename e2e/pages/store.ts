@@ -285,7 +285,9 @@ const storeHarness = {
     // Every node value now in the keyed form, its id left to its key.
     const db = await openDB(name);
     let keyedAtEnd = true;
+    let edgeRecordsAtEnd = 0;
     try {
+      edgeRecordsAtEnd = await db.count('edges');
       for (const [token, keyId] of (await db.getAllKeys('nodeGroups')) as Array<[number, string]>) {
         const value = (await db.get('nodeGroups', [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
         const ring = await keys.read(`p${token}`);
@@ -295,14 +297,6 @@ const storeHarness = {
     } finally {
       db.close();
     }
-    const edgeRecordsAtEnd = await (async () => {
-      const db = await openDB(name);
-      try {
-        return await db.count('edges');
-      } finally {
-        db.close();
-      }
-    })();
     return { differing, reopenedSame, records, groups, entities, unkeyedAtStart, keyedAtEnd, edgeRecordsAtStart, edgeRecordsAtEnd };
   },
 

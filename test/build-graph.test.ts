@@ -3,7 +3,7 @@ import { DEFAULT_CONFIG, type IngestConfig } from '../src/config.ts';
 import { chunkText, turnTextOffsets } from '../src/graph/chunk-text.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
 import type { Chunk, GraphNode } from '../src/graph/types.ts';
-import { buildChunkGraph, embedExtraction, type BuildOutput } from '../src/ingest/build-graph.ts';
+import { buildChunkGraph, chunkWithMentions, embedExtraction, type BuildOutput } from '../src/ingest/build-graph.ts';
 import type { Extraction } from '../src/ingest/extraction.ts';
 import { dot, normalisedSum } from '../src/util/vectors.ts';
 import { hashEmbedder } from './helpers/hash-embedder.ts';
@@ -53,7 +53,7 @@ function build(graph: MemoryGraph, c: Chunk, ex: Extraction, vectors: { entities
     config: { ...DEFAULT_CONFIG.ingest, ...config },
     nextKey: () => key++,
   });
-  graph.putChunk(c);
+  graph.putChunk(chunkWithMentions(c, out));
   for (const node of out.nodes) graph.putNode(node);
   for (const edge of out.edges) graph.putEdge(edge);
   for (const [id, v] of out.nodeVectors) graph.vectors.set(id, v);
@@ -64,17 +64,62 @@ const empty = () => new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors:
 const entities = (graph: MemoryGraph) => [...graph.nodes.values()].filter((n) => n.layer === 'entity');
 
 describe('buildChunkGraph (design §2.4)', () => {
+  // §2.4 as the paper has it: every name an Entity at once.
+  const everyName = { sharedEntities: false };
+
   it('merges an Entity by exact name (case-insensitive), then by name cosine just above 0.90 and not just below', () => {
     const graph = empty();
-    build(graph, chunk(0, '2023-05-01'), extraction({ entities: [{ name: 'Melanie', type: 'person' }] }), { entities: [axis(0)] });
-    build(graph, chunk(1, '2023-05-02'), extraction({ entities: [{ name: 'MELANIE', type: 'person' }] }), { entities: [axis(2)] });
+    build(graph, chunk(0, '2023-05-01'), extraction({ entities: [{ name: 'Melanie', type: 'person' }] }), { entities: [axis(0)] }, everyName);
+    build(graph, chunk(1, '2023-05-02'), extraction({ entities: [{ name: 'MELANIE', type: 'person' }] }), { entities: [axis(2)] }, everyName);
     expect(entities(graph)).toHaveLength(1);
-    build(graph, chunk(2, '2023-05-03'), extraction({ entities: [{ name: 'Mel', type: 'person' }] }), { entities: [atCosine(0.901)] });
+    build(graph, chunk(2, '2023-05-03'), extraction({ entities: [{ name: 'Mel', type: 'person' }] }), { entities: [atCosine(0.901)] }, everyName);
     expect(entities(graph)).toHaveLength(1);
     const [melanie] = entities(graph);
     expect(melanie?.layer === 'entity' && melanie.chunkIds).toHaveLength(3);
-    build(graph, chunk(3, '2023-05-04'), extraction({ entities: [{ name: 'Melody', type: 'person' }] }), { entities: [atCosine(0.899)] });
+    build(graph, chunk(3, '2023-05-04'), extraction({ entities: [{ name: 'Melody', type: 'person' }] }), { entities: [atCosine(0.899)] }, everyName);
     expect(entities(graph).map((e) => (e.layer === 'entity' ? e.name : ''))).toEqual(['Melanie', 'Melody']);
+  });
+
+  it('makes an Entity of a name when a second chunk names it, under the id the facts of its first chunk name', () => {
+    const graph = empty();
+    const first = build(graph, chunk(0, '2023-05-01'), extraction({ entities: [{ name: 'Luna', type: 'other' }], facetPoints: [fact('Ana adopted Luna', 'Luna', '2023-04-02'), fact('Luna sleeps a lot', 'Luna', '2023-04-30')] }), {
+      entities: [axis(0)],
+      facetPoints: [axis(1), axis(2)],
+    });
+    // A mention of the chunk, not a node, with no vector; the facts' edges run to its id.
+    expect(entities(graph)).toHaveLength(0);
+    expect(first.mentions).toEqual([{ id: expect.stringMatching(/^en:/), name: 'Luna', type: 'other' }]);
+    const mentionId = first.mentions[0]?.id ?? '';
+    expect(graph.vectors.has(mentionId)).toBe(false);
+    expect(graph.edgesTo(mentionId, 'involves_entity')).toHaveLength(2);
+    expect(graph.mentionNamed('LUNA')).toMatchObject({ chunkId: chunk(0, '').id });
+
+    const second = build(graph, chunk(1, '2023-05-02'), extraction({ entities: [{ name: 'LUNA', type: 'person' }], facetPoints: [fact('Luna chased a ball', 'LUNA')] }), {
+      entities: [axis(3)],
+      facetPoints: [axis(0)],
+    });
+    expect(second.mentions).toEqual([]);
+    const [luna] = entities(graph);
+    // The first chunk's spelling and type; the second chunk's name vector.
+    expect(luna).toMatchObject({ id: mentionId, name: 'Luna', entityType: 'other', chunkIds: [chunk(0, '').id, chunk(1, '').id] });
+    expect(graph.vectors.get(mentionId)).toEqual(axis(3));
+    expect(graph.edgesTo(mentionId, 'involves_entity').map((e) => e.from)).toHaveLength(3);
+    expect(graph.mentionNamed('luna')).toBeUndefined();
+    // The timeline runs on from the first chunk's latest fact.
+    const [, sleeps] = first.nodes.filter((n) => n.layer === 'facetPoint');
+    const chased = second.nodes.find((n) => n.layer === 'facetPoint');
+    expect(second.edges.filter((e) => e.type === 'evolution').map((e) => [e.from, e.to])).toEqual([[sleeps?.id, chased?.id]]);
+
+    // A third chunk joins the Entity; a chunk built again finds its own mention and keeps it one.
+    build(graph, chunk(2, '2023-05-03'), extraction({ entities: [{ name: 'luna', type: 'other' }] }), { entities: [axis(0)] });
+    expect(entities(graph)).toMatchObject([{ id: mentionId, chunkIds: [chunk(0, '').id, chunk(1, '').id, chunk(2, '').id] }]);
+    const rex = build(graph, chunk(3, '2023-05-04'), extraction({ entities: [{ name: 'Rex', type: 'other' }] }), { entities: [axis(1)] });
+    const again = build(graph, chunk(3, '2023-05-04'), extraction({ entities: [{ name: 'Rex', type: 'other' }] }), { entities: [axis(1)] });
+    expect(again.mentions).toEqual(rex.mentions);
+    expect(entities(graph)).toHaveLength(1);
+    // A deleted chunk's mentions go with it.
+    graph.deleteChunk(chunk(3, '').id);
+    expect(graph.mentionNamed('rex')).toBeUndefined();
   });
 
   it('merges Facets of one Episode just above cosine 0.85 and keeps them apart just below', () => {
@@ -133,14 +178,14 @@ describe('buildChunkGraph (design §2.4)', () => {
 
   it('keeps its entity-name index in step with the graph: a deleted Entity is no longer matched by name', () => {
     const graph = empty();
-    build(graph, chunk(0, '2023-05-01'), extraction({ entities: [{ name: 'Luna', type: 'other' }] }), { entities: [axis(0)] });
+    build(graph, chunk(0, '2023-05-01'), extraction({ entities: [{ name: 'Luna', type: 'other' }] }), { entities: [axis(0)] }, everyName);
     const [luna] = entities(graph);
     expect(graph.entityNamed('LUNA')?.id).toBe(luna?.id);
     graph.deleteNode(luna?.id ?? '');
     expect(graph.entityNamed('luna')).toBeUndefined();
     expect(graph.nodesOfLayer('entity')).toHaveLength(0);
     // No name match and an orthogonal vector: a new Entity, findable by name again.
-    build(graph, chunk(1, '2023-05-02'), extraction({ entities: [{ name: 'Luna', type: 'other' }] }), { entities: [axis(1)] });
+    build(graph, chunk(1, '2023-05-02'), extraction({ entities: [{ name: 'Luna', type: 'other' }] }), { entities: [axis(1)] }, everyName);
     expect(entities(graph)).toHaveLength(1);
     expect(graph.entityNamed('luna')?.id).not.toBe(luna?.id);
     expect(graph.nodesOfLayer('episode')).toHaveLength(2);

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { turnLine } from '../src/graph/chunk-text.ts';
 import { chunkConversation } from '../src/ingest/chunking.ts';
@@ -6,6 +9,7 @@ import { createLlmClient } from '../src/llm/client.ts';
 import { Memory, type MemoryOptions } from '../src/memory.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { MemoryStore } from '../src/store/memory.ts';
+import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
 import type { Embedder } from '../src/embed/types.ts';
 import type { MemoryGraph } from '../src/graph/memory-graph.ts';
@@ -203,6 +207,43 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
     expect(await store.load(DEFAULT_PARTITION)).toBeNull();
   });
 
+  it('makes an Entity of a name when a second session names it, across a reopen; deleting that session makes it a mention again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prism-mentions-'));
+    const path = join(dir, 'memory.sqlite');
+    try {
+      const first = await Memory.open(options(await openSqliteStore(path)));
+      await first.add({ ...conversation, sessions: conversation.sessions.slice(0, 1) });
+      const onlyFirst = await fingerprint(first);
+      await first.close();
+
+      const memory = await Memory.open(options(await openSqliteStore(path)));
+      const { graph } = await memory.inspect();
+      // Named by session 1 only: a mention its chunk keeps, read back from the file.
+      const max = graph.mentionNamed('max');
+      expect(max?.mention).toMatchObject({ name: 'Max' });
+      const id = max?.mention.id ?? '';
+      expect(graph.nodes.has(id)).toBe(false);
+      expect(graph.edgesTo(id, 'involves_entity')).toHaveLength(1);
+
+      await memory.add({ ...conversation, sessions: conversation.sessions.slice(1) });
+      const second = [...graph.chunks.values()].find((c) => c.sessionId === 'demo/session_2');
+      expect(graph.nodes.get(id)).toMatchObject({ layer: 'entity', name: 'Max', chunkIds: [max?.chunkId, second?.id] });
+      expect(graph.vectors.has(id)).toBe(true);
+      expect(graph.edgesTo(id, 'involves_entity')).toHaveLength(2);
+      expect(graph.mentionNamed('max')).toBeUndefined();
+
+      await memory.delete({ sessionId: 'demo/session_2' });
+      const after = await fingerprint(memory);
+      expect(after.nodes).toEqual(onlyFirst.nodes);
+      expect(after.edges).toEqual(onlyFirst.edges);
+      expect(after.vectors).toEqual(onlyFirst.vectors);
+      expect(graph.mentionNamed('max')).toEqual(max);
+      await memory.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('export → import moves the memory between stores', async () => {
     const memory = await Memory.open(options(new MemoryStore()));
     const view = await memory.inspect();
@@ -371,7 +412,8 @@ describe('LLM-mode ingestion over real HTTP', () => {
     expect(report.warnings[0]).toMatch(/fell back/);
     expect((await memory.stats()).nodes.episode).toBe(1);
     expect((await memory.stats()).nodes.facetPoint).toBe(0);
-    expect(view.graph.nodesOfLayer('entity').map((e) => e.name)).toContain('Caroline');
+    // One chunk names them: its mentions (an Entity is made when a second chunk names one).
+    expect([...view.graph.chunks.values()].flatMap((chunk) => chunk.mentions ?? []).map((m) => m.name)).toContain('Caroline');
   });
 
   it('an endpoint that stays down stops the ingest at its last committed chunk; a re-run extracts the rest properly', async () => {

@@ -1,6 +1,6 @@
 import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
-import { EDGE_TYPES, edgeId, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, edgeId, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -48,6 +48,8 @@ export class MemoryGraph {
   private readonly byLayer = new Map<Layer, Set<string>>();
   /** Entities by lower-cased name (the §2.4 exact-name merge), kept as nodes come and go. */
   private readonly entitiesByName = new Map<string, string>();
+  /** The chunks' `mentions` by lower-cased name, each with its chunk's id, kept as chunks come and go. */
+  private readonly mentionsByName = new Map<string, { chunkId: string; mention: EntityMention }>();
   /**
    * Adjacency by edge type, each list in insertion order, as typed lookups return it: retrieval
    * asks for one type per hop, many times per query, and must not scan or copy a hub's other
@@ -80,6 +82,7 @@ export class MemoryGraph {
     shareTurnTexts(chunk);
     this.chunkById.set(chunk.id, chunk);
     this.countTurns(chunk, 1);
+    for (const mention of chunk.mentions ?? []) this.mentionsByName.set(mention.name.toLowerCase(), { chunkId: chunk.id, mention });
   }
 
   deleteChunk(id: string): void {
@@ -87,6 +90,10 @@ export class MemoryGraph {
     if (!chunk) return;
     this.chunkById.delete(id);
     this.countTurns(chunk, -1);
+    for (const { name } of chunk.mentions ?? []) {
+      const key = name.toLowerCase();
+      if (this.mentionsByName.get(key)?.chunkId === id) this.mentionsByName.delete(key);
+    }
   }
 
   /** The dialog ids of the turns the graph's chunks hold. Read-only: the set is the graph's own, kept as chunks come and go. */
@@ -191,6 +198,15 @@ export class MemoryGraph {
     const id = this.entitiesByName.get(name.toLowerCase());
     const node = id === undefined ? undefined : this.nodes.get(id);
     return node?.layer === 'entity' ? node : undefined;
+  }
+
+  /**
+   * The name `name` (case-insensitive) a chunk mentions that is not an Entity node yet, with that
+   * chunk's id; undefined when none is, or when its Entity has been made.
+   */
+  mentionNamed(name: string): { chunkId: string; mention: EntityMention } | undefined {
+    const held = this.mentionsByName.get(name.toLowerCase());
+    return held && !this.nodes.has(held.mention.id) ? held : undefined;
   }
 
   putEdge(edge: GraphEdge): void {

@@ -138,6 +138,19 @@ export interface Chunk {
    * default counter is installed.
    */
   textTokens?: number;
+  /**
+   * The Entities this chunk's facts are about that no other chunk had named when it was
+   * committed (`IngestConfig.sharedEntities`): each is made a node, under this id, when a second
+   * chunk names it. Absent when there are none, and in chunks written before the field.
+   */
+  mentions?: EntityMention[];
+}
+
+/** A name a chunk's facts are about, not (yet) an Entity node: the id its facts' `entityId` names. */
+export interface EntityMention {
+  id: string;
+  name: string;
+  type: EntityType;
 }
 
 export interface ChunkTurn {

@@ -1,7 +1,7 @@
 import type { IngestConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import { COMPOSABLE_EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
+import { COMPOSABLE_EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
@@ -28,11 +28,12 @@ export interface BuildInput {
   nextKey: () => number;
 }
 
-/** What one chunk adds: new or updated nodes (merged Entities gain the chunk), new edges, node vectors. */
+/** What one chunk adds: new or updated nodes (merged Entities gain the chunk), new edges, node vectors, and the chunk's `mentions`. */
 export interface BuildOutput {
   nodes: GraphNode[];
   edges: GraphEdge[];
   nodeVectors: Array<[string, Float32Array]>;
+  mentions: EntityMention[];
 }
 
 /**
@@ -93,36 +94,48 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
   if (before) edge('temporal', before.id, episode.id, chainDescription(before, episode));
   if (after) edge('temporal', episode.id, after.id, chainDescription(episode, after));
 
-  // Entities: exact name (case-insensitive), else name cosine ≥ threshold, else new.
-  // Names met in this chunk shadow the graph's index until the chunk is committed.
-  const chunkEntities = new Map<string, EntityNode>();
-  const entityIdByName = new Map<string, string>();
+  // Entities: exact name (case-insensitive), else name cosine ≥ threshold, else new. With
+  // `sharedEntities` a new name is a mention of this chunk, made an Entity by the next chunk that
+  // names it. Names met in this chunk shadow the graph's index until the chunk is committed.
+  const entityByName = new Map<string, { id: string; name: string }>();
+  const mentions: EntityMention[] = [];
   extraction.entities.forEach((entity, i) => {
     const vector = vectors.entities[i];
-    if (!vector) return;
     const key = entity.name.toLowerCase();
-    let target = chunkEntities.get(key) ?? graph.entityNamed(key);
+    if (!vector || entityByName.has(key)) return;
+    let target = graph.entityNamed(key);
     if (!target) {
       const nearest = input.nearestEntity(vector);
       const candidate = nearest && nearest.score >= config.entityMergeThreshold ? graph.nodes.get(nearest.id) : undefined;
       if (candidate?.layer === 'entity') target = candidate;
     }
     if (target) {
-      // Joined already when met earlier in this chunk (its id is then the last), or, for a chunk the
-      // graph holds (extracted again), anywhere; a new chunk is in no other list (an Entity names
-      // only chunks the graph holds), so a speaker's list of every chunk is not searched.
-      const joined = target.chunkIds.at(-1) === chunk.id || (graph.chunks.has(chunk.id) && target.chunkIds.includes(chunk.id));
-      if (!joined) {
+      // Joined already when another name of this chunk merged into it, or, for a chunk the graph
+      // holds (extracted again), when its list names the chunk; a new chunk is in no list (an
+      // Entity names only chunks the graph holds), so a speaker's list of every chunk is not searched.
+      const built = nodes.find((n): n is EntityNode => n.id === target?.id);
+      if (built) target = built;
+      else if (!(graph.chunks.has(chunk.id) && target.chunkIds.includes(chunk.id))) {
         target = { ...target, chunkIds: [...target.chunkIds, chunk.id] };
-        if (!nodes.some((n) => n.id === target?.id)) nodes.push(target);
+        nodes.push(target);
       }
     } else {
-      target = { id: `en:${chunk.id.slice(0, 12)}:${i}`, key: input.nextKey(), layer: 'entity', name: entity.name, entityType: entity.type, chunkIds: [chunk.id] };
+      // A chunk extracted again finds its own mentions: they are made afresh, as for a new chunk.
+      const mentioned = config.sharedEntities ? graph.mentionNamed(key) : undefined;
+      if (config.sharedEntities && (!mentioned || mentioned.chunkId === chunk.id)) {
+        const mention: EntityMention = { id: `en:${chunk.id.slice(0, 12)}:${i}`, name: entity.name, type: entity.type };
+        mentions.push(mention);
+        entityByName.set(key, mention);
+        return;
+      }
+      // The mention's id is the one its chunk's facts name, so their edges now reach the Entity.
+      target = mentioned
+        ? { id: mentioned.mention.id, key: input.nextKey(), layer: 'entity', name: mentioned.mention.name, entityType: mentioned.mention.type, chunkIds: [mentioned.chunkId, chunk.id] }
+        : { id: `en:${chunk.id.slice(0, 12)}:${i}`, key: input.nextKey(), layer: 'entity', name: entity.name, entityType: entity.type, chunkIds: [chunk.id] };
       nodes.push(target);
       nodeVectors.push([target.id, vector]);
     }
-    chunkEntities.set(key, target);
-    entityIdByName.set(key, target.id);
+    entityByName.set(key, target);
   });
 
   // Facets: merge near-duplicate themes within this Episode.
@@ -157,7 +170,8 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
         edge('belongs_to', facet.id, episode.id, null);
       }
     }
-    const entityId = fp.entityName ? (entityIdByName.get(fp.entityName.toLowerCase()) ?? null) : null;
+    const entity = fp.entityName ? entityByName.get(fp.entityName.toLowerCase()) : undefined;
+    const entityId = entity?.id ?? null;
     const point: FacetPointNode = {
       id: `fp:${chunk.id.slice(0, 12)}:${i}`,
       key: input.nextKey(),
@@ -180,10 +194,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
       const other = similar && similar.score >= config.semanticThreshold ? graph.nodes.get(similar.id) : undefined;
       if (other?.layer === 'facetPoint') edge('semantic', point.id, other.id, `${point.content} (similar to: ${other.content})`);
     }
-    if (entityId) {
-      const entity = graph.nodes.get(entityId) ?? nodes.find((n) => n.id === entityId);
-      edge('involves_entity', point.id, entityId, `${point.content} (involves ${entity && entity.layer === 'entity' ? entity.name : 'entity'})`);
-    }
+    if (entity) edge('involves_entity', point.id, entity.id, `${point.content} (involves ${entity.name})`);
   });
 
   // Temporal: a chain through this chunk's facts in definite time order.
@@ -215,7 +226,13 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
     }
   }
 
-  return { nodes, edges, nodeVectors };
+  return { nodes, edges, nodeVectors, mentions };
+}
+
+/** `chunk` as committed with its graph: holding the build's mentions (and no earlier ones, for a chunk extracted again). */
+export function chunkWithMentions(chunk: Chunk, built: BuildOutput): Chunk {
+  const { mentions: _earlier, ...rest } = chunk;
+  return built.mentions.length > 0 ? { ...rest, mentions: built.mentions } : rest;
 }
 
 /**

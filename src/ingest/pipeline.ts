@@ -12,7 +12,7 @@ import type { WriteBatch } from '../store/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { defaultCounterTokens } from '../util/tokens.ts';
-import { buildChunkGraph, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
+import { buildChunkGraph, chunkWithMentions, embedExtraction, type BuildOutput, type ExtractionVectors } from './build-graph.ts';
 import { chunkIdOf, isIngested, type ChunkDraft } from './chunking.ts';
 import { consolidateCausal } from './consolidate.ts';
 import { chunkExtraction, type Extraction, type ExtractionOutcome, type Extractor } from './extraction.ts';
@@ -205,7 +205,7 @@ async function commitChunk(
   const batch: WriteBatch = {
     putNodes: built.nodes,
     putEdges: built.edges,
-    putChunks: [chunk],
+    putChunks: [chunkWithMentions(chunk, built)],
     putVectors: [...built.nodeVectors, ...edgeVectors],
     putHashes: [chunk.id],
     meta: { ...state.meta, nextKey, chunkCount: state.meta.chunkCount + 1 },

@@ -2,7 +2,7 @@ import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { edgeId, type Chunk, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import type { WriteBatch } from '../store/types.ts';
-import { embedExtraction, type ExtractionVectors } from './build-graph.ts';
+import { chunkWithMentions, embedExtraction, type ExtractionVectors } from './build-graph.ts';
 import { deletionBatch } from './chunk-removal.ts';
 import { chunkExtraction, type Extraction } from './extraction.ts';
 import { applyBatch, buildChunk, edgeVectorsFor, type IngestDeps } from './pipeline.ts';
@@ -102,7 +102,7 @@ async function replaceChunk(
     const additions: WriteBatch = {
       putNodes: build.built.nodes,
       putEdges: [...edges, ...kept],
-      putChunks: [chunk],
+      putChunks: [chunkWithMentions(chunk, build.built)],
       putVectors: [
         ...build.built.nodeVectors,
         ...build.edgeVectors.filter(([id]) => !superseded.has(id)),

@@ -191,6 +191,17 @@ export function checkChunk(chunk: unknown, fail: Fail): asserts chunk is Chunk {
     fail(`${what} has unknown extraction ${shown(chunk.extraction)}`);
   }
   if (chunk.textTokens !== undefined) checkCount(chunk.textTokens, what, fail, 'textTokens');
+  if (chunk.mentions !== undefined) {
+    if (!Array.isArray(chunk.mentions)) fail(`${what} mentions must be an array`);
+    chunk.mentions.forEach((mention: unknown, i) => checkMention(mention, `${what} mentions[${i}]`, fail));
+  }
+}
+
+function checkMention(mention: unknown, what: string, fail: Fail): void {
+  if (!isRecord(mention)) fail(`${what} must be an object`);
+  checkId(mention.id, what, fail, 'id');
+  checkString(mention.name, what, fail, 'name');
+  if (typeof mention.type !== 'string' || !Object.hasOwn(ENTITY_TYPES, mention.type)) fail(`${what} has unknown type ${shown(mention.type)}`);
 }
 
 export function checkVector(id: string, vector: unknown, dim: number, fail: Fail): asserts vector is Float32Array {
@@ -358,13 +369,15 @@ function gatheredVectors(list: Iterable<readonly [unknown, unknown]>, dim: numbe
 }
 
 /**
- * The references between records that deletion follows: an edge's endpoints, a node's chunk
- * (an Entity's chunks), a vector's node or edge, a chunk's ingested hash. The writer keeps them;
- * a record whose reference dangles could never be deleted with its session, so an import refuses it.
+ * The references between records that deletion follows: an edge's endpoints (a node, or a name
+ * a chunk mentions: `Chunk.mentions`), a node's chunk (an Entity's chunks), a vector's node or
+ * edge, a chunk's ingested hash. The writer keeps them; a record whose reference dangles could
+ * never be deleted with its session, so an import refuses it.
  */
 export function checkMemoryReferences(memory: MemorySnapshot, fail: Fail): void {
   const chunkIds = new Set(memory.chunks.map((chunk) => chunk.id));
   const nodeIds = new Set(memory.nodes.map((node) => node.id));
+  const ends = new Set([...nodeIds, ...memory.chunks.flatMap((chunk) => (chunk.mentions ?? []).map((mention) => mention.id))]);
   const edgeIds = new Set(memory.edges.map((edge) => edge.id));
   for (const chunk of memory.chunks) {
     if (!memory.hashes.has(chunk.id)) fail(`chunk ${shown(chunk.id)} has no ingested hash`);
@@ -376,7 +389,7 @@ export function checkMemoryReferences(memory: MemorySnapshot, fail: Fail): void 
   }
   for (const edge of memory.edges) {
     for (const end of [edge.from, edge.to]) {
-      if (!nodeIds.has(end)) fail(`edge ${shown(edge.id)} ends at node ${shown(end)}, which the memory does not hold`);
+      if (!ends.has(end)) fail(`edge ${shown(edge.id)} ends at node ${shown(end)}, which the memory does not hold`);
     }
   }
   for (const id of memory.vectors.keys()) {

@@ -100,8 +100,9 @@ describe('buildChunkGraph (design §2.4)', () => {
     });
     expect(second.mentions).toEqual([]);
     const [luna] = entities(graph);
-    // The first chunk's spelling and type; the second chunk's name vector.
-    expect(luna).toMatchObject({ id: mentionId, name: 'Luna', entityType: 'other', chunkIds: [chunk(0, '').id, chunk(1, '').id] });
+    // The first chunk's spelling and type; the second chunk's name vector, and that chunk first
+    // in its list (the chunk that made the node owns it).
+    expect(luna).toMatchObject({ id: mentionId, name: 'Luna', entityType: 'other', chunkIds: [chunk(1, '').id, chunk(0, '').id] });
     expect(graph.vectors.get(mentionId)).toEqual(axis(3));
     expect(graph.edgesTo(mentionId, 'involves_entity').map((e) => e.from)).toHaveLength(3);
     expect(graph.mentionNamed('luna')).toBeUndefined();
@@ -112,7 +113,7 @@ describe('buildChunkGraph (design §2.4)', () => {
 
     // A third chunk joins the Entity; a chunk built again finds its own mention and keeps it one.
     build(graph, chunk(2, '2023-05-03'), extraction({ entities: [{ name: 'luna', type: 'other' }] }), { entities: [axis(0)] });
-    expect(entities(graph)).toMatchObject([{ id: mentionId, chunkIds: [chunk(0, '').id, chunk(1, '').id, chunk(2, '').id] }]);
+    expect(entities(graph)).toMatchObject([{ id: mentionId, chunkIds: [chunk(1, '').id, chunk(0, '').id, chunk(2, '').id] }]);
     const rex = build(graph, chunk(3, '2023-05-04'), extraction({ entities: [{ name: 'Rex', type: 'other' }] }), { entities: [axis(1)] });
     const again = build(graph, chunk(3, '2023-05-04'), extraction({ entities: [{ name: 'Rex', type: 'other' }] }), { entities: [axis(1)] });
     expect(again.mentions).toEqual(rex.mentions);

@@ -227,7 +227,7 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
 
       await memory.add({ ...conversation, sessions: conversation.sessions.slice(1) });
       const second = [...graph.chunks.values()].find((c) => c.sessionId === 'demo/session_2');
-      expect(graph.nodes.get(id)).toMatchObject({ layer: 'entity', name: 'Max', chunkIds: [max?.chunkId, second?.id] });
+      expect(graph.nodes.get(id)).toMatchObject({ layer: 'entity', name: 'Max', chunkIds: [second?.id, max?.chunkId] });
       expect(graph.vectors.has(id)).toBe(true);
       expect(graph.edgesTo(id, 'involves_entity')).toHaveLength(2);
       expect(graph.mentionNamed('max')).toBeUndefined();

@@ -88,7 +88,7 @@ export interface EntityNode extends NodeBase {
   layer: 'entity';
   name: string;
   entityType: EntityType;
-  /** Chunks that mention the entity; the entity is deleted with the last of them. */
+  /** Chunks that mention the entity, the one whose commit made the node first; the entity is deleted with the last of them. */
   chunkIds: string[];
 }
 

@@ -129,8 +129,11 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
         return;
       }
       // The mention's id is the one its chunk's facts name, so their edges now reach the Entity.
+      // This chunk comes first in its list: the chunk whose commit makes a node owns it (a store
+      // may keep a node and its vector with its owner's records: IndexedDB seals them under its
+      // key and groups them, so the older chunk's group is not written again).
       target = mentioned
-        ? { id: mentioned.mention.id, key: input.nextKey(), layer: 'entity', name: mentioned.mention.name, entityType: mentioned.mention.type, chunkIds: [mentioned.chunkId, chunk.id] }
+        ? { id: mentioned.mention.id, key: input.nextKey(), layer: 'entity', name: mentioned.mention.name, entityType: mentioned.mention.type, chunkIds: [chunk.id, mentioned.chunkId] }
         : { id: `en:${chunk.id.slice(0, 12)}:${i}`, key: input.nextKey(), layer: 'entity', name: entity.name, entityType: entity.type, chunkIds: [chunk.id] };
       nodes.push(target);
       nodeVectors.push([target.id, vector]);

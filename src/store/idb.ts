@@ -339,7 +339,8 @@ function keyAssigner(ring: KeyRing, retired: ReadonlySet<string>): (owner: strin
 }
 
 /**
- * The chunk whose key seals a node: its own, or for an Entity the first chunk that mentions it.
+ * The chunk whose key seals a node: its own, or for an Entity the first chunk it lists (the one
+ * whose commit made it).
  * An Entity that loses that chunk is written again (with the chunks left), so its name leaves
  * with the last chunk that mentions it; under one shared key instead, every delete had to seal
  * every Entity again (9.4 s of a delete at 30K messages in Chromium).

@@ -226,6 +226,14 @@ export const CRAFTED_KINDS: readonly CraftedKind[] = [
   deeplyNested('a node layer that is an array nested 100,000 levels deep', 'unknown layer an array', 100_000, (section, marker) => {
     poke(first(section.nodes, 'node'), 'layer', marker);
   }),
+  edited('chunk mentions that are not an array', CORRUPT, 'mentions must be an array', ({ section }) => {
+    poke(first(section.chunks, 'chunk'), 'mentions', 'Luna');
+  }),
+  edited('a mention of an unknown type', CORRUPT, 'mentions[0] has unknown type', ({ section }) => {
+    const mention = { id: 'en:crafted:0', name: 'Luna', type: 'other' as const };
+    first(section.chunks, 'chunk').mentions = [mention];
+    poke(mention, 'type', 'alien');
+  }),
   edited('two chunks share an order', CORRUPT, 'share order', ({ section }) => {
     second(section.chunks, 'chunks').order = first(section.chunks, 'chunk').order;
   }),

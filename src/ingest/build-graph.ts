@@ -120,10 +120,12 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
         nodes.push(target);
       }
     } else {
+      const id = `en:${chunk.id.slice(0, 12)}:${i}`;
       // A chunk extracted again finds its own mentions: they are made afresh, as for a new chunk.
-      const mentioned = config.sharedEntities ? graph.mentionNamed(key) : undefined;
-      if (config.sharedEntities && (!mentioned || mentioned.chunkId === chunk.id)) {
-        const mention: EntityMention = { id: `en:${chunk.id.slice(0, 12)}:${i}`, name: entity.name, type: entity.type };
+      const held = config.sharedEntities ? graph.mentionNamed(key) : undefined;
+      const mentioned = held?.chunkId === chunk.id ? undefined : held;
+      if (config.sharedEntities && !mentioned) {
+        const mention: EntityMention = { id, name: entity.name, type: entity.type };
         mentions.push(mention);
         entityByName.set(key, mention);
         return;
@@ -134,7 +136,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
       // key and groups them, so the older chunk's group is not written again).
       target = mentioned
         ? { id: mentioned.mention.id, key: input.nextKey(), layer: 'entity', name: mentioned.mention.name, entityType: mentioned.mention.type, chunkIds: [chunk.id, mentioned.chunkId] }
-        : { id: `en:${chunk.id.slice(0, 12)}:${i}`, key: input.nextKey(), layer: 'entity', name: entity.name, entityType: entity.type, chunkIds: [chunk.id] };
+        : { id, key: input.nextKey(), layer: 'entity', name: entity.name, entityType: entity.type, chunkIds: [chunk.id] };
       nodes.push(target);
       nodeVectors.push([target.id, vector]);
     }

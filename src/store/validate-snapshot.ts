@@ -377,7 +377,7 @@ function gatheredVectors(list: Iterable<readonly [unknown, unknown]>, dim: numbe
 export function checkMemoryReferences(memory: MemorySnapshot, fail: Fail): void {
   const chunkIds = new Set(memory.chunks.map((chunk) => chunk.id));
   const nodeIds = new Set(memory.nodes.map((node) => node.id));
-  const ends = new Set([...nodeIds, ...memory.chunks.flatMap((chunk) => (chunk.mentions ?? []).map((mention) => mention.id))]);
+  const mentionIds = new Set(memory.chunks.flatMap((chunk) => (chunk.mentions ?? []).map((mention) => mention.id)));
   const edgeIds = new Set(memory.edges.map((edge) => edge.id));
   for (const chunk of memory.chunks) {
     if (!memory.hashes.has(chunk.id)) fail(`chunk ${shown(chunk.id)} has no ingested hash`);
@@ -389,7 +389,7 @@ export function checkMemoryReferences(memory: MemorySnapshot, fail: Fail): void 
   }
   for (const edge of memory.edges) {
     for (const end of [edge.from, edge.to]) {
-      if (!ends.has(end)) fail(`edge ${shown(edge.id)} ends at node ${shown(end)}, which the memory does not hold`);
+      if (!nodeIds.has(end) && !mentionIds.has(end)) fail(`edge ${shown(edge.id)} ends at node ${shown(end)}, which the memory does not hold`);
     }
   }
   for (const id of memory.vectors.keys()) {

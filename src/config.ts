@@ -244,6 +244,15 @@ export interface RetrievalFlags {
   /** Meaning route — beyond the paper: see `retrieval.meaningRoute`. */
   meaningRoute: boolean;
   /**
+   * On the meaning route, a turn's own cosine is that of its sentences taken together: the
+   * normalised sum of its FacetPoints' vectors against the query, not its Facet's vector, which
+   * embeds the turn's line cut at 160 characters and is the dense baseline's cosine. The turns
+   * read are those of the `meaningRoute.turns` closest Facets and of the Facets holding as many
+   * closest FacetPoints, so a turn one of whose sentences is close is read too. Off: the Facet's
+   * cosine, and the closest Facets only.
+   */
+  composedTurns: boolean;
+  /**
    * In a memory of chats with an assistant (speakers `User`/`user` and `Assistant`/`assistant`),
    * a query in the first person ("my", "I") counts as naming the user and one in the second
    * ("you") as naming the assistant, for the speaker term (`turnScore.pronounSpeaker`).
@@ -383,6 +392,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // Chosen by `prism eval longmemeval --loco`, with pronounSpeakers.
     pastSecondPerson: true,
     meaningRoute: true,
+    // Parameter-free; the leave-one-conversation-out choice against off is in the README (*Remarks*).
+    composedTurns: true,
   },
   seed: 42, // §6
 };

@@ -19,7 +19,7 @@ import {
   TEMPORAL_TRIGGERS,
 } from '../src/retrieve/intent.ts';
 import { LexicalIndex, lexicalDocuments, NO_TURN_SCORES, normaliseTerm, sharedTermCount, termsOf, type LexicalDoc, type LexicalMatches, type TurnScores } from '../src/retrieve/lexical.ts';
-import { bestLexicalTurnText, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
+import { bestLexicalTurnText, composedTurnCosines, lexicalConfidence, turnAnchors } from '../src/retrieve/turn-anchors.ts';
 import { SentenceWeighing, type Excerpt } from '../src/retrieve/excerpt.ts';
 import { countTokens, packContext, type ContextUnit } from '../src/retrieve/pack.ts';
 import { countLines } from '../src/util/tokens.ts';
@@ -1587,7 +1587,8 @@ describe('session-independent turn anchors and adaptive fusion', () => {
       .build();
     const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
     const order = async (query: string, meaningRoute: boolean, reply: number) => {
-      const config = { flags: { meaningRoute }, retrieval: { unitEpisodes: 1, unitBudgets: 0, turnAnchors: 1, meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 4, reply } } };
+      // Each turn by its Facet's cosine (`composedTurns` off; the next test reads turns by their sentences).
+      const config = { flags: { meaningRoute, composedTurns: false }, retrieval: { unitEpisodes: 1, unitBudgets: 0, turnAnchors: 1, meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 4, reply } } };
       return (await retrieve(query, deps, { budget: 2000, k: 1, mode: 'zero-llm', config })).units.map((u) => [u.dialogIds[0], Number(u.score.toFixed(3))]);
     };
     // No word of the remark is in memory: its turns rank by cosine, the remark at 0.9 × its reply's.
@@ -1602,6 +1603,53 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     expect((await order('everyone congratulates me on the promotion', false, 0.9)).map(([id]) => id).sort()).toEqual(['D1:1', 'D1:2', 'D2:2']);
     // A query whose words the memory holds, with a close turn, is ranked as without the route.
     expect(await order('when is the quarterly report due', true, 0.9)).toEqual(await order('when is the quarterly report due', false, 0.9));
+  });
+
+  it('scores Facets as turns by their FacetPoints’ vectors taken together, best first', () => {
+    const [p1, p2] = [atCos(0.6, 2), atCos(0.6, 3)];
+    const graph = new GraphBuilder()
+      .episode('ep', 1, unrelated(), [
+        ['D1:1', 'Ana', 'I stopped eating out. Every dollar goes to my loans.'],
+        ['D1:2', 'Ben', 'Good plan.'],
+      ])
+      .facet('fc-two', 'ep', 'Ana: I stopped eating out. Every dollar goes to my loans.', atCos(0.2, 4))
+      .point('fp-a', 'fc-two', 'Ana: I stopped eating out.', p1, { dialogIds: ['D1:1'] })
+      .point('fp-b', 'fc-two', 'Ana: Every dollar goes to my loans.', p2, { dialogIds: ['D1:1'] })
+      .facet('fc-one', 'ep', 'Ben: Good plan.', atCos(0.65, 5))
+      .point('fp-c', 'fc-one', 'Ben: Good plan.', atCos(0.65, 6), { dialogIds: ['D1:2'] })
+      .build();
+    const scored = composedTurnCosines(graph, ['fc-one', 'fp-a', 'fc-two', 'fc-one', 'missing'], Q);
+    // Two sentences at 0.6 that say different things sum to a turn closer than either (1.2 / ‖p1 + p2‖ ≈ 0.73), and than fc-one's 0.65.
+    expect(scored.map((a) => a.id)).toEqual(['fc-two', 'fc-one']);
+    expect(scored[0]?.score).toBeCloseTo(dot(normalisedSum(p1, p2), Q), 6);
+    expect(scored[0]?.score).toBeCloseTo(1.2 / Math.sqrt(2 + 2 * 0.36), 6);
+    expect(scored[1]?.score).toBeCloseTo(0.65, 6);
+  });
+
+  it('on the meaning route with composedTurns, reads the turns of the closest FacetPoints and ranks them by their sentences', async () => {
+    // ep-main wins N1. In ep-cue the turn whose two sentences each sit at 0.6 has a Facet (its line cut short) at 0.1.
+    const [p1, p2] = [atCos(0.6, 2), atCos(0.6, 3)];
+    const graph = new GraphBuilder()
+      .episode('ep-main', 1, atCos(0.9, 1), [['D1:1', 'Ben', 'Then we should start drafting it tomorrow.']])
+      .facet('fc-m', 'ep-main', 'Ben: Then we should start drafting it tomorrow.', atCos(0.5, 4))
+      .point('fp-m', 'fc-m', 'Ben: Then we should start drafting it tomorrow.', atCos(0.5, 5), { dialogIds: ['D1:1'] })
+      .episode('ep-cue', 2, unrelated(), [['D2:1', 'Ana', 'I stopped eating out. Every dollar goes to my loans.']])
+      .facet('fc-c', 'ep-cue', 'Ana: I stopped eating out. Every…', atCos(0.1, 6))
+      .point('fp-c1', 'fc-c', 'Ana: I stopped eating out.', p1, { dialogIds: ['D2:1'] })
+      .point('fp-c2', 'fc-c', 'Ana: Every dollar goes to my loans.', p2, { dialogIds: ['D2:1'] })
+      .build();
+    const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
+    const ranked = async (composedTurns: boolean) => {
+      // One turn read on the route: the closest Facet alone, or with the Facet of the closest FacetPoint.
+      const config = { flags: { composedTurns }, retrieval: { unitEpisodes: 1, unitBudgets: 0, turnAnchors: 0, meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 1, reply: 0 } } };
+      return (await retrieve('treat myself to a fancy dinner', deps, { budget: 2000, k: 1, mode: 'zero-llm', config })).units.map((u) => [u.dialogIds[0], Number(u.score.toFixed(3))]);
+    };
+    expect(await ranked(true)).toEqual([
+      ['D2:1', Number(dot(normalisedSum(p1, p2), Q).toFixed(3))],
+      ['D1:1', 0],
+    ]);
+    // Off: the closest Facet is fc-m (0.5); ep-cue's turn is never read.
+    expect(await ranked(false)).toEqual([['D1:1', 0.5]]);
   });
 
   it('trusts BM25 in proportion to the query terms its best turn shares, full at the given share', () => {

@@ -73,11 +73,15 @@ const MEANING_ROUTES: ReadonlyArray<{ lexicalConfidence: number; bestCosine: num
   { lexicalConfidence: 0.5, bestCosine: 0.5, reply: 0.8 },
 ];
 
-const MEANING_CANDIDATES: readonly LocoCandidate[] = MEANING_ROUTES.map((route) =>
-  route === 'off'
-    ? { name: 'loco:meaning-off', overlay: { flags: { meaningRoute: false } } }
-    : { name: `loco:meaning-l${route.lexicalConfidence}c${route.bestCosine}r${route.reply}`, overlay: { retrieval: { meaningRoute: route } } },
-);
+const MEANING_CANDIDATES: readonly LocoCandidate[] = [
+  ...MEANING_ROUTES.map((route) =>
+    route === 'off'
+      ? { name: 'loco:meaning-off', overlay: { flags: { meaningRoute: false } } }
+      : { name: `loco:meaning-l${route.lexicalConfidence}c${route.bestCosine}r${route.reply}`, overlay: { retrieval: { meaningRoute: route } } },
+  ),
+  // At the shipped point: turns ranked by their Facet's cosine instead of their sentences' (`flags.composedTurns`).
+  { name: 'loco:meaning-facet-cosine', overlay: { flags: { composedTurns: false } } },
+];
 
 const GRID_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({
   name: candidateName(point),

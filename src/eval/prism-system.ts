@@ -63,6 +63,8 @@ const VARIANTS = {
   // The meaning route off (every query ranked as a question is), and on without its reply term.
   'prism-no-meaning-route': { mode: 'zero-llm', overlay: { flags: { meaningRoute: false } } },
   'prism-meaning-no-reply': { mode: 'zero-llm', overlay: { retrieval: { meaningRoute: { reply: 0 } } } },
+  // The meaning route ranking turns by their Facet's cosine (the turn's line), not their sentences taken together.
+  'prism-meaning-facet-cosine': { mode: 'zero-llm', overlay: { flags: { composedTurns: false } } },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
 } satisfies Record<string, PrismVariantSpec>;

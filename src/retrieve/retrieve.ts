@@ -17,7 +17,7 @@ import { dot } from '../util/vectors.ts';
 import { packContext } from './pack.ts';
 import type { Anchor, BundleEntry, Intent, IntentTier, LayerAnchors, RankedEpisode, RetrievalMode, RetrieveDeps } from './types.ts';
 import { anchorsWithin, maskSpeakerNames, speakerFocus } from './speakers.ts';
-import { bestLexicalTurnText, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
+import { bestLexicalTurnText, composedTurnCosines, lexicalConfidence, turnAnchors, type TurnAnchors } from './turn-anchors.ts';
 import { buildUnits, fitUnit, unitLeastTokens, unitTokens, type RetrievedUnit } from './units.ts';
 
 export interface RetrieveOptions {
@@ -163,7 +163,15 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const anchorCount = byMeaning ? config.retrieval.meaningRoute.turns : config.retrieval.turnAnchors;
   const turnAnchorsFound: TurnAnchors =
-    fineBudget === null ? new Map() : turnAnchors(deps.graph, await turnAnchorHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch), anchorCount);
+    fineBudget === null
+      ? new Map()
+      : turnAnchors(
+          deps.graph,
+          byMeaning && config.flags.composedTurns
+            ? await composedTurnHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch)
+            : await turnAnchorHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch),
+          anchorCount,
+        );
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
   // Only speakers the memory has: a memory of people talking (LoCoMo) has no side a pronoun points at.
   const pronounSpeakers = new Set(config.flags.pronounSpeakers ? addressedRoles(query, config.flags.pastSecondPerson).filter((role) => deps.graph.speaks(role)) : []);
@@ -399,6 +407,30 @@ async function turnAnchorHits(
     const node = deps.graph.nodes.get(anchor.id);
     return node?.layer === 'facet' && scope.has(node.episodeId);
   });
+}
+
+/**
+ * The meaning route's turn anchors under `flags.composedTurns`: the Facets of `turnAnchorHits`
+ * and those holding as many closest FacetPoints (in the scope), scored by their sentences taken
+ * together (`composedTurnCosines`).
+ */
+async function composedTurnHits(
+  deps: RetrieveDeps,
+  queryVector: Float32Array,
+  facetAnchors: readonly Anchor[],
+  count: number,
+  scope: ReadonlySet<string> | null,
+  overFetch: number,
+): Promise<readonly Anchor[]> {
+  const [facets, points] = await Promise.all([
+    turnAnchorHits(deps, queryVector, facetAnchors, count, scope, overFetch),
+    deps.searchLayer('facetPoint', queryVector, count * overFetch),
+  ]);
+  const pointFacets = points.flatMap((anchor) => {
+    const point = deps.graph.nodes.get(anchor.id);
+    return point?.layer === 'facetPoint' && (!scope || scope.has(point.episodeId)) ? [point.facetId] : [];
+  });
+  return composedTurnCosines(deps.graph, [...facets.map((anchor) => anchor.id), ...pointFacets], queryVector);
 }
 
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: (layer: Layer) => number): Promise<LayerAnchors> {

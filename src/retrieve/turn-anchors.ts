@@ -1,5 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { termsOf, turnDocumentText, type TurnScores } from './lexical.ts';
+import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Anchor } from './types.ts';
 
 /**
@@ -25,6 +26,27 @@ export function turnAnchors(graph: MemoryGraph, facetAnchors: readonly Anchor[],
     }
   }
   return anchors;
+}
+
+/**
+ * Facets scored as turns by their sentences taken together (`flags.composedTurns`): each Facet
+ * of `facetIds` (once, in the order given) with the cosine of the normalised sum of its
+ * FacetPoints' vectors against the query, best first (ties keep the given order). A Facet with
+ * no FacetPoint vector is left out.
+ */
+export function composedTurnCosines(graph: MemoryGraph, facetIds: Iterable<string>, queryVector: Float32Array): Anchor[] {
+  const scored: Anchor[] = [];
+  for (const id of new Set(facetIds)) {
+    if (graph.nodes.get(id)?.layer !== 'facet') continue;
+    const vectors: Float32Array[] = [];
+    for (const edge of graph.edgesTo(id, 'belongs_to')) {
+      const vector = graph.nodes.get(edge.from)?.layer === 'facetPoint' ? graph.vectors.get(edge.from) : undefined;
+      if (vector) vectors.push(vector);
+    }
+    if (vectors.length > 0) scored.push({ id, score: dot(normalisedSum(...vectors), queryVector) });
+  }
+  // A stable sort: ties keep the given order.
+  return scored.sort((a, b) => b.score - a.score);
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { termsOf, turnDocumentText, type TurnScores } from './lexical.ts';
-import { dot, normalisedSum } from '../util/vectors.ts';
+import { vectorDot } from '../graph/vector-table.ts';
+import type { GraphNode } from '../graph/types.ts';
+import { normOfSum } from '../util/vectors.ts';
 import type { Anchor } from './types.ts';
 
 /**
@@ -37,17 +39,28 @@ export function turnAnchors(graph: MemoryGraph, facetAnchors: readonly Anchor[],
 export function composedTurnCosines(graph: MemoryGraph, facetIds: Iterable<string>, queryVector: Float32Array): Anchor[] {
   const scored: Anchor[] = [];
   for (const id of new Set(facetIds)) {
-    if (graph.nodes.get(id)?.layer !== 'facet') continue;
-    const vectors: Float32Array[] = [];
-    for (const edge of graph.edgesTo(id, 'belongs_to')) {
-      const vector = graph.nodes.get(edge.from)?.layer === 'facetPoint' ? graph.vectors.get(edge.from) : undefined;
-      if (vector) vectors.push(vector);
-    }
-    if (vectors.length > 0) scored.push({ id, score: dot(normalisedSum(...vectors), queryVector) });
+    const facet = graph.nodes.get(id);
+    if (facet?.layer !== 'facet') continue;
+    const points: string[] = [];
+    for (const edge of graph.edgesTo(id, 'belongs_to')) if (graph.nodes.get(edge.from)?.layer === 'facetPoint' && graph.vectors.has(edge.from)) points.push(edge.from);
+    if (points.length === 0) continue;
+    // The cosine is Σ q·pᵢ / ‖Σ pᵢ‖: the dots read the stored records as they are, and the norm does not depend on the query.
+    let norm = sumNorms.get(facet);
+    if (norm === undefined) sumNorms.set(facet, (norm = normOfSum(points.map((point) => graph.vectors.get(point) as Float32Array))));
+    let dots = 0;
+    for (const point of points) dots += vectorDot(graph.vectors, point, queryVector) ?? 0;
+    scored.push({ id, score: norm > 0 ? dots / norm : 0 });
   }
   // A stable sort: ties keep the given order.
   return scored.sort((a, b) => b.score - a.score);
 }
+
+/**
+ * ‖the sum of a Facet's FacetPoint vectors‖, by the Facet node: a Facet's FacetPoints are made
+ * with it and go with it (a chunk built again puts new nodes), so the number holds while the
+ * node does.
+ */
+const sumNorms = new WeakMap<GraphNode, number>();
 
 /**
  * Adaptive fusion (beyond the paper): how far to trust BM25 for this query, in [0, 1]: the

@@ -55,14 +55,28 @@ export function packRows(rows: readonly Float32Array[], dim: number): Float32Arr
 export function normalisedSum(...vectors: readonly Float32Array[]): Float32Array {
   // Sums and norm in float64, components stored as float32 before dividing: `normalisedSumDot`
   // repeats exactly these operations for two vectors.
-  const sums = new Float64Array(vectors[0]?.length ?? 0);
-  for (const v of vectors) for (let i = 0; i < sums.length; i++) sums[i] = (sums[i] ?? 0) + (v[i] ?? 0);
-  let norm = 0;
-  for (const x of sums) norm += x * x;
-  norm = Math.sqrt(norm);
+  const sums = float64Sums(vectors);
+  const norm = float64Norm(sums);
   const out = Float32Array.from(sums);
   if (norm > 0) for (let i = 0; i < out.length; i++) out[i] = (out[i] ?? 0) / norm;
   return out;
+}
+
+/** ‖a + b + …‖ as `normalisedSum` takes it. */
+export function normOfSum(vectors: readonly Float32Array[]): number {
+  return float64Norm(float64Sums(vectors));
+}
+
+function float64Sums(vectors: readonly Float32Array[]): Float64Array {
+  const sums = new Float64Array(vectors[0]?.length ?? 0);
+  for (const v of vectors) for (let i = 0; i < sums.length; i++) sums[i] = (sums[i] ?? 0) + (v[i] ?? 0);
+  return sums;
+}
+
+function float64Norm(sums: Float64Array): number {
+  let norm = 0;
+  for (const x of sums) norm += x * x;
+  return Math.sqrt(norm);
 }
 
 /** ‖a + b‖ as `normalisedSum` takes it (sums and norm in float64). */

@@ -118,8 +118,18 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   // In a scope, each search fetches enough hits for about as many to fall inside it.
   const overFetch = scope ? Math.min(config.retrieval.maxScopedFetch, Math.ceil(focus.episodeCount / scope.size)) : 1;
   const { anchorsPerLayer, lexicalAnchors } = config.retrieval;
+  // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
+  const fineBudget = config.flags.fineUnits && options.budget !== undefined ? options.budget : null;
+  // The meaning route may read the `meaningRoute.turns` closest Facets and FacetPoints: those two
+  // layers are scanned once for that many, and the anchors are the first of them (hits are a total
+  // order, best score then smaller key, so fewer are a prefix of more).
+  const routeTurns = fineBudget !== null && config.flags.meaningRoute && dates.length === 0 ? config.retrieval.meaningRoute.turns : 0;
   // Entity anchors span Episodes and are kept whole (`anchorsWithin`), so only the other layers fetch more.
-  const denseFound = await denseAnchors(deps, queryVector, (layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * overFetch));
+  const anchorHits = (layer: Layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * overFetch);
+  const scanned = (layer: Layer) => (layer === 'facet' || layer === 'facetPoint' ? Math.max(anchorsPerLayer, routeTurns) * overFetch : anchorHits(layer));
+  const scans = await denseAnchors(deps, queryVector, scanned);
+  const closest: ClosestHits = (layer, k) => (k <= scanned(layer) ? Promise.resolve(scans[layer].slice(0, k)) : deps.searchLayer(layer, queryVector, k));
+  const denseFound = Object.fromEntries(LAYERS.map((layer) => [layer, scans[layer].slice(0, anchorHits(layer))])) as LayerAnchors;
   const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   // Fusion reads the best `lexicalAnchors` hits of each layer, so the index selects only those.
   const lexicalFound = deps.lexical?.search(query, lexicalAnchors * overFetch);
@@ -145,8 +155,6 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   throwIfAborted(signal);
 
   const k = options.k ?? config.retrieval.bundleSize;
-  // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
-  const fineBudget = config.flags.fineUnits && options.budget !== undefined ? options.budget : null;
   // Fine units may draw on more Episodes than the K that N3 and ER@K see (`unitEpisodes`).
   const searched =
     fineBudget === null
@@ -168,8 +176,8 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       : turnAnchors(
           deps.graph,
           byMeaning && config.flags.composedTurns
-            ? await composedTurnHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch)
-            : await turnAnchorHits(deps, queryVector, dense.facet, anchorCount, scope, overFetch),
+            ? await composedTurnHits(deps.graph, closest, queryVector, dense.facet, anchorCount, scope, overFetch)
+            : await turnAnchorHits(deps.graph, closest, dense.facet, anchorCount, scope, overFetch),
           anchorCount,
         );
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
@@ -393,18 +401,18 @@ export function takesMeaningRoute(lexicalConfidence: number | null, bestTurnCosi
  * that enter on their own cosine is not bound to the number of N1 anchors.
  */
 async function turnAnchorHits(
-  deps: RetrieveDeps,
-  queryVector: Float32Array,
+  graph: MemoryGraph,
+  closest: ClosestHits,
   facetAnchors: readonly Anchor[],
   count: number,
   scope: ReadonlySet<string> | null,
   overFetch: number,
 ): Promise<readonly Anchor[]> {
   if (count <= facetAnchors.length) return facetAnchors;
-  const found = await deps.searchLayer('facet', queryVector, count * overFetch);
+  const found = await closest('facet', count * overFetch);
   if (!scope) return found;
   return found.filter((anchor) => {
-    const node = deps.graph.nodes.get(anchor.id);
+    const node = graph.nodes.get(anchor.id);
     return node?.layer === 'facet' && scope.has(node.episodeId);
   });
 }
@@ -415,23 +423,24 @@ async function turnAnchorHits(
  * together (`composedTurnCosines`).
  */
 async function composedTurnHits(
-  deps: RetrieveDeps,
+  graph: MemoryGraph,
+  closest: ClosestHits,
   queryVector: Float32Array,
   facetAnchors: readonly Anchor[],
   count: number,
   scope: ReadonlySet<string> | null,
   overFetch: number,
 ): Promise<readonly Anchor[]> {
-  const [facets, points] = await Promise.all([
-    turnAnchorHits(deps, queryVector, facetAnchors, count, scope, overFetch),
-    deps.searchLayer('facetPoint', queryVector, count * overFetch),
-  ]);
+  const [facets, points] = await Promise.all([turnAnchorHits(graph, closest, facetAnchors, count, scope, overFetch), closest('facetPoint', count * overFetch)]);
   const pointFacets = points.flatMap((anchor) => {
-    const point = deps.graph.nodes.get(anchor.id);
+    const point = graph.nodes.get(anchor.id);
     return point?.layer === 'facetPoint' && (!scope || scope.has(point.episodeId)) ? [point.facetId] : [];
   });
-  return composedTurnCosines(deps.graph, [...facets.map((anchor) => anchor.id), ...pointFacets], queryVector);
+  return composedTurnCosines(graph, [...facets.map((anchor) => anchor.id), ...pointFacets], queryVector);
 }
+
+/** A layer's `k` closest hits to the query, best first. */
+type ClosestHits = (layer: 'facet' | 'facetPoint', k: number) => Promise<readonly Anchor[]>;
 
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: (layer: Layer) => number): Promise<LayerAnchors> {
   const lists = await Promise.all(LAYERS.map((layer) => deps.searchLayer(layer, queryVector, k(layer))));

@@ -170,14 +170,15 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
     fineBudget !== null && config.flags.meaningRoute && dates.length === 0 && takesMeaningRoute(confidence, masked ? null : (dense.facet[0]?.score ?? 0), config.retrieval.meaningRoute);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const anchorCount = byMeaning ? config.retrieval.meaningRoute.turns : config.retrieval.turnAnchors;
+  const turnSearch: TurnSearch = { graph: deps.graph, closest, scope, overFetch };
   const turnAnchorsFound: TurnAnchors =
     fineBudget === null
       ? new Map()
       : turnAnchors(
           deps.graph,
           byMeaning && config.flags.composedTurns
-            ? await composedTurnHits(deps.graph, closest, queryVector, dense.facet, anchorCount, scope, overFetch)
-            : await turnAnchorHits(deps.graph, closest, dense.facet, anchorCount, scope, overFetch),
+            ? await composedTurnHits(turnSearch, queryVector, dense.facet, anchorCount)
+            : await turnAnchorHits(turnSearch, dense.facet, anchorCount),
           anchorCount,
         );
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
@@ -400,14 +401,7 @@ export function takesMeaningRoute(lexicalConfidence: number | null, bestTurnCosi
  * enough, else a deeper search of that layer (within the speaker scope), so the number of turns
  * that enter on their own cosine is not bound to the number of N1 anchors.
  */
-async function turnAnchorHits(
-  graph: MemoryGraph,
-  closest: ClosestHits,
-  facetAnchors: readonly Anchor[],
-  count: number,
-  scope: ReadonlySet<string> | null,
-  overFetch: number,
-): Promise<readonly Anchor[]> {
+async function turnAnchorHits({ graph, closest, scope, overFetch }: TurnSearch, facetAnchors: readonly Anchor[], count: number): Promise<readonly Anchor[]> {
   if (count <= facetAnchors.length) return facetAnchors;
   const found = await closest('facet', count * overFetch);
   if (!scope) return found;
@@ -422,16 +416,9 @@ async function turnAnchorHits(
  * and those holding as many closest FacetPoints (in the scope), scored by their sentences taken
  * together (`composedTurnCosines`).
  */
-async function composedTurnHits(
-  graph: MemoryGraph,
-  closest: ClosestHits,
-  queryVector: Float32Array,
-  facetAnchors: readonly Anchor[],
-  count: number,
-  scope: ReadonlySet<string> | null,
-  overFetch: number,
-): Promise<readonly Anchor[]> {
-  const [facets, points] = await Promise.all([turnAnchorHits(graph, closest, facetAnchors, count, scope, overFetch), closest('facetPoint', count * overFetch)]);
+async function composedTurnHits(search: TurnSearch, queryVector: Float32Array, facetAnchors: readonly Anchor[], count: number): Promise<readonly Anchor[]> {
+  const { graph, closest, scope, overFetch } = search;
+  const [facets, points] = await Promise.all([turnAnchorHits(search, facetAnchors, count), closest('facetPoint', count * overFetch)]);
   const pointFacets = points.flatMap((anchor) => {
     const point = graph.nodes.get(anchor.id);
     return point?.layer === 'facetPoint' && (!scope || scope.has(point.episodeId)) ? [point.facetId] : [];
@@ -441,6 +428,14 @@ async function composedTurnHits(
 
 /** A layer's `k` closest hits to the query, best first. */
 type ClosestHits = (layer: 'facet' | 'facetPoint', k: number) => Promise<readonly Anchor[]>;
+
+/** Where turn anchors are searched: the graph, its closest hits, and the speaker scope with the factor each search fetches more by in it. */
+interface TurnSearch {
+  graph: MemoryGraph;
+  closest: ClosestHits;
+  scope: ReadonlySet<string> | null;
+  overFetch: number;
+}
 
 async function denseAnchors(deps: RetrieveDeps, queryVector: Float32Array, k: (layer: Layer) => number): Promise<LayerAnchors> {
   const lists = await Promise.all(LAYERS.map((layer) => deps.searchLayer(layer, queryVector, k(layer))));

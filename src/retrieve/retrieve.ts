@@ -120,17 +120,6 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const { anchorsPerLayer, lexicalAnchors } = config.retrieval;
   // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
   const fineBudget = config.flags.fineUnits && options.budget !== undefined ? options.budget : null;
-  // The meaning route may read the `meaningRoute.turns` closest Facets and FacetPoints: those two
-  // layers are scanned once for that many, and the anchors are the first of them (hits are a total
-  // order, best score then smaller key, so fewer are a prefix of more).
-  const routeTurns = fineBudget !== null && config.flags.meaningRoute && dates.length === 0 ? config.retrieval.meaningRoute.turns : 0;
-  // Entity anchors span Episodes and are kept whole (`anchorsWithin`), so only the other layers fetch more.
-  const anchorHits = (layer: Layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * overFetch);
-  const scanned = (layer: Layer) => (layer === 'facet' || layer === 'facetPoint' ? Math.max(anchorsPerLayer, routeTurns) * overFetch : anchorHits(layer));
-  const scans = await denseAnchors(deps, queryVector, scanned);
-  const closest: ClosestHits = (layer, k) => (k <= scanned(layer) ? Promise.resolve(scans[layer].slice(0, k)) : deps.searchLayer(layer, queryVector, k));
-  const denseFound = Object.fromEntries(LAYERS.map((layer) => [layer, scans[layer].slice(0, anchorHits(layer))])) as LayerAnchors;
-  const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   // Fusion reads the best `lexicalAnchors` hits of each layer, so the index selects only those.
   const lexicalFound = deps.lexical?.search(query, lexicalAnchors * overFetch);
   const lexical =
@@ -142,6 +131,24 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const confidence = lexical ? lexicalConfidence(queryTerms, bestLexicalTurnText(deps.graph, lexicalTurns), config.retrieval.lexicalFullShare) : null;
   // Adaptive fusion weighs every lexical signal by it (there are none without an index).
   const lexicalWeight = config.flags.adaptiveFusion ? (confidence ?? 0) : 1;
+  // Fine units of a query the meaning route takes are ranked by each turn's own cosine (see `meaningRoute`).
+  // With speaker names masked out of the query vector every cosine drops by what the name matched,
+  // so the closest turn's cosine says how oblique the query is only when no name was masked.
+  const masked = config.flags.maskSpeakerNames && focus.nameTerms.size > 0;
+  // A date the query names is evidence the route would not weigh (date focus): such a query keeps to the structure.
+  const routeOpen = fineBudget !== null && config.flags.meaningRoute && dates.length === 0;
+  const takesRoute = (closestTurn: number) => routeOpen && takesMeaningRoute(confidence, masked ? null : closestTurn, config.retrieval.meaningRoute);
+  // A query the route may take (it would with no turn close) has the Facet and FacetPoint layers
+  // scanned once for the `meaningRoute.turns` closest, which the route reads; the anchors are the
+  // first of them (hits are a total order, best score then smaller key, so fewer are a prefix of more).
+  const routeTurns = takesRoute(-Infinity) ? config.retrieval.meaningRoute.turns : 0;
+  // Entity anchors span Episodes and are kept whole (`anchorsWithin`), so only the other layers fetch more.
+  const anchorHits = (layer: Layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * overFetch);
+  const scanned = (layer: Layer) => (layer === 'facet' || layer === 'facetPoint' ? Math.max(anchorsPerLayer, routeTurns) * overFetch : anchorHits(layer));
+  const scans = await denseAnchors(deps, queryVector, scanned);
+  const closest: ClosestHits = (layer, k) => (k <= scanned(layer) ? Promise.resolve(scans[layer].slice(0, k)) : deps.searchLayer(layer, queryVector, k));
+  const denseFound = Object.fromEntries(LAYERS.map((layer) => [layer, scans[layer].slice(0, anchorHits(layer))])) as LayerAnchors;
+  const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   const anchors =
     lexical && config.flags.hybridAnchors
       ? fuseLayerAnchors(dense, lexical.layers, {
@@ -161,13 +168,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       ? bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, k, scope)
       : searchForUnits(deps.graph, anchors, { queryVector, intent: routed.intent, config }, Math.max(k, config.retrieval.unitEpisodes), config.retrieval.unitBudgets * fineBudget, scope);
   const bundle = searched.slice(0, k);
-  // Fine units of a query the meaning route takes are ranked by each turn's own cosine (see `meaningRoute`).
-  // With speaker names masked out of the query vector every cosine drops by what the name matched,
-  // so the closest turn's cosine says how oblique the query is only when no name was masked.
-  const masked = config.flags.maskSpeakerNames && focus.nameTerms.size > 0;
-  // A date the query names is evidence the route would not weigh (date focus): such a query keeps to the structure.
-  const byMeaning =
-    fineBudget !== null && config.flags.meaningRoute && dates.length === 0 && takesMeaningRoute(confidence, masked ? null : (dense.facet[0]?.score ?? 0), config.retrieval.meaningRoute);
+  const byMeaning = takesRoute(dense.facet[0]?.score ?? 0);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const anchorCount = byMeaning ? config.retrieval.meaningRoute.turns : config.retrieval.turnAnchors;
   const turnSearch: TurnSearch = { graph: deps.graph, closest, scope, overFetch };

@@ -301,6 +301,11 @@ function sameFloats(a: Float32Array, b: Float32Array): boolean {
   return true;
 }
 
+/** `vectors.get(id)`, decoded afresh where a VectorTable holds it: a read that would only crowd out the vectors queries read again. */
+export function vectorOnce(vectors: ReadonlyMap<string, Float32Array>, id: string): Float32Array | undefined {
+  return vectors instanceof VectorTable ? vectors.peek(id) : vectors.get(id);
+}
+
 /** `dot(vectors.get(id), query)`, bit for bit; a VectorTable's i8 records are not decoded for it. Undefined when `id` has no vector. */
 export function vectorDot(vectors: ReadonlyMap<string, Float32Array>, id: string, query: Float32Array): number | undefined {
   if (vectors instanceof VectorTable) return vectors.dot(id, query);

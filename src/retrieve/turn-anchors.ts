@@ -1,6 +1,6 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { termsOf, turnDocumentText, type TurnScores } from './lexical.ts';
-import { vectorDot } from '../graph/vector-table.ts';
+import { vectorDot, vectorOnce } from '../graph/vector-table.ts';
 import type { GraphNode } from '../graph/types.ts';
 import { normOfSum } from '../util/vectors.ts';
 import type { Anchor } from './types.ts';
@@ -46,7 +46,7 @@ export function composedTurnCosines(graph: MemoryGraph, facetIds: Iterable<strin
     if (points.length === 0) continue;
     // The cosine is Σ q·pᵢ / ‖Σ pᵢ‖: the dots read the stored records as they are, and the norm does not depend on the query.
     let norm = sumNorms.get(facet);
-    if (norm === undefined) sumNorms.set(facet, (norm = normOfSum(points.map((point) => graph.vectors.get(point) as Float32Array))));
+    if (norm === undefined) sumNorms.set(facet, (norm = normOfSum(points.map((point) => vectorOnce(graph.vectors, point) as Float32Array))));
     let dots = 0;
     for (const point of points) dots += vectorDot(graph.vectors, point, queryVector) ?? 0;
     scored.push({ id, score: norm > 0 ? dots / norm : 0 });

@@ -247,9 +247,9 @@ export interface RetrievalFlags {
    * On the meaning route, a turn's own cosine is that of its sentences taken together: the
    * normalised sum of its FacetPoints' vectors against the query, not its Facet's vector, which
    * embeds the turn's line cut at 160 characters and is the dense baseline's cosine. The turns
-   * read are those of the `meaningRoute.turns` closest Facets and of the Facets holding as many
-   * closest FacetPoints, so a turn one of whose sentences is close is read too. Off: the Facet's
-   * cosine, and the closest Facets only.
+   * read are those of the `meaningRoute.turns` closest Facets and of the Facets holding the
+   * FacetPoint anchors (`anchorsPerLayer`), so a turn one of whose sentences is close is read too.
+   * Off: the Facet's cosine, and the closest Facets only.
    */
   composedTurns: boolean;
   /**

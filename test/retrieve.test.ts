@@ -1626,7 +1626,7 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     expect(scored[1]?.score).toBeCloseTo(0.65, 6);
   });
 
-  it('on the meaning route with composedTurns, reads the turns of the closest FacetPoints and ranks them by their sentences', async () => {
+  it('on the meaning route with composedTurns, reads the turns of the FacetPoint anchors and ranks them by their sentences', async () => {
     // ep-main wins N1. In ep-cue the turn whose two sentences each sit at 0.6 has a Facet (its line cut short) at 0.1.
     const [p1, p2] = [atCos(0.6, 2), atCos(0.6, 3)];
     const graph = new GraphBuilder()
@@ -1640,7 +1640,7 @@ describe('session-independent turn anchors and adaptive fusion', () => {
       .build();
     const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
     const ranked = async (composedTurns: boolean) => {
-      // One turn read on the route: the closest Facet alone, or with the Facet of the closest FacetPoint.
+      // One turn read on the route: the closest Facet alone, or with the Facets of the FacetPoint anchors.
       const config = { flags: { composedTurns }, retrieval: { unitEpisodes: 1, unitBudgets: 0, turnAnchors: 0, meaningRoute: { lexicalConfidence: 0.5, bestCosine: 0.5, turns: 1, reply: 0 } } };
       return (await retrieve('treat myself to a fancy dinner', deps, { budget: 2000, k: 1, mode: 'zero-llm', config })).units.map((u) => [u.dialogIds[0], Number(u.score.toFixed(3))]);
     };

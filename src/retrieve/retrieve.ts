@@ -138,15 +138,15 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   // A date the query names is evidence the route would not weigh (date focus): such a query keeps to the structure.
   const routeOpen = fineBudget !== null && config.flags.meaningRoute && dates.length === 0;
   const takesRoute = (closestTurn: number) => routeOpen && takesMeaningRoute(confidence, masked ? null : closestTurn, config.retrieval.meaningRoute);
-  // A query the route may take (it would with no turn close) has the Facet and FacetPoint layers
-  // scanned once for the `meaningRoute.turns` closest, which the route reads; the anchors are the
-  // first of them (hits are a total order, best score then smaller key, so fewer are a prefix of more).
+  // A query the route may take (it would with no turn close) has the Facet layer scanned once for
+  // the `meaningRoute.turns` closest, which the route reads; its anchors are the first of them
+  // (hits are a total order, best score then smaller key, so fewer are a prefix of more).
   const routeTurns = takesRoute(-Infinity) ? config.retrieval.meaningRoute.turns : 0;
   // Entity anchors span Episodes and are kept whole (`anchorsWithin`), so only the other layers fetch more.
   const anchorHits = (layer: Layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * overFetch);
-  const scanned = (layer: Layer) => (layer === 'facet' || layer === 'facetPoint' ? Math.max(anchorsPerLayer, routeTurns) * overFetch : anchorHits(layer));
+  const scanned = (layer: Layer) => (layer === 'facet' ? Math.max(anchorsPerLayer, routeTurns) * overFetch : anchorHits(layer));
   const scans = await denseAnchors(deps, queryVector, scanned);
-  const closest: ClosestHits = (layer, k) => (k <= scanned(layer) ? Promise.resolve(scans[layer].slice(0, k)) : deps.searchLayer(layer, queryVector, k));
+  const closest: ClosestFacets = (k) => (k <= scanned('facet') ? Promise.resolve(scans.facet.slice(0, k)) : deps.searchLayer('facet', queryVector, k));
   const denseFound = Object.fromEntries(LAYERS.map((layer) => [layer, scans[layer].slice(0, anchorHits(layer))])) as LayerAnchors;
   const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   const anchors =
@@ -178,7 +178,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       : turnAnchors(
           deps.graph,
           byMeaning && config.flags.composedTurns
-            ? await composedTurnHits(turnSearch, queryVector, dense.facet, anchorCount)
+            ? await composedTurnHits(turnSearch, queryVector, dense.facet, dense.facetPoint, anchorCount)
             : await turnAnchorHits(turnSearch, dense.facet, anchorCount),
           anchorCount,
         );
@@ -404,7 +404,7 @@ export function takesMeaningRoute(lexicalConfidence: number | null, bestTurnCosi
  */
 async function turnAnchorHits({ graph, closest, scope, overFetch }: TurnSearch, facetAnchors: readonly Anchor[], count: number): Promise<readonly Anchor[]> {
   if (count <= facetAnchors.length) return facetAnchors;
-  const found = await closest('facet', count * overFetch);
+  const found = await closest(count * overFetch);
   if (!scope) return found;
   return found.filter((anchor) => {
     const node = graph.nodes.get(anchor.id);
@@ -414,26 +414,32 @@ async function turnAnchorHits({ graph, closest, scope, overFetch }: TurnSearch, 
 
 /**
  * The meaning route's turn anchors under `flags.composedTurns`: the Facets of `turnAnchorHits`
- * and those holding as many closest FacetPoints (in the scope), scored by their sentences taken
- * together (`composedTurnCosines`).
+ * and those holding the FacetPoint anchors (in the scope, as they are), scored by their
+ * sentences taken together (`composedTurnCosines`).
  */
-async function composedTurnHits(search: TurnSearch, queryVector: Float32Array, facetAnchors: readonly Anchor[], count: number): Promise<readonly Anchor[]> {
-  const { graph, closest, scope, overFetch } = search;
-  const [facets, points] = await Promise.all([turnAnchorHits(search, facetAnchors, count), closest('facetPoint', count * overFetch)]);
-  const pointFacets = points.flatMap((anchor) => {
+async function composedTurnHits(
+  search: TurnSearch,
+  queryVector: Float32Array,
+  facetAnchors: readonly Anchor[],
+  pointAnchors: readonly Anchor[],
+  count: number,
+): Promise<readonly Anchor[]> {
+  const { graph } = search;
+  const facets = await turnAnchorHits(search, facetAnchors, count);
+  const pointFacets = pointAnchors.flatMap((anchor) => {
     const point = graph.nodes.get(anchor.id);
-    return point?.layer === 'facetPoint' && (!scope || scope.has(point.episodeId)) ? [point.facetId] : [];
+    return point?.layer === 'facetPoint' ? [point.facetId] : [];
   });
   return composedTurnCosines(graph, [...facets.map((anchor) => anchor.id), ...pointFacets], queryVector);
 }
 
-/** A layer's `k` closest hits to the query, best first. */
-type ClosestHits = (layer: 'facet' | 'facetPoint', k: number) => Promise<readonly Anchor[]>;
+/** The `k` Facets closest to the query, best first. */
+type ClosestFacets = (k: number) => Promise<readonly Anchor[]>;
 
 /** Where turn anchors are searched: the graph, its closest hits, and the speaker scope with the factor each search fetches more by in it. */
 interface TurnSearch {
   graph: MemoryGraph;
-  closest: ClosestHits;
+  closest: ClosestFacets;
   scope: ReadonlySet<string> | null;
   overFetch: number;
 }

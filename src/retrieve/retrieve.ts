@@ -138,15 +138,13 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   // A date the query names is evidence the route would not weigh (date focus): such a query keeps to the structure.
   const routeOpen = fineBudget !== null && config.flags.meaningRoute && dates.length === 0;
   const takesRoute = (closestTurn: number) => routeOpen && takesMeaningRoute(confidence, masked ? null : closestTurn, config.retrieval.meaningRoute);
-  // A query the route may take (it would with no turn close) has the Facet layer scanned once for
-  // the `meaningRoute.turns` closest, which the route reads; its anchors are the first of them
-  // (hits are a total order, best score then smaller key, so fewer are a prefix of more).
-  const routeTurns = takesRoute(-Infinity) ? config.retrieval.meaningRoute.turns : 0;
+  // The Facet layer is scanned once, for as many as turn anchors read: `meaningRoute.turns` for a
+  // query the route may take (it would with no turn close), else `turnAnchors`; its anchors are
+  // the first of them (hits are a total order, best score then smaller key, so fewer are a prefix of more).
+  const turnsRead = fineBudget === null ? 0 : Math.max(config.retrieval.turnAnchors, takesRoute(-Infinity) ? config.retrieval.meaningRoute.turns : 0);
   // Entity anchors span Episodes and are kept whole (`anchorsWithin`), so only the other layers fetch more.
   const anchorHits = (layer: Layer) => (layer === 'entity' ? anchorsPerLayer : anchorsPerLayer * overFetch);
-  const scanned = (layer: Layer) => (layer === 'facet' ? Math.max(anchorsPerLayer, routeTurns) * overFetch : anchorHits(layer));
-  const scans = await denseAnchors(deps, queryVector, scanned);
-  const closest: ClosestFacets = (k) => (k <= scanned('facet') ? Promise.resolve(scans.facet.slice(0, k)) : deps.searchLayer('facet', queryVector, k));
+  const scans = await denseAnchors(deps, queryVector, (layer) => (layer === 'facet' ? Math.max(anchorsPerLayer, turnsRead) * overFetch : anchorHits(layer)));
   const denseFound = Object.fromEntries(LAYERS.map((layer) => [layer, scans[layer].slice(0, anchorHits(layer))])) as LayerAnchors;
   const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
   const anchors =
@@ -171,15 +169,15 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const byMeaning = takesRoute(dense.facet[0]?.score ?? 0);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const anchorCount = byMeaning ? config.retrieval.meaningRoute.turns : config.retrieval.turnAnchors;
-  const turnSearch: TurnSearch = { graph: deps.graph, closest, scope, overFetch };
+  const turnSearch: TurnSearch = { graph: deps.graph, facets: scans.facet, scope, overFetch };
   const turnAnchorsFound: TurnAnchors =
     fineBudget === null
       ? new Map()
       : turnAnchors(
           deps.graph,
           byMeaning && config.flags.composedTurns
-            ? await composedTurnHits(turnSearch, queryVector, dense.facet, dense.facetPoint, anchorCount)
-            : await turnAnchorHits(turnSearch, dense.facet, anchorCount),
+            ? composedTurnHits(turnSearch, queryVector, dense.facet, dense.facetPoint, anchorCount)
+            : turnAnchorHits(turnSearch, dense.facet, anchorCount),
           anchorCount,
         );
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
@@ -399,12 +397,12 @@ export function takesMeaningRoute(lexicalConfidence: number | null, bestTurnCosi
 
 /**
  * The Facet hits turn anchors are read from: the Facet layer's dense anchors when they are
- * enough, else a deeper search of that layer (within the speaker scope), so the number of turns
+ * enough, else more of that layer's scan (within the speaker scope), so the number of turns
  * that enter on their own cosine is not bound to the number of N1 anchors.
  */
-async function turnAnchorHits({ graph, closest, scope, overFetch }: TurnSearch, facetAnchors: readonly Anchor[], count: number): Promise<readonly Anchor[]> {
+function turnAnchorHits({ graph, facets, scope, overFetch }: TurnSearch, facetAnchors: readonly Anchor[], count: number): readonly Anchor[] {
   if (count <= facetAnchors.length) return facetAnchors;
-  const found = await closest(count * overFetch);
+  const found = facets.slice(0, count * overFetch);
   if (!scope) return found;
   return found.filter((anchor) => {
     const node = graph.nodes.get(anchor.id);
@@ -417,15 +415,9 @@ async function turnAnchorHits({ graph, closest, scope, overFetch }: TurnSearch, 
  * and those holding the FacetPoint anchors (in the scope, as they are), scored by their
  * sentences taken together (`composedTurnCosines`).
  */
-async function composedTurnHits(
-  search: TurnSearch,
-  queryVector: Float32Array,
-  facetAnchors: readonly Anchor[],
-  pointAnchors: readonly Anchor[],
-  count: number,
-): Promise<readonly Anchor[]> {
+function composedTurnHits(search: TurnSearch, queryVector: Float32Array, facetAnchors: readonly Anchor[], pointAnchors: readonly Anchor[], count: number): Anchor[] {
   const { graph } = search;
-  const facets = await turnAnchorHits(search, facetAnchors, count);
+  const facets = turnAnchorHits(search, facetAnchors, count);
   const pointFacets = pointAnchors.flatMap((anchor) => {
     const point = graph.nodes.get(anchor.id);
     return point?.layer === 'facetPoint' ? [point.facetId] : [];
@@ -433,13 +425,11 @@ async function composedTurnHits(
   return composedTurnCosines(graph, [...facets.map((anchor) => anchor.id), ...pointFacets], queryVector);
 }
 
-/** The `k` Facets closest to the query, best first. */
-type ClosestFacets = (k: number) => Promise<readonly Anchor[]>;
-
-/** Where turn anchors are searched: the graph, its closest hits, and the speaker scope with the factor each search fetches more by in it. */
+/** Where turn anchors are read: the graph, its Facet scan, and the speaker scope with the factor each search fetches more by in it. */
 interface TurnSearch {
   graph: MemoryGraph;
-  closest: ClosestFacets;
+  /** The Facet layer's scan: at least as many hits as any turn-anchor count times the over-fetch. */
+  facets: readonly Anchor[];
   scope: ReadonlySet<string> | null;
   overFetch: number;
 }

@@ -19,7 +19,7 @@ import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { applyBatch, snapshotAsBatch } from '../src/store/snapshot.ts';
 import type { GraphStore, WriteBatch } from '../src/store/types.ts';
-import { encodeVector, roundVector } from '../src/store/vector-codec.ts';
+import { encodedBytes, encodeVector, roundVector } from '../src/store/vector-codec.ts';
 import { foldingBatches, ingestShapedSample, pagedChunkIds, pagingBatches, sampleFollowUp, sampleMemory, sampleVector, vectorGroupBatches } from '../e2e/support/sample-memory.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<PrismError> {
@@ -550,20 +550,24 @@ describe('SqlStore on SQLite', () => {
     await store.close();
   });
 
-  it('keeps vectors as i8 with a scale, and reads the f16 and f32 blobs of older files as they were', async () => {
+  it('keeps vectors as i4 with a scale, and reads the i8, f16 and f32 blobs of older files as they were', async () => {
     const store = await openSqlite();
-    expect(store.vectorPrecision).toBe('i8');
+    expect(store.vectorPrecision).toBe('i4');
     const exact = Float32Array.from({ length: sample.meta.dim }, (_, i) => Math.sin(i + 0.5) / 10);
     const batch = snapshotAsBatch(sample);
     batch.putVectors = [...(batch.putVectors ?? []).filter(([id]) => id !== 'ep:0'), ['ep:0', exact]];
     await store.commit(P, batch);
-    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'i8'));
+    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'i4'));
     const db = new Database(sqlitePath());
+    const stored = db.prepare('SELECT data FROM vector_groups WHERE stem = ?').get('ep:0') as { data: Uint8Array };
+    expect(stored.data.length).toBe(4 + encodedBytes(sample.meta.dim, 'i4'));
     // `ep:0` is a group of one (see vector-groups.ts), its member named by the stem itself.
     const setGroup = (bytes: Uint8Array) => {
       const { members, data } = encodeVectorGroup(new Map([[null, bytes]]));
       db.prepare('UPDATE vector_groups SET members = ?, data = ? WHERE stem = ?').run(members, data, 'ep:0');
     };
+    setGroup(encodeVector(exact, 'i8'));
+    expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'i8'));
     setGroup(encodeVector(exact, 'f16'));
     expect((await store.load(P))!.vectors.get('ep:0')).toEqual(roundVector(exact, 'f16'));
     setGroup(encodeVector(exact, 'f32'));

@@ -26,7 +26,7 @@ const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + 
 describe('stored vector precision', () => {
   const vectors = unitVectors(200, 384);
 
-  for (const precision of ['f32', 'f16', 'i8'] as const satisfies readonly VectorPrecision[]) {
+  for (const precision of ['f32', 'f16', 'i8', 'i4'] as const satisfies readonly VectorPrecision[]) {
     it(`${precision}: a rounded vector encodes and decodes to itself, at its byte size`, () => {
       for (const vector of vectors) {
         const rounded = roundVector(vector, precision);
@@ -45,6 +45,38 @@ describe('stored vector precision', () => {
       expect(Math.abs(dot(query!, roundVector(vector, 'f16')) - exact)).toBeLessThan(1e-3);
       expect(Math.abs(dot(query!, roundVector(vector, 'i8')) - exact)).toBeLessThan(1e-2);
     }
+  });
+
+  it('i4: 196 bytes a MiniLM vector, each value one of 15 levels of its scale, no further from the vector than at the i8 scale; cosines within 0.05 of f32', () => {
+    expect(encodedBytes(384, 'i4')).toBe(196);
+    const levels = [0, 18, 36, 54, 73, 91, 109, 127];
+    const [query, ...rest] = vectors;
+    for (const vector of rest) {
+      const rounded = roundVector(vector, 'i4');
+      const scale = new DataView(encodeVector(vector, 'i4').buffer).getFloat32(0, true);
+      const max = Math.max(...vector.map(Math.abs));
+      expect(scale).toBeLessThanOrEqual(max / 127 + 1e-9);
+      expect(Math.max(...rounded.map(Math.abs))).toBe(Math.fround(127 * scale));
+      for (const x of rounded) expect(levels).toContain(Math.round(Math.abs(x) / scale));
+      // The levels at the i8 scale itself (max / 7 apart): the chosen scale is at least as close.
+      const atI8Scale = vector.map((x) => Math.sign(x) * (levels[Math.round((Math.abs(x) / max) * 7)] as number) * (max / 127));
+      const error = (v: Float32Array) => v.reduce((sum, x, i) => sum + (x - (vector[i] as number)) ** 2, 0);
+      expect(error(rounded)).toBeLessThanOrEqual(error(atI8Scale) + 1e-9);
+      expect(Math.abs(dot(query!, rounded) - dot(query!, vector))).toBeLessThan(0.05);
+    }
+  });
+
+  it('i4 keeps vectors under 8 dimensions as i8 (their i4 length could be f16\'s); a half byte no level is is CORRUPT_CHECKPOINT', () => {
+    const small = Float32Array.from([0.5, -0.25, 0.125]);
+    expect([...encodeVector(small, 'i4')]).toEqual([...encodeVector(small, 'i8')]);
+    // An odd dimension: the last byte holds one value.
+    const odd = roundVector(Float32Array.from([0.5, -0.25, 0.125, 0, -0.5, 0.3, -0.1, 0.05, -0.45]), 'i4');
+    expect(encodeVector(odd, 'i4').byteLength).toBe(4 + 5);
+    expect(decodeVector(encodeVector(odd, 'i4'), 9)).toEqual(odd);
+    expect(odd[8]).not.toBe(0);
+    const bytes = encodeVector(vectors[0] as Float32Array, 'i4');
+    bytes[100] = 0xf0 | (bytes[100]! & 0x0f);
+    expect(() => decodeVector(bytes, 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT' }));
   });
 
   it('f16 rounds to the nearest half float, including subnormals, overflow and signed zero', () => {
@@ -85,9 +117,17 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
 
   it('takes stored bytes at any precision, and names a vector whose bytes fit none', () => {
     const table = new VectorTable();
-    for (const precision of ['i8', 'f16', 'f32'] as const) table.setStored(precision, encodeVector(vectors[0] as Float32Array, precision), 384);
-    for (const precision of ['i8', 'f16', 'f32'] as const) expect(bits(table.get(precision))).toEqual(bits(roundVector(vectors[0] as Float32Array, precision)));
+    const precisions = ['i8', 'i4', 'f16', 'f32'] as const;
+    for (const precision of precisions) table.setStored(precision, encodeVector(vectors[0] as Float32Array, precision), 384);
+    for (const precision of precisions) expect(bits(table.get(precision))).toEqual(bits(roundVector(vectors[0] as Float32Array, precision)));
+    // An i4 vector is held as the i8 record it names: copied out as i8 bytes.
+    const record = new Uint8Array(388);
+    expect(table.copyRecords(['i4'], record)).toBe(true);
+    expect([...record]).toEqual([...encodeVector(roundVector(vectors[0] as Float32Array, 'i4'), 'i8')]);
     expect(() => table.setStored('bad', new Uint8Array(100), 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining('bad') }));
+    const badLevel = encodeVector(vectors[0] as Float32Array, 'i4');
+    badLevel[4] = 0xff;
+    expect(() => table.setStored('bad-level', badLevel, 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining('bad-level') }));
   });
 
   it('replaces, deletes and reuses records without mixing vectors up, past its decode cache', () => {

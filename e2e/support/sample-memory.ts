@@ -15,7 +15,7 @@ export interface SampleMemoryOptions {
   seed?: number;
 }
 
-/** A random unit vector, rounded as the SQL stores keep vectors (i8): what every store keeps exactly. */
+/** A random unit vector, rounded as the stores keep vectors (their default precision): what every store keeps exactly. */
 export function sampleVector(random: () => number, dim: number): Float32Array {
   const vector = Float32Array.from({ length: dim }, () => random() * 2 - 1);
   const norm = Math.hypot(...vector);

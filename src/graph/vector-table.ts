@@ -1,5 +1,5 @@
 import { PrismError } from '../errors.ts';
-import { decodeStoredVector, decodeVector, encodeVector, i8RecordDot, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, i8RecordDot, i8RecordOfStored, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import type { IndexRows } from '../vector/types.ts';
 
@@ -49,6 +49,8 @@ export class VectorTable implements Map<string, Float32Array> {
   private nextSlot = 0;
   /** Dimensions of the i8 records (fixed by the first one). */
   private dim = 0;
+  /** Where `setStored` expands an i4 record before `store` copies it: an open expands every vector of a memory. */
+  private expanded: Uint8Array = new Uint8Array(0);
 
   constructor(entries?: Iterable<readonly [string, Float32Array]>) {
     for (const [id, vector] of entries ?? []) this.set(id, vector);
@@ -155,14 +157,17 @@ export class VectorTable implements Map<string, Float32Array> {
 
   /**
    * Sets a vector from its stored bytes (any precision a store writes, told by their length, for
-   * `dim` dimensions): i8 bytes are kept as they are, which is what makes loading a memory cheap.
-   * Bytes that fit no precision are CORRUPT_CHECKPOINT naming the vector.
+   * `dim` dimensions): i8 bytes are kept as they are and i4 bytes as the i8 record they name,
+   * which is what makes loading a memory cheap. Bytes that fit no precision are
+   * CORRUPT_CHECKPOINT naming the vector.
    */
   setStored(id: string, bytes: Uint8Array, dim: number): this {
-    if (bytes.length !== dim + 4 || (this.dim !== 0 && this.dim !== dim)) return this.set(id, decodeStoredVector(id, bytes, dim));
+    if (this.expanded.length !== dim + 4) this.expanded = new Uint8Array(dim + 4);
+    const record = this.dim === 0 || this.dim === dim ? i8RecordOfStored(id, bytes, dim, this.expanded) : null;
+    if (!record) return this.set(id, decodeStoredVector(id, bytes, dim));
     this.delete(id);
     this.dim = dim;
-    this.store(id, bytes);
+    this.store(id, record);
     return this;
   }
 

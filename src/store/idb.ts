@@ -282,6 +282,11 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
     groups.createIndex('keyId', 'keyId');
     groups.createIndex('member', 'members', { multiEntry: true });
   },
+  // v11: vectors written from here on are i4 (vector-codec's `i4`: 196 bytes a MiniLM vector
+  // instead of i8's 388). Vectors written before keep their precision and read as they did; the
+  // step changes nothing, it only keeps an older PRISM, which cannot read i4, from opening the
+  // database.
+  async () => {},
 ];
 
 export const IDB_SCHEMA_VERSION = MIGRATIONS.length;

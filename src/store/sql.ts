@@ -159,6 +159,10 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   // them and read as they did; the step changes no row, it only keeps an older PRISM, which
   // cannot read the keyed form, from opening the database.
   [],
+  // Vectors written from here on are i4 (vector-codec's `i4`: 196 bytes a MiniLM vector instead
+  // of i8's 388). Vectors written before keep their precision and read as they did; the step
+  // changes no row, it only keeps an older PRISM, which cannot read i4, from opening the database.
+  [],
 ];
 
 /** Bytes of derived state a row holds (a Durable Object's limit on one value is 2 MB). */

@@ -1,5 +1,6 @@
 import type { GraphNode, MemoryMeta, MemorySnapshot } from '../../src/graph/types.ts';
 import type { WriteBatch } from '../../src/store/types.ts';
+import { DEFAULT_VECTOR_PRECISION, roundVector } from '../../src/store/vector-codec.ts';
 
 /** The fault scenarios' vector size: small, so thousands of batches stay quick. */
 export const WRITER_DIM = 8;
@@ -13,8 +14,7 @@ const META: MemoryMeta = { schemaVersion: 1, embedderId: 'faults/synthetic', dim
 export function writerBatch(writer: string, i: number, withMeta: boolean): WriteBatch {
   const chunkId = `${writer}:${i}`;
   const node: GraphNode = { layer: 'episode', id: `ep:${chunkId}`, key: i, chunkId, summary: `batch ${i} of ${writer}`, time: null, order: i };
-  const vector = new Float32Array(WRITER_DIM).fill(0.25);
-  vector[0] = i;
+  const vector = writerVector(i);
   return {
     putChunks: [{ id: chunkId, sessionId: writer, header: '', text: `batch ${i} of ${writer} `.repeat(20), time: null, order: i, turns: [] }],
     putNodes: [node],
@@ -22,6 +22,13 @@ export function writerBatch(writer: string, i: number, withMeta: boolean): Write
     putHashes: [chunkId],
     ...(withMeta ? { meta: META } : {}),
   };
+}
+
+/** Batch `i`'s vector: its number first, so a census tells batches' vectors apart. */
+function writerVector(i: number): Float32Array {
+  const vector = new Float32Array(WRITER_DIM).fill(0.25);
+  vector[0] = i;
+  return vector;
 }
 
 export interface BatchCensus {
@@ -42,7 +49,9 @@ export function censusOf(snapshot: MemorySnapshot | null, writer: string): Batch
   for (const chunkId of seen) {
     const i = Number(chunkId.slice(writer.length + 1));
     const vector = snapshot.vectors.get(`ep:${chunkId}`);
-    const present = [chunks.has(chunkId), nodes.has(`ep:${chunkId}`), vector?.[0] === i, snapshot.hashes.has(chunkId)];
+    // As the store rounds it (i4 may clip the largest value to its top level).
+    const stored = roundVector(writerVector(i), DEFAULT_VECTOR_PRECISION);
+    const present = [chunks.has(chunkId), nodes.has(`ep:${chunkId}`), vector?.[0] === stored[0], snapshot.hashes.has(chunkId)];
     if (present.every(Boolean)) whole.add(i);
     else torn++;
   }

@@ -510,11 +510,12 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
       editMeta(db, partition, (meta) => {
         meta.dim = 383;
       });
-      // An i8 value is a 4-byte scale and a byte a dimension; f16 and f32 values scale with it.
+      // An i8 value is a 4-byte scale and a byte a dimension, an i4 value the scale and half a byte
+      // a dimension (384 and 383 dimensions take the same 196 bytes); f16 and f32 values scale with it.
       const groups = db.prepare('SELECT stem, members, data FROM vector_groups WHERE partition = ?').all(partition) as Array<{ stem: string; members: string; data: Uint8Array }>;
       for (const { stem, members, data } of groups) {
         const group = decodeVectorGroup(stem, { members, data });
-        for (const [member, bytes] of group) group.set(member, bytes.subarray(0, bytes.length === 388 ? 387 : (bytes.length / 384) * 383));
+        for (const [member, bytes] of group) group.set(member, bytes.subarray(0, bytes.length === 388 ? 387 : bytes.length === 196 ? 196 : (bytes.length / 384) * 383));
         const shorter = encodeVectorGroup(group);
         db.prepare('UPDATE vector_groups SET members = ?, data = ? WHERE partition = ? AND stem = ?').run(shorter.members, shorter.data, partition, stem);
       }

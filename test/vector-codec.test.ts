@@ -74,6 +74,10 @@ describe('stored vector precision', () => {
     expect(encodeVector(odd, 'i4').byteLength).toBe(4 + 5);
     expect(decodeVector(encodeVector(odd, 'i4'), 9)).toEqual(odd);
     expect(odd[8]).not.toBe(0);
+    // Its unused high half is not read: 384 dimensions' bytes read as 383 (the last value dropped).
+    const full = encodeVector(vectors[0] as Float32Array, 'i4');
+    full[195] = 0xe0 | (full[195]! & 0x0f);
+    expect(decodeVector(full, 383)).toEqual(decodeVector(full, 384).subarray(0, 383));
     const bytes = encodeVector(vectors[0] as Float32Array, 'i4');
     bytes[100] = 0xf0 | (bytes[100]! & 0x0f);
     expect(() => decodeVector(bytes, 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT' }));

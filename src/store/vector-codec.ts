@@ -239,7 +239,7 @@ export function i8RecordOf(bytes: Uint8Array, dim: number, record: Uint8Array = 
     record[5 + 2 * j] = high[byte]!;
   }
   if (dim & 1) {
-    const byte = bytes[4 + pairs]! | 0x70;
+    const byte = (bytes[4 + pairs]! & 0x0f) | 0x70;
     bad |= invalid[byte]!;
     record[3 + dim] = low[byte]!;
   }

@@ -11,6 +11,7 @@ import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import { decodeEdge, encodeEdge } from '../../src/store/record-codec.ts';
 import { splitGroupValues } from '../../src/store/vector-groups.ts';
+import { encodedBytes } from '../../src/store/vector-codec.ts';
 import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
@@ -630,7 +631,8 @@ const storeHarness = {
       const sample = sampleMemory();
       await store.commit(P, snapshotAsBatch(sample));
       const before = await digestOf(store);
-      const count = Math.ceil((megabytes * 1024 * 1024) / (sample.meta.dim * 4));
+      // Vectors of `megabytes` as the store keeps them.
+      const count = Math.ceil((megabytes * 1024 * 1024) / encodedBytes(sample.meta.dim, store.vectorPrecision));
       const failure = await failureOf(() =>
         store.commit(P, {
           putVectors: Array.from({ length: count }, (_, i) => [`bulk:${i}`, sampleVector(Math.random, sample.meta.dim)]),

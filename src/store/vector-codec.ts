@@ -31,7 +31,8 @@ const I4_MIN_DIM = 8;
 
 /** The index (0 … 7) of the level nearest |x| at this scale; the top level takes every larger value. */
 function i4Level(x: number, scale: number): number {
-  return Math.min(7, Math.round((Math.abs(x / scale) * 7) / 127));
+  // NaN (which no embedder gives) takes level 0, as i8 stores it as code 0.
+  return Math.min(7, Math.round((Math.abs(x / scale) * 7) / 127)) || 0;
 }
 
 /** The i8 scale's fractions an i4 scale is chosen from (see `i4Scale`), largest first. */
@@ -204,10 +205,11 @@ export function decodeVector(bytes: Uint8Array, dim: number): Float32Array {
   } else if (bytes.byteLength === dim * 2) {
     const table = halves();
     for (let i = 0; i < dim; i++) vector[i] = table[view.getUint16(i * 2, true)] as number;
-  } else if (bytes.byteLength === dim + 4 || isI4Record(bytes, dim)) {
-    const record = i8RecordOf(bytes, dim) as Uint8Array;
-    const scale = i8RecordScale(new DataView(record.buffer, record.byteOffset, record.byteLength));
-    for (let i = 0; i < dim; i++) vector[i] = Math.fround((record[4 + i]! << 24 >> 24) * scale);
+  } else if (bytes.byteLength === dim + 4) {
+    const scale = view.getFloat32(0, true);
+    for (let i = 0; i < dim; i++) vector[i] = Math.fround(view.getInt8(4 + i) * scale);
+  } else if (isI4Record(bytes, dim)) {
+    return decodeVector(i8RecordOf(bytes, dim) as Uint8Array, dim);
   } else {
     throw new PrismError('CORRUPT_CHECKPOINT', `a stored vector has ${bytes.byteLength} bytes, which fits no precision of dimension ${dim}`);
   }

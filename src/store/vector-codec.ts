@@ -63,6 +63,8 @@ function i4Scale(vector: Float32Array): number {
       bestError = error;
       best = scale;
     }
+    // A vector already on its levels (as a store gets it: rounded before the commit) is done.
+    if (error === 0) break;
   }
   return readBackScale(best);
 }

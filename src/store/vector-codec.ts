@@ -173,7 +173,7 @@ export function encodeVector(vector: Float32Array, precision: VectorPrecision): 
     vector.forEach((x, i) => view.setFloat32(i * 4, x, true));
   } else if (precision === 'f16') {
     vector.forEach((x, i) => view.setUint16(i * 2, toHalfBits(x), true));
-  } else if (bytes.length !== vector.length + 4) {
+  } else if (precision === 'i4' && vector.length >= I4_MIN_DIM) {
     const scale = i4Scale(vector);
     view.setFloat32(0, scale, true);
     vector.forEach((x, i) => {
@@ -288,18 +288,26 @@ export function i8RecordDot(view: DataView, codes: Int8Array, start: number, dim
 
 /** A stored vector's floats (any precision, told by its length); a length that fits none is CORRUPT_CHECKPOINT naming the vector. */
 export function decodeStoredVector(id: string, bytes: Uint8Array, dim: number): Float32Array {
-  return namingVector(id, () => decodeVector(bytes, dim));
-}
-
-/** `i8RecordOf` of a stored vector; a bad i4 record is CORRUPT_CHECKPOINT naming the vector. */
-export function i8RecordOfStored(id: string, bytes: Uint8Array, dim: number, into: Uint8Array): Uint8Array | null {
-  return namingVector(id, () => i8RecordOf(bytes, dim, into));
-}
-
-function namingVector<T>(id: string, read: () => T): T {
   try {
-    return read();
+    return decodeVector(bytes, dim);
   } catch (err) {
-    throw new PrismError('CORRUPT_CHECKPOINT', `vector ${id}: ${err instanceof Error ? err.message : String(err)}`);
+    throw storedVectorError(id, err);
   }
+}
+
+/**
+ * `i8RecordOf` of a stored vector; a bad i4 record is CORRUPT_CHECKPOINT naming the vector. An
+ * open calls it for every vector: i8 bytes return at once, and nothing is allocated a call.
+ */
+export function i8RecordOfStored(id: string, bytes: Uint8Array, dim: number, into: Uint8Array): Uint8Array | null {
+  if (bytes.byteLength === dim + 4) return bytes;
+  try {
+    return i8RecordOf(bytes, dim, into);
+  } catch (err) {
+    throw storedVectorError(id, err);
+  }
+}
+
+function storedVectorError(id: string, err: unknown): PrismError {
+  return new PrismError('CORRUPT_CHECKPOINT', `vector ${id}: ${err instanceof Error ? err.message : String(err)}`);
 }

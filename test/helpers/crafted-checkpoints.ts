@@ -5,6 +5,7 @@ import type { Chunk, EntityNode, EpisodeNode, FacetPointNode, GraphEdge, GraphNo
 import type { Memory } from '../../src/memory.ts';
 import { partitionOf, resolveScope, type Scope } from '../../src/scope.ts';
 import { decodeChunk, decodeNode, encodeNode } from '../../src/store/record-codec.ts';
+import { encodedBytes, type VectorPrecision } from '../../src/store/vector-codec.ts';
 import { decodeVectorGroup, encodeVectorGroup } from '../../src/store/vector-groups.ts';
 
 /**
@@ -467,6 +468,9 @@ function editMeta(db: Database.Database, partition: string, edit: (meta: MemoryM
   db.prepare('UPDATE meta SET json = ? WHERE partition = ?').run(JSON.stringify(meta), partition);
 }
 
+/** Every precision a store may have written a vector at. */
+const VECTOR_PRECISIONS = ['f32', 'f16', 'i8', 'i4'] as const satisfies readonly VectorPrecision[];
+
 export const STORED_DAMAGE: readonly StoredDamage[] = [
   {
     name: 'meta.nextKey = 1',
@@ -510,12 +514,16 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
       editMeta(db, partition, (meta) => {
         meta.dim = 383;
       });
-      // An i8 value is a 4-byte scale and a byte a dimension, an i4 value the scale and half a byte
-      // a dimension (384 and 383 dimensions take the same 196 bytes); f16 and f32 values scale with it.
+      // Each value keeps its precision: the first bytes of a 384-d value are the 383-d value of its
+      // first 383 dimensions (an i8 or i4 value is its scale, then its codes in dimension order).
       const groups = db.prepare('SELECT stem, members, data FROM vector_groups WHERE partition = ?').all(partition) as Array<{ stem: string; members: string; data: Uint8Array }>;
       for (const { stem, members, data } of groups) {
         const group = decodeVectorGroup(stem, { members, data });
-        for (const [member, bytes] of group) group.set(member, bytes.subarray(0, bytes.length === 388 ? 387 : bytes.length === 196 ? 196 : (bytes.length / 384) * 383));
+        for (const [member, bytes] of group) {
+          const precision = VECTOR_PRECISIONS.find((p) => encodedBytes(384, p) === bytes.length);
+          if (!precision) throw new Error(`a ${bytes.length}-byte vector fits no precision of 384 dimensions`);
+          group.set(member, bytes.subarray(0, encodedBytes(383, precision)));
+        }
         const shorter = encodeVectorGroup(group);
         db.prepare('UPDATE vector_groups SET members = ?, data = ? WHERE partition = ? AND stem = ?').run(shorter.members, shorter.data, partition, stem);
       }

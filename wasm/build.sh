@@ -19,13 +19,15 @@ export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
 export SOURCE_DATE_EPOCH=0
 
 cd "$root"
+# PRISM_EMCC_EXTRA: more emcc flags for a local build, e.g. --profiling-funcs to name the WASM
+# functions in a CPU profile (the committed build has none).
 # USEARCH_USE_NUMKONG=0: numkong's native SIMD backends do not target WASM; usearch's portable
 # kernels carry `#pragma clang loop vectorize(enable)`, which -msimd128 turns into v128 code.
 # NDEBUG: usearch's debug asserts would raise exceptions, which this build does not enable.
 emcc wasm/usearch_binding.cpp \
   -o wasm/usearch.mjs \
   -I "node_modules/usearch/include" \
-  -std=c++17 -O3 -msimd128 -DNDEBUG \
+  -std=c++17 -O3 -msimd128 -DNDEBUG ${PRISM_EMCC_EXTRA:-} \
   -DUSEARCH_USE_NUMKONG=0 -DUSEARCH_USE_OPENMP=0 \
   -ffile-prefix-map="$root"=. \
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createUsearchModule \

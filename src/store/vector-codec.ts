@@ -211,7 +211,15 @@ export function decodeVector(bytes: Uint8Array, dim: number): Float32Array {
     const scale = view.getFloat32(0, true);
     for (let i = 0; i < dim; i++) vector[i] = Math.fround(view.getInt8(4 + i) * scale);
   } else if (isI4Record(bytes, dim)) {
-    return decodeVector(i8RecordOf(bytes, dim) as Uint8Array, dim);
+    // Each value as its i8 record's (`i8RecordOf`) decodes: the level's code times the scale, as an f32.
+    const scale = view.getFloat32(0, true);
+    const codes = i4Codes();
+    for (let i = 0; i < dim; i++) {
+      const byte = bytes[4 + (i >> 1)] as number;
+      const half = i & 1 ? byte >> 4 : byte & 15;
+      if (half === 15) throw i4HalfError();
+      vector[i] = Math.fround((codes[half] as number) * scale);
+    }
   } else {
     throw new PrismError('CORRUPT_CHECKPOINT', `a stored vector has ${bytes.byteLength} bytes, which fits no precision of dimension ${dim}`);
   }
@@ -247,8 +255,12 @@ export function i8RecordOf(bytes: Uint8Array, dim: number, record: Uint8Array = 
     bad |= invalid[byte]!;
     record[3 + dim] = low[byte]!;
   }
-  if (bad) throw new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
+  if (bad) throw i4HalfError();
   return record;
+}
+
+function i4HalfError(): PrismError {
+  return new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
 }
 
 /** For each i4 byte: the i8 codes of its low and high halves (as bytes), and 1 where a half is 15. */
@@ -261,11 +273,11 @@ interface I4ByteTables {
 let i4Tables: I4ByteTables | undefined;
 function i4ByteTables(): I4ByteTables {
   if (!i4Tables) {
-    const code = (index: number) => (index < 7 ? -I4_LEVELS[7 - index]! : I4_LEVELS[Math.min(index, 14) - 7]!) & 0xff;
+    const codes = i4Codes();
     i4Tables = { low: new Uint8Array(256), high: new Uint8Array(256), invalid: new Uint8Array(256) };
     for (let byte = 0; byte < 256; byte++) {
-      i4Tables.low[byte] = code(byte & 15);
-      i4Tables.high[byte] = code(byte >> 4);
+      i4Tables.low[byte] = codes[byte & 15]! & 0xff;
+      i4Tables.high[byte] = codes[byte >> 4]! & 0xff;
       i4Tables.invalid[byte] = (byte & 15) === 15 || byte >> 4 === 15 ? 1 : 0;
     }
   }
@@ -284,6 +296,30 @@ export function i8RecordDot(view: DataView, codes: Int8Array, start: number, dim
   let sum = 0;
   for (let i = 0; i < dim; i++) sum += Math.fround((codes[start + 4 + i] as number) * scale) * (query[i] as number);
   return sum;
+}
+
+/**
+ * `i8RecordDot` of the i8 record that the i4 record at byte `start` names (its scale read from
+ * `view`, its halves from `bytes`, both over the same bytes): the same double, bit for bit, with
+ * nothing expanded.
+ */
+export function i4RecordDot(view: DataView, bytes: Uint8Array, start: number, dim: number, query: Float32Array): number {
+  if (query.length !== dim) throw new PrismError('DIMENSION_MISMATCH', `vectors of ${dim} and ${query.length} dimensions`);
+  const scale = i8RecordScale(view, start);
+  const codes = i4Codes();
+  let sum = 0;
+  for (let i = 0; i < dim; i++) {
+    const byte = bytes[start + 4 + (i >> 1)] as number;
+    sum += Math.fround((codes[i & 1 ? byte >> 4 : byte & 15] as number) * scale) * (query[i] as number);
+  }
+  return sum;
+}
+
+/** The i8 code of each i4 half byte (15, no level, reads as 0: the stores reject it before). */
+let i4CodeTable: Int8Array | undefined;
+function i4Codes(): Int8Array {
+  i4CodeTable ??= Int8Array.from({ length: 16 }, (_, half) => (half < 7 ? -I4_LEVELS[7 - half]! : half < 15 ? I4_LEVELS[half - 7]! : 0));
+  return i4CodeTable;
 }
 
 /** A stored vector's floats (any precision, told by its length); a length that fits none is CORRUPT_CHECKPOINT naming the vector. */

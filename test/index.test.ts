@@ -351,83 +351,6 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
   });
 });
 
-describe('flat usearch WASM index over i4-rounded vectors', () => {
-  it('keeps i4 rows that score exactly as their floats, widening to i8 and then f32 at the first vector a form cannot hold', () => {
-    // 12,000 i4 rows of 196 bytes span one 4 MB block; the same rows as f32, four.
-    const dim = 384;
-    const count = 12_000;
-    const raw = randomUnitVectors(count, dim, 81);
-    const rounded = packRows(keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i4')), dim);
-    // Exact ties at the cut: 100 copies of row 50.
-    for (let row = 100; row < 200; row++) rounded.set(rowOf(rounded, dim, 50), row * dim);
-    const keys = keysFrom(1, count);
-    const narrow = wasm.createIndex({ dim });
-    narrow.add(keys, rounded);
-    expect(narrow.bytesPerVector).toBe(4 + dim / 2);
-    const wide = wasm.createIndex({ dim });
-    wide.add([count + 1], rowOf(raw, dim, 0));
-    wide.add(keys, rounded);
-    wide.remove([count + 1]);
-    expect(wide.bytesPerVector).toBe(dim * 4);
-
-    const removed = keys.filter((key) => key % 7 === 0);
-    narrow.remove(removed);
-    wide.remove(removed);
-    const random = randomUnitVectors(8, dim, 82);
-    const queries = packRows([...keysFrom(0, 8).map((q) => rowOf(random, dim, q)), rowOf(rounded, dim, 50)], dim);
-    const hits = narrow.search(queries, 20);
-    expect(hits).toEqual(wide.search(queries, 20));
-    const kept = keys.filter((key) => key % 7 !== 0);
-    const vectorOf = (key: number) => rowOf(rounded, dim, key - 1);
-    expectSameTopK(hits, bruteForceSearch(packRows(kept.map(vectorOf), dim), dim, kept, queries, 20), vectorOf, queries, dim);
-
-    // Serialized as floats and encoded again on load: i4 rows, the same answers.
-    const restored = wasm.loadIndex(narrow.serialize());
-    expect(restored.bytesPerVector).toBe(4 + dim / 2);
-    expect(restored.search(queries, 20)).toEqual(hits);
-
-    // A vector rounded to i8 (codes off the levels) widens the rows to i8, one no store rounded to f32.
-    narrow.add([count + 2], roundVector(rowOf(raw, dim, 1), 'i8'));
-    expect(narrow.bytesPerVector).toBe(dim + 4);
-    narrow.remove([count + 2]);
-    expect(narrow.search(queries, 20)).toEqual(hits);
-    narrow.add([count + 3], rowOf(raw, dim, 2));
-    expect(narrow.bytesPerVector).toBe(dim * 4);
-    narrow.remove([count + 3]);
-    expect(narrow.search(queries, 20)).toEqual(hits);
-    for (const index of [narrow, wide, restored]) index.dispose();
-  });
-
-  it('packs i8 records of i4 levels, at odd dimensions too, and keeps i8 rows below 8 dimensions', () => {
-    for (const dim of [49, 64, 6]) {
-      const count = 2_000;
-      const raw = randomUnitVectors(count, dim, 83 + dim);
-      const rounded = keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i4'));
-      const records = new Uint8Array(count * (dim + 4));
-      rounded.forEach((vector, row) => records.set(encodeVector(vector, 'i8'), row * (dim + 4)));
-      const keys = keysFrom(1, count);
-      const fromRecords = wasm.createIndex({ dim });
-      fromRecords.addRecords(keys, records);
-      expect(fromRecords.bytesPerVector).toBe(dim >= 8 ? 4 + Math.ceil(dim / 2) : dim + 4);
-      const wide = wasm.createIndex({ dim });
-      wide.add([count + 1], rowOf(raw, dim, 0));
-      wide.add(keys, packRows(rounded, dim));
-      wide.remove([count + 1]);
-      const queries = randomUnitVectors(6, dim, 84);
-      expect(fromRecords.search(queries, 10)).toEqual(wide.search(queries, 10));
-      const rows = fromRecords.rows;
-      if (!rows) throw new Error('a flat index reads its rows back');
-      const query = rowOf(queries, dim, 0);
-      for (const key of keysFrom(1, 50)) {
-        expect(bits(rows.vector(key))).toEqual(bits(rounded[key - 1]));
-        expect(rows.dot(key, query)).toBe(dot(rounded[key - 1] as Float32Array, query));
-      }
-      fromRecords.dispose();
-      wide.dispose();
-    }
-  });
-});
-
 function packRows(rows: Float32Array[], dim: number): Float32Array {
   const packed = new Float32Array(rows.length * dim);
   rows.forEach((row, i) => packed.set(row, i * dim));
@@ -450,6 +373,8 @@ describe('reading vectors back by key (VectorIndex.rows)', () => {
       const want = rounded[key - 1] as Float32Array;
       expect(bits(rows.vector(key))).toEqual(bits(want));
       expect(rows.dot(key, query)).toBe(dot(want, query));
+      const other = (key * 31) % count + 1;
+      if (other % 5 !== 0) expect(rows.pairDot(key, other)).toBe(dot(want, rounded[other - 1] as Float32Array));
     };
     // Removes fill each gap with the last row, across blocks: a key is still found where it moved.
     flat.remove(keys.filter((key) => key % 5 === 0));
@@ -457,6 +382,7 @@ describe('reading vectors back by key (VectorIndex.rows)', () => {
       if (key % 5 === 0) {
         expect(rows.vector(key)).toBeUndefined();
         expect(rows.dot(key, query)).toBeUndefined();
+        expect(rows.pairDot(key, 1)).toBeUndefined();
       } else if (key % 13 === 1) check(key);
     }
     // A vector with no exact i8 record widens every row to f32: reads stay exact.

@@ -247,7 +247,11 @@ describe('VectorTable: vectors lent to the index that holds them', () => {
         expect(bits(table.get(`n${i}`))).toEqual(bits(v));
         expect(bits(table.peek(`n${i}`))).toEqual(bits(v));
         expect(table.dot(`n${i}`, query)).toBe(exactDot(v, query));
+        // Two lent vectors, and a lent one with floats: their dot as their decoded floats give it.
+        expect(table.pairDot(`n${i}`, `n${(i * 7 + 3) % 2500}`)).toBe(exactDot(v, rounded[(i * 7 + 3) % 2500] as Float32Array));
+        expect(table.pairDot('floats', `n${i}`)).toBe(exactDot(floats, v));
       });
+      expect(table.pairDot('n3', 'missing')).toBeUndefined();
       expect(bits(table.get('floats'))).toEqual(bits(floats));
       expect([...table.keys()]).toEqual([...ids, 'floats']);
       // The graph removes an index entry and its vector together; the others read on from where their rows moved.
@@ -258,7 +262,11 @@ describe('VectorTable: vectors lent to the index that holds them', () => {
       expect(bits(table.get('n2499'))).toEqual(bits(rounded[2499]));
       // A lent vector set again is the table's own, whatever the index holds.
       table.set('n5', rounded[6] as Float32Array);
+      table.set('n6', rounded[7] as Float32Array);
       expect(bits(table.get('n5'))).toEqual(bits(rounded[6]));
+      // Two records of the table's own, and one of its own with a lent one.
+      expect(table.pairDot('n5', 'n6')).toBe(exactDot(rounded[6] as Float32Array, rounded[7] as Float32Array));
+      expect(table.pairDot('n5', 'n9')).toBe(exactDot(rounded[6] as Float32Array, rounded[9] as Float32Array));
       expect(table.copyRecords(['n5'], new Uint8Array(dim + 4))).toBe(true);
       // Past its disposal the index answers nothing: a lent read fails loudly rather than quietly missing.
       index.dispose();

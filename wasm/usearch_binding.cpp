@@ -2,12 +2,10 @@
 //
 // - flat (exact search; what every memory opens): the vectors as packed rows in blocks of ~4 MB,
 //   their keys, and a key→row lookup, scanned in full with usearch's own inner-product kernel
-//   (`metric_punned_t`), so scores are the ones `index_dense_t` computes. A row is the vector's i4
-//   encoding (4 + dim / 2 bytes) while every vector added rebuilds bit for bit from one, as every
-//   vector of a memory on a store writing i4 does; else its i8 encoding (dim + 4 bytes) while every
-//   one rebuilds from that, as every vector a SQL or IndexedDB store rounded does; else its floats
-//   (4 × dim bytes); the first vector a form cannot hold widens every row. A narrow row is decoded
-//   to its floats to be scored, after a first pass of integer estimates. An add is an encode or a
+//   (`metric_punned_t`), so scores are the ones `index_dense_t` computes. A row is the vector's i8
+//   encoding (dim + 4 bytes) while every vector added rebuilds bit for bit from one, as every vector
+//   of a memory on a SQL or IndexedDB store does, and is decoded to its floats to be scored; the
+//   first vector that does not turns the rows into f32 (4 × dim bytes). An add is an encode or a
 //   copy and a hash insert, and a vector costs its row plus about 40 bytes of key and lookup (a
 //   10K-message memory's 57K vectors: 100 MB of WASM memory as f32 rows, measured). It used to be
 //   an `index_dense_t` with a minimal graph searched with `exact = true`: every add paid a graph
@@ -251,112 +249,6 @@ float estimate(std::uint8_t const* row, quantized_query_t const& query, std::siz
 
 } // namespace i8_rows
 
-/// An i8 row whose codes are all i4 levels (src/store/vector-codec.ts: the i8 codes 0, ±18, ±36,
-/// … ±127, as every vector of a memory on a store writing i4 has), kept as its f32 scale and half a
-/// byte a dimension: dimension 2j in the low half of byte j, 2j + 1 in the high half, each the
-/// level's index 0 … 14 (code −127 … 127). It decodes to the very floats of its i8 row and
-/// estimates the very same integer sums, in half the bytes a scan streams.
-namespace i4_rows {
-
-/// Below it the stores keep i8 (an i4 record's length could be another precision's), and so do rows.
-constexpr std::size_t min_dimensions = 8;
-
-std::size_t row_bytes(std::size_t dimensions) { return sizeof(float) + (dimensions + 1) / 2; }
-
-/// The i8 code of each half byte; 15 is no level (never written).
-constexpr std::int8_t code_of[16] = {-127, -109, -91, -73, -54, -36, -18, 0, 18, 36, 54, 73, 91, 109, 127, 0};
-constexpr std::uint8_t no_level = 15;
-
-/// The half byte of each i8 code (indexed by the code's byte), `no_level` where the code is no level.
-struct levels_t {
-    std::uint8_t half[256];
-    levels_t() {
-        std::memset(half, no_level, sizeof(half));
-        for (std::uint8_t h = 0; h != no_level; ++h)
-            half[static_cast<std::uint8_t>(code_of[h])] = h;
-    }
-};
-levels_t const levels;
-
-std::uint8_t half_at(std::uint8_t const* row, std::size_t d) {
-    std::uint8_t const byte = row[sizeof(float) + d / 2];
-    return (d & 1) ? byte >> 4 : byte & 15;
-}
-
-/// Writes the i8 record's row when every code is a level; false otherwise (`out` partly written).
-bool pack(std::uint8_t const* record, std::size_t dimensions, std::uint8_t* out) {
-    std::memcpy(out, record, sizeof(float));
-    std::uint8_t const* const codes = record + sizeof(float);
-    std::uint8_t* const halves = out + sizeof(float);
-    for (std::size_t j = 0; j != (dimensions + 1) / 2; ++j) {
-        std::uint8_t const low = levels.half[codes[2 * j]];
-        // An odd dimension's last byte holds one value; its high half is 0, as the store writes it.
-        std::uint8_t const high = 2 * j + 1 < dimensions ? levels.half[codes[2 * j + 1]] : 0;
-        if (low == no_level || high == no_level)
-            return false;
-        halves[j] = static_cast<std::uint8_t>(low | (high << 4));
-    }
-    return true;
-}
-
-/// The i8 record the row names.
-void to_i8(std::uint8_t const* row, std::size_t dimensions, std::uint8_t* out) {
-    std::memcpy(out, row, sizeof(float));
-    for (std::size_t d = 0; d != dimensions; ++d)
-        out[sizeof(float) + d] = static_cast<std::uint8_t>(code_of[half_at(row, d)]);
-}
-
-/// The floats the row encodes: each the same single f32 product as `i8_rows::decode` of its i8 row.
-void decode(std::uint8_t const* row, std::size_t dimensions, float* out) {
-    float scale;
-    std::memcpy(&scale, row, sizeof(scale));
-    for (std::size_t d = 0; d != dimensions; ++d)
-        out[d] = scale * static_cast<float>(code_of[half_at(row, d)]);
-}
-
-/// The query's steps in the order a row's halves come out (`estimate`): per 32 dimensions, the 16
-/// even ones, then the 16 odd ones; the dimensions after the last 32 as they are.
-void order_steps(std::int16_t const* steps, std::size_t dimensions, std::int16_t* out) {
-    std::size_t d = 0;
-    for (; d + 32 <= dimensions; d += 32) {
-        for (std::size_t j = 0; j != 16; ++j) {
-            out[d + j] = steps[d + 2 * j];
-            out[d + 16 + j] = steps[d + 2 * j + 1];
-        }
-    }
-    for (; d != dimensions; ++d)
-        out[d] = steps[d];
-}
-
-/// `i8_rows::estimate` of the row's i8 row, the same integer sum (given `order_steps`' steps): 16
-/// bytes a step, each half mapped to its code by one swizzle.
-float estimate(std::uint8_t const* row, i8_rows::quantized_query_t const& query, std::size_t dimensions) {
-    float scale;
-    std::memcpy(&scale, row, sizeof(scale));
-    std::uint8_t const* const halves = row + sizeof(float);
-    v128_t const codes = wasm_v128_load(code_of);
-    v128_t const low_half = wasm_i8x16_splat(15);
-    v128_t sums = wasm_i32x4_splat(0);
-    std::size_t d = 0;
-    for (; d + 32 <= dimensions; d += 32) {
-        v128_t const bytes = wasm_v128_load(halves + d / 2);
-        v128_t const even = wasm_i8x16_swizzle(codes, wasm_v128_and(bytes, low_half));
-        v128_t const odd = wasm_i8x16_swizzle(codes, wasm_u8x16_shr(bytes, 4));
-        std::int16_t const* const steps = query.steps + d;
-        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(even), wasm_v128_load(steps)));
-        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(even), wasm_v128_load(steps + 8)));
-        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(odd), wasm_v128_load(steps + 16)));
-        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(odd), wasm_v128_load(steps + 24)));
-    }
-    std::int64_t sum = std::int64_t(wasm_i32x4_extract_lane(sums, 0)) + wasm_i32x4_extract_lane(sums, 1) +
-                       wasm_i32x4_extract_lane(sums, 2) + wasm_i32x4_extract_lane(sums, 3);
-    for (; d != dimensions; ++d)
-        sum += std::int32_t(code_of[half_at(row, d)]) * query.steps[d];
-    return static_cast<float>(static_cast<double>(sum) * scale * query.step);
-}
-
-} // namespace i4_rows
-
 /// `realloc` for `count` elements of `element_at`: null on overflow or exhaustion, when the old
 /// block stays valid, so a failed growth leaves what it held as it was.
 template <typename element_at> element_at* grow(element_at* old, std::size_t count) {
@@ -366,7 +258,7 @@ template <typename element_at> element_at* grow(element_at* old, std::size_t cou
 
 /// `needed` and an eighth more, what a large reserve allocates: a memory opens with one add of all
 /// its vectors, and an exact fit would reallocate at its first later add, growing WASM memory by a
-/// fifth then (measured: 25 MB at 100K messages), which V8 answers with a full collection of the
+/// fifth then (25 MB at 100K messages, measured), which V8 answers with a full collection of the
 /// JS heap in the middle of that add.
 std::size_t with_room(std::size_t needed) { return needed + needed / 8; }
 
@@ -444,16 +336,11 @@ class row_blocks_t {
 
 };
 
-/// How a flat index keeps its rows, narrowest first: each vector added must rebuild bit for bit from
-/// its row, and the first that does not widens every row to the next form that holds it.
-enum class row_form_t : std::uint8_t { i4, i8, f32 };
-
 /// The exact kind: row r holds the vector of `keys_[r]`. Rows stay packed (a removed row is filled
-/// by the last one), so a search streams a few large contiguous runs. A row is the vector's i4 row
-/// (4 + dim / 2 bytes) while every vector added is an i8 record of i4 levels, as every vector of a
-/// memory on a store writing i4 is; its i8 encoding (dim + 4 bytes) while every one rebuilds from
-/// one, as every vector a SQL or IndexedDB store rounded does; else f32 (4 × dim bytes). Either way
-/// a row is scored as its floats with usearch's kernel.
+/// by the last one), so a search streams a few large contiguous runs. A row is the vector's i8
+/// encoding (dim + 4 bytes) while every vector added has one that rebuilds it bit for bit, as every
+/// vector of a memory on a SQL or IndexedDB store does; the first vector without one turns every
+/// row into f32 (4 × dim bytes). Either way a row is scored as its floats with usearch's kernel.
 class flat_index_t final : public prism_index_t {
     struct key_and_row_t {
         default_key_t key;
@@ -477,16 +364,14 @@ class flat_index_t final : public prism_index_t {
     static bool better(hit_t const& a, hit_t const& b) noexcept {
         return a.score > b.score || (a.score == b.score && a.key < b.key);
     }
-    /// What `append` returns when a row of the index's form cannot hold the vector exactly.
-    static constexpr std::int32_t status_too_narrow = -1;
+    /// What `append` returns when an i8 row cannot hold the vector exactly.
+    static constexpr std::int32_t status_not_i8 = -1;
 
     metric_punned_t metric_;
     std::size_t dimensions_;
-    row_form_t form_;
-    /// The largest scale of any i4 or i8 row added (removals leave it: it only widens a search's margin).
+    bool i8_;
+    /// The largest scale of any i8 row added (removals leave it: it only widens a search's margin).
     float max_scale_ = 0;
-    /// Where an i4 index encodes a vector of floats as its i8 record before packing it.
-    std::uint8_t record_scratch_[sizeof(float) + i8_rows::max_dimensions];
     row_blocks_t rows_;
     default_key_t* keys_ = nullptr;
     std::size_t key_capacity_ = 0;
@@ -497,23 +382,11 @@ class flat_index_t final : public prism_index_t {
     std::size_t used_blocks() const { return size_ == 0 ? 0 : (size_ - 1) / rows_.rows_per_block() + 1; }
     std::size_t rows_in_block(std::size_t b) const { return std::min(rows_.rows_per_block(), size_ - b * rows_.rows_per_block()); }
 
-    static std::size_t row_bytes_of(row_form_t form, std::size_t dimensions) {
-        return form == row_form_t::i4 ? i4_rows::row_bytes(dimensions)
-               : form == row_form_t::i8 ? i8_rows::row_bytes(dimensions)
-                                        : dimensions * sizeof(float);
-    }
-
-    /// Rows whose scores a first pass estimates in integers (`estimate_floor`).
-    bool narrow() const { return form_ != row_form_t::f32; }
-
-    /// The floats of the row at `row`: the row itself (f32), or decoded into `scratch`.
+    /// The floats of the row at `row`: the row itself (f32), or decoded into `scratch` (i8).
     float const* floats_of(std::uint8_t const* row, float* scratch) const {
-        if (form_ == row_form_t::f32)
+        if (!i8_)
             return reinterpret_cast<float const*>(row);
-        if (form_ == row_form_t::i4)
-            i4_rows::decode(row, dimensions_, scratch);
-        else
-            i8_rows::decode(row, dimensions_, scratch);
+        i8_rows::decode(row, dimensions_, scratch);
         return scratch;
     }
 
@@ -529,21 +402,15 @@ class flat_index_t final : public prism_index_t {
         return true;
     }
 
-    /// Rewrites every row in the next wider form (i4 to i8, i8 to f32); false (rows untouched)
-    /// when memory is exhausted.
+    /// Rewrites every row as f32; false (rows untouched) when memory is exhausted.
     bool widen_rows() {
-        row_form_t const to = form_ == row_form_t::i4 ? row_form_t::i8 : row_form_t::f32;
-        row_blocks_t wide(row_bytes_of(to, dimensions_));
+        row_blocks_t wide(dimensions_ * sizeof(float));
         if (!wide.reserve(std::max<std::size_t>(size_, 1)))
             return false;
-        for (std::size_t r = 0; r != size_; ++r) {
-            if (to == row_form_t::i8)
-                i4_rows::to_i8(rows_.row(r), dimensions_, wide.row(r));
-            else
-                floats_of(rows_.row(r), reinterpret_cast<float*>(wide.row(r)));
-        }
+        for (std::size_t r = 0; r != size_; ++r)
+            i8_rows::decode(rows_.row(r), dimensions_, reinterpret_cast<float*>(wide.row(r)));
         rows_.swap(wide);
-        form_ = to;
+        i8_ = false;
         return true;
     }
 
@@ -556,23 +423,23 @@ class flat_index_t final : public prism_index_t {
 
     /// Writes one row after the `appended` rows already written past `size_` (room is reserved) with
     /// `write(row)`; status_invalid when its key is already present, status_out_of_memory when the
-    /// lookup cannot grow, status_too_narrow when `write` cannot hold the vector in a row of this form.
+    /// lookup cannot grow, status_not_i8 when `write` cannot hold the vector in an i8 row.
     template <typename write_at> std::int32_t append(std::size_t appended, default_key_t key, write_at&& write) {
         std::size_t const r = size_ + appended;
         if (row_of_.contains(key))
             return status_invalid;
         if (!write(rows_.row(r)))
-            return status_too_narrow;
+            return status_not_i8;
         if (!row_of_.try_emplace(key_and_row_t{key, static_cast<std::uint32_t>(r)}))
             return status_out_of_memory;
         keys_[r] = key;
-        if (narrow())
+        if (i8_)
             max_scale_ = std::max(max_scale_, std::fabs(read_le<float>(rows_.row(r))));
         return status_ok;
     }
 
     /// All or nothing: `count` rows keyed by `key_of(i)`, row i written by `write(i, row)` (false:
-    /// no row of this form holds the vector exactly, so every row is widened and the batch is added again).
+    /// the vector has no exact i8 row, so every row is widened to f32 and the batch is added again).
     /// A key over `max_key` or already present is status_invalid.
     template <typename key_of_at, typename write_at>
     std::int32_t add_rows(std::size_t count, key_of_at const& key_of, write_at const& write) {
@@ -585,40 +452,32 @@ class flat_index_t final : public prism_index_t {
             if (status == status_ok)
                 continue;
             forget_appended(i);
-            if (status != status_too_narrow)
+            if (status != status_not_i8)
                 return fail(static_cast<status_t>(status), status == status_invalid ? "a key is out of range or already in the index"
                                                                                     : "cannot grow the key lookup");
             if (!widen_rows() || !reserve(count))
-                return fail(status_out_of_memory, "cannot widen the index's rows");
+                return fail(status_out_of_memory, "cannot widen the index's rows to f32");
             return add_rows(count, key_of, write);
         }
         size_ += count;
         return status_ok;
     }
 
-    /// `add_rows` of row-major floats, each as its exact row of the narrowest form that holds it.
+    /// `add_rows` of row-major floats: an i8 row when the vector has an exact one, else f32.
     template <typename key_of_at> std::int32_t add_floats(std::size_t count, key_of_at const& key_of, float const* vectors) {
         return add_rows(count, key_of, [this, vectors](std::size_t i, std::uint8_t* row) {
             float const* vector = vectors + i * dimensions_;
-            if (form_ == row_form_t::i4)
-                return i8_rows::encode(vector, dimensions_, record_scratch_) && i4_rows::pack(record_scratch_, dimensions_, row);
-            if (form_ == row_form_t::i8)
+            if (i8_)
                 return i8_rows::encode(vector, dimensions_, row);
             std::memcpy(row, vector, dimensions_ * sizeof(float));
             return true;
         });
     }
 
-    static row_form_t first_form(std::size_t dimensions) {
-        if (dimensions > i8_rows::max_dimensions)
-            return row_form_t::f32;
-        return dimensions >= i4_rows::min_dimensions ? row_form_t::i4 : row_form_t::i8;
-    }
-
   public:
     explicit flat_index_t(std::size_t dimensions)
-        : metric_(inner_product(dimensions)), dimensions_(dimensions), form_(first_form(dimensions)),
-          rows_(row_bytes_of(form_, dimensions)) {}
+        : metric_(inner_product(dimensions)), dimensions_(dimensions), i8_(dimensions <= i8_rows::max_dimensions),
+          rows_(i8_ ? i8_rows::row_bytes(dimensions) : dimensions * sizeof(float)) {}
     ~flat_index_t() override { std::free(keys_); }
     flat_index_t(flat_index_t const&) = delete;
     flat_index_t& operator=(flat_index_t const&) = delete;
@@ -626,7 +485,7 @@ class flat_index_t final : public prism_index_t {
     kind_t kind() const override { return kind_flat; }
     std::size_t size() const override { return size_; }
     std::size_t dimensions() const override { return dimensions_; }
-    std::size_t row_bytes() const override { return row_bytes_of(form_, dimensions_); }
+    std::size_t row_bytes() const override { return i8_ ? i8_rows::row_bytes(dimensions_) : dimensions_ * sizeof(float); }
 
     bool reserve(std::size_t extra) override {
         checked_size_result_t needed = checked_add(size_, extra);
@@ -638,16 +497,14 @@ class flat_index_t final : public prism_index_t {
         return add_floats(count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); }, vectors);
     }
 
-    /// i8 records are packed as i4 rows, copied as i8 rows as they are, or decoded to f32 rows.
+    /// i8 records are copied as rows as they are (decoded, once the rows are f32).
     std::int32_t add_i8(double const* keys, std::uint8_t const* records, std::size_t count) override {
         std::size_t const record_bytes = i8_rows::row_bytes(dimensions_);
         return add_rows(
             count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); },
             [this, records, record_bytes](std::size_t i, std::uint8_t* row) {
                 std::uint8_t const* record = records + i * record_bytes;
-                if (form_ == row_form_t::i4)
-                    return i4_rows::pack(record, dimensions_, row);
-                if (form_ == row_form_t::i8)
+                if (i8_)
                     std::memcpy(row, record, record_bytes);
                 else
                     i8_rows::decode(record, dimensions_, reinterpret_cast<float*>(row));
@@ -689,39 +546,24 @@ class flat_index_t final : public prism_index_t {
         }
     }
 
-    /// Every row's estimate (`estimate(row)`) into `estimates`, the `wanted` best offered to `top`; how many it holds.
-    template <typename estimate_at> std::size_t estimate_rows(estimate_at const& estimate, std::size_t wanted, float* estimates, hit_t* top) const {
-        std::size_t held = 0;
-        std::size_t const stride = row_bytes();
-        for (std::size_t b = 0, r = 0, blocks = used_blocks(); b != blocks; ++b) {
-            std::uint8_t const* row = rows_.block(b);
-            for (std::size_t i = 0, rows = rows_in_block(b); i != rows; ++i, ++r, row += stride) {
-                hit_t const hit{estimates[r] = estimate(row), r};
-                // Most rows do not beat the worst kept: checked here, not in a call per row.
-                if (held < wanted || better(hit, top[0]))
-                    offer(hit, top, held, wanted);
-            }
-        }
-        return held;
-    }
-
-    /// i4 and i8 rows, first pass: every row's estimated score (`estimates[r]`, see `i8_rows::estimate`;
-    /// an i4 row's is its i8 row's, `i4_rows::estimate`)
+    /// i8 rows, first pass: every row's estimated score (`estimates[r]`, see `i8_rows::estimate`)
     /// and the lowest estimate a row of the exact top `wanted` can have. An estimate sits within
     /// `largest scale · 127 · dim · step / 2` of the true inner product, and the kernel's score
     /// within γ·Σ|q·x| of it (γ ≈ (dim + 2)·2⁻²⁴ for any order of summation, Σ|q·x| ≤
     /// ‖q‖₁ · 127 · the largest scale); so a row whose estimate is more than twice their sum below
     /// the k-th best estimate has k rows scoring better and cannot make the cut.
-    /// `steps` has room for 2 × dim: the query's steps, then (i4) the same in `i4_rows::order_steps`' order.
     float estimate_floor(float const* query, std::size_t wanted, std::int16_t* steps, float* estimates, hit_t* top) const {
         i8_rows::quantized_query_t const quantized = i8_rows::quantize(query, dimensions_, steps);
-        std::size_t held;
-        if (form_ == row_form_t::i4) {
-            i4_rows::order_steps(steps, dimensions_, steps + dimensions_);
-            i8_rows::quantized_query_t const ordered{steps + dimensions_, quantized.step};
-            held = estimate_rows([&](std::uint8_t const* row) { return i4_rows::estimate(row, ordered, dimensions_); }, wanted, estimates, top);
-        } else {
-            held = estimate_rows([&](std::uint8_t const* row) { return i8_rows::estimate(row, quantized, dimensions_); }, wanted, estimates, top);
+        std::size_t held = 0;
+        std::size_t const stride = row_bytes();
+        for (std::size_t b = 0, r = 0, blocks = used_blocks(); b != blocks; ++b) {
+            std::uint8_t const* row = rows_.block(b);
+            for (std::size_t i = 0, rows = rows_in_block(b); i != rows; ++i, ++r, row += stride) {
+                hit_t const hit{estimates[r] = i8_rows::estimate(row, quantized, dimensions_), r};
+                // Most rows do not beat the worst kept: checked here, not in a call per row.
+                if (held < wanted || better(hit, top[0]))
+                    offer(hit, top, held, wanted);
+            }
         }
         if (held < wanted || wanted == 0)
             return -std::numeric_limits<float>::infinity();
@@ -735,18 +577,17 @@ class flat_index_t final : public prism_index_t {
         return static_cast<float>(top[0].score - 2.5 * (estimate_error + kernel_error) - 1e-6);
     }
 
-    /// Scores every row with usearch's kernel (an i4 or i8 row decoded to its floats first; only the
-    /// rows whose estimate reaches `estimate_floor`), keeping the k best; then sorts them best first.
-    /// So i4 and i8 rows give the very hits and scores their f32 rows would.
+    /// Scores every row with usearch's kernel (an i8 row decoded to its floats first; only the rows
+    /// whose estimate reaches `estimate_floor`), keeping the k best; then sorts them best first. So
+    /// i8 rows give the very hits and scores their f32 rows would.
     std::int32_t search(float const* queries, std::size_t count, std::size_t k, double* out_keys, float* out_scores,
                         std::uint32_t* out_found) const override {
         std::size_t const wanted = std::min(k, size_);
         hit_t* const top = grow(static_cast<hit_t*>(nullptr), std::max<std::size_t>(wanted, 1));
         float* const scratch = grow(static_cast<float*>(nullptr), dimensions_);
-        bool const estimated = narrow();
-        float* const estimates = estimated ? grow(static_cast<float*>(nullptr), std::max<std::size_t>(size_, 1)) : nullptr;
-        std::int16_t* const steps = estimated ? grow(static_cast<std::int16_t*>(nullptr), 2 * dimensions_) : nullptr;
-        if (!top || !scratch || (estimated && (!estimates || !steps))) {
+        float* const estimates = i8_ ? grow(static_cast<float*>(nullptr), std::max<std::size_t>(size_, 1)) : nullptr;
+        std::int16_t* const steps = i8_ ? grow(static_cast<std::int16_t*>(nullptr), dimensions_) : nullptr;
+        if (!top || !scratch || (i8_ && (!estimates || !steps))) {
             std::free(top);
             std::free(scratch);
             std::free(estimates);
@@ -756,13 +597,13 @@ class flat_index_t final : public prism_index_t {
         std::size_t const stride = row_bytes();
         for (std::size_t q = 0; q != count; ++q) {
             float const* query = queries + q * dimensions_;
-            float const floor = estimated ? estimate_floor(query, wanted, steps, estimates, top) : 0;
+            float const floor = i8_ ? estimate_floor(query, wanted, steps, estimates, top) : 0;
             std::size_t held = 0;
             for (std::size_t b = 0, r = 0, blocks = used_blocks(); b != blocks; ++b) {
                 std::uint8_t const* row = rows_.block(b);
                 default_key_t const* key = keys_ + b * rows_.rows_per_block();
                 for (std::size_t i = 0, rows = rows_in_block(b); i != rows; ++i, ++r, row += stride) {
-                    if (estimated && estimates[r] < floor)
+                    if (i8_ && estimates[r] < floor)
                         continue;
                     byte_t const* vector = reinterpret_cast<byte_t const*>(floats_of(row, scratch));
                     offer(hit_t{score_of(metric_(vector, reinterpret_cast<byte_t const*>(query))), key[i]}, top, held, wanted);
@@ -1027,7 +868,7 @@ EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add_i8(prism_index_t* handle, doub
     return handle->add_i8(keys, records, count);
 }
 
-// The row of one key (the vector as added: an i4 or i8 record or its floats, as `prism_index_row_bytes`
+// The row of one key (the vector as added: an i8 record or its floats, as `prism_index_row_bytes`
 // tells), valid until the index next changes; 0 when the key is absent or the kind is hnsw. Lets
 // the caller read a vector back instead of keeping a copy of its own.
 EMSCRIPTEN_KEEPALIVE std::uint8_t const* prism_index_row(prism_index_t const* handle, double key) {

@@ -1,5 +1,5 @@
 import { PrismError } from '../errors.ts';
-import { decodeStoredVector, decodeVector, encodeVector, i8RecordDot, i8RecordOfStored, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, i8RecordDot, i8RecordOfStored, i8RecordPairDot, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import type { IndexRows } from '../vector/types.ts';
 
@@ -128,6 +128,28 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slot < -1) return this.lentDot(slot, id, query);
     const { page, start } = this.place(slot);
     return i8RecordDot(this.scaleViews[page] as DataView, this.codeViews[page] as Int8Array, start, this.dim, query);
+  }
+
+  /**
+   * `dot(get(a), get(b))`, bit for bit, without decoding either where both are i8 records kept
+   * here, or lent to one index. Undefined when either holds nothing.
+   */
+  pairDot(a: string, b: string): number | undefined {
+    const slotA = this.slots.get(a);
+    const slotB = this.slots.get(b);
+    if (slotA === undefined || slotB === undefined) return undefined;
+    if (slotA >= 0 && slotB >= 0) {
+      const placeA = this.place(slotA);
+      const placeB = this.place(slotB);
+      const [viewA, viewB] = [this.scaleViews[placeA.page] as DataView, this.scaleViews[placeB.page] as DataView];
+      return i8RecordPairDot(viewA, this.codeViews[placeA.page] as Int8Array, placeA.start, viewB, this.codeViews[placeB.page] as Int8Array, placeB.start, this.dim);
+    }
+    if (slotA < -1 && slotB < -1) {
+      const lentA = this.lentTo(slotA);
+      const lentB = this.lentTo(slotB);
+      if (lentA.rows === lentB.rows) return lentA.rows.pairDot(lentA.key, lentB.key) ?? lost(a);
+    }
+    return dot(this.get(a) as Float32Array, this.get(b) as Float32Array);
   }
 
   get(id: string): Float32Array | undefined {
@@ -309,6 +331,13 @@ function sameFloats(a: Float32Array, b: Float32Array): boolean {
 /** `vectors.get(id)`, decoded afresh where a VectorTable holds it: a read that would only crowd out the vectors queries read again. */
 export function vectorOnce(vectors: ReadonlyMap<string, Float32Array>, id: string): Float32Array | undefined {
   return vectors instanceof VectorTable ? vectors.peek(id) : vectors.get(id);
+}
+
+/** `dot(vectors.get(a), vectors.get(b))`, bit for bit; a VectorTable's i8 records are not decoded for it. Undefined when either has no vector. */
+export function vectorPairDot(vectors: ReadonlyMap<string, Float32Array>, a: string, b: string): number | undefined {
+  if (vectors instanceof VectorTable) return vectors.pairDot(a, b);
+  const [vectorA, vectorB] = [vectors.get(a), vectors.get(b)];
+  return vectorA && vectorB && dot(vectorA, vectorB);
 }
 
 /** `dot(vectors.get(id), query)`, bit for bit; a VectorTable's i8 records are not decoded for it. Undefined when `id` has no vector. */

@@ -299,19 +299,15 @@ export function i8RecordDot(view: DataView, codes: Int8Array, start: number, dim
 }
 
 /**
- * `i8RecordDot` of the i8 record that the i4 record at byte `start` names (its scale read from
- * `view`, its halves from `bytes`, both over the same bytes): the same double, bit for bit, with
- * nothing expanded.
+ * `dot` of the floats of two i8 records (scales read from `viewA` and `viewB`, codes from `codesA`
+ * and `codesB`, at bytes `a` and `b`), bit for bit as over `decodeVector`'s floats, with neither
+ * decoded.
  */
-export function i4RecordDot(view: DataView, bytes: Uint8Array, start: number, dim: number, query: Float32Array): number {
-  if (query.length !== dim) throw new PrismError('DIMENSION_MISMATCH', `vectors of ${dim} and ${query.length} dimensions`);
-  const scale = i8RecordScale(view, start);
-  const codes = i4Codes();
+export function i8RecordPairDot(viewA: DataView, codesA: Int8Array, a: number, viewB: DataView, codesB: Int8Array, b: number, dim: number): number {
+  const scaleA = i8RecordScale(viewA, a);
+  const scaleB = i8RecordScale(viewB, b);
   let sum = 0;
-  for (let i = 0; i < dim; i++) {
-    const byte = bytes[start + 4 + (i >> 1)] as number;
-    sum += Math.fround((codes[i & 1 ? byte >> 4 : byte & 15] as number) * scale) * (query[i] as number);
-  }
+  for (let i = 0; i < dim; i++) sum += Math.fround((codesA[a + 4 + i] as number) * scaleA) * Math.fround((codesB[b + 4 + i] as number) * scaleB);
   return sum;
 }
 

@@ -29,6 +29,11 @@ class FlatIndex implements VectorIndex {
       const row = this.#row(key);
       return row && dot(row, query);
     },
+    pairDot: (a, b) => {
+      const rowA = this.#row(a);
+      const rowB = this.#row(b);
+      return rowA && rowB && dot(rowA, rowB);
+    },
   };
   #vectors: Float32Array;
   #keys: number[] = [];

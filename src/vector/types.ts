@@ -33,6 +33,8 @@ export interface IndexRows {
   vector(key: number): Float32Array | undefined;
   /** `dot(vector(key), query)`, bit for bit, with nothing decoded; undefined when the key is absent. */
   dot(key: number, query: Float32Array): number | undefined;
+  /** `dot(vector(a), vector(b))`, bit for bit, with nothing decoded; undefined when either key is absent. */
+  pairDot(a: number, b: number): number | undefined;
 }
 
 export interface SearchHit {

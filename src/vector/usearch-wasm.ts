@@ -1,7 +1,7 @@
 import createUsearchModule from '../../wasm/usearch.mjs';
 import type { UsearchModule } from '../../wasm/usearch.mjs';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
-import { decodeVector, i4RecordDot, i8RecordDot } from '../store/vector-codec.ts';
+import { decodeVector, i8RecordDot, i8RecordPairDot } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import type { IndexKind, IndexRows, SearchHit, VectorIndex } from './types.ts';
 import { checkK, checkKeys, checkRecords, checkRows, compareHits } from './validate.ts';
@@ -19,7 +19,7 @@ export interface IndexOptions {
    * 'flat' (default) is exact search, like FAISS IndexFlatIP: the vectors in row-major blocks of
    * about 4 MB plus their keys, every row scored as its floats by usearch's inner-product kernel.
    * Adding is an encode or a copy, and the index holds little beyond `bytesPerVector` per vector
-   * (4 + dim / 2 for store-rounded i4 vectors, dim + 4 for i8 ones, else 4 × dim). 'hnsw' is approximate:
+   * (dim + 4 for store-rounded i8 vectors, else 4 × dim). 'hnsw' is approximate:
    * usearch's HNSW graph, which costs a graph insertion per add and memory for the graph.
    */
   kind?: IndexKind;
@@ -180,7 +180,7 @@ export class UsearchIndex implements VectorIndex {
     this.handle = handle;
     this.dim = runtime.wasm._prism_index_dimensions(handle);
     this.kind = KIND_BY_CODE[runtime.wasm._prism_index_kind(handle)] ?? 'flat';
-    this.rows = this.kind === 'flat' ? { vector: (key) => this.vectorOf(key), dot: (key, query) => this.dotOf(key, query) } : undefined;
+    this.rows = this.kind === 'flat' ? { vector: (key) => this.vectorOf(key), dot: (key, query) => this.dotOf(key, query), pairDot: (a, b) => this.pairDotOf(a, b) } : undefined;
   }
 
   get size(): number {
@@ -188,11 +188,10 @@ export class UsearchIndex implements VectorIndex {
   }
 
   /**
-   * Bytes one vector's row takes in WASM memory. A flat index keeps 4 + ⌈dim / 2⌉ (the i4
-   * encoding of src/store/vector-codec.ts, from 8 dimensions) while every vector added rebuilds
-   * bit for bit from it, as the vectors of a memory on a store writing i4 do; dim + 4 (i8) while
-   * every one rebuilds from that, as any vector a SQL or IndexedDB store rounded does; and 4 × dim
-   * once one does not. HNSW keeps 4 × dim.
+   * Bytes one vector's row takes in WASM memory. A flat index keeps dim + 4 (the i8 encoding of
+   * src/store/vector-codec.ts) while every vector added rebuilds bit for bit from it, as the
+   * vectors of a memory on a SQL or IndexedDB store do, and 4 × dim once one does not; HNSW keeps
+   * 4 × dim.
    */
   get bytesPerVector(): number {
     return this.runtime.wasm._prism_index_row_bytes(this.live());
@@ -206,8 +205,8 @@ export class UsearchIndex implements VectorIndex {
   }
 
   /**
-   * `add` for i8 records (see `VectorIndex.addRecords`): a flat index with i4 rows packs them,
-   * one with i8 rows copies them as they are, with no floats in between. All or nothing, as `add`.
+   * `add` for i8 records (see `VectorIndex.addRecords`): a flat index with i8 rows copies them
+   * as they are, with no floats in between. All or nothing, as `add`.
    */
   addRecords(keys: readonly number[], records: Uint8Array): void {
     checkKeys(keys);
@@ -256,10 +255,21 @@ export class UsearchIndex implements VectorIndex {
   private dotOf(key: number, query: Float32Array): number | undefined {
     const row = this.rowOf(key);
     if (row === 0) return undefined;
-    const bytes = this.bytesPerVector;
-    if (bytes === this.dim * 4) return dot(this.runtime.wasm.HEAPF32.subarray(row / 4, row / 4 + this.dim), query);
+    if (this.bytesPerVector === this.dim * 4) return dot(this.runtime.wasm.HEAPF32.subarray(row / 4, row / 4 + this.dim), query);
     const { view, codes } = this.runtime.memoryViews();
-    return bytes === this.dim + 4 ? i8RecordDot(view, codes, row, this.dim, query) : i4RecordDot(view, this.runtime.wasm.HEAPU8, row, this.dim, query);
+    return i8RecordDot(view, codes, row, this.dim, query);
+  }
+
+  private pairDotOf(a: number, b: number): number | undefined {
+    const rowA = this.rowOf(a);
+    const rowB = this.rowOf(b);
+    if (rowA === 0 || rowB === 0) return undefined;
+    if (this.bytesPerVector === this.dim * 4) {
+      const floats = this.runtime.wasm.HEAPF32;
+      return dot(floats.subarray(rowA / 4, rowA / 4 + this.dim), floats.subarray(rowB / 4, rowB / 4 + this.dim));
+    }
+    const { view, codes } = this.runtime.memoryViews();
+    return i8RecordPairDot(view, codes, rowA, view, codes, rowB, this.dim);
   }
 
   remove(keys: readonly number[]): number {

@@ -264,26 +264,18 @@ export class LexicalIndex {
     if (known) return known;
     // One pass into arrays of the term's size, then each layer's share copied out: a common word
     // is held by most documents, and lists grown for it were most of what a search allocated.
-    const size = this.postings.holdingOf(term);
-    const ordinals = new Int32Array(size);
-    const scores = new Float64Array(size);
-    const layers = new Uint8Array(size);
-    const perLayer = LAYERS.map(() => 0);
-    let n = 0;
-    this.postings.forEachHit(term, (ordinal, score) => {
-      const layer = LAYERS.indexOf(this.postings.layerOf(ordinal));
-      ordinals[n] = ordinal;
-      scores[n] = score;
-      layers[n++] = layer;
-      perLayer[layer] = (perLayer[layer] as number) + 1;
-    });
+    const { ordinals, scores, layerCodes } = this.postings.hitsOf(term);
+    const n = ordinals.length;
+    const perCode = LAYER_CODES.map(() => 0);
+    for (const code of layerCodes) perCode[code] = (perCode[code] as number) + 1;
     const hits = {} as TermHits;
-    LAYERS.forEach((layer, l) => {
-      const layerOrdinals = new Int32Array(perLayer[l] as number);
-      const layerScores = new Float64Array(perLayer[l] as number);
+    LAYERS.forEach((layer) => {
+      const code = LAYER_CODES.indexOf(layer);
+      const layerOrdinals = new Int32Array(perCode[code] as number);
+      const layerScores = new Float64Array(perCode[code] as number);
       let max = 0;
       for (let i = 0, j = 0; i < n; i++) {
-        if (layers[i] !== l) continue;
+        if (layerCodes[i] !== code) continue;
         layerOrdinals[j] = ordinals[i] as number;
         layerScores[j++] = scores[i] as number;
         max = Math.max(max, scores[i] as number);
@@ -451,11 +443,7 @@ class Postings {
     return ++this.passes;
   }
 
-  /** The layer, node id and dialog id (turns only; else empty) of the document at `ordinal`. */
-  layerOf(ordinal: number): Layer {
-    return LAYER_CODES[this.docLayer[ordinal] as number] as Layer;
-  }
-
+  /** The node id and dialog id (turns only; else empty) of the document at `ordinal`. */
   nodeIdOf(ordinal: number): string {
     return this.docNodeId[ordinal] as string;
   }
@@ -631,25 +619,28 @@ class Postings {
     this.tokens.clear();
   }
 
-  /** How many documents hold `term` (as many as `forEachHit` visits). */
-  holdingOf(term: string): number {
+  /**
+   * The documents holding `term`, in the order they were added: their ordinals, BM25+ scores and
+   * layer codes (`LAYER_CODES`). One pass with no call a posting: a common word is held by most
+   * documents of a memory, and each new word of a query is read this way once.
+   */
+  hitsOf(term: string): { ordinals: Int32Array; scores: Float64Array; layerCodes: Uint8Array } {
     const postings = this.byTerm.get(term);
-    if (!postings) return 0;
-    this.entriesOf(postings);
-    return postings.holding;
-  }
-
-  /** Calls `visit` with the ordinal of each document holding `term` and its BM25+ score, in the order documents were added. */
-  forEachHit(term: string, visit: (ordinal: number, score: number) => void): void {
-    const postings = this.byTerm.get(term);
-    if (!postings) return;
-    const entries = this.entriesOf(postings);
-    const total = this.docCount;
-    const idf = Math.log(1 + (total - postings.holding + 0.5) / (postings.holding + 0.5));
-    forEachPosting(entries, (ordinal, tf) => {
+    const entries = postings ? this.entriesOf(postings) : NO_ENTRIES;
+    const size = postings?.holding ?? 0;
+    const hits = { ordinals: new Int32Array(size), scores: new Float64Array(size), layerCodes: new Uint8Array(size) };
+    const idf = Math.log(1 + (this.docCount - size + 0.5) / (size + 0.5));
+    const { k, b, d } = BM25;
+    for (let i = 0, n = 0; i < entries.length; i++, n++) {
+      const entry = entries[i] as number;
+      const ordinal = entry >= 0 ? entry : -entry - 1;
+      const tf = entry >= 0 ? 1 : (entries[++i] as number);
       const fieldLength = this.docFieldLength[ordinal] as number;
-      visit(ordinal, idf * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * fieldLength) / this.averageFieldLength))));
-    });
+      hits.ordinals[n] = ordinal;
+      hits.scores[n] = idf * (d + (tf * (k + 1)) / (tf + k * (1 - b + (b * fieldLength) / this.averageFieldLength)));
+      hits.layerCodes[n] = this.docLayer[ordinal] as number;
+    }
+    return hits;
   }
 
   /**

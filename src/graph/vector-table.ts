@@ -147,7 +147,7 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slotA < -1 && slotB < -1) {
       const lentA = this.lentTo(slotA);
       const lentB = this.lentTo(slotB);
-      if (lentA.rows === lentB.rows) return lentA.rows.pairDot(lentA.key, lentB.key) ?? lost(a);
+      if (lentA.rows === lentB.rows) return lentA.rows.pairDot(lentA.key, lentB.key) ?? lost(lentA.rows.vector(lentA.key) ? b : a);
     }
     return dot(this.get(a) as Float32Array, this.get(b) as Float32Array);
   }

@@ -399,8 +399,9 @@ function turnFacts(facts: EpisodeFacts, index: TurnIndex, vectors: ReadonlyMap<s
  * messages.
  */
 function exchangeCosine(vectors: ReadonlyMap<string, Float32Array>, a: FacetCosine | undefined, b: FacetCosine | undefined): number {
-  const ab = a && b ? vectorPairDot(vectors, a.id, b.id) : undefined;
-  if (!a || !b || ab === undefined) return 0;
+  if (!a || !b) return 0;
+  const ab = vectorPairDot(vectors, a.id, b.id);
+  if (ab === undefined) return 0;
   return (a.cosine + b.cosine) / Math.sqrt(Math.max(2 + 2 * ab, Number.EPSILON));
 }
 

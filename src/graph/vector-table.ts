@@ -49,8 +49,6 @@ export class VectorTable implements Map<string, Float32Array> {
   private nextSlot = 0;
   /** Dimensions of the i8 records (fixed by the first one). */
   private dim = 0;
-  /** Where `setStored` expands an i4 record before `store` copies it: an open expands every vector of a memory. */
-  private expanded: Uint8Array = new Uint8Array(0);
 
   constructor(entries?: Iterable<readonly [string, Float32Array]>) {
     for (const [id, vector] of entries ?? []) this.set(id, vector);
@@ -184,8 +182,8 @@ export class VectorTable implements Map<string, Float32Array> {
    * CORRUPT_CHECKPOINT naming the vector.
    */
   setStored(id: string, bytes: Uint8Array, dim: number): this {
-    if (this.expanded.length !== dim + 4) this.expanded = new Uint8Array(dim + 4);
-    const record = this.dim === 0 || this.dim === dim ? i8RecordOfStored(id, bytes, dim, this.expanded) : null;
+    // An i4 record comes expanded in the codec's shared buffer, which `store` copies at once.
+    const record = this.dim === 0 || this.dim === dim ? i8RecordOfStored(id, bytes, dim) : null;
     if (!record) return this.set(id, decodeStoredVector(id, bytes, dim));
     this.delete(id);
     this.dim = dim;

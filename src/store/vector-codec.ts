@@ -211,19 +211,22 @@ export function decodeVector(bytes: Uint8Array, dim: number): Float32Array {
     const scale = view.getFloat32(0, true);
     for (let i = 0; i < dim; i++) vector[i] = Math.fround(view.getInt8(4 + i) * scale);
   } else if (isI4Record(bytes, dim)) {
-    // Each value as its i8 record's (`i8RecordOf`) decodes: the level's code times the scale, as an f32.
-    const scale = view.getFloat32(0, true);
-    const codes = i4Codes();
-    for (let i = 0; i < dim; i++) {
-      const byte = bytes[4 + (i >> 1)] as number;
-      const half = i & 1 ? byte >> 4 : byte & 15;
-      if (half === 15) throw i4HalfError();
-      vector[i] = Math.fround((codes[half] as number) * scale);
-    }
+    return decodeVector(i8RecordOf(bytes, dim, expansion(dim)) as Uint8Array, dim);
   } else {
     throw new PrismError('CORRUPT_CHECKPOINT', `a stored vector has ${bytes.byteLength} bytes, which fits no precision of dimension ${dim}`);
   }
   return vector;
+}
+
+/**
+ * Where an i4 record is expanded into the i8 record it names when the caller keeps no copy of
+ * its own (`decodeVector`, `i8RecordOfStored`): one buffer, not a record a call (an open
+ * expands every vector of a memory). Valid until the next expansion.
+ */
+let expanded = new Uint8Array(0);
+function expansion(dim: number): Uint8Array {
+  if (expanded.length !== dim + 4) expanded = new Uint8Array(dim + 4);
+  return expanded;
 }
 
 function isI4Record(bytes: Uint8Array, dim: number): boolean {
@@ -255,12 +258,8 @@ export function i8RecordOf(bytes: Uint8Array, dim: number, record: Uint8Array = 
     bad |= invalid[byte]!;
     record[3 + dim] = low[byte]!;
   }
-  if (bad) throw i4HalfError();
+  if (bad) throw new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
   return record;
-}
-
-function i4HalfError(): PrismError {
-  return new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
 }
 
 /** For each i4 byte: the i8 codes of its low and high halves (as bytes), and 1 where a half is 15. */
@@ -273,11 +272,11 @@ interface I4ByteTables {
 let i4Tables: I4ByteTables | undefined;
 function i4ByteTables(): I4ByteTables {
   if (!i4Tables) {
-    const codes = i4Codes();
+    const code = (index: number) => (index < 7 ? -I4_LEVELS[7 - index]! : I4_LEVELS[Math.min(index, 14) - 7]!) & 0xff;
     i4Tables = { low: new Uint8Array(256), high: new Uint8Array(256), invalid: new Uint8Array(256) };
     for (let byte = 0; byte < 256; byte++) {
-      i4Tables.low[byte] = codes[byte & 15]! & 0xff;
-      i4Tables.high[byte] = codes[byte >> 4]! & 0xff;
+      i4Tables.low[byte] = code(byte & 15);
+      i4Tables.high[byte] = code(byte >> 4);
       i4Tables.invalid[byte] = (byte & 15) === 15 || byte >> 4 === 15 ? 1 : 0;
     }
   }
@@ -311,13 +310,6 @@ export function i8RecordPairDot(viewA: DataView, codesA: Int8Array, a: number, v
   return sum;
 }
 
-/** The i8 code of each i4 half byte (15, no level, reads as 0: the stores reject it before). */
-let i4CodeTable: Int8Array | undefined;
-function i4Codes(): Int8Array {
-  i4CodeTable ??= Int8Array.from({ length: 16 }, (_, half) => (half < 7 ? -I4_LEVELS[7 - half]! : half < 15 ? I4_LEVELS[half - 7]! : 0));
-  return i4CodeTable;
-}
-
 /** A stored vector's floats (any precision, told by its length); a length that fits none is CORRUPT_CHECKPOINT naming the vector. */
 export function decodeStoredVector(id: string, bytes: Uint8Array, dim: number): Float32Array {
   try {
@@ -329,12 +321,13 @@ export function decodeStoredVector(id: string, bytes: Uint8Array, dim: number): 
 
 /**
  * `i8RecordOf` of a stored vector; a bad i4 record is CORRUPT_CHECKPOINT naming the vector. An
- * open calls it for every vector: i8 bytes return at once, and nothing is allocated a call.
+ * open calls it for every vector: i8 bytes return at once, and nothing is allocated a call (an
+ * i4 record is expanded into a shared buffer, valid until the next expansion: copy it to keep it).
  */
-export function i8RecordOfStored(id: string, bytes: Uint8Array, dim: number, into: Uint8Array): Uint8Array | null {
+export function i8RecordOfStored(id: string, bytes: Uint8Array, dim: number): Uint8Array | null {
   if (bytes.byteLength === dim + 4) return bytes;
   try {
-    return i8RecordOf(bytes, dim, into);
+    return i8RecordOf(bytes, dim, expansion(dim));
   } catch (err) {
     throw storedVectorError(id, err);
   }

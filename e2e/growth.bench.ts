@@ -22,12 +22,17 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from './support/chromium.ts';
  * `PRISM_GROWTH_BROWSER_PROFILE` set to a folder, each size also gets one more cold open, in a
  * browser of its own after the measured ones (so no figure pays for the profiler), recorded as a
  * CPU profile of the page: `<folder>/cold-open-<messages>.cpuprofile`, which Chromium's DevTools
- * open and resolve through the site's source maps.
+ * open and resolve through the site's source maps. With `PRISM_GROWTH_BROWSER_KEEP` set to a
+ * folder, the browser profile lives there and is kept: a later run with the same folder grows
+ * only past what the folder holds (`growth-state.json`) and measures the sizes it already holds
+ * without growing or first opening them again (their growth figures are the growing run's), so
+ * two trees can be measured on one grown memory, one after the other, on the same port.
  */
 
 const SIZES = (process.env.PRISM_GROWTH_BROWSER_SIZES ?? '1000,30000').split(',').map(Number);
 const GROWTH_BROWSER_OUT = resolve(process.env.PRISM_GROWTH_BROWSER_OUT ?? join(import.meta.dirname, 'out', 'growth-chromium.json'));
 const PROFILE_DIR = process.env.PRISM_GROWTH_BROWSER_PROFILE;
+const KEEP_DIR = process.env.PRISM_GROWTH_BROWSER_KEEP;
 /** Sampling interval of a cold open's CPU profile, in microseconds: fine enough for a many-second open, a few MB of profile. */
 const PROFILE_SAMPLING_US = 500;
 const DB_NAME = 'prism-growth';
@@ -143,46 +148,68 @@ async function bytesUnder(dir: string): Promise<number> {
   return total;
 }
 
+/** What a kept profile folder holds (`PRISM_GROWTH_BROWSER_KEEP`): how far it is grown, and each size's growth figures. */
+interface KeptGrowth {
+  messages: number;
+  textBytes: number;
+  /** The next session to add. */
+  next: number;
+  sizes: Record<number, Pick<BrowserGrowthPoint, 'messages' | 'textBytes' | 'nodes' | 'edges' | 'growMs' | 'firstOpenMs'>>;
+}
+
+const KEPT_STATE = 'growth-state.json';
+
 test('growth of one IndexedDB scope of real assistant chat in Chromium', async ({ baseURL }) => {
   test.setTimeout(0);
   const pageUrl = new URL('/growth.html', baseURL).href;
   const { sessions, questions } = await longMemEvalChat();
   const queries = questions.slice(0, PROBE_QUERIES);
-  const profileDir = await mkdtemp(join(tmpdir(), 'prism-growth-chromium-'));
+  const profileDir = KEEP_DIR === undefined ? await mkdtemp(join(tmpdir(), 'prism-growth-chromium-')) : resolve(KEEP_DIR);
+  const kept: KeptGrowth =
+    KEEP_DIR === undefined ? { messages: 0, textBytes: 0, next: 0, sizes: {} } : await readFile(join(profileDir, KEPT_STATE), 'utf8').then((json) => JSON.parse(json) as KeptGrowth, () => ({ messages: 0, textBytes: 0, next: 0, sizes: {} }));
   const points: BrowserGrowthPoint[] = [];
-  let messages = 0;
-  let textBytes = 0;
-  let next = 0;
+  let { messages, textBytes, next } = kept;
   try {
     for (const size of [...SIZES].sort((a, b) => a - b)) {
-      const grower = await Browser.launch(profileDir);
-      const growing = await grower.open(pageUrl);
-      await growing.evaluate((name) => window.growthHarness.openForGrowth(name), DB_NAME);
-      const t0 = performance.now();
-      while (messages < size) {
-        const batch: ChatSession[] = [];
-        while (batch.length < BATCH_SESSIONS && messages < size) {
-          const session = sessionAt(sessions, next++);
-          batch.push(session);
-          messages += session.messages.length;
-          textBytes += session.messages.reduce((sum, m) => sum + Buffer.byteLength(m.content), 0);
+      let grown = kept.sizes[size];
+      if (grown === undefined) {
+        if (messages >= size) throw new Error(`${profileDir} is grown to ${messages} messages already, past ${size}: grow a new folder`);
+        const grower = await Browser.launch(profileDir);
+        const growing = await grower.open(pageUrl);
+        await growing.evaluate((name) => window.growthHarness.openForGrowth(name), DB_NAME);
+        const t0 = performance.now();
+        while (messages < size) {
+          const batch: ChatSession[] = [];
+          while (batch.length < BATCH_SESSIONS && messages < size) {
+            const session = sessionAt(sessions, next++);
+            batch.push(session);
+            messages += session.messages.length;
+            textBytes += session.messages.reduce((sum, m) => sum + Buffer.byteLength(m.content), 0);
+          }
+          await growing.evaluate((chat) => window.growthHarness.addSessions(chat), batch);
+          console.error(`growth-chromium: ${messages} messages, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
         }
-        await growing.evaluate((chat) => window.growthHarness.addSessions(chat), batch);
-        console.error(`growth-chromium: ${messages} messages, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-      }
-      const growMs = performance.now() - t0;
-      const { nodes, edges } = await growing.evaluate(() => window.growthHarness.graphSize());
-      await growing.evaluate(() => window.growthHarness.close());
-      await grower.close();
+        const growMs = performance.now() - t0;
+        const { nodes, edges } = await growing.evaluate(() => window.growthHarness.graphSize());
+        await growing.evaluate(() => window.growthHarness.close());
+        await grower.close();
 
-      // The first open after growth builds the lexical index; closing waits for its save, which
-      // every later open reads back (as in any memory searched before).
-      const opener = await Browser.launch(profileDir);
-      const opening = await opener.open(pageUrl);
-      await opening.evaluate(() => window.growthHarness.loadModel());
-      const { coldOpenMs: firstOpenMs } = await opening.evaluate(({ name, asked }) => window.growthHarness.openCold(name, asked), { name: DB_NAME, asked: queries.slice(0, 1) });
-      await opening.evaluate(() => window.growthHarness.close());
-      await opener.close();
+        // The first open after growth builds the lexical index; closing waits for its save, which
+        // every later open reads back (as in any memory searched before).
+        const opener = await Browser.launch(profileDir);
+        const opening = await opener.open(pageUrl);
+        await opening.evaluate(() => window.growthHarness.loadModel());
+        const { coldOpenMs: firstOpenMs } = await opening.evaluate(({ name, asked }) => window.growthHarness.openCold(name, asked), { name: DB_NAME, asked: queries.slice(0, 1) });
+        await opening.evaluate(() => window.growthHarness.close());
+        await opener.close();
+        grown = { messages, textBytes, nodes, edges, growMs, firstOpenMs };
+        if (KEEP_DIR !== undefined) {
+          kept.sizes[size] = grown;
+          await writeFile(join(profileDir, KEPT_STATE), JSON.stringify({ ...kept, messages, textBytes, next }));
+        }
+      } else if (grown.messages !== messages) {
+        throw new Error(`${KEPT_STATE} in ${profileDir} holds ${messages} messages, not the ${grown.messages} measured at size ${size}: grow a new folder`);
+      }
       // What the memory keeps on disk, the saved index included; not the model files (the Cache API's folder).
       const indexedDbBytes = await bytesUnder(join(profileDir, 'Default', 'IndexedDB'));
       const keyRingBytes = await bytesUnder(join(profileDir, 'Default', 'File System'));
@@ -206,11 +233,11 @@ test('growth of one IndexedDB scope of real assistant chat in Chromium', async (
         await profiled.evaluate(() => window.growthHarness.close());
         await profiler.close();
       }
-      points.push({ messages, textBytes, nodes, edges, indexedDbBytes, keyRingBytes, growMs, firstOpenMs, ...searches, heapMb, rendererRssMb, ...probe });
+      points.push({ ...grown, indexedDbBytes, keyRingBytes, ...searches, heapMb, rendererRssMb, ...probe });
       console.error(`growth-chromium: ${messages} messages measured`);
     }
   } finally {
-    await rm(profileDir, { recursive: true, force: true });
+    if (KEEP_DIR === undefined) await rm(profileDir, { recursive: true, force: true });
   }
   await mkdir(dirname(GROWTH_BROWSER_OUT), { recursive: true });
   await writeFile(GROWTH_BROWSER_OUT, JSON.stringify(points, null, 2));

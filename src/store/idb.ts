@@ -596,62 +596,59 @@ export class IndexedDbStore implements GraphStore {
         if (token === undefined) return null;
         const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
         const range = partitionRange(token);
-        const [meta, nodeKeys, nodes, nodeGroups, edgeKeys, edges, edgeGroups, pageKeys, pages, chunks, vectorKeys, vectors, groups, hashKeys] = await Promise.all([
-          tx.objectStore('meta').get(token),
-          tx.objectStore('nodes').getAllKeys(range),
-          tx.objectStore('nodes').getAll(range),
-          tx.objectStore('nodeGroups').getAll(range),
-          tx.objectStore('edges').getAllKeys(range),
-          tx.objectStore('edges').getAll(range),
-          tx.objectStore('edgeGroups').getAll(range),
-          tx.objectStore('entityPages').getAllKeys(range),
-          tx.objectStore('entityPages').getAll(range),
-          tx.objectStore('chunks').getAll(range),
-          tx.objectStore('vectors').getAllKeys(range),
-          tx.objectStore('vectors').getAll(range),
-          tx.objectStore('vectorGroups').getAll(range),
-          tx.objectStore('hashes').getAllKeys(range),
-          tx.done,
-        ]);
-        if (meta === undefined) return null;
-        const ring = await this.ringFor(ringOf(token), [meta, ...nodes, ...nodeGroups, ...edges, ...edgeGroups, ...pages, ...chunks, ...vectors, ...groups]);
-        const open = async (value: Sealed): Promise<Uint8Array<ArrayBuffer>> => this.keys.unseal(ring, value.keyId, value.sealed);
-        const openJson = async <T>(value: Sealed): Promise<T> => fromJson<T>(await open(value));
-        const openText = async (value: Sealed): Promise<string> => decoder.decode(await open(value));
-        const openGroup = async (store: GroupStore, group: SealedGroup): Promise<Map<string, Uint8Array>> => valuesOfGroup(store, group, await open(group));
+        // Every read goes out at once, and each store's values are unsealed and decoded as they
+        // arrive while the reads behind them go on: with every value taken at the end, a cold open
+        // of 30K messages of chat left the page idle for the ~0.5 s the reads took, then decoded.
+        const metaSealed = tx.objectStore('meta').get(token);
+        const partitionMeta = metaSealed.then(async (sealed) => (sealed === undefined ? null : this.openMeta(token, sealed)));
+        /** `values` unsealed and decoded one by one; none when the partition has no meta (nothing is read of it then). */
+        const unsealed = <V extends Sealed, T>(values: Promise<readonly V[]>, decode: (plain: Uint8Array<ArrayBuffer>, value: V) => T): Promise<T[]> =>
+          Promise.all([values, partitionMeta]).then(async ([sealed, meta]) => {
+            if (meta === null) return [];
+            const ring = await this.ringFor(ringOf(token), sealed);
+            return Promise.all(sealed.map(async (value) => decode(await this.keys.unseal(ring, value.keyId, value.sealed), value)));
+          });
+        const store = <Name extends (typeof RECORD_STORES)[number]>(name: Name) => tx.objectStore(name);
+        const text = (plain: Uint8Array): string => decoder.decode(plain);
         // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
-        const keyedRows = (keys: readonly RecordKey[], values: readonly Sealed[]): Promise<StoredRow[]> =>
-          Promise.all(values.map(async (value, i): Promise<StoredRow> => [(keys[i] as RecordKey)[1], await openText(value)]));
-        const groupedRows = (store: GroupStore, groups: readonly SealedGroup[]): Promise<StoredRow[][]> =>
-          Promise.all(groups.map(async (group) => [...(await openGroup(store, group))].map(([id, bytes]): StoredRow => [id, decoder.decode(bytes)])));
-        const [opened, nodeRows, groupedNodeRows, edgeRows, groupedEdgeRows, pageJson, openedChunks, vectorBytes, groupValues] = await Promise.all([
-          openJson<PartitionMeta>(meta),
-          keyedRows(nodeKeys, nodes),
-          groupedRows('nodeGroups', nodeGroups),
-          keyedRows(edgeKeys, edges),
-          groupedRows('edgeGroups', edgeGroups),
-          Promise.all(pages.map(openText)),
-          Promise.all(chunks.map(async (chunk) => decodeChunk(await openText(chunk)))),
-          Promise.all(vectors.map((vector) => open(vector))),
-          Promise.all(groups.map((group) => openGroup('vectorGroups', group))),
-        ]);
-        // Keys sort by Entity id, then page number: each Entity's pages come in order.
-        const pagesById = new Map<string, string[]>();
-        pageKeys.forEach(([, id], i) => {
-          const list = pagesById.get(id) ?? [];
-          list.push(pageJson[i] as string);
-          pagesById.set(id, list);
+        const keyedRows = (name: 'nodes' | 'edges'): Promise<StoredRow[]> =>
+          Promise.all([store(name).getAllKeys(range), unsealed(store(name).getAll(range), text)]).then(([keys, texts]) => texts.map((json, i): StoredRow => [(keys[i] as RecordKey)[1], json]));
+        const groupedRows = (name: 'nodeGroups' | 'edgeGroups'): Promise<StoredRow[]> =>
+          unsealed(store(name).getAll(range), (plain, group) => [...valuesOfGroup(name, group, plain)].map(([id, bytes]): StoredRow => [id, text(bytes)])).then((groups) => groups.flat());
+        const chunks = unsealed(store('chunks').getAll(range), (plain) => decodeChunk(text(plain)));
+        const nodeRows = Promise.all([keyedRows('nodes'), groupedRows('nodeGroups')]);
+        const pages = Promise.all([store('entityPages').getAllKeys(range), unsealed(store('entityPages').getAll(range), text)]);
+        const edgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]);
+        const vectorRows = Promise.all([store('vectors').getAllKeys(range), unsealed(store('vectors').getAll(range), (plain) => plain)]);
+        const vectorGroups = unsealed(store('vectorGroups').getAll(range), (plain, group) => valuesOfGroup('vectorGroups', group, plain));
+        const hashKeys = store('hashes').getAllKeys(range);
+        // The records are decoded once the stores they name have come, while the vectors may still be read.
+        const records = Promise.all([nodeRows, edgeRows, pages, chunks]).then(([nodeRows, edgeRows, [pageKeys, pageJson], chunks]) => {
+          // Keys sort by Entity id, then page number: each Entity's pages come in order.
+          const pagesById = new Map<string, string[]>();
+          pageKeys.forEach(([, id], i) => {
+            const list = pagesById.get(id) ?? [];
+            list.push(pageJson[i] as string);
+            pagesById.set(id, list);
+          });
+          return readStoredRecords(nodeRows.flat(), edgeRows.flat(), new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
         });
-        const records = readStoredRecords([...nodeRows, ...groupedNodeRows.flat()], [...edgeRows, ...groupedEdgeRows.flat()], new Map(openedChunks.map((chunk) => [chunk.id, chunk])), pagesById);
+        const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, [vectorKeys, vectorBytes], groups]) =>
+          meta === null
+            ? new VectorTable()
+            : // In id order, as the other stores hand them over, whichever record kept them.
+              [...vectorKeys.map(([, id], i): [string, Uint8Array] => [id, vectorBytes[i] ?? new Uint8Array(0)]), ...groups.flatMap((values) => [...values])]
+                .sort((a, b) => compareIds(a[0], b[0]))
+                .reduce((table, [id, bytes]) => table.setStored(id, bytes, meta.meta.dim), new VectorTable()),
+        );
+        const [opened, loaded, openedChunks, table, hashes] = await Promise.all([partitionMeta, records, chunks, vectors, hashKeys, tx.done]);
+        if (opened === null) return null;
         return {
           meta: opened.meta,
-          ...records,
+          ...loaded,
           chunks: openedChunks,
-          // In id order, as the other stores hand them over, whichever record kept them.
-          vectors: [...vectorKeys.map(([, id], i): [string, Uint8Array] => [id, vectorBytes[i] ?? new Uint8Array(0)]), ...groupValues.flatMap((values) => [...values])]
-            .sort((a, b) => compareIds(a[0], b[0]))
-            .reduce((table, [id, bytes]) => table.setStored(id, bytes, opened.meta.dim), new VectorTable()),
-          hashes: new Set(hashKeys.map(([, hash]) => hash)),
+          vectors: table,
+          hashes: new Set(hashes.map(([, hash]) => hash)),
         };
       });
     } catch (err) {

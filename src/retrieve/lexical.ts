@@ -323,7 +323,7 @@ function tokenize(text: string): string[] {
 /**
  * Version of `LexicalIndex.toBytes`'s layout; bytes of another are rebuilt from the graph. 2: a
  * term's postings come with their byte length, so that reading the index skips them (see
- * `TermPostings.encoded`).
+ * `TermPostings.encodedAt`).
  */
 const LEXICAL_FORMAT = 2;
 
@@ -358,21 +358,25 @@ interface TermPostings {
   term: string;
   /**
    * A typed array as decoded from bytes, made a plain array when the term is added to. Empty
-   * while `encoded` holds them.
+   * while encoded (`encodedAt`).
    */
   entries: number[] | Int32Array;
   /**
-   * The postings as `toBytes` wrote them, until the term is first used (`Postings.entriesOf`):
-   * a search reads a handful of terms of the tens of thousands an index holds, and decoding
-   * them all was most of reading it (18M entries, 2.8 s, at 100K messages).
+   * Where the postings lie, as `toBytes` wrote them, in the bytes the index was read from
+   * (`Postings.source`), until the term is first used (`Postings.entriesOf`); −1 once decoded,
+   * and for a term made here. A search reads a handful of terms of the tens of thousands an
+   * index holds, and decoding them all was most of reading it (18M entries, 2.8 s, at 100K
+   * messages); offsets, not a view a term, which were ~9 MB of heap at 100K messages.
    */
-  encoded: Uint8Array | null;
-  /** Documents holding the term (what the idf counts); while `encoded`, as written, documents removed since not discounted. */
+  encodedAt: number;
+  encodedEnd: number;
+  /** Documents holding the term (what the idf counts); while encoded, as written, documents removed since not discounted. */
   holding: number;
 }
 
 /** The entries of a term whose postings are still encoded. */
 const NO_ENTRIES = new Int32Array(0);
+const NO_BYTES = new Uint8Array(0);
 
 /** Raw tokens remembered at most: chat repeats its words, and normalising each occurrence again was a third of indexing. */
 const TOKEN_CACHE_LIMIT = 1 << 17;
@@ -421,6 +425,8 @@ class Postings {
    */
   private ordinals = 0;
   private docCount = 0;
+  /** The bytes the index was read from, which encoded postings lie in (`TermPostings.encodedAt`). */
+  private source: Uint8Array = NO_BYTES;
   /** Documents when the index was read: an encoded posting names one of them (`Postings.read`). */
   private readDocuments = 0;
   /** Whether a document has been removed since the index was made or read: encoded postings may then name removed documents. */
@@ -484,9 +490,9 @@ class Postings {
     for (const postings of terms) {
       out.string(postings.term);
       out.varint(postings.holding);
-      if (postings.encoded !== null) {
-        out.varint(postings.encoded.length);
-        out.bytes(postings.encoded);
+      if (postings.encodedAt >= 0) {
+        out.varint(postings.encodedEnd - postings.encodedAt);
+        out.bytes(this.source.subarray(postings.encodedAt, postings.encodedEnd));
         continue;
       }
       const codes: number[] = [];
@@ -539,9 +545,11 @@ class Postings {
       const length = input.varint();
       // Each posting takes a byte at least; what they say is checked when they are decoded.
       if (holding === 0 || holding > length || holding > count || postings.byTerm.has(term)) throw new ByteFormatError('empty, overlong or repeated term');
-      postings.byTerm.set(term, { term, entries: NO_ENTRIES, encoded: input.bytes(length), holding });
+      const encodedAt = input.skip(length);
+      postings.byTerm.set(term, { term, entries: NO_ENTRIES, encodedAt, encodedEnd: encodedAt + length, holding });
     }
     if (!input.done) throw new ByteFormatError('bytes left over');
+    postings.source = input.source;
     return postings;
   }
 
@@ -587,7 +595,7 @@ class Postings {
 
   /** Gives each term's entries the room they use and no more: lists grown one push at a time keep up to half again as much. */
   trim(): void {
-    for (const postings of this.byTerm.values()) if (postings.encoded === null) postings.entries = postings.entries.slice();
+    for (const postings of this.byTerm.values()) if (postings.encodedAt < 0) postings.entries = postings.entries.slice();
   }
 
   /** Removes documents by ordinal, in order; one pass over the postings drops them all (documents leave with whole sessions). */
@@ -611,7 +619,7 @@ class Postings {
     this.removedAny = true;
     for (const postings of this.byTerm.values()) {
       // Encoded postings leave out removed documents when decoded.
-      if (postings.encoded !== null) continue;
+      if (postings.encodedAt >= 0) continue;
       withoutDocuments(postings, removed);
       if (postings.holding === 0) this.byTerm.delete(postings.term);
     }
@@ -649,16 +657,17 @@ class Postings {
    * documents read (`LexicalIndex` then builds the index again from its graph).
    */
   entriesOf(postings: TermPostings): number[] | Int32Array {
-    const { encoded } = postings;
-    if (encoded === null) return postings.entries;
+    const { encodedAt: start, encodedEnd: end } = postings;
+    if (start < 0) return postings.entries;
+    const encoded = this.source;
     const entries = new Int32Array(postings.holding * 2);
     let used = 0;
     let held = 0;
     let found = 0;
     let ordinal = -1;
-    const cursor = { at: 0 };
-    const next = (): number => nextVarint(encoded, cursor, encoded.length);
-    while (cursor.at < encoded.length) {
+    const cursor = { at: start };
+    const next = (): number => nextVarint(encoded, cursor, end);
+    while (cursor.at < end) {
       const code = next();
       ordinal += Math.floor(code / 2) + 1;
       const tf = code % 2 === 0 ? 1 : next();
@@ -673,7 +682,8 @@ class Postings {
     }
     if (found !== postings.holding) throw new ByteFormatError('postings fewer than written');
     postings.entries = entries.slice(0, used);
-    postings.encoded = null;
+    postings.encodedAt = -1;
+    postings.encodedEnd = -1;
     postings.holding = held;
     return postings.entries;
   }
@@ -741,7 +751,7 @@ class Postings {
     if (entry === undefined) {
       const term = normaliseTerm(token);
       let postings = term === null ? null : (this.byTerm.get(term) ?? null);
-      if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, entries: [], encoded: null, holding: 0 }));
+      if (term !== null && postings === null) this.byTerm.set(term, (postings = { term, entries: [], encodedAt: -1, encodedEnd: -1, holding: 0 }));
       this.tokens.set(token, (entry = { postings, lastOrdinal: -1 }));
     }
     return entry;

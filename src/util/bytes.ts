@@ -122,7 +122,7 @@ export class ByteReader {
   private readonly text: string;
   private textPosition = 0;
 
-  constructor(private readonly source: Uint8Array) {
+  constructor(readonly source: Uint8Array) {
     if (source.length < 4) throw new ByteFormatError('too short');
     const blockLength = new DataView(source.buffer, source.byteOffset, source.byteLength).getUint32(source.length - 4, true);
     this.end = source.length - 4 - blockLength;
@@ -150,10 +150,12 @@ export class ByteReader {
     return value;
   }
 
-  /** The next `length` bytes, as a view of the bytes read (no copy). */
-  bytes(length: number): Uint8Array {
+  /** Steps over the next `length` bytes, and tells where in `source` they start. */
+  skip(length: number): number {
     if (length > this.remaining) throw new ByteFormatError('bytes past the end');
-    return this.source.subarray(this.cursor.at, (this.cursor.at += length));
+    const start = this.cursor.at;
+    this.cursor.at += length;
+    return start;
   }
 
   string(): string {

@@ -213,6 +213,11 @@ describe('a turn’s theme', () => {
       const text = Array.from({ length: next(80) }, () => (from === spaced && next(40) > 1 ? from[next(4)] : from[next(from.length)])).join('');
       expect(turnTheme('Ann', text)).toBe(reference('Ann', text));
     }
+    // Every unit \s matches, and the nearest ones it does not, collapse as the expression does.
+    const spaces = Array.from({ length: 0x10000 }, (_, c) => String.fromCharCode(c)).filter((c) => /\s/.test(c));
+    for (const other of [...spaces, '\u180e', '\u200b', '\u2060', '\u0085', 'x']) {
+      for (const text of [`${other}a${other}${other}b c${other}`, `${'w '.repeat(90)}${other}${'v'.repeat(20)}`]) expect(turnTheme('Ann', text)).toBe(reference('Ann', text));
+    }
     expect(turnTheme('Ann', `${' '.repeat(600)}short`)).toBe('Ann: short');
     expect(turnTheme('Ann', 'x'.repeat(2000))).toBe(`Ann: ${'x'.repeat(157)}…`);
   });

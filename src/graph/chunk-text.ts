@@ -22,24 +22,44 @@ export function turnTheme(speaker: string, text: string): string {
   // head was ~0.5 KB of heap a message of chat), and gives the same theme as the rule below.
   const head162 = text.length > THEME_CHARS + 1 ? text.slice(0, THEME_CHARS + 2) : text;
   if (!COLLAPSED.test(head162)) return `${speaker}: ${text.length > THEME_CHARS ? `${text.slice(0, THEME_CHARS - 3)}…` : text}`;
-  // A long turn's theme is read from its head: collapsing the whitespace of a head that still
-  // fills the cap gives the same first characters as the whole text does (every store reads a
-  // Facet's theme back this way, so an open of a memory of long replies did it for each turn).
-  const head = text.length > THEME_HEAD_CHARS ? oneLine(text.slice(0, THEME_HEAD_CHARS)) : null;
-  const line = head !== null && head.length > THEME_CHARS + 1 ? head : oneLine(text);
+  const line = oneLineHead(text, THEME_CHARS);
   return `${speaker}: ${line.length > THEME_CHARS ? `${line.slice(0, THEME_CHARS - 3)}…` : line}`;
 }
 
 /** The longest theme, in characters. */
 const THEME_CHARS = 160;
-/** How much of a long turn's text a theme is read from first (more only when whitespace collapses it below the cap). */
-const THEME_HEAD_CHARS = 512;
 
-/** Whitespace that `oneLine` changes: a run of two, any but a space, or one at either end. */
+/** Whitespace that collapsing changes: a run of two, any but a space, or one at either end. */
 const COLLAPSED = /\s\s|[^\S ]|^\s|\s$/;
 
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+/**
+ * `text` with its whitespace runs made one space and none at either end (`replace(/\s+/g, ' ')`,
+ * then `trim()`), made only as far as the first `limit` + 1 characters when it is longer: every
+ * store reads a Facet's theme back this way, and two regular expressions over each long turn's
+ * head were most of rebuilding it.
+ */
+function oneLineHead(text: string, limit: number): string {
+  const words: string[] = [];
+  // The line's length so far: its words and a space between each two.
+  let length = -1;
+  let word = -1;
+  for (let i = 0; i <= text.length && length <= limit; i++) {
+    if (i < text.length && !isSpace(text.charCodeAt(i))) {
+      if (word < 0) word = i;
+    } else if (word >= 0) {
+      words.push(text.slice(word, i));
+      length += i - word + 1;
+      word = -1;
+    }
+  }
+  // Joined, the line is one flat string, as the regular expressions made it.
+  return words.join(' ');
+}
+
+/** Whether UTF-16 unit `c` is one that `\s` matches (ECMAScript's WhiteSpace and LineTerminator). */
+function isSpace(c: number): boolean {
+  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 }
 
 /**

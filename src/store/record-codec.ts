@@ -380,8 +380,7 @@ export function decodeEdge(json: string, rowKey?: string): GraphEdge {
   const named = parsed[1] === null && rowKey !== undefined ? edgeOfId(rowKey) : null;
   if (named) {
     const [key, , chunkId, description = null, confidence = null] = parsed as unknown[];
-    // Every field in the literal itself, as `NODE_OF_VALUES` makes nodes.
-    return { id: rowKey, key, type: named.type, from: named.from, to: named.to, chunkId, description, confidence } as GraphEdge;
+    return { id: rowKey, key, ...named, chunkId, description, confidence } as GraphEdge;
   }
   const [key, type, from, to, chunkId, description = null, confidence = null] = parsed as unknown[];
   const id = edgeId(type as EdgeType, String(from), String(to));

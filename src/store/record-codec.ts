@@ -296,7 +296,7 @@ function readStored(json: string, rowKey?: string): StoredNode {
   const fields = NODE_OF_VALUES[layer](parsed);
   const keyed = fields['id'] === null && rowKey !== undefined;
   if (keyed) fields['id'] = rowKey;
-  // The values after the fields (the layer is not among them).
+  // The derived edges' key offsets follow the fields: the array holds the layer's code, then every field but the layer.
   const offsets: unknown = parsed[NODE_KEYS[layer].length];
   const edgeKeys: NodeEdgeKeys = {};
   if (Array.isArray(offsets) && typeof fields['key'] === 'number') {

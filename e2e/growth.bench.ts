@@ -154,10 +154,55 @@ interface KeptGrowth {
   textBytes: number;
   /** The next session to add. */
   next: number;
-  sizes: Record<number, Pick<BrowserGrowthPoint, 'messages' | 'textBytes' | 'nodes' | 'edges' | 'growMs' | 'firstOpenMs'>>;
+  sizes: Record<number, GrownSize>;
 }
 
+/** A size's figures that its growth gave (a kept folder measures the size again without them). */
+type GrownSize = Pick<BrowserGrowthPoint, 'messages' | 'textBytes' | 'nodes' | 'edges' | 'growMs' | 'firstOpenMs'>;
+
 const KEPT_STATE = 'growth-state.json';
+
+/** The kept folder's growth so far; none for a new folder (or no kept folder). */
+async function keptGrowth(profileDir: string): Promise<KeptGrowth> {
+  const none: KeptGrowth = { messages: 0, textBytes: 0, next: 0, sizes: {} };
+  if (KEEP_DIR === undefined) return none;
+  return readFile(join(profileDir, KEPT_STATE), 'utf8').then((json) => JSON.parse(json) as KeptGrowth, () => none);
+}
+
+/**
+ * Grows the memory of `profileDir` from `grown` (changed in place) to `size` messages, then opens
+ * it once: the first open after growth builds the lexical index, and closing waits for its save,
+ * which every later open reads back (as in any memory searched before).
+ */
+async function growTo(profileDir: string, pageUrl: string, grown: KeptGrowth, size: number, sessions: readonly ChatSession[], firstQuery: string[]): Promise<GrownSize> {
+  const grower = await Browser.launch(profileDir);
+  const growing = await grower.open(pageUrl);
+  await growing.evaluate((name) => window.growthHarness.openForGrowth(name), DB_NAME);
+  const t0 = performance.now();
+  while (grown.messages < size) {
+    const batch: ChatSession[] = [];
+    while (batch.length < BATCH_SESSIONS && grown.messages < size) {
+      const session = sessionAt(sessions, grown.next++);
+      batch.push(session);
+      grown.messages += session.messages.length;
+      grown.textBytes += session.messages.reduce((sum, m) => sum + Buffer.byteLength(m.content), 0);
+    }
+    await growing.evaluate((chat) => window.growthHarness.addSessions(chat), batch);
+    console.error(`growth-chromium: ${grown.messages} messages, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  const growMs = performance.now() - t0;
+  const { nodes, edges } = await growing.evaluate(() => window.growthHarness.graphSize());
+  await growing.evaluate(() => window.growthHarness.close());
+  await grower.close();
+
+  const opener = await Browser.launch(profileDir);
+  const opening = await opener.open(pageUrl);
+  await opening.evaluate(() => window.growthHarness.loadModel());
+  const { coldOpenMs: firstOpenMs } = await opening.evaluate(({ name, asked }) => window.growthHarness.openCold(name, asked), { name: DB_NAME, asked: firstQuery });
+  await opening.evaluate(() => window.growthHarness.close());
+  await opener.close();
+  return { messages: grown.messages, textBytes: grown.textBytes, nodes, edges, growMs, firstOpenMs };
+}
 
 test('growth of one IndexedDB scope of real assistant chat in Chromium', async ({ baseURL }) => {
   test.setTimeout(0);
@@ -165,50 +210,18 @@ test('growth of one IndexedDB scope of real assistant chat in Chromium', async (
   const { sessions, questions } = await longMemEvalChat();
   const queries = questions.slice(0, PROBE_QUERIES);
   const profileDir = KEEP_DIR === undefined ? await mkdtemp(join(tmpdir(), 'prism-growth-chromium-')) : resolve(KEEP_DIR);
-  const kept: KeptGrowth =
-    KEEP_DIR === undefined ? { messages: 0, textBytes: 0, next: 0, sizes: {} } : await readFile(join(profileDir, KEPT_STATE), 'utf8').then((json) => JSON.parse(json) as KeptGrowth, () => ({ messages: 0, textBytes: 0, next: 0, sizes: {} }));
+  const kept = await keptGrowth(profileDir);
   const points: BrowserGrowthPoint[] = [];
-  let { messages, textBytes, next } = kept;
   try {
     for (const size of [...SIZES].sort((a, b) => a - b)) {
       let grown = kept.sizes[size];
       if (grown === undefined) {
-        if (messages >= size) throw new Error(`${profileDir} is grown to ${messages} messages already, past ${size}: grow a new folder`);
-        const grower = await Browser.launch(profileDir);
-        const growing = await grower.open(pageUrl);
-        await growing.evaluate((name) => window.growthHarness.openForGrowth(name), DB_NAME);
-        const t0 = performance.now();
-        while (messages < size) {
-          const batch: ChatSession[] = [];
-          while (batch.length < BATCH_SESSIONS && messages < size) {
-            const session = sessionAt(sessions, next++);
-            batch.push(session);
-            messages += session.messages.length;
-            textBytes += session.messages.reduce((sum, m) => sum + Buffer.byteLength(m.content), 0);
-          }
-          await growing.evaluate((chat) => window.growthHarness.addSessions(chat), batch);
-          console.error(`growth-chromium: ${messages} messages, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-        }
-        const growMs = performance.now() - t0;
-        const { nodes, edges } = await growing.evaluate(() => window.growthHarness.graphSize());
-        await growing.evaluate(() => window.growthHarness.close());
-        await grower.close();
-
-        // The first open after growth builds the lexical index; closing waits for its save, which
-        // every later open reads back (as in any memory searched before).
-        const opener = await Browser.launch(profileDir);
-        const opening = await opener.open(pageUrl);
-        await opening.evaluate(() => window.growthHarness.loadModel());
-        const { coldOpenMs: firstOpenMs } = await opening.evaluate(({ name, asked }) => window.growthHarness.openCold(name, asked), { name: DB_NAME, asked: queries.slice(0, 1) });
-        await opening.evaluate(() => window.growthHarness.close());
-        await opener.close();
-        grown = { messages, textBytes, nodes, edges, growMs, firstOpenMs };
-        if (KEEP_DIR !== undefined) {
-          kept.sizes[size] = grown;
-          await writeFile(join(profileDir, KEPT_STATE), JSON.stringify({ ...kept, messages, textBytes, next }));
-        }
-      } else if (grown.messages !== messages) {
-        throw new Error(`${KEPT_STATE} in ${profileDir} holds ${messages} messages, not the ${grown.messages} measured at size ${size}: grow a new folder`);
+        if (kept.messages >= size) throw new Error(`${profileDir} is grown to ${kept.messages} messages already, past ${size}: grow a new folder`);
+        grown = await growTo(profileDir, pageUrl, kept, size, sessions, queries.slice(0, 1));
+        kept.sizes[size] = grown;
+        if (KEEP_DIR !== undefined) await writeFile(join(profileDir, KEPT_STATE), JSON.stringify(kept));
+      } else if (grown.messages !== kept.messages) {
+        throw new Error(`${KEPT_STATE} in ${profileDir} holds ${kept.messages} messages, not the ${grown.messages} measured at size ${size}: grow a new folder`);
       }
       // What the memory keeps on disk, the saved index included; not the model files (the Cache API's folder).
       const indexedDbBytes = await bytesUnder(join(profileDir, 'Default', 'IndexedDB'));
@@ -229,12 +242,12 @@ test('growth of one IndexedDB scope of real assistant chat in Chromium', async (
         const profiled = await profiler.open(pageUrl);
         await profiled.evaluate(() => window.growthHarness.loadModel());
         const openCold = () => profiled.evaluate(({ name, asked }) => window.growthHarness.openCold(name, asked), { name: DB_NAME, asked: queries.slice(0, 1) });
-        await profiler.profile(profiled, openCold, resolve(PROFILE_DIR, `cold-open-${messages}.cpuprofile`));
+        await profiler.profile(profiled, openCold, resolve(PROFILE_DIR, `cold-open-${grown.messages}.cpuprofile`));
         await profiled.evaluate(() => window.growthHarness.close());
         await profiler.close();
       }
       points.push({ ...grown, indexedDbBytes, keyRingBytes, ...searches, heapMb, rendererRssMb, ...probe });
-      console.error(`growth-chromium: ${messages} messages measured`);
+      console.error(`growth-chromium: ${grown.messages} messages measured`);
     }
   } finally {
     if (KEEP_DIR === undefined) await rm(profileDir, { recursive: true, force: true });

@@ -376,6 +376,7 @@ interface TermPostings {
 
 /** The entries of a term whose postings are still encoded. */
 const NO_ENTRIES = new Int32Array(0);
+/** The bytes of an index made here, not read: none of its postings lie in them. */
 const NO_BYTES = new Uint8Array(0);
 
 /** Raw tokens remembered at most: chat repeats its words, and normalising each occurrence again was a third of indexing. */

@@ -24,6 +24,7 @@ import { Memory } from '../src/memory.ts';
 import { createNodeMiniLmEmbedder, nodeEmbedder, nodeUsearch, openSqliteStore } from '../src/node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import type { FirstOpenResult, ProbeResult } from './growth-probe.ts';
+import { fastestOfAlternating } from './fastest.ts';
 import { longMemEvalChat, type ChatSession } from './longmemeval-chat.ts';
 import { standInEmbedder } from './stand-in.ts';
 import type { Row } from './table.ts';
@@ -32,6 +33,8 @@ const SIZES = (process.env['PRISM_GROWTH_SIZES'] ?? '1000,10000,30000,100000').s
 export const PROBE_QUERIES = 41;
 /** Sessions ingested for real (MiniLM) to compare ingest with embedding each turn once. */
 const REAL_INGEST_SESSIONS = 12;
+/** Runs of each side of that comparison, taking turns; each keeps its fastest. */
+const REAL_INGEST_REPEATS = 2;
 
 /** Session `i` of an endless stream: the file's sessions, then again under new ids a year later per round. */
 export function sessionAt(sessions: readonly ChatSession[], i: number): ChatSession {
@@ -61,24 +64,33 @@ async function realChatIngest(sessions: readonly ChatSession[]): Promise<Row[]> 
   const usearch = await nodeUsearch();
   const sample = sessions.slice(0, REAL_INGEST_SESSIONS);
   const turns = sample.flatMap((s) => s.messages.map((m) => `${m.role}: ${m.content}`));
-  const baseline = await createNodeMiniLmEmbedder({ cacheSize: 0 });
-  await baseline.embed(['warm up']);
-  const t0 = performance.now();
-  await baseline.embed(turns);
-  const denseMs = performance.now() - t0;
-  await baseline.dispose();
-  const embedder = await createNodeMiniLmEmbedder();
-  await embedder.embed(['warm up, too']);
-  const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
-  const t1 = performance.now();
-  for (const session of sample) await memory.add(session.messages, { sessionId: session.id, date: session.date });
-  const prismMs = performance.now() - t1;
-  await memory.close();
-  await embedder.dispose();
+  // As the conv-26 ingest bench does: fresh embedders every run, one warm-up batch each.
+  const { dense: denseMs, prism: prismMs } = await fastestOfAlternating(REAL_INGEST_REPEATS, {
+    dense: async () => {
+      const baseline = await createNodeMiniLmEmbedder({ cacheSize: 0 });
+      await baseline.embed(['warm up']);
+      const t0 = performance.now();
+      await baseline.embed(turns);
+      const ms = performance.now() - t0;
+      await baseline.dispose();
+      return ms;
+    },
+    prism: async () => {
+      const embedder = await createNodeMiniLmEmbedder();
+      await embedder.embed(['warm up, too']);
+      const memory = await Memory.open({ store: new MemoryStore(), embedder, createIndex: (dim) => usearch.createIndex({ dim }) });
+      const t1 = performance.now();
+      for (const session of sample) await memory.add(session.messages, { sessionId: session.id, date: session.date });
+      const ms = performance.now() - t1;
+      await memory.close();
+      await embedder.dispose();
+      return ms;
+    },
+  });
   const dense = `embedding each turn once (${(denseMs / 1000).toFixed(1)} s)`;
   return [
-    { name: `embed each turn once, ${sample.length} LongMemEval sessions (${turns.length} turns)`, metric: 'ms', value: denseMs },
-    { name: `PRISM zero-LLM ingest of the same sessions`, metric: 'ms', value: prismMs, baseline: dense, ratio: prismMs / denseMs },
+    { name: `embed each turn once, ${sample.length} LongMemEval sessions (${turns.length} turns), best of ${REAL_INGEST_REPEATS}`, metric: 'ms', value: denseMs },
+    { name: `PRISM zero-LLM ingest of the same sessions, best of ${REAL_INGEST_REPEATS}`, metric: 'ms', value: prismMs, baseline: dense, ratio: prismMs / denseMs },
   ];
 }
 

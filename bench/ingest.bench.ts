@@ -24,6 +24,7 @@ import { createNodeMiniLmEmbedder, defaultLocomoPath, nodeUsearch } from '../src
 import { MemoryStore } from '../src/store/memory.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import type { GraphStore } from '../src/store/types.ts';
+import { fastestOfAlternating } from './fastest.ts';
 import { standInEmbedder } from './stand-in.ts';
 import type { Row } from './table.ts';
 
@@ -104,31 +105,33 @@ export async function benchIngest(): Promise<Row[]> {
   if (!sample) throw new Error(`no ${CONVERSATION} in the LoCoMo file`);
   const usearch = await nodeUsearch();
 
-  // The machine is shared: each side runs REPEATS times, alternating, and keeps its fastest run.
   // Fresh embedders every run, so no run finds another's vectors in a cache; one warm-up batch each.
   const turns = sample.conversation.sessions.flatMap((s) => s.turns);
-  let denseMs = Infinity;
-  let prismMs = Infinity;
-  for (let run = 0; run < REPEATS; run++) {
-    const baselineEmbedder = await createNodeMiniLmEmbedder({ cacheSize: 0 });
-    await baselineEmbedder.embed(['warm up the session']);
-    const t0 = performance.now();
-    const turnVectors = await baselineEmbedder.embed(turns.map(turnLine));
-    const index = usearch.createIndex({ dim: baselineEmbedder.dim });
-    turnVectors.forEach((v, i) => index.add([i], v));
-    denseMs = Math.min(denseMs, performance.now() - t0);
-    index.dispose();
-    await baselineEmbedder.dispose();
-
-    const prismEmbedder = await createNodeMiniLmEmbedder();
-    await prismEmbedder.embed(['warm up the session, too']);
-    const memory = await openMemory(new MemoryStore(), prismEmbedder);
-    const t1 = performance.now();
-    await memory.addConversation(sample.conversation);
-    prismMs = Math.min(prismMs, performance.now() - t1);
-    await memory.close();
-    await prismEmbedder.dispose();
-  }
+  const { dense: denseMs, prism: prismMs } = await fastestOfAlternating(REPEATS, {
+    dense: async () => {
+      const baselineEmbedder = await createNodeMiniLmEmbedder({ cacheSize: 0 });
+      await baselineEmbedder.embed(['warm up the session']);
+      const t0 = performance.now();
+      const turnVectors = await baselineEmbedder.embed(turns.map(turnLine));
+      const index = usearch.createIndex({ dim: baselineEmbedder.dim });
+      turnVectors.forEach((v, i) => index.add([i], v));
+      const ms = performance.now() - t0;
+      index.dispose();
+      await baselineEmbedder.dispose();
+      return ms;
+    },
+    prism: async () => {
+      const prismEmbedder = await createNodeMiniLmEmbedder();
+      await prismEmbedder.embed(['warm up the session, too']);
+      const memory = await openMemory(new MemoryStore(), prismEmbedder);
+      const t1 = performance.now();
+      await memory.addConversation(sample.conversation);
+      const ms = performance.now() - t1;
+      await memory.close();
+      await prismEmbedder.dispose();
+      return ms;
+    },
+  });
 
   const others = samples.filter((s) => s.conversation.id !== CONVERSATION).map((s) => s.conversation);
   const live = turns.slice(0, TIMED_ADDS);

@@ -262,33 +262,14 @@ export class LexicalIndex {
   private termHits(term: string): TermHits {
     const known = this.hitsByTerm.get(term);
     if (known) return known;
-    // One pass into arrays of the term's size, then each layer's share copied out: a common word
-    // is held by most documents, and lists grown for it were most of what a search allocated.
-    const { ordinals, scores, layerCodes } = this.postings.hitsOf(term);
-    const n = ordinals.length;
-    const perCode = LAYER_CODES.map(() => 0);
-    for (const code of layerCodes) perCode[code] = (perCode[code] as number) + 1;
-    const hits = {} as TermHits;
-    LAYERS.forEach((layer) => {
-      const code = LAYER_CODES.indexOf(layer);
-      const layerOrdinals = new Int32Array(perCode[code] as number);
-      const layerScores = new Float64Array(perCode[code] as number);
-      let max = 0;
-      for (let i = 0, j = 0; i < n; i++) {
-        if (layerCodes[i] !== code) continue;
-        layerOrdinals[j] = ordinals[i] as number;
-        layerScores[j++] = scores[i] as number;
-        max = Math.max(max, scores[i] as number);
-      }
-      hits[layer] = { ordinals: layerOrdinals, scores: layerScores, max };
-    });
-    if (n > 0) this.hitsByTerm.set(term, hits);
+    const hits = this.postings.hitsOf(term);
+    if (LAYERS.some((layer) => hits[layer].ordinals.length > 0)) this.hitsByTerm.set(term, hits);
     return hits;
   }
 }
 
 /** A term's hits in each layer. */
-type TermHits = Record<Layer, LayerHits>;
+export type TermHits = Record<Layer, LayerHits>;
 
 /** Where texts and queries are cut into words: at spaces and punctuation (minisearch's default). */
 const SEPARATORS = /[\n\r\p{Z}\p{P}]+/u;
@@ -629,27 +610,43 @@ class Postings {
   }
 
   /**
-   * The documents holding `term`, in the order they were added: their ordinals, BM25+ scores and
-   * layer codes (`LAYER_CODES`). One pass with no call a posting: a common word is held by most
-   * documents of a memory, and each new word of a query is read this way once.
+   * The documents holding `term`, by layer in the order they were added, with their BM25+ scores:
+   * one pass counts each layer's share, one fills lists made at that size. A common word is held
+   * by most documents of a memory, and each new word of a query is read this way once. Postings
+   * still encoded are read where they lie and left so (`PostingCursor`): decoding them, as a
+   * search once did, made an array of the term's size to keep, and one more to copy it to.
    */
-  hitsOf(term: string): { ordinals: Int32Array; scores: Float64Array; layerCodes: Uint8Array } {
+  hitsOf(term: string): TermHits {
     const postings = this.byTerm.get(term);
-    const entries = postings ? this.entriesOf(postings) : NO_ENTRIES;
-    const size = postings?.holding ?? 0;
-    const hits = { ordinals: new Int32Array(size), scores: new Float64Array(size), layerCodes: new Uint8Array(size) };
-    const idf = Math.log(1 + (this.docCount - size + 0.5) / (size + 0.5));
-    const { k, b, d } = BM25;
-    for (let i = 0, n = 0; i < entries.length; i++, n++) {
-      const entry = entries[i] as number;
-      const ordinal = entry >= 0 ? entry : -entry - 1;
-      const tf = entry >= 0 ? 1 : (entries[++i] as number);
-      const fieldLength = this.docFieldLength[ordinal] as number;
-      hits.ordinals[n] = ordinal;
-      hits.scores[n] = idf * (d + (tf * (k + 1)) / (tf + k * (1 - b + (b * fieldLength) / this.averageFieldLength)));
-      hits.layerCodes[n] = this.docLayer[ordinal] as number;
+    const cursor = this.cursorOf(postings);
+    const perCode = new Int32Array(LAYER_CODES.length);
+    let held = 0;
+    while (cursor.next()) {
+      const code = this.docLayer[cursor.ordinal] as number;
+      perCode[code] = (perCode[code] as number) + 1;
+      held++;
     }
-    return hits;
+    const lists = LAYER_CODES.map((_, code): LayerHits => ({ ordinals: new Int32Array(perCode[code] as number), scores: new Float64Array(perCode[code] as number), max: 0 }));
+    const filled = new Int32Array(LAYER_CODES.length);
+    const idf = Math.log(1 + (this.docCount - held + 0.5) / (held + 0.5));
+    const { k, b, d } = BM25;
+    for (cursor.restart(); cursor.next(); ) {
+      const { ordinal, tf } = cursor;
+      const code = this.docLayer[ordinal] as number;
+      const list = lists[code] as LayerHits;
+      const score = idf * (d + (tf * (k + 1)) / (tf + k * (1 - b + (b * (this.docFieldLength[ordinal] as number)) / this.averageFieldLength)));
+      const at = filled[code] as number;
+      list.ordinals[at] = ordinal;
+      list.scores[at] = score;
+      filled[code] = at + 1;
+      list.max = Math.max(list.max, score);
+    }
+    return Object.fromEntries(LAYER_CODES.map((layer, code) => [layer, lists[code] as LayerHits])) as TermHits;
+  }
+
+  /** A cursor over the postings of a term of this index (none: no term). */
+  private cursorOf(postings: TermPostings | undefined): PostingCursor {
+    return new PostingCursor(postings, this.source, this.readDocuments, this.docNodeKey);
   }
 
   /**
@@ -658,30 +655,17 @@ class Postings {
    * documents read (`LexicalIndex` then builds the index again from its graph).
    */
   entriesOf(postings: TermPostings): number[] | Int32Array {
-    const { encodedAt: start, encodedEnd: end } = postings;
-    if (start < 0) return postings.entries;
-    const encoded = this.source;
+    if (postings.encodedAt < 0) return postings.entries;
     const entries = new Int32Array(postings.holding * 2);
     let used = 0;
     let held = 0;
-    let found = 0;
-    let ordinal = -1;
-    const cursor = { at: start };
-    const next = (): number => nextVarint(encoded, cursor, end);
-    while (cursor.at < end) {
-      const code = next();
-      ordinal += Math.floor(code / 2) + 1;
-      const tf = code % 2 === 0 ? 1 : next();
-      if (ordinal >= this.readDocuments || (code % 2 === 1 && tf < 2) || ++found > postings.holding) throw new ByteFormatError('postings not of the documents read');
-      if ((this.docNodeKey[ordinal] as number) < 0) continue;
-      held++;
-      if (tf === 1) entries[used++] = ordinal;
+    for (const cursor = this.cursorOf(postings); cursor.next(); held++) {
+      if (cursor.tf === 1) entries[used++] = cursor.ordinal;
       else {
-        entries[used++] = -(ordinal + 1);
-        entries[used++] = tf;
+        entries[used++] = -(cursor.ordinal + 1);
+        entries[used++] = cursor.tf;
       }
     }
-    if (found !== postings.holding) throw new ByteFormatError('postings fewer than written');
     postings.entries = entries.slice(0, used);
     postings.encodedAt = -1;
     postings.encodedEnd = -1;
@@ -756,6 +740,65 @@ class Postings {
       this.tokens.set(token, (entry = { postings, lastOrdinal: -1 }));
     }
     return entry;
+  }
+}
+
+/**
+ * Walks a term's postings document by document (`ordinal`, `tf`), in ordinal order, documents
+ * removed since left out: its decoded entries, or its bytes where they lie in what the index was
+ * read from (`TermPostings.encodedAt`), checked as they are read: a `ByteFormatError` when they
+ * are not postings of the documents read (`LexicalIndex` then builds the index again).
+ */
+class PostingCursor {
+  ordinal = -1;
+  tf = 0;
+  /** The next entry, or where the next posting's bytes start. */
+  private readonly at = { at: 0 };
+  /** Encoded postings read so far, removed documents included, and the last one's ordinal. */
+  private found = 0;
+  private lastOrdinal = -1;
+
+  constructor(
+    private readonly postings: TermPostings | undefined,
+    private readonly source: Uint8Array,
+    private readonly readDocuments: number,
+    private readonly docNodeKey: Float64Array,
+  ) {
+    this.restart();
+  }
+
+  /** Back to the first posting. */
+  restart(): void {
+    this.at.at = this.postings && this.postings.encodedAt >= 0 ? this.postings.encodedAt : 0;
+    this.found = 0;
+    this.lastOrdinal = -1;
+  }
+
+  /** Moves to the next posting; false past the last. */
+  next(): boolean {
+    const postings = this.postings;
+    if (!postings) return false;
+    if (postings.encodedAt < 0) {
+      const entries = postings.entries;
+      if (this.at.at >= entries.length) return false;
+      const entry = entries[this.at.at++] as number;
+      this.ordinal = entry >= 0 ? entry : -entry - 1;
+      this.tf = entry >= 0 ? 1 : (entries[this.at.at++] as number);
+      return true;
+    }
+    const end = postings.encodedEnd;
+    while (this.at.at < end) {
+      const code = nextVarint(this.source, this.at, end);
+      const ordinal = (this.lastOrdinal += Math.floor(code / 2) + 1);
+      const tf = code % 2 === 0 ? 1 : nextVarint(this.source, this.at, end);
+      if (ordinal >= this.readDocuments || (code % 2 === 1 && tf < 2) || ++this.found > postings.holding) throw new ByteFormatError('postings not of the documents read');
+      if ((this.docNodeKey[ordinal] as number) < 0) continue;
+      this.ordinal = ordinal;
+      this.tf = tf;
+      return true;
+    }
+    if (this.found !== postings.holding) throw new ByteFormatError('postings fewer than written');
+    return false;
   }
 }
 

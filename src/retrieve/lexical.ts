@@ -269,7 +269,7 @@ export class LexicalIndex {
 }
 
 /** A term's hits in each layer. */
-export type TermHits = Record<Layer, LayerHits>;
+type TermHits = Record<Layer, LayerHits>;
 
 /** Where texts and queries are cut into words: at spaces and punctuation (minisearch's default). */
 const SEPARATORS = /[\n\r\p{Z}\p{P}]+/u;

@@ -750,10 +750,11 @@ class Postings {
  * are not postings of the documents read (`LexicalIndex` then builds the index again).
  */
 class PostingCursor {
+  /** The posting `next` moved to: its document's ordinal, and how often the term occurs there. */
   ordinal = -1;
   tf = 0;
-  /** The next entry, or where the next posting's bytes start. */
-  private readonly at = { at: 0 };
+  /** The next entry's index, or where the next posting's bytes start (as `nextVarint` moves it). */
+  private readonly position = { at: 0 };
   /** Encoded postings read so far, removed documents included, and the last one's ordinal. */
   private found = 0;
   private lastOrdinal = -1;
@@ -769,7 +770,7 @@ class PostingCursor {
 
   /** Back to the first posting. */
   restart(): void {
-    this.at.at = this.postings && this.postings.encodedAt >= 0 ? this.postings.encodedAt : 0;
+    this.position.at = this.postings && this.postings.encodedAt >= 0 ? this.postings.encodedAt : 0;
     this.found = 0;
     this.lastOrdinal = -1;
   }
@@ -780,17 +781,17 @@ class PostingCursor {
     if (!postings) return false;
     if (postings.encodedAt < 0) {
       const entries = postings.entries;
-      if (this.at.at >= entries.length) return false;
-      const entry = entries[this.at.at++] as number;
+      if (this.position.at >= entries.length) return false;
+      const entry = entries[this.position.at++] as number;
       this.ordinal = entry >= 0 ? entry : -entry - 1;
-      this.tf = entry >= 0 ? 1 : (entries[this.at.at++] as number);
+      this.tf = entry >= 0 ? 1 : (entries[this.position.at++] as number);
       return true;
     }
     const end = postings.encodedEnd;
-    while (this.at.at < end) {
-      const code = nextVarint(this.source, this.at, end);
+    while (this.position.at < end) {
+      const code = nextVarint(this.source, this.position, end);
       const ordinal = (this.lastOrdinal += Math.floor(code / 2) + 1);
-      const tf = code % 2 === 0 ? 1 : nextVarint(this.source, this.at, end);
+      const tf = code % 2 === 0 ? 1 : nextVarint(this.source, this.position, end);
       if (ordinal >= this.readDocuments || (code % 2 === 1 && tf < 2) || ++this.found > postings.holding) throw new ByteFormatError('postings not of the documents read');
       if ((this.docNodeKey[ordinal] as number) < 0) continue;
       this.ordinal = ordinal;

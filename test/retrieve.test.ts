@@ -796,7 +796,7 @@ describe('hybrid anchors: lexical index and fusion', () => {
     badText[bytes.length - 5] = 0xff;
     expect(LexicalIndex.fromBytes(badText, graph)).toBeNull();
     // Any one byte changed or any cut: null or an index, never a throw or a runaway allocation.
-    // A term's postings are decoded when first used: damage found then (a posting past the
+    // A term's postings are read when first used: damage found then (a posting past the
     // documents, a count that does not add up) builds the index again from the graph, which the
     // next update counts as changed (so the copy is saved again).
     let rebuilt = 0;

@@ -216,8 +216,8 @@ export class LexicalIndex {
   }
 
   /**
-   * `use` of the postings; when a term read from a saved copy turns out damaged as it is first
-   * decoded, the index is built again from its graph (as an open does with a copy it cannot read
+   * `use` of the postings; when a term read from a saved copy turns out damaged as it is read
+   * (scored or decoded), the index is built again from its graph (as an open does with a copy it cannot read
    * at all), and `use` runs again on that.
    */
   private intact<T>(use: () => T): T {
@@ -344,8 +344,8 @@ interface TermPostings {
   entries: number[] | Int32Array;
   /**
    * Where the postings lie, as `toBytes` wrote them, in the bytes the index was read from
-   * (`Postings.source`), until the term is first used (`Postings.entriesOf`); −1 once decoded,
-   * and for a term made here. A search reads a handful of terms of the tens of thousands an
+   * (`Postings.source`), until a write needs its entries (`Postings.entriesOf`; a search reads
+   * them where they lie); −1 once decoded, and for a term made here. A search reads a handful of terms of the tens of thousands an
    * index holds, and decoding them all was most of reading it (18M entries, 2.8 s, at 100K
    * messages); offsets, not a view a term, which were ~9 MB of heap at 100K messages.
    */

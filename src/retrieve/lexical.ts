@@ -465,26 +465,35 @@ class Postings {
       out.varint(this.docFieldLength[ordinal] as number);
       out.varint(docKeyOf(nodeKey, this.docPosition[ordinal] as number));
     }
-    // With no document removed ordinals stay as they were read, and encoded postings are written as they are.
-    if (this.removedAny) for (const postings of this.byTerm.values()) this.entriesOf(postings);
-    const terms = [...this.byTerm.values()].filter((postings) => postings.holding > 0);
+    // With no document removed ordinals stay as they were read, and encoded postings are written
+    // as they are. Else a term still encoded is written again from its bytes as a cursor walks
+    // them, removed documents left out, and stays encoded in memory: decoding every term for this
+    // left the whole index decoded after the first save that followed a delete.
+    const asRead = (postings: TermPostings): boolean => postings.encodedAt >= 0 && !this.removedAny;
+    const holdingOf = (postings: TermPostings): number => {
+      if (postings.encodedAt < 0 || asRead(postings)) return postings.holding;
+      let holding = 0;
+      for (const cursor = this.cursorOf(postings); cursor.next(); ) holding++;
+      return holding;
+    };
+    const terms = [...this.byTerm.values()].map((postings) => ({ postings, holding: holdingOf(postings) })).filter(({ holding }) => holding > 0);
     out.varint(terms.length);
-    for (const postings of terms) {
+    for (const { postings, holding } of terms) {
       out.string(postings.term);
-      out.varint(postings.holding);
-      if (postings.encodedAt >= 0) {
+      out.varint(holding);
+      if (asRead(postings)) {
         out.varint(postings.encodedEnd - postings.encodedAt);
         out.bytes(this.source.subarray(postings.encodedAt, postings.encodedEnd));
         continue;
       }
       const codes: number[] = [];
       let previous = -1;
-      forEachPosting(postings.entries, (ordinal, tf) => {
-        const at = dense[ordinal] as number;
-        codes.push((at - previous - 1) * 2 + (tf > 1 ? 1 : 0));
-        if (tf > 1) codes.push(tf);
+      for (const cursor = this.cursorOf(postings); cursor.next(); ) {
+        const at = dense[cursor.ordinal] as number;
+        codes.push((at - previous - 1) * 2 + (cursor.tf > 1 ? 1 : 0));
+        if (cursor.tf > 1) codes.push(cursor.tf);
         previous = at;
-      });
+      }
       out.varint(codes.reduce((sum, code) => sum + varintLength(code), 0));
       for (const code of codes) out.varint(code);
     }

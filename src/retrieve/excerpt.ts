@@ -1,6 +1,7 @@
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLineHead } from '../graph/chunk-text.ts';
 import { LruCache } from '../util/lru-cache.ts';
+import { splitSentences } from '../util/sentences.ts';
 import { countingPartsApart, countTokens, isSpacedPart, spacedParts } from '../util/tokens.ts';
 
 /** What marks left-out sentences, with the space before it (a gap between two sentences is " … "). */
@@ -132,8 +133,6 @@ export class SentenceWeighing {
   }
 }
 
-let segmenter: Intl.Segmenter | undefined;
-
 /** A long turn cut for excerpts: its sentences and its line's head. */
 interface SplitTurn {
   sentences: readonly string[];
@@ -161,17 +160,6 @@ function splitOf(turn: ChunkTurn): SplitTurn {
   const split: SplitTurn = { sentences, head, spaced: spacedParts([head, ELLIPSIS]) && sentences.every(isSpacedPart), chars: turn.text.length };
   splitTurns.set(turn, split);
   return split;
-}
-
-/** Sentences by the platform's Unicode segmenter (browsers, Node, Deno and workerd all have it). */
-function splitSentences(text: string): string[] {
-  segmenter ??= new Intl.Segmenter(undefined, { granularity: 'sentence' });
-  const sentences: string[] = [];
-  for (const { segment } of segmenter.segment(text)) {
-    const sentence = segment.trim();
-    if (sentence.length > 0) sentences.push(sentence);
-  }
-  return sentences.length > 0 ? sentences : [text];
 }
 
 function cutToTokens(text: string, maxTokens: number): Excerpt {

@@ -1,6 +1,7 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
 import { ByteFormatError, ByteReader, ByteWriter, nextVarint } from '../util/bytes.ts';
+import { isAscii } from '../util/ascii.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { topK } from '../util/top-k.ts';
 import { scoreCandidates, scoreDocuments, type LayerHits, type LayerQuery, type ScoredDocument } from './lexical-query.ts';
@@ -947,9 +948,6 @@ export function normaliseTerm(term: string): string | null {
   return stem;
 }
 
-/** ASCII only: such text lowercases character by character, in place. */
-const ASCII_TEXT = /^[\x00-\x7f]*$/;
-
 /**
  * How many of `terms` (normalised, as `termsOf` gives them) `termsOf(text)` holds, without
  * normalising every word where none can be there. A normalised term is a prefix of its word
@@ -959,7 +957,7 @@ const ASCII_TEXT = /^[\x00-\x7f]*$/;
  */
 export function sharedTermCount(text: string, terms: ReadonlySet<string>): number {
   if (terms.size === 0) return 0;
-  if (ASCII_TEXT.test(text)) {
+  if (isAscii(text)) {
     const lower = text.toLowerCase();
     let possible = false;
     for (const term of terms) possible ||= lower.includes(term.endsWith('i') ? term.slice(0, -1) : term);

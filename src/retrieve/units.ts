@@ -7,6 +7,7 @@ import { fallsOn } from './dates.ts';
 import { SentenceWeighing, type Excerpt } from './excerpt.ts';
 import { sharedTermCount } from './lexical.ts';
 import { countKeptTokens, countTokens } from '../util/tokens.ts';
+import { isAscii } from '../util/ascii.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { vectorDot, vectorPairDot } from '../graph/vector-table.ts';
 import type { ContextUnit } from './pack.ts';
@@ -430,6 +431,7 @@ function turnLineBytes(turn: ChunkTurn): number {
 
 /** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */
 function utf8Length(text: string): number {
+  if (isAscii(text)) return text.length;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);

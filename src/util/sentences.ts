@@ -1,3 +1,5 @@
+import { isAscii } from './ascii.ts';
+
 /**
  * Text split into sentences as the platform's Unicode segmenter splits it (`Intl.Segmenter`,
  * granularity `sentence`: the sentence boundaries of UAX #29), each trimmed, empty ones dropped.
@@ -81,15 +83,13 @@ const CLASSES: Uint8Array = (() => {
 
 /** Whether every character of `text` has a class in the table. */
 function isTabled(text: string): boolean {
-  if (ASCII_ONLY.test(text)) return true;
+  if (isAscii(text)) return true;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (code >= TABLED_BELOW || CLASSES[code] === UNTABLED) return false;
   }
   return true;
 }
-
-const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
 /** Where a break may follow: a terminator or a line end (the table has no others). */
 const TERMINATOR_OR_LINE_END = /[.!?\r\n]/g;

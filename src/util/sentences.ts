@@ -70,7 +70,8 @@ const CLASSES: Uint8Array = (() => {
   each('!?', S_TERM);
   each('"\'()[]{}\u2018\u2019\u201c\u201d', CLOSE);
   each(',-:;\u2013\u2014', S_CONTINUE);
-  // Latin-1's signs (the soft hyphen U+00AD is Format: untabled), then its letters, × and ÷ signs.
+  // Latin-1: its signs (but ª µ º are lower-case letters, « » closing marks, and the soft hyphen
+  // U+00AD is Format: untabled), then its letters, among which × and ÷ are signs. • and … are signs too.
   range(0xa1, 0xbf, OTHER);
   classes[0xad] = UNTABLED;
   each('\u00aa\u00b5\u00ba', LOWER);
@@ -99,8 +100,8 @@ const TERMINATOR_OR_LINE_END = /[.!?\r\n]/g;
  * classes the table has (no Extend, Format, Sep or OLetter, so SB5 never applies):
  * - SB3/SB4: a break after a line end, CR LF being one;
  * - SB6/SB7: no break after "." before a digit ("3.14"), nor between letters ("U.S.A");
- * - SB8: no break after "." (closing marks and spaces after it) when the next letter after
- *   whatever is not a letter, line end or terminator is lower case ("e.g. the", "etc. 5 apples");
+ * - SB8: no break after "." and its closing marks and spaces when, past any characters that are
+ *   neither letters, line ends nor terminators, a lower-case letter comes ("e.g. the", "etc. 5 apples");
  * - SB8a: no break before ",", "-", ":", ";", a dash or another terminator ("?!", "...");
  * - SB9–SB11: otherwise a break after a terminator, its closing marks, its spaces and one line end.
  */

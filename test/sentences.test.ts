@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { splitSentences } from '../src/util/sentences.ts';
 
+const segmenter = new Intl.Segmenter(undefined, { granularity: 'sentence' });
+
 /** What `splitSentences` must give: the platform segmenter's sentences, trimmed, empty ones dropped. */
 function segmenterSentences(text: string): string[] {
-  const segmenter = new Intl.Segmenter(undefined, { granularity: 'sentence' });
   const sentences = [...segmenter.segment(text)].map(({ segment }) => segment.trim()).filter((s) => s.length > 0);
   return sentences.length > 0 ? sentences : [text];
 }

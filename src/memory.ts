@@ -154,9 +154,10 @@ export class Memory {
     if (typeof options !== 'object' || options === null || !options.store || !options.embedder || typeof options.createIndex !== 'function') {
       throw new PrismError('INVALID_INPUT', 'Memory.open needs { store, embedder, createIndex }');
     }
-    await loadTokenCounter(options.countTokens);
     const memory = new Memory(options);
-    await memory.partition({});
+    // Opening a scope counts no tokens, so the counter (o200k: a 2 MB module a browser fetches
+    // and compiles) loads while the default scope is read, not before it.
+    await Promise.all([loadTokenCounter(options.countTokens), memory.partition({})]);
     return memory;
   }
 

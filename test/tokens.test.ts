@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../src/eval/stats.ts';
+import { Memory } from '../src/memory.ts';
+import { MemoryStore } from '../src/store/memory.ts';
 import { countKeptTokens, countSpaced, countTokens, defaultCounterTokens, isSpacedPart, loadTokenCounter, spacedParts } from '../src/util/tokens.ts';
+import { flatIndex } from '../src/vector/flat-index.ts';
+import { hashEmbedder } from './helpers/hash-embedder.ts';
 
 describe('counting text joined at spaces from its parts (o200k_base)', () => {
   // Runs first in this file, while the default counter that test/setup.ts loads is installed.
@@ -77,5 +81,16 @@ describe('remembered token counts', () => {
     expect([countTokens(hot), countTokens(cold)]).toEqual([hot.length, cold.length]);
     // The hot text was never counted again; the cold one, least recently used, was.
     expect(calls).toEqual([cold.slice(0, 8)]);
+  });
+});
+
+describe('the token counter Memory.open loads while it reads the default scope', () => {
+  it('is installed once the memory is open, and one that is not a function fails the open as INVALID_INPUT', async () => {
+    const open = (countTokens: unknown) =>
+      Memory.open({ store: new MemoryStore(), embedder: hashEmbedder(16), createIndex: flatIndex, llm: null, countTokens: countTokens as (text: string) => number });
+    await expect(open('o200k')).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    const memory = await open((text: string) => 3 * text.length);
+    expect(countTokens('four')).toBe(12);
+    await memory.close();
   });
 });

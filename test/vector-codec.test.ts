@@ -11,6 +11,7 @@ import type { VectorIndex } from '../src/vector/types.ts';
 import { loadUsearchWasm } from '../src/vector/usearch-wasm.ts';
 import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
 import { packRows } from '../src/util/vectors.ts';
+import { joinGroupValues, splitGroupTexts, splitGroupValues } from '../src/store/vector-groups.ts';
 
 function unitVectors(count: number, dim: number): Float32Array[] {
   const random = mulberry32(7);
@@ -333,3 +334,46 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
 function bitsOf(v: Float32Array | undefined): number[] | undefined {
   return v && [...new Uint32Array(v.buffer, v.byteOffset, v.length)];
 }
+
+describe('group values as text (IndexedDB node and edge groups)', () => {
+  const encoder = new TextEncoder();
+  const utf8 = new TextDecoder();
+  const PIECES = ['{"l":"facetPoint"', 'plain words', 'café', 'naïve — “quoted”', '日本語', '🎉', '\u0080\u009f', 'ÿ', '€', '\u00ad', '', ' ', '\n', '\\'];
+
+  it('gives each value its own UTF-8 decoding, ASCII and not, under its member', () => {
+    const random = mulberry32(5);
+    for (let n = 0; n < 300; n++) {
+      const values = Array.from({ length: Math.floor(random() * 12) }, () =>
+        Array.from({ length: Math.floor(random() * 5) }, () => PIECES[Math.floor(random() * PIECES.length)] as string).join(''),
+      );
+      const members = values.map((_, i) => `fp:${n}:${i}`);
+      const data = joinGroupValues(values.map((value) => encoder.encode(value)));
+      const texts = splitGroupTexts('a group', members, data);
+      expect(texts).toEqual(members.map((member, i) => [member, values[i]]));
+      expect(texts.map(([, text]) => text)).toEqual([...splitGroupValues('a group', members, data).values()].map((bytes) => utf8.decode(bytes)));
+    }
+  });
+
+  it('decodes bytes that are not UTF-8 as the decoder does, one value at a time', () => {
+    const values = [new Uint8Array([0x7b, 0xff, 0x7d]), new Uint8Array([0x80]), new Uint8Array([0x61, 0x62])];
+    expect(splitGroupTexts('a group', ['a', 'b', 'c'], joinGroupValues(values))).toEqual([
+      ['a', utf8.decode(values[0])],
+      ['b', utf8.decode(values[1])],
+      ['c', 'ab'],
+    ]);
+  });
+
+  it('refuses values and members that do not match, as splitGroupValues does', () => {
+    const data = joinGroupValues([encoder.encode('one'), encoder.encode('two')]);
+    for (const [members, bytes] of [
+      [['a', 'b', 'c'], data],
+      [['a'], data],
+      [['a', 'a'], data],
+      [['a', 'b'], data.subarray(0, data.length - 1)],
+    ] as const) {
+      const split = () => splitGroupValues('a group', members, bytes);
+      expect(split).toThrow(PrismError);
+      expect(() => splitGroupTexts('a group', members, bytes)).toThrow(/a group: /);
+    }
+  });
+});

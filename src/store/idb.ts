@@ -11,7 +11,7 @@ import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLis
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { joinGroupValues, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
+import { joinGroupValues, splitGroupTexts, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -156,9 +156,19 @@ function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>
   return { entities, grouped };
 }
 
+/** How errors name a group record. */
+function groupName(store: GroupStore, group: SealedGroup): string {
+  return `${GROUP_STORES[store].kind} group ${group.keyId}`;
+}
+
 /** A group record's values by member id, from its unsealed bytes; CORRUPT_CHECKPOINT when its members and values do not match. */
 function valuesOfGroup(store: GroupStore, group: SealedGroup, plain: Uint8Array): Map<string, Uint8Array> {
-  return splitGroupValues(`${GROUP_STORES[store].kind} group ${group.keyId}`, group.members.map(([, id]) => id), plain);
+  return splitGroupValues(groupName(store, group), group.members.map(([, id]) => id), plain);
+}
+
+/** `valuesOfGroup` of a node or edge group, each value its record's JSON. */
+function rowsOfGroup(store: 'nodeGroups' | 'edgeGroups', group: SealedGroup, plain: Uint8Array): StoredRow[] {
+  return splitGroupTexts(groupName(store, group), group.members.map(([, id]) => id), plain);
 }
 
 const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
@@ -614,7 +624,7 @@ export class IndexedDbStore implements GraphStore {
         const keyedRows = (name: 'nodes' | 'edges'): Promise<StoredRow[]> =>
           Promise.all([store(name).getAllKeys(range), unsealed(store(name).getAll(range), text)]).then(([keys, texts]) => texts.map((json, i): StoredRow => [(keys[i] as RecordKey)[1], json]));
         const groupedRows = (name: 'nodeGroups' | 'edgeGroups'): Promise<StoredRow[]> =>
-          unsealed(store(name).getAll(range), (plain, group) => [...valuesOfGroup(name, group, plain)].map(([id, bytes]): StoredRow => [id, text(bytes)])).then((groups) => groups.flat());
+          unsealed(store(name).getAll(range), (plain, group) => rowsOfGroup(name, group, plain)).then((groups) => groups.flat());
         const chunks = unsealed(store('chunks').getAll(range), (plain) => decodeChunk(text(plain)));
         const nodeRows = Promise.all([keyedRows('nodes'), groupedRows('nodeGroups')]);
         const pages = Promise.all([store('entityPages').getAllKeys(range), unsealed(store('entityPages').getAll(range), text)]);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nodeUsearch } from '../src/node.ts';
+import { loadUsearchWasm } from '../src/vector/usearch-wasm.ts';
+import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
 import { flatIndex } from '../src/vector/flat-index.ts';
 import type { VectorIndex } from '../src/vector/types.ts';
 
@@ -57,5 +59,28 @@ describe('flatIndex', () => {
     expect([view.getUint32(0, true), view.getUint32(4, true)]).toEqual([2, 2]);
     expect(Array.from(new Float64Array(bytes.buffer, 8, 2))).toEqual([7, 9]);
     expect(Array.from(new Float32Array(bytes.buffer, 24, 4))).toEqual([1, 0, 0, 1]);
+  });
+});
+
+describe('the usearch flat scan, warmed as an index first grows large', () => {
+  it('answers every index of the module as before, the ones made before the warm-up and the one that set it off', async () => {
+    // A module of its own, so that this index is the first of it to grow past the warm-up's size.
+    const usearch = await loadUsearchWasm(await readUsearchWasm());
+    const dim = 48;
+    const queries = unitVectors(4, dim, 9);
+    const small = usearch.createIndex({ dim });
+    small.add(Array.from({ length: 500 }, (_, i) => i), unitVectors(500, dim, 7));
+    const before = small.search(queries, 5);
+    const large = usearch.createIndex({ dim });
+    const rows = 25_000;
+    const vectors = unitVectors(rows, dim, 8);
+    large.add(Array.from({ length: rows }, (_, i) => i), vectors);
+    expect(small.search(queries, 5)).toEqual(before);
+    const reference = flatIndex(dim);
+    reference.add(Array.from({ length: rows }, (_, i) => i), vectors);
+    const [found, expected] = [large.search(queries, 10), reference.search(queries, 10)];
+    expect(found.map((hits) => hits.map((h) => h.key))).toEqual(expected.map((hits) => hits.map((h) => h.key)));
+    small.dispose();
+    large.dispose();
   });
 });

@@ -48,14 +48,16 @@ const STATUS_ERROR: Record<number, PrismErrorCode> = { 1: 'INVALID_INPUT', 2: 'O
 const ADD_CHUNK_BYTES = 4 << 20;
 
 /**
- * The throwaway index `warmUpScan` searches: enough rows and searches that V8 has the scan
- * compiled by its optimising tier before any real search (a few milliseconds, once per module).
- * A WASM function starts at the baseline tier and runs optimised code only from its next call
- * on, so the first search of an opened memory scanned every row at the baseline tier: in Node,
- * one index of 140K i8 rows (as many vectors as 30,000 messages of chat make) took 26–31 ms for
- * its first search and 13–14 ms for the next; warmed, 14–21 ms for the first.
+ * The scan warm-up (`warmUpScan`): the rows and searches of its throwaway index, and the size of
+ * a flat index that calls for it. V8 starts a WASM function at its baseline tier and runs
+ * optimised code only from its next call on, so the first search of an opened memory scanned
+ * every row at the baseline tier: in Node, one index of 140K i8 rows (the vectors of 30,000
+ * messages of chat) took 25–43 ms for its first search and 12–23 ms for the next; with the
+ * scan warmed as the index filled, 15–27 ms for the first. The warm-up costs 10–25 ms, once a
+ * module, so it runs only when a flat index first reaches `fromRows` (the facts of some 7,000
+ * messages of chat), while the memory is still opening.
  */
-const WARM_UP = { dim: 384, rows: 2048, searches: 8 } as const;
+const WARM_UP = { dim: 384, rows: 2048, searches: 8, fromRows: 20_000 } as const;
 
 export async function loadUsearchWasm(source: UsearchWasmSource): Promise<UsearchWasm> {
   let module: UsearchModule;
@@ -81,23 +83,23 @@ export async function loadUsearchWasm(source: UsearchWasmSource): Promise<Usearc
     if (error instanceof PrismError) throw error;
     throw new PrismError('WASM_LOAD_FAILED', 'cannot load the usearch WASM module', { cause: error });
   }
-  const runtime = new UsearchWasmRuntime(module);
-  warmUpScan(runtime);
-  return runtime;
+  return new UsearchWasmRuntime(module);
 }
 
 /** Runs the flat scan over i8 rows, as an opened memory's first search does, on made-up rows (see `WARM_UP`). */
-function warmUpScan(runtime: UsearchWasm): void {
+function warmUpScan(runtime: UsearchWasmRuntime): void {
   const { dim, rows, searches } = WARM_UP;
-  const records = new Uint8Array(rows * (dim + 4));
+  const bytes = dim + 4;
+  const records = new Uint8Array(rows * bytes);
   const view = new DataView(records.buffer);
-  for (let row = 0; row < rows; row++) {
-    const start = row * (dim + 4);
-    // A record is its scale, then its codes (store/vector-codec.ts): codes that differ from row
-    // to row, so that the scan's bound passes over some rows and scores others, as in a search.
-    view.setFloat32(start, 1 / 127, true);
-    for (let i = 0; i < dim; i++) records[start + 4 + i] = (row * 31 + i * 7) & 0xff;
+  // A record is its scale, then its codes in −127…127 (store/vector-codec.ts). Sixteen rows that
+  // differ, repeated, so that the scan's bound passes over some rows and scores others.
+  const distinct = 16;
+  for (let row = 0; row < distinct; row++) {
+    view.setFloat32(row * bytes, 1 / 127, true);
+    for (let i = 0; i < dim; i++) records[row * bytes + 4 + i] = (((row * 31 + i * 7) % 255) - 127) & 0xff;
   }
+  for (let filled = distinct; filled < rows; filled *= 2) records.copyWithin(filled * bytes, 0, Math.min(filled, rows - filled) * bytes);
   const index = runtime.createIndex({ dim });
   try {
     index.addRecords(Array.from({ length: rows }, (_, row) => row), records);
@@ -122,6 +124,7 @@ class UsearchWasmRuntime implements UsearchWasm {
   private readonly module: UsearchModule;
   /** `memoryViews`' views, of the buffer the linear memory had when they were made. */
   private views: { codes: Int8Array; view: DataView } | undefined;
+  private scanWarmed = false;
 
   constructor(module: UsearchModule) {
     this.module = module;
@@ -188,6 +191,13 @@ class UsearchWasmRuntime implements UsearchWasm {
     const buffer = this.module.HEAPU8.buffer;
     if (this.views?.codes.buffer !== buffer) this.views = { codes: new Int8Array(buffer), view: new DataView(buffer) };
     return this.views;
+  }
+
+  /** @internal Warms the flat scan (`WARM_UP`) the first time a flat index of this module holds `rows` rows or more. */
+  warmScanFor(rows: number): void {
+    if (this.scanWarmed || rows < WARM_UP.fromRows) return;
+    this.scanWarmed = true;
+    warmUpScan(this);
   }
 
   /** @internal Throws for a non-zero binding status. */
@@ -274,6 +284,7 @@ export class UsearchIndex implements VectorIndex {
         }
       }
     });
+    if (this.kind === 'flat') runtime.warmScanFor(this.size);
   }
 
   /** Where the row of `key` starts in WASM memory (valid until the index next changes), or 0. */

@@ -78,7 +78,7 @@ export function joinGroupValues(values: Iterable<Uint8Array>): Uint8Array<ArrayB
  */
 export function splitGroupValues<K>(what: string, members: readonly K[], data: Uint8Array): Map<K, Uint8Array> {
   const values = new Map<K, Uint8Array>();
-  walkGroupValues(what, members, data, (member, start, end) => values.set(member, data.subarray(start, end)));
+  walkGroupValues(what, members, data, (member, start, end) => values.size < values.set(member, data.subarray(start, end)).size);
   return values;
 }
 
@@ -96,25 +96,28 @@ const UTF8 = new TextDecoder();
 export function splitGroupTexts<K>(what: string, members: readonly K[], data: Uint8Array): Array<[K, string]> {
   const bytewise = BYTEWISE.decode(data);
   const texts: Array<[K, string]> = [];
+  const seen = new Set<K>();
   walkGroupValues(what, members, data, (member, start, end) => {
     const text = bytewise.slice(start, end);
     texts.push([member, isAscii(text) ? text : UTF8.decode(data.subarray(start, end))]);
+    return seen.size < seen.add(member).size;
   });
   return texts;
 }
 
-/** Calls `visit` with each member and where its value lies in `data`, in order; CORRUPT_CHECKPOINT, naming `what`, when names and values do not match. */
-function walkGroupValues<K>(what: string, members: readonly K[], data: Uint8Array, visit: (member: K, start: number, end: number) => void): void {
+/**
+ * Calls `visit` with each member and where its value lies in `data`, in order; `visit` keeps the
+ * value and tells whether the member was new (the caller's own map or set knows, so none is kept
+ * here twice). CORRUPT_CHECKPOINT, naming `what`, when names and values do not match.
+ */
+function walkGroupValues<K>(what: string, members: readonly K[], data: Uint8Array, visit: (member: K, start: number, end: number) => boolean): void {
   const damaged = (problem: string) => new PrismError('CORRUPT_CHECKPOINT', `${what}: ${problem}`);
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const seen = new Set<K>();
   let at = 0;
   for (const member of members) {
     const length = at + 4 <= data.length ? view.getUint32(at, true) : -1;
     if (length < 0 || at + 4 + length > data.length) throw damaged(`its values end before member ${JSON.stringify(member)}`);
-    if (seen.has(member)) throw damaged(`member ${JSON.stringify(member)} appears twice`);
-    seen.add(member);
-    visit(member, at + 4, at + 4 + length);
+    if (!visit(member, at + 4, at + 4 + length)) throw damaged(`member ${JSON.stringify(member)} appears twice`);
     at += 4 + length;
   }
   if (at !== data.length) throw damaged(`${data.length - at} bytes follow its last member`);

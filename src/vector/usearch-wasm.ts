@@ -193,9 +193,9 @@ class UsearchWasmRuntime implements UsearchWasm {
     return this.views;
   }
 
-  /** @internal Warms the flat scan (`WARM_UP`) the first time a flat index of this module holds `rows` rows or more. */
-  warmScanFor(rows: number): void {
-    if (this.scanWarmed || rows < WARM_UP.fromRows) return;
+  /** @internal Warms the flat scan (`WARM_UP`) the first time a flat index of this module holds `WARM_UP.fromRows` rows or more; once warmed, asks nothing of `index`. */
+  warmScanAfterAdd(index: UsearchIndex): void {
+    if (this.scanWarmed || index.kind !== 'flat' || index.size < WARM_UP.fromRows) return;
     this.scanWarmed = true;
     try {
       warmUpScan(this);
@@ -289,7 +289,7 @@ export class UsearchIndex implements VectorIndex {
         }
       }
     });
-    if (this.kind === 'flat') runtime.warmScanFor(this.size);
+    runtime.warmScanAfterAdd(this);
   }
 
   /** Where the row of `key` starts in WASM memory (valid until the index next changes), or 0. */

@@ -273,6 +273,30 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
     for (const index of [narrow, wide, restored]) index.dispose();
   });
 
+  it('scores i8 rows four at a time and one at a time alike, whatever the dimensions and however many rows a block holds', () => {
+    // 16-multiple dimensions go four rows at a time, the last one to three of each block one at a
+    // time; 20 and 40 dimensions, every row one at a time. Each i8 index answers as its f32 twin.
+    for (const [dim, count] of [[16, 4_003], [20, 1_001], [40, 1_002], [384, 2_733]] as const) {
+      const raw = randomUnitVectors(count, dim, 80 + dim);
+      const rounded = packRows(keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i8')), dim);
+      const keys = keysFrom(1, count);
+      const narrow = wasm.createIndex({ dim });
+      narrow.add(keys, rounded);
+      expect(narrow.bytesPerVector).toBe(dim + 4);
+      const wide = wasm.createIndex({ dim });
+      wide.add([count + 1], rowOf(raw, dim, 0));
+      wide.add(keys, rounded);
+      wide.remove([count + 1]);
+      const queries = randomUnitVectors(5, dim, 90 + dim);
+      const hits = narrow.search(queries, 12);
+      expect(hits).toEqual(wide.search(queries, 12));
+      const vectorOf = (key: number) => rowOf(rounded, dim, key - 1);
+      expectSameTopK(hits, bruteForceSearch(rounded, dim, keys, queries, 12), vectorOf, queries, dim);
+      narrow.dispose();
+      wide.dispose();
+    }
+  });
+
   it('takes i8 records as they are, answering as their decoded floats do, in every kind of index', () => {
     const dim = 48;
     const count = 3_000;

@@ -247,6 +247,39 @@ float estimate(std::uint8_t const* row, quantized_query_t const& query, std::siz
     return static_cast<float>(static_cast<double>(sum) * scale * query.step);
 }
 
+/// Rows `estimate_rows` scores at once.
+constexpr std::size_t rows_at_once = 4;
+
+/// `estimate` of `rows_at_once` rows `stride` bytes apart, for dimensions a multiple of 16: each
+/// load of the query serves every row, where a row at a time spent most of its steps reloading
+/// it. A scan of 317K MiniLM rows took 31–32 ms in V8 one row at a time and 21 ms this way (14 ms
+/// is what merely reading the rows takes on that machine). The same integer sums as `estimate`,
+/// so the same estimates, bit for bit.
+void estimate_rows(std::uint8_t const* row, std::size_t stride, quantized_query_t const& query, std::size_t dimensions, float* out) {
+    std::int8_t const* codes[rows_at_once];
+    v128_t sums[rows_at_once];
+    for (std::size_t k = 0; k != rows_at_once; ++k) {
+        codes[k] = reinterpret_cast<std::int8_t const*>(row + k * stride + sizeof(float));
+        sums[k] = wasm_i32x4_splat(0);
+    }
+    for (std::size_t d = 0; d != dimensions; d += 16) {
+        v128_t const low = wasm_v128_load(query.steps + d);
+        v128_t const high = wasm_v128_load(query.steps + d + 8);
+        for (std::size_t k = 0; k != rows_at_once; ++k) {
+            v128_t const bytes = wasm_v128_load(codes[k] + d);
+            sums[k] = wasm_i32x4_add(sums[k], wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(bytes), low));
+            sums[k] = wasm_i32x4_add(sums[k], wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(bytes), high));
+        }
+    }
+    for (std::size_t k = 0; k != rows_at_once; ++k) {
+        float scale;
+        std::memcpy(&scale, row + k * stride, sizeof(scale));
+        std::int64_t const sum = std::int64_t(wasm_i32x4_extract_lane(sums[k], 0)) + wasm_i32x4_extract_lane(sums[k], 1) +
+                                 wasm_i32x4_extract_lane(sums[k], 2) + wasm_i32x4_extract_lane(sums[k], 3);
+        out[k] = static_cast<float>(static_cast<double>(sum) * scale * query.step);
+    }
+}
+
 } // namespace i8_rows
 
 /// `realloc` for `count` elements of `element_at`: null on overflow or exhaustion, when the old
@@ -558,8 +591,15 @@ class flat_index_t final : public prism_index_t {
         std::size_t const stride = row_bytes();
         for (std::size_t b = 0, r = 0, blocks = used_blocks(); b != blocks; ++b) {
             std::uint8_t const* row = rows_.block(b);
-            for (std::size_t i = 0, rows = rows_in_block(b); i != rows; ++i, ++r, row += stride) {
-                hit_t const hit{estimates[r] = i8_rows::estimate(row, quantized, dimensions_), r};
+            std::size_t const rows = rows_in_block(b);
+            // Whole groups of rows first where the dimensions allow, then the rest one at a time.
+            std::size_t const grouped = dimensions_ % 16 == 0 ? rows - rows % i8_rows::rows_at_once : 0;
+            for (std::size_t i = 0; i != rows; ++i, ++r, row += stride) {
+                if (i < grouped && i % i8_rows::rows_at_once == 0)
+                    i8_rows::estimate_rows(row, stride, quantized, dimensions_, estimates + r);
+                else if (i >= grouped)
+                    estimates[r] = i8_rows::estimate(row, quantized, dimensions_);
+                hit_t const hit{estimates[r], r};
                 // Most rows do not beat the worst kept: checked here, not in a call per row.
                 if (held < wanted || better(hit, top[0]))
                     offer(hit, top, held, wanted);

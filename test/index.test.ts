@@ -223,6 +223,23 @@ describe('flat usearch WASM index', () => {
   });
 });
 
+/**
+ * `rounded` (rows an i8 record rebuilds exactly) under `keys` 1…n in two indexes: one keeping i8
+ * rows, and its twin widened to f32 rows by `widener`, a vector no i8 record rebuilds (added
+ * first under n + 1, then removed).
+ */
+function i8AndWideIndexes(dim: number, keys: number[], rounded: Float32Array, widener: Float32Array): { narrow: UsearchIndex; wide: UsearchIndex } {
+  const narrow = wasm.createIndex({ dim });
+  narrow.add(keys, rounded);
+  expect(narrow.bytesPerVector).toBe(dim + 4);
+  const wide = wasm.createIndex({ dim });
+  wide.add([keys.length + 1], widener);
+  expect(wide.bytesPerVector).toBe(dim * 4);
+  wide.add(keys, rounded);
+  wide.remove([keys.length + 1]);
+  return { narrow, wide };
+}
+
 describe('flat usearch WASM index over store-rounded vectors', () => {
   it('keeps i8 rows that score exactly as their floats, and widens every row to f32 at the first vector without an exact i8 encoding', () => {
     // 12,000 i8 rows of 388 bytes span two 4 MB blocks; as f32 rows, three.
@@ -236,15 +253,7 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
     // Exact ties at the cut: 100 copies of row 50.
     for (let row = 100; row < 200; row++) rounded.set(rowOf(rounded, dim, 50), row * dim);
     const keys = keysFrom(1, count);
-    const narrow = wasm.createIndex({ dim });
-    narrow.add(keys, rounded);
-    expect(narrow.bytesPerVector).toBe(dim + 4);
-    // The same rows in an index widened by one vector no i8 record rebuilds (a raw MiniLM-like vector).
-    const wide = wasm.createIndex({ dim });
-    wide.add([count + 1], rowOf(raw, dim, 0));
-    expect(wide.bytesPerVector).toBe(dim * 4);
-    wide.add(keys, rounded);
-    wide.remove([count + 1]);
+    const { narrow, wide } = i8AndWideIndexes(dim, keys, rounded, rowOf(raw, dim, 0));
 
     const removed = keys.filter((key) => key % 7 === 0);
     narrow.remove(removed);
@@ -280,13 +289,7 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
       const raw = randomUnitVectors(count, dim, 80 + dim);
       const rounded = packRows(keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i8')), dim);
       const keys = keysFrom(1, count);
-      const narrow = wasm.createIndex({ dim });
-      narrow.add(keys, rounded);
-      expect(narrow.bytesPerVector).toBe(dim + 4);
-      const wide = wasm.createIndex({ dim });
-      wide.add([count + 1], rowOf(raw, dim, 0));
-      wide.add(keys, rounded);
-      wide.remove([count + 1]);
+      const { narrow, wide } = i8AndWideIndexes(dim, keys, rounded, rowOf(raw, dim, 0));
       const queries = randomUnitVectors(5, dim, 90 + dim);
       const hits = narrow.search(queries, 12);
       expect(hits).toEqual(wide.search(queries, 12));

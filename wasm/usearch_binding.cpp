@@ -226,25 +226,40 @@ quantized_query_t quantize(float const* query, std::size_t dimensions, std::int1
     return {out, step};
 }
 
+/// `sums` plus the products of the 16 codes at `codes` and their query steps (`low` for the first
+/// eight, `high` for the rest), four lanes of them.
+inline v128_t add_products(v128_t sums, std::int8_t const* codes, v128_t low, v128_t high) {
+    v128_t const bytes = wasm_v128_load(codes);
+    sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(bytes), low));
+    return wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(bytes), high));
+}
+
+/// The four lanes of `sums` added up.
+inline std::int64_t lane_total(v128_t sums) {
+    return std::int64_t(wasm_i32x4_extract_lane(sums, 0)) + wasm_i32x4_extract_lane(sums, 1) + wasm_i32x4_extract_lane(sums, 2) +
+           wasm_i32x4_extract_lane(sums, 3);
+}
+
+/// An integer sum of products of `row`'s codes and the query's steps, times both scales.
+inline float scaled(std::int64_t sum, std::uint8_t const* row, quantized_query_t const& query) {
+    float scale;
+    std::memcpy(&scale, row, sizeof(scale));
+    return static_cast<float>(static_cast<double>(sum) * scale * query.step);
+}
+
 /// The row's inner product with the quantized query, exact in integers (i16 × i8 dot products in
 /// WASM SIMD), times both scales: within `scale · 127 · dim · step / 2` of the row's true inner
 /// product with the query (each component of the query moved by at most step / 2).
 float estimate(std::uint8_t const* row, quantized_query_t const& query, std::size_t dimensions) {
-    float scale;
-    std::memcpy(&scale, row, sizeof(scale));
     std::int8_t const* const codes = reinterpret_cast<std::int8_t const*>(row + sizeof(float));
     v128_t sums = wasm_i32x4_splat(0);
     std::size_t d = 0;
-    for (; d + 16 <= dimensions; d += 16) {
-        v128_t const bytes = wasm_v128_load(codes + d);
-        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(bytes), wasm_v128_load(query.steps + d)));
-        sums = wasm_i32x4_add(sums, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(bytes), wasm_v128_load(query.steps + d + 8)));
-    }
-    std::int64_t sum = std::int64_t(wasm_i32x4_extract_lane(sums, 0)) + wasm_i32x4_extract_lane(sums, 1) +
-                       wasm_i32x4_extract_lane(sums, 2) + wasm_i32x4_extract_lane(sums, 3);
+    for (; d + 16 <= dimensions; d += 16)
+        sums = add_products(sums, codes + d, wasm_v128_load(query.steps + d), wasm_v128_load(query.steps + d + 8));
+    std::int64_t sum = lane_total(sums);
     for (; d != dimensions; ++d)
         sum += std::int32_t(codes[d]) * query.steps[d];
-    return static_cast<float>(static_cast<double>(sum) * scale * query.step);
+    return scaled(sum, row, query);
 }
 
 /// Rows `estimate_rows` scores at once.
@@ -256,28 +271,18 @@ constexpr std::size_t rows_at_once = 4;
 /// this way (merely reading the rows takes 14 ms on that machine). The same integer sums as
 /// `estimate`, so the same estimates, bit for bit.
 void estimate_rows(std::uint8_t const* row, std::size_t stride, quantized_query_t const& query, std::size_t dimensions, float* out) {
-    std::int8_t const* codes[rows_at_once];
     v128_t sums[rows_at_once];
-    for (std::size_t k = 0; k != rows_at_once; ++k) {
-        codes[k] = reinterpret_cast<std::int8_t const*>(row + k * stride + sizeof(float));
+    for (std::size_t k = 0; k != rows_at_once; ++k)
         sums[k] = wasm_i32x4_splat(0);
-    }
+    std::int8_t const* const codes = reinterpret_cast<std::int8_t const*>(row + sizeof(float));
     for (std::size_t d = 0; d != dimensions; d += 16) {
         v128_t const low = wasm_v128_load(query.steps + d);
         v128_t const high = wasm_v128_load(query.steps + d + 8);
-        for (std::size_t k = 0; k != rows_at_once; ++k) {
-            v128_t const bytes = wasm_v128_load(codes[k] + d);
-            sums[k] = wasm_i32x4_add(sums[k], wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(bytes), low));
-            sums[k] = wasm_i32x4_add(sums[k], wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(bytes), high));
-        }
+        for (std::size_t k = 0; k != rows_at_once; ++k)
+            sums[k] = add_products(sums[k], codes + k * stride + d, low, high);
     }
-    for (std::size_t k = 0; k != rows_at_once; ++k) {
-        float scale;
-        std::memcpy(&scale, row + k * stride, sizeof(scale));
-        std::int64_t const sum = std::int64_t(wasm_i32x4_extract_lane(sums[k], 0)) + wasm_i32x4_extract_lane(sums[k], 1) +
-                                 wasm_i32x4_extract_lane(sums[k], 2) + wasm_i32x4_extract_lane(sums[k], 3);
-        out[k] = static_cast<float>(static_cast<double>(sum) * scale * query.step);
-    }
+    for (std::size_t k = 0; k != rows_at_once; ++k)
+        out[k] = scaled(lane_total(sums[k]), row + k * stride, query);
 }
 
 } // namespace i8_rows

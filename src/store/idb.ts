@@ -161,14 +161,19 @@ function groupName(store: GroupStore, group: SealedGroup): string {
   return `${GROUP_STORES[store].kind} group ${group.keyId}`;
 }
 
+/** The ids of a group record's members, in order. */
+function memberIds(group: SealedGroup): string[] {
+  return group.members.map(([, id]) => id);
+}
+
 /** A group record's values by member id, from its unsealed bytes; CORRUPT_CHECKPOINT when its members and values do not match. */
 function valuesOfGroup(store: GroupStore, group: SealedGroup, plain: Uint8Array): Map<string, Uint8Array> {
-  return splitGroupValues(groupName(store, group), group.members.map(([, id]) => id), plain);
+  return splitGroupValues(groupName(store, group), memberIds(group), plain);
 }
 
 /** `valuesOfGroup` of a node or edge group, each value its record's JSON. */
 function rowsOfGroup(store: 'nodeGroups' | 'edgeGroups', group: SealedGroup, plain: Uint8Array): StoredRow[] {
-  return splitGroupTexts(groupName(store, group), group.members.map(([, id]) => id), plain);
+  return splitGroupTexts(groupName(store, group), memberIds(group), plain);
 }
 
 const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
@@ -716,7 +721,7 @@ export class IndexedDbStore implements GraphStore {
     const storedVectorIds = changesDimension(current, batch)
       ? [
           ...(await db.getAllKeys('vectors', partitionRange(token))).map(([, id]) => id),
-          ...(await db.getAll('vectorGroups', partitionRange(token))).flatMap((group) => group.members.map(([, id]) => id)),
+          ...(await db.getAll('vectorGroups', partitionRange(token))).flatMap(memberIds),
         ]
       : [];
     const meta = validateBatch(batch, current, storedVectorIds);

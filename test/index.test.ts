@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUnitVectors } from '../bench/index.bench.ts';
 import { PrismError, type PrismErrorCode } from '../src/errors.ts';
-import { decodeVector, encodeVector, roundVector } from '../src/store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, roundVector } from '../src/store/vector-codec.ts';
 import { bruteForceSearch } from '../src/vector/brute-force.ts';
 import type { SearchHit } from '../src/vector/types.ts';
 import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../src/vector/usearch-wasm.ts';
@@ -341,6 +341,55 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
     expect(narrow.size).toBe(count);
     wide.dispose();
     narrow.dispose();
+  });
+
+  it('takes i4 records as they are, answering as their decoded floats do, in every kind of index and dimension', () => {
+    for (const dim of [48, 33]) {
+      const count = 2_000;
+      const perRecord = 4 + Math.ceil(dim / 2);
+      const raw = randomUnitVectors(count, dim, 76);
+      const records = new Uint8Array(count * perRecord);
+      const floats = new Float32Array(count * dim);
+      for (let row = 0; row < count; row++) {
+        const record = encodeVector(rowOf(raw, dim, row), 'i4');
+        records.set(record, row * perRecord);
+        floats.set(decodeStoredVector('v', record, dim), row * dim);
+      }
+      const keys = keysFrom(1, count);
+      const queries = randomUnitVectors(6, dim, 77);
+      for (const kind of ['flat', 'hnsw'] as const) {
+        const fromRecords = wasm.createIndex({ dim, kind });
+        const fromFloats = wasm.createIndex({ dim, kind });
+        fromRecords.addRecords(keys, records, 'i4');
+        fromFloats.add(keys, floats);
+        expect(fromRecords.search(queries, 10)).toEqual(fromFloats.search(queries, 10));
+        if (kind === 'flat') {
+          expect(fromRecords.bytesPerVector).toBe(dim + 4);
+          for (const key of [1, 777, count]) expect(bits(fromRecords.rows?.vector(key))).toEqual(bits(floats.subarray((key - 1) * dim, key * dim)));
+        }
+        fromRecords.dispose();
+        fromFloats.dispose();
+      }
+      // An index already widened to f32 decodes them.
+      const wide = wasm.createIndex({ dim });
+      wide.add([count + 1], rowOf(raw, dim, 0));
+      wide.addRecords(keys, records, 'i4');
+      expect(wide.bytesPerVector).toBe(dim * 4);
+      wide.remove([count + 1]);
+      const narrow = wasm.createIndex({ dim });
+      narrow.add(keys, floats);
+      expect(wide.search(queries, 10)).toEqual(narrow.search(queries, 10));
+      // A half byte of 15 names no level (the last record's): nothing added; a short buffer neither.
+      const bad = records.slice();
+      bad[(count - 1) * perRecord + 4] = 0xf0 | (bad[(count - 1) * perRecord + 4] as number);
+      const before = narrow.size;
+      const fresh = wasm.createIndex({ dim });
+      expectPrismError(() => fresh.addRecords(keys, bad, 'i4'), 'INVALID_INPUT');
+      expect(fresh.size).toBe(0);
+      expectPrismError(() => fresh.addRecords([1], records.subarray(0, dim + 4), 'i4'), 'DIMENSION_MISMATCH');
+      expect(narrow.size).toBe(before);
+      for (const index of [wide, narrow, fresh]) index.dispose();
+    }
   });
 
   it('keeps the exact top k where the first pass over i8 rows estimates the order wrong', () => {

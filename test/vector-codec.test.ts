@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeVector, encodedBytes, encodeVector, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodedBytes, encodeVector, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
 import { VectorTable, vectorDot } from '../src/graph/vector-table.ts';
 import { dot as exactDot } from '../src/util/vectors.ts';
@@ -125,10 +125,16 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
     const precisions = ['i8', 'i4', 'f16', 'f32'] as const;
     for (const precision of precisions) table.setStored(precision, encodeVector(vectors[0] as Float32Array, precision), 384);
     for (const precision of precisions) expect(bits(table.get(precision))).toEqual(bits(roundVector(vectors[0] as Float32Array, precision)));
-    // An i4 vector is held as the i8 record it names: copied out as i8 bytes.
+    // An i4 vector is held as its stored bytes: copied out as they are, or as the i8 record they name; an i8 one only as i8.
+    const i4Slot = table.recordSlot('i4') as number;
     const record = new Uint8Array(388);
-    expect(table.copyRecords(['i4'], record)).toBe(true);
+    expect(table.copyRecords([i4Slot], record)).toBe(true);
     expect([...record]).toEqual([...encodeVector(roundVector(vectors[0] as Float32Array, 'i4'), 'i8')]);
+    const stored = new Uint8Array(196);
+    expect(table.copyRecords([i4Slot], stored, 'i4')).toBe(true);
+    expect([...stored]).toEqual([...encodeVector(vectors[0] as Float32Array, 'i4')]);
+    expect(table.copyRecords([table.recordSlot('i8') as number], stored, 'i4')).toBe(false);
+    expect(table.recordSlot('f32')).toBeUndefined();
     expect(() => table.setStored('bad', new Uint8Array(100), 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining('bad') }));
     const badLevel = encodeVector(vectors[0] as Float32Array, 'i4');
     badLevel[4] = 0xff;
@@ -168,20 +174,45 @@ describe('VectorTable: records copied for an index', () => {
     rounded.forEach((v, i) => table.set(`n${i}`, v));
     const ids = ['n2999', 'n0', 'n1500', 'n1024', 'n7'];
     const target = new Uint8Array(ids.length * 388);
-    expect(table.copyRecords(ids, target)).toBe(true);
+    expect(table.copyRecords(slotsOf(table, ids), target)).toBe(true);
     ids.forEach((id, i) => expect([...target.subarray(i * 388, (i + 1) * 388)]).toEqual([...encodeVector(rounded[Number(id.slice(1))] as Float32Array, 'i8')]));
     const odd = new Uint8Array(388 * 2 + 1).subarray(1);
-    expect(table.copyRecords(['n5', 'n6'], odd)).toBe(true);
+    expect(table.copyRecords(slotsOf(table, ['n5', 'n6']), odd)).toBe(true);
     expect([...odd.subarray(388)]).toEqual([...encodeVector(rounded[6] as Float32Array, 'i8')]);
   });
 
-  it('refuses a vector kept as floats, an absent id and a target of another size', () => {
+  it('gives no slot for a vector kept as floats or an absent id, and refuses a target of another size', () => {
     const table = new VectorTable();
     table.set('exact', rounded[0] as Float32Array);
     table.set('floats', unitVectors(1, 384)[0] as Float32Array);
-    expect(table.copyRecords(['exact', 'floats'], new Uint8Array(2 * 388))).toBe(false);
-    expect(table.copyRecords(['exact', 'absent'], new Uint8Array(2 * 388))).toBe(false);
-    expect(table.copyRecords(['exact'], new Uint8Array(2 * 388))).toBe(false);
+    expect(table.recordSlot('floats')).toBeUndefined();
+    expect(table.recordSlot('absent')).toBeUndefined();
+    expect(table.copyRecords(slotsOf(table, ['exact']), new Uint8Array(2 * 388))).toBe(false);
+  });
+
+  it('keeps stored i4 and i8 records side by side: replaced, deleted and reused without mixing them up', () => {
+    const table = new VectorTable();
+    const count = 3000;
+    const i4Of = (i: number) => encodeVector(rounded[i % 100] as Float32Array, 'i4');
+    const i8Of = (i: number) => encodeVector(rounded[i % 100] as Float32Array, 'i8');
+    for (let i = 0; i < count; i++) table.setStored(`n${i}`, i % 2 ? i4Of(i) : i8Of(i), 384);
+    for (let i = 0; i < count; i += 3) table.delete(`n${i}`);
+    for (let i = 0; i < count; i += 6) table.setStored(`n${i}`, i4Of(i + 1), 384);
+    const query = unitVectors(1, 384)[0] as Float32Array;
+    for (let i = 0; i < count; i++) {
+      const replaced = i % 6 === 0;
+      if (i % 3 === 0 && !replaced) {
+        expect(table.has(`n${i}`)).toBe(false);
+        continue;
+      }
+      const want = decodeStoredVector(`n${i}`, replaced ? i4Of(i + 1) : i % 2 ? i4Of(i) : i8Of(i), 384);
+      expect(bitsOf(table.peek(`n${i}`))).toEqual(bitsOf(want));
+      if (i % 7 === 0) expect(table.dot(`n${i}`, query)).toBe(exactDot(want, query));
+      if (i % 7 === 0) expect(table.pairDot(`n${i}`, 'n1')).toBe(exactDot(want, decodeStoredVector('n1', i4Of(1), 384)));
+      const record = new Uint8Array(388);
+      expect(table.copyRecords(slotsOf(table, [`n${i}`]), record)).toBe(true);
+      expect([...record]).toEqual([...encodeVector(want, 'i8')]);
+    }
   });
 });
 
@@ -241,7 +272,7 @@ describe('VectorTable: vectors lent to the index that holds them', () => {
       index.add(keys, packRows(rounded, dim));
       table.lend(ids, keys, rows);
       // Lent: no record is left to copy, yet every read answers as before, in insertion order.
-      expect(table.copyRecords(['n0'], new Uint8Array(dim + 4))).toBe(false);
+      expect(table.recordSlot('n0')).toBeUndefined();
       const query = unitVectors(2, dim)[1] as Float32Array;
       rounded.forEach((v, i) => {
         if (i % 11 !== 0) return;
@@ -268,7 +299,7 @@ describe('VectorTable: vectors lent to the index that holds them', () => {
       // Two records of the table's own, and one of its own with a lent one.
       expect(table.pairDot('n5', 'n6')).toBe(exactDot(rounded[6] as Float32Array, rounded[7] as Float32Array));
       expect(table.pairDot('n5', 'n9')).toBe(exactDot(rounded[6] as Float32Array, rounded[9] as Float32Array));
-      expect(table.copyRecords(['n5'], new Uint8Array(dim + 4))).toBe(true);
+      expect(table.recordSlot('n5')).toBeDefined();
       // Past its disposal the index answers nothing: a lent read fails loudly rather than quietly missing.
       index.dispose();
       expect(() => table.get('n2000')).toThrow(PrismError);
@@ -292,16 +323,18 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
     const vectors: IndexVectors = {
       has: (id) => table.has(id),
       get: (id) => table.peek(id),
-      copyRecords: (batch, target) => table.copyRecords(batch, target),
-      lend: (batch, batchKeys, rows) => table.lend(batch, batchKeys, rows),
+      recordSlot: (id) => table.recordSlot(id),
+      copyRecords: (slots, target, form) => table.copyRecords(slots, target, form),
+      lend: (batch, batchKeys, rows, slots) => table.lend(batch, batchKeys, rows, slots),
     };
     return { set: new IndexSet(dim, (d) => usearch.createIndex({ dim: d })), table, vectors };
   }
 
   it('adds every vector across batches, and answers as the floats do', async () => {
     const { set, table, vectors } = await setOf();
-    set.add('facetPoint', keys, ids, vectors);
+    set.add('facetPoint', keys, ids, vectors, slotsOf(table, ids));
     expect(set.size('facetPoint')).toBe(count);
+    expect(table.recordSlot('n0')).toBeUndefined();
     const query = rounded[20_000] as Float32Array;
     const [best] = set.search('facetPoint', query, 1);
     expect(best?.key).toBe(20_001);
@@ -310,11 +343,30 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
   });
 
   it('adds all or nothing: a key the index holds in a later batch leaves none of the batch added', async () => {
-    const { set, vectors } = await setOf();
-    set.add('facetPoint', [count + 5], ['n20000'], vectors);
+    const { set, table, vectors } = await setOf();
+    set.add('facetPoint', [count + 5], ['n20000'], vectors, slotsOf(table, ['n20000']));
     const clashing = keys.map((key, i) => (i === 20_000 ? count + 5 : key));
-    expect(() => set.add('facetPoint', clashing, ids, vectors)).toThrow(PrismError);
+    expect(() => set.add('facetPoint', clashing, ids, vectors, slotsOf(table, ids))).toThrow(PrismError);
     expect(set.size('facetPoint')).toBe(1);
+    set.dispose();
+  });
+
+  it('adds stored i4 records as they are, and a batch with an i8 record among them as i8: every vector as its floats', async () => {
+    const { set, table, vectors } = await setOf();
+    const stored = rounded.map((v) => encodeVector(v, 'i4'));
+    // The first batch all i4; an i8 record in the second sends that batch as i8, i4 ones expanded.
+    ids.forEach((id, i) => (i === 15_000 ? table.set(id, decodeStoredVector(id, stored[i] as Uint8Array, dim)) : table.setStored(id, stored[i] as Uint8Array, dim)));
+    set.add('facetPoint', keys, ids, vectors, slotsOf(table, ids));
+    expect(set.size('facetPoint')).toBe(count);
+    const usearch = await loadUsearchWasm(await readUsearchWasm());
+    const fromFloats = usearch.createIndex({ dim });
+    fromFloats.add(keys, packRows(stored.map((bytes, i) => decodeStoredVector(ids[i] as string, bytes, dim)), dim));
+    for (const q of [3, 12_000, 15_000, 24_999]) {
+      const query = decodeStoredVector('q', stored[q] as Uint8Array, dim);
+      expect(set.search('facetPoint', query, 5)).toEqual(fromFloats.search(query, 5)[0]);
+      expect(bitsOf(table.get(`n${q}`))).toEqual(bitsOf(query));
+    }
+    fromFloats.dispose();
     set.dispose();
   });
 
@@ -323,13 +375,18 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
     // Off the i8 grid by a hair: kept as floats.
     const floats = Float32Array.from(rounded[20_000] as Float32Array, (x, i) => (i === 0 ? x + 1e-7 : x));
     table.set('n20000', floats);
-    expect(table.copyRecords(['n20000'], new Uint8Array(dim + 4))).toBe(false);
-    set.add('facetPoint', keys, ids, vectors);
+    expect(table.recordSlot('n20000')).toBeUndefined();
+    set.add('facetPoint', keys, ids, vectors, slotsOf(table, ids));
     expect(set.size('facetPoint')).toBe(count);
     expect(set.search('facetPoint', floats, 1)[0]?.key).toBe(20_001);
     set.dispose();
   });
 });
+
+/** The record slots of `ids` as an applyBatch queue takes them (−1 where there is none). */
+function slotsOf(table: VectorTable, ids: readonly string[]): number[] {
+  return ids.map((id) => table.recordSlot(id) ?? -1);
+}
 
 function bitsOf(v: Float32Array | undefined): number[] | undefined {
   return v && [...new Uint32Array(v.buffer, v.byteOffset, v.length)];

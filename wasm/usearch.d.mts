@@ -35,6 +35,7 @@ export interface UsearchModule {
   _prism_index_reserve(handle: number, extra: number): number;
   _prism_index_add(handle: number, keys: number, vectors: number, count: number): number;
   _prism_index_add_i8(handle: number, keys: number, records: number, count: number): number;
+  _prism_index_add_i4(handle: number, keys: number, records: number, count: number): number;
   _prism_index_remove(handle: number, keys: number, count: number): number;
   _prism_index_row(handle: number, key: number): number;
   _prism_index_search(

@@ -122,6 +122,12 @@ class prism_index_t {
     /// `add` for vectors given as i8 records (see `i8_rows`; the caller has checked their scales
     /// are finite): by default their floats are decoded and added.
     virtual std::int32_t add_i8(double const* keys, std::uint8_t const* records, std::size_t count);
+    /// `add` for vectors given as i4 records (see `i4_records`; the caller has checked their scales
+    /// are finite): status_invalid, adding none, when a half byte names no level; else the i8
+    /// records they name are added as `add_i8` adds them.
+    std::int32_t add_i4(double const* keys, std::uint8_t const* records, std::size_t count);
+    /// `add_i4` once every record is known valid: by default their i8 records are added with `add_i8`.
+    virtual std::int32_t add_valid_i4(double const* keys, std::uint8_t const* records, std::size_t count);
     /// How many of the keys were present and removed, or a negative status.
     virtual std::int32_t remove(double const* keys, std::size_t count) = 0;
     /// Where the row of `key` is (`row_bytes()` bytes, valid until the index next changes), or
@@ -286,6 +292,53 @@ void estimate_rows(std::uint8_t const* row, std::size_t stride, quantized_query_
 }
 
 } // namespace i8_rows
+
+/// A vector as an f32 scale and one half byte a dimension (low half first), PRISM's default store
+/// encoding (src/store/vector-codec.ts, `i4`): half byte k of 0 … 14 is the i8 code
+/// ±round(|k − 7| × 127 / 7), 15 is no level. Its i8 record has the same scale and those codes,
+/// so an open hands a store's i4 bytes to the index as they are, at half the bytes of i8, and
+/// they are expanded here rather than one vector at a time in JavaScript.
+namespace i4_records {
+
+std::size_t record_bytes(std::size_t dimensions) { return sizeof(float) + (dimensions + 1) / 2; }
+
+/// The i8 code of each half byte (15: none, left 0).
+constexpr std::int8_t codes[16] = {-127, -109, -91, -73, -54, -36, -18, 0, 18, 36, 54, 73, 91, 109, 127, 0};
+
+/// Whether every half byte the record uses names a level (an odd dimension's last high half is unused).
+bool valid(std::uint8_t const* record, std::size_t dimensions) {
+    std::uint8_t const* const halves = record + sizeof(float);
+    std::uint32_t bad = 0;
+    for (std::size_t j = 0; j != dimensions / 2; ++j)
+        bad |= (halves[j] & 0x0f) == 0x0f || (halves[j] >> 4) == 0x0f;
+    if (dimensions & 1)
+        bad |= (halves[dimensions / 2] & 0x0f) == 0x0f;
+    return bad == 0;
+}
+
+/// Writes the i8 record (`i8_rows::row_bytes` bytes) a valid i4 record names at `out`. 32 codes a
+/// step with WASM SIMD (a swizzle looks 16 half bytes up in `codes` at once, then the low and high
+/// halves' codes are interleaved): an open expands every vector of a memory, 464K of them at 100K
+/// messages, which took ~650 ms one half byte at a time.
+void expand(std::uint8_t const* record, std::size_t dimensions, std::uint8_t* out) {
+    std::memcpy(out, record, sizeof(float));
+    std::uint8_t const* const halves = record + sizeof(float);
+    std::int8_t* const codes_out = reinterpret_cast<std::int8_t*>(out + sizeof(float));
+    v128_t const table = wasm_v128_load(codes);
+    v128_t const low_bits = wasm_i8x16_splat(0x0f);
+    std::size_t d = 0;
+    for (; d + 32 <= dimensions; d += 32) {
+        v128_t const bytes = wasm_v128_load(halves + d / 2);
+        v128_t const low = wasm_i8x16_swizzle(table, wasm_v128_and(bytes, low_bits));
+        v128_t const high = wasm_i8x16_swizzle(table, wasm_u8x16_shr(bytes, 4));
+        wasm_v128_store(codes_out + d, wasm_i8x16_shuffle(low, high, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23));
+        wasm_v128_store(codes_out + d + 16, wasm_i8x16_shuffle(low, high, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31));
+    }
+    for (; d != dimensions; ++d)
+        codes_out[d] = codes[(halves[d >> 1] >> ((d & 1) * 4)) & 0x0f];
+}
+
+} // namespace i4_records
 
 /// `realloc` for `count` elements of `element_at`: null on overflow or exhaustion, when the old
 /// block stays valid, so a failed growth leaves what it held as it was.
@@ -550,6 +603,19 @@ class flat_index_t final : public prism_index_t {
             });
     }
 
+    /// i4 records are expanded straight into i8 rows (once the rows are f32, as `add_i8` adds them).
+    std::int32_t add_valid_i4(double const* keys, std::uint8_t const* records, std::size_t count) override {
+        if (!i8_)
+            return prism_index_t::add_valid_i4(keys, records, count);
+        std::size_t const record_bytes = i4_records::record_bytes(dimensions_);
+        return add_rows(
+            count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); },
+            [this, records, record_bytes](std::size_t i, std::uint8_t* row) {
+                i4_records::expand(records + i * record_bytes, dimensions_, row);
+                return true;
+            });
+    }
+
     std::int32_t remove(double const* keys, std::size_t count) override {
         std::int32_t removed = 0;
         key_and_row_t gone;
@@ -720,6 +786,27 @@ std::int32_t prism_index_t::add_i8(double const* keys, std::uint8_t const* recor
         i8_rows::decode(records + i * i8_rows::row_bytes(dims), dims, vectors + i * dims);
     std::int32_t const status = add(keys, vectors, count);
     std::free(vectors);
+    return status;
+}
+
+std::int32_t prism_index_t::add_i4(double const* keys, std::uint8_t const* records, std::size_t count) {
+    std::size_t const dims = dimensions();
+    for (std::size_t i = 0; i != count; ++i)
+        if (!i4_records::valid(records + i * i4_records::record_bytes(dims), dims))
+            return fail(status_invalid, "an i4 record has a half byte of 15, which no level is");
+    return add_valid_i4(keys, records, count);
+}
+
+std::int32_t prism_index_t::add_valid_i4(double const* keys, std::uint8_t const* records, std::size_t count) {
+    std::size_t const dims = dimensions();
+    std::size_t const i8_bytes = i8_rows::row_bytes(dims);
+    std::uint8_t* const expanded = grow(static_cast<std::uint8_t*>(nullptr), std::max<std::size_t>(count * i8_bytes, 1));
+    if (!expanded)
+        return fail(status_out_of_memory, "cannot allocate the expanded records");
+    for (std::size_t i = 0; i != count; ++i)
+        i4_records::expand(records + i * i4_records::record_bytes(dims), dims, expanded + i * i8_bytes);
+    std::int32_t const status = add_i8(keys, expanded, count);
+    std::free(expanded);
     return status;
 }
 
@@ -911,6 +998,12 @@ EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add(prism_index_t* handle, double 
 EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add_i8(prism_index_t* handle, double const* keys, std::uint8_t const* records,
                                                      std::uint32_t count) {
     return handle->add_i8(keys, records, count);
+}
+
+// `prism_index_add` for i4 records (f32 scale, then a half byte a dimension), all or nothing.
+EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add_i4(prism_index_t* handle, double const* keys, std::uint8_t const* records,
+                                                     std::uint32_t count) {
+    return handle->add_i4(keys, records, count);
 }
 
 // The row of one key (the vector as added: an i8 record or its floats, as `prism_index_row_bytes`

@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
-import { decodeStoredVector, decodeVector, encodeVector, i8RecordDot, i8RecordOfStored, i8RecordPairDot, i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, expandI4Record, i8RecordDot, i8RecordOfStored, i8RecordPairDot, i8RecordScale, i8ScaleIsFinite, isValidI4Record } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
-import type { IndexRows } from '../vector/types.ts';
+import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts';
 
 /** i8 records per page: pages are allocated as the table grows, and a freed record is reused. */
 const RECORDS_PER_PAGE = 1024;
@@ -15,39 +15,119 @@ const LENDERS = 8;
 /** Keys a lent slot can name exactly: the slot is −2 − (key × LENDERS + lender), a safe integer. */
 const MAX_LENT_KEY = Math.floor((Number.MAX_SAFE_INTEGER - 2) / LENDERS) - 1;
 
+/** Where i4 records' slots start: below it a slot is an i8 record's, from it an i4 record's (slot − base in its pool). */
+const I4_SLOTS = 2 ** 40;
+
+/**
+ * Records of one size in pages allocated as they fill (`RECORDS_PER_PAGE` a page), a freed
+ * record's place reused; every page goes once none holds a record (an open lends them all).
+ */
+class RecordPool {
+  readonly pages: Uint8Array[] = [];
+  /** Each page as signed codes and as a view for its scales, for `dot`. */
+  readonly codeViews: Int8Array[] = [];
+  readonly scaleViews: DataView[] = [];
+  /** Each page as 32-bit words, for `copyRecords`. */
+  readonly wordViews: Int32Array[] = [];
+  private readonly freePlaces: number[] = [];
+  private nextPlace = 0;
+  private held = 0;
+
+  constructor(readonly bytes: number) {}
+
+  /** Keeps `record` (`bytes` long); returns its place. */
+  store(record: Uint8Array): number {
+    const place = this.freePlaces.pop() ?? this.nextPlace++;
+    const page = Math.floor(place / RECORDS_PER_PAGE);
+    if (this.pages[page] === undefined) {
+      const bytes = new Uint8Array(RECORDS_PER_PAGE * this.bytes);
+      this.pages[page] = bytes;
+      this.codeViews[page] = new Int8Array(bytes.buffer);
+      this.scaleViews[page] = new DataView(bytes.buffer);
+      this.wordViews[page] = new Int32Array(bytes.buffer, 0, Math.floor(bytes.length / 4));
+    }
+    // Not through a view of its own: an open stores every vector of a memory, and a view made for each was garbage.
+    (this.pages[page] as Uint8Array).set(record, (place % RECORDS_PER_PAGE) * this.bytes);
+    this.held++;
+    return place;
+  }
+
+  /** Which page holds `place`'s record, and at which byte it starts. */
+  locate(place: number): { page: number; start: number } {
+    return { page: Math.floor(place / RECORDS_PER_PAGE), start: (place % RECORDS_PER_PAGE) * this.bytes };
+  }
+
+  /** Copies `place`'s record to `target[at]`: word by word where both are aligned, with no view made. */
+  copy(place: number, target: Uint8Array, words: Int32Array | null, at: number): void {
+    const { page, start } = this.locate(place);
+    if (words && this.bytes % 4 === 0) {
+      const source = this.wordViews[page] as Int32Array;
+      for (let w = 0, from = start / 4, to = at / 4; w < this.bytes / 4; w++) words[to + w] = source[from + w] as number;
+    } else {
+      const source = this.pages[page] as Uint8Array;
+      for (let b = 0; b < this.bytes; b++) target[at + b] = source[start + b] as number;
+    }
+  }
+
+  free(place: number): void {
+    this.freePlaces.push(place);
+    if (--this.held === 0) this.clear();
+  }
+
+  clear(): void {
+    this.pages.length = 0;
+    this.codeViews.length = 0;
+    this.scaleViews.length = 0;
+    this.wordViews.length = 0;
+    this.freePlaces.length = 0;
+    this.nextPlace = 0;
+    this.held = 0;
+  }
+}
+
+/** An i8 record at byte `start` of `bytes`, with the views its readers take of those bytes. */
+interface I8Record {
+  bytes: Uint8Array;
+  view: DataView;
+  codes: Int8Array;
+  start: number;
+}
+
+function scratchRecord(dim: number): I8Record {
+  const bytes = new Uint8Array(recordBytes(dim, 'i8'));
+  return { bytes, view: new DataView(bytes.buffer), codes: new Int8Array(bytes.buffer), start: 0 };
+}
+
 /**
  * Node and edge vectors by id, held as compactly as they stay exact: a vector that the i8 store
  * encoding (one byte a dimension and an f32 scale, see store/vector-codec.ts) rebuilds bit for bit
  * — every vector a SQL or IndexedDB store wrote or will write — is kept as those bytes, a quarter of
- * its floats; any other vector is kept as it is. `get` decodes (the recent ones are cached), so
- * every reader sees exactly the floats that were set.
+ * its floats; one a store read as i4 (`setStored`) is kept as those bytes, an eighth; any other
+ * vector is kept as it is. `get` decodes (the recent ones are cached), so every reader sees
+ * exactly the floats that were set.
  *
  * On a memory of 10,000 chat messages, f32 copies of the vectors were ~90 MB of a Node process.
  *
- * An i8 record an index holds too, and can read back (`VectorIndex.rows`), is lent to it
- * (`lend`): the table then keeps only its key there and reads the vector from the index.
+ * A record an index holds too, and can read back (`VectorIndex.rows`), is lent to it (`lend`):
+ * the table then keeps only its key there and reads the vector from the index.
  */
 export class VectorTable implements Map<string, Float32Array> {
   /**
-   * Record slot (≥ 0) of an i8 vector, −1 for one kept as floats, or, at most −2, where a lent
-   * one is (`lentTo`); in insertion order.
+   * Record slot of a vector kept as bytes (≥ 0: an i8 record's below `I4_SLOTS`, an i4 record's
+   * from it), −1 for one kept as floats, or, at most −2, where a lent one is (`lentTo`); in
+   * insertion order.
    */
   private readonly slots = new Map<string, number>();
   /** Where lent vectors are read, by the number a lent slot names. */
   private readonly lenders: IndexRows[] = [];
-  /** Slots that hold a record (≥ 0): when none does, the pages go. */
-  private heldRecords = 0;
   private readonly floats = new Map<string, Float32Array>();
   private readonly decoded = new Map<string, Float32Array>();
-  private readonly pages: Uint8Array[] = [];
-  /** Each page as signed codes and as a view for its scales, for `dot`. */
-  private readonly codeViews: Int8Array[] = [];
-  private readonly scaleViews: DataView[] = [];
-  /** Each page as 32-bit words, for `copyRecords`. */
-  private readonly wordViews: Int32Array[] = [];
-  private readonly freeSlots: number[] = [];
-  private nextSlot = 0;
-  /** Dimensions of the i8 records (fixed by the first one). */
+  /** The records, made when the dimension is known (by the first one). */
+  private i8: RecordPool | null = null;
+  private i4: RecordPool | null = null;
+  /** Two buffers an i4 record is expanded into as the i8 record it names, for the readers of one record (`pairDot` reads two). */
+  private expanded: [I8Record, I8Record] | null = null;
+  /** Dimensions of the records (fixed by the first one). */
   private dim = 0;
 
   constructor(entries?: Iterable<readonly [string, Float32Array]>) {
@@ -73,50 +153,61 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slot === -1) return this.floats.get(id);
     const cached = this.decoded.get(id);
     if (cached) return cached;
-    return slot >= 0 ? decodeVector(this.record(slot), this.dim) : this.lentVector(slot, id);
+    if (slot < -1) return this.lentVector(slot, id);
+    const { bytes, start } = this.i8Record(slot, 0);
+    return decodeVector(bytes.subarray(start, start + this.dim + 4), this.dim);
+  }
+
+  /** The slot of `id`'s record (for `copyRecords` and `lend`), or undefined when it is not kept as one (floats, lent, or absent). */
+  recordSlot(id: string): number | undefined {
+    const slot = this.slots.get(id);
+    return slot !== undefined && slot >= 0 ? slot : undefined;
   }
 
   /**
-   * Copies the i8 records of `ids` end to end into `target` (each `dim` + 4 bytes); false, with
-   * `target` partly written, when one is not kept as a record or they do not fill it. Word by
-   * word with no view made per record: an open copies every vector of a memory for its indexes.
+   * Copies the records in `slots` (from `recordSlot`, none freed since) end to end into `target`
+   * in `form` (default i8): an i8 record as it is kept, an i4 one as it is (`i4`) or expanded to
+   * the i8 record it names (`i8`). False, with `target` partly written, when one is an i8 record
+   * asked for as i4, or they do not fill it. No view is made per record: an open copies every
+   * vector of a memory for its indexes.
    */
-  copyRecords(ids: readonly string[], target: Uint8Array): boolean {
-    const bytes = this.dim + 4;
-    if (this.dim === 0 || target.length !== ids.length * bytes) return false;
-    const words = bytes % 4 === 0 && target.byteOffset % 4 === 0 ? new Int32Array(target.buffer, target.byteOffset, target.length / 4) : null;
-    for (let i = 0; i < ids.length; i++) {
-      const slot = this.slots.get(ids[i] as string);
-      if (slot === undefined || slot < 0) return false;
-      const page = Math.floor(slot / RECORDS_PER_PAGE);
-      const start = (slot % RECORDS_PER_PAGE) * bytes;
+  copyRecords(slots: readonly number[], target: Uint8Array, form: RecordForm = 'i8'): boolean {
+    const bytes = recordBytes(this.dim, form);
+    if (this.dim === 0 || target.length !== slots.length * bytes) return false;
+    const words = target.byteOffset % 4 === 0 ? new Int32Array(target.buffer, target.byteOffset, Math.floor(target.length / 4)) : null;
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as number;
       const at = i * bytes;
-      if (words) {
-        const source = this.wordViews[page] as Int32Array;
-        for (let w = 0, from = start / 4, to = at / 4; w < bytes / 4; w++) words[to + w] = source[from + w] as number;
+      if (slot < I4_SLOTS) {
+        if (form !== 'i8') return false;
+        (this.i8 as RecordPool).copy(slot, target, words, at);
+      } else if (form === 'i4') {
+        (this.i4 as RecordPool).copy(slot - I4_SLOTS, target, words, at);
       } else {
-        const source = this.pages[page] as Uint8Array;
-        for (let b = 0; b < bytes; b++) target[at + b] = source[start + b] as number;
+        const pool = this.i4 as RecordPool;
+        const { page, start } = pool.locate(slot - I4_SLOTS);
+        expandI4Record(pool.pages[page] as Uint8Array, start, this.dim, target, at);
       }
     }
     return true;
   }
 
   /**
-   * Whether `id` is an i8 record of `dim` dimensions whose every value is finite, told from its
+   * Whether `id` is a record of `dim` dimensions whose every value is finite, told from its
    * scale alone (its values are at most 128 × the scale in magnitude): a loaded memory is checked
    * without decoding each vector. False for anything else, which its checker then decodes.
    */
   isFiniteRecord(id: string, dim: number): boolean {
     const slot = this.slots.get(id);
     if (slot === undefined || slot < 0 || dim !== this.dim) return false;
-    const { page, start } = this.place(slot);
-    return i8ScaleIsFinite(i8RecordScale(this.scaleViews[page] as DataView, start));
+    const [pool, place] = slot < I4_SLOTS ? [this.i8 as RecordPool, slot] : [this.i4 as RecordPool, slot - I4_SLOTS];
+    const { page, start } = pool.locate(place);
+    return i8ScaleIsFinite(i8RecordScale(pool.scaleViews[page] as DataView, start));
   }
 
   /**
-   * The inner product of `id`'s vector and `query`, without decoding an i8 record: the same
-   * double `dot(get(id), query)` gives, bit for bit (each product is the decoded float times the
+   * The inner product of `id`'s vector and `query`, without decoding a record: the same double
+   * `dot(get(id), query)` gives, bit for bit (each product is the decoded float times the
    * query's, added in the same order). Undefined when `id` holds nothing.
    */
   dot(id: string, query: Float32Array): number | undefined {
@@ -124,12 +215,12 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slot === undefined) return undefined;
     if (slot === -1) return dot(this.floats.get(id) as Float32Array, query);
     if (slot < -1) return this.lentDot(slot, id, query);
-    const { page, start } = this.place(slot);
-    return i8RecordDot(this.scaleViews[page] as DataView, this.codeViews[page] as Int8Array, start, this.dim, query);
+    const { view, codes, start } = this.i8Record(slot, 0);
+    return i8RecordDot(view, codes, start, this.dim, query);
   }
 
   /**
-   * `dot(get(a), get(b))`, bit for bit, without decoding either where both are i8 records kept
+   * `dot(get(a), get(b))`, bit for bit, without decoding either where both are records kept
    * here, or lent to one index. Undefined when either holds nothing.
    */
   pairDot(a: string, b: string): number | undefined {
@@ -137,10 +228,9 @@ export class VectorTable implements Map<string, Float32Array> {
     const slotB = this.slots.get(b);
     if (slotA === undefined || slotB === undefined) return undefined;
     if (slotA >= 0 && slotB >= 0) {
-      const placeA = this.place(slotA);
-      const placeB = this.place(slotB);
-      const [viewA, viewB] = [this.scaleViews[placeA.page] as DataView, this.scaleViews[placeB.page] as DataView];
-      return i8RecordPairDot(viewA, this.codeViews[placeA.page] as Int8Array, placeA.start, viewB, this.codeViews[placeB.page] as Int8Array, placeB.start, this.dim);
+      const recordA = this.i8Record(slotA, 0);
+      const recordB = this.i8Record(slotB, 1);
+      return i8RecordPairDot(recordA.view, recordA.codes, recordA.start, recordB.view, recordB.codes, recordB.start, this.dim);
     }
     if (slotA < -1 && slotB < -1) {
       const lentA = this.lentTo(slotA);
@@ -166,8 +256,7 @@ export class VectorTable implements Map<string, Float32Array> {
     this.delete(id);
     const bytes = this.dim === 0 || vector.length === this.dim ? encodeVector(vector, 'i8') : null;
     if (bytes && sameFloats(decodeVector(bytes, vector.length), vector)) {
-      this.dim = vector.length;
-      this.store(id, bytes);
+      this.slots.set(id, this.pools(vector.length).i8.store(bytes));
     } else {
       this.floats.set(id, vector);
       this.slots.set(id, -1);
@@ -177,17 +266,20 @@ export class VectorTable implements Map<string, Float32Array> {
 
   /**
    * Sets a vector from its stored bytes (any precision a store writes, told by their length, for
-   * `dim` dimensions): i8 bytes are kept as they are and i4 bytes as the i8 record they name,
-   * which is what makes loading a memory cheap. Bytes that fit no precision are
-   * CORRUPT_CHECKPOINT naming the vector.
+   * `dim` dimensions): i8 and i4 bytes are kept as they are, which is what makes loading a
+   * memory cheap (an i4 record reaches an index as it is, to be expanded there). Bytes that fit
+   * no precision, or an i4 half byte that names no level, are CORRUPT_CHECKPOINT naming the vector.
    */
   setStored(id: string, bytes: Uint8Array, dim: number): this {
-    // An i4 record comes expanded in the codec's shared buffer, which `store` copies at once.
+    if ((this.dim === 0 || this.dim === dim) && isValidI4Record(bytes, dim)) {
+      this.delete(id);
+      this.slots.set(id, I4_SLOTS + this.pools(dim).i4.store(bytes));
+      return this;
+    }
     const record = this.dim === 0 || this.dim === dim ? i8RecordOfStored(id, bytes, dim) : null;
     if (!record) return this.set(id, decodeStoredVector(id, bytes, dim));
     this.delete(id);
-    this.dim = dim;
-    this.store(id, record);
+    this.slots.set(id, this.pools(dim).i8.store(record));
     return this;
   }
 
@@ -202,20 +294,22 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   /**
-   * Lends the i8 records of `ids` to an index that holds each under the key at the same place
-   * in `keys` (as it was added) and reads it back through `rows`: the table frees them and reads
-   * them from there. A vector kept as floats, or already lent, stays as it is. The index must
+   * Lends the records of `ids` to an index that holds each under the key at the same place in
+   * `keys` (as it was added) and reads it back through `rows`: the table frees them and reads
+   * them from there. `slots`, where given, are their slots from `recordSlot` (none freed since;
+   * −1: look the id up). A vector kept as floats, or already lent, stays as it is. The index must
    * hold these vectors for as long as the table does; the graph deletes a vector together with
    * its index entry (ingest's `applyBatch`).
    */
-  lend(ids: readonly string[], keys: readonly number[], rows: IndexRows): void {
+  lend(ids: readonly string[], keys: readonly number[], rows: IndexRows, slots?: readonly number[]): void {
     let lender = this.lenders.indexOf(rows);
     if (lender < 0 && this.lenders.length < LENDERS) lender = this.lenders.push(rows) - 1;
     if (lender < 0) return;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i] as string;
       const key = keys[i] as number;
-      const slot = this.slots.get(id);
+      const known = slots?.[i] ?? -1;
+      const slot = known >= 0 ? known : this.slots.get(id);
       if (slot === undefined || slot < 0 || !Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) continue;
       this.freeRecord(slot);
       this.slots.set(id, -2 - (key * LENDERS + lender));
@@ -227,7 +321,8 @@ export class VectorTable implements Map<string, Float32Array> {
     this.floats.clear();
     this.decoded.clear();
     this.lenders.length = 0;
-    this.dropPages();
+    this.i8 = null;
+    this.i4 = null;
     this.dim = 0;
   }
 
@@ -251,6 +346,34 @@ export class VectorTable implements Map<string, Float32Array> {
     return this.entries();
   }
 
+  /** The record pools, made for `dim` dimensions by the first record (which fixes the table's). */
+  private pools(dim: number): { i8: RecordPool; i4: RecordPool } {
+    if (!this.i8 || !this.i4) {
+      this.dim = dim;
+      this.i8 = new RecordPool(recordBytes(dim, 'i8'));
+      this.i4 = new RecordPool(recordBytes(dim, 'i4'));
+      this.expanded = [scratchRecord(dim), scratchRecord(dim)];
+    }
+    return { i8: this.i8, i4: this.i4 };
+  }
+
+  /**
+   * The i8 record in `slot` (≥ 0): where it is kept, or, for an i4 record, the i8 record it
+   * names expanded into scratch buffer `scratch` (valid until that buffer is used again).
+   */
+  private i8Record(slot: number, scratch: 0 | 1): I8Record {
+    if (slot < I4_SLOTS) {
+      const pool = this.i8 as RecordPool;
+      const { page, start } = pool.locate(slot);
+      return { bytes: pool.pages[page] as Uint8Array, view: pool.scaleViews[page] as DataView, codes: pool.codeViews[page] as Int8Array, start };
+    }
+    const pool = this.i4 as RecordPool;
+    const { page, start } = pool.locate(slot - I4_SLOTS);
+    const record = (this.expanded as [I8Record, I8Record])[scratch];
+    expandI4Record(pool.pages[page] as Uint8Array, start, this.dim, record.bytes, 0);
+    return record;
+  }
+
   /** The vector lent under `slot` (at most −2), from its index; a lender that lost it is a broken invariant. */
   private lentVector(slot: number, id: string): Float32Array {
     const { rows, key } = this.lentTo(slot);
@@ -270,48 +393,10 @@ export class VectorTable implements Map<string, Float32Array> {
     return { rows: this.lenders[lender] as IndexRows, key: (code - lender) / LENDERS };
   }
 
-  /** Frees a record's slot; once none holds a record, every page goes (an open lends them all). */
+  /** Frees a record's slot (its pool's pages go once none holds a record: an open lends them all). */
   private freeRecord(slot: number): void {
-    this.freeSlots.push(slot);
-    if (--this.heldRecords === 0) this.dropPages();
-  }
-
-  private dropPages(): void {
-    this.pages.length = 0;
-    this.codeViews.length = 0;
-    this.scaleViews.length = 0;
-    this.wordViews.length = 0;
-    this.freeSlots.length = 0;
-    this.nextSlot = 0;
-    this.heldRecords = 0;
-  }
-
-  /** Keeps `bytes`, an i8 record of this table's dimensions, under `id` (which holds nothing). */
-  private store(id: string, bytes: Uint8Array): void {
-    const slot = this.freeSlots.pop() ?? this.nextSlot++;
-    const page = Math.floor(slot / RECORDS_PER_PAGE);
-    if (this.pages[page] === undefined) {
-      const bytes = new Uint8Array(RECORDS_PER_PAGE * (this.dim + 4));
-      this.pages[page] = bytes;
-      this.codeViews[page] = new Int8Array(bytes.buffer);
-      this.scaleViews[page] = new DataView(bytes.buffer);
-      this.wordViews[page] = new Int32Array(bytes.buffer, 0, Math.floor(bytes.length / 4));
-    }
-    // Not through `record`: an open stores every vector of a memory, and a view made for each was garbage.
-    (this.pages[page] as Uint8Array).set(bytes, (slot % RECORDS_PER_PAGE) * (this.dim + 4));
-    this.slots.set(id, slot);
-    this.heldRecords++;
-  }
-
-  /** Which page holds `slot`'s record, and at which byte it starts. */
-  private place(slot: number): { page: number; start: number } {
-    return { page: Math.floor(slot / RECORDS_PER_PAGE), start: (slot % RECORDS_PER_PAGE) * (this.dim + 4) };
-  }
-
-  /** The i8 record (f32 scale, then one byte a dimension) in `slot`, as a view. */
-  private record(slot: number): Uint8Array {
-    const { page, start } = this.place(slot);
-    return (this.pages[page] as Uint8Array).subarray(start, start + this.dim + 4);
+    if (slot < I4_SLOTS) (this.i8 as RecordPool).free(slot);
+    else (this.i4 as RecordPool).free(slot - I4_SLOTS);
   }
 }
 

@@ -65,8 +65,9 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
   }, {
     has: (id) => vectors.has(id),
     get: (id) => vectors.peek(id),
-    copyRecords: (ids, target) => vectors.copyRecords(ids, target),
-    lend: (ids, keys, rows) => vectors.lend(ids, keys, rows),
+    recordSlot: (id) => vectors.recordSlot(id),
+    copyRecords: (slots, target, form) => vectors.copyRecords(slots, target, form),
+    lend: (ids, keys, rows, slots) => vectors.lend(ids, keys, rows, slots),
   });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
   for (const { type, from, keys } of derived?.kept ?? []) {

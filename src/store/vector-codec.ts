@@ -229,7 +229,8 @@ function expansion(dim: number): Uint8Array {
   return expanded;
 }
 
-function isI4Record(bytes: Uint8Array, dim: number): boolean {
+/** Whether stored bytes of `dim` dimensions have an i4 record's length. */
+export function isI4Record(bytes: Uint8Array, dim: number): boolean {
   return dim >= I4_MIN_DIM && bytes.byteLength === i4Bytes(dim);
 }
 
@@ -241,25 +242,50 @@ function isI4Record(bytes: Uint8Array, dim: number): boolean {
 export function i8RecordOf(bytes: Uint8Array, dim: number, record: Uint8Array = new Uint8Array(dim + 4)): Uint8Array | null {
   if (bytes.byteLength === dim + 4) return bytes;
   if (!isI4Record(bytes, dim)) return null;
+  if (!expandI4Record(bytes, 0, dim, record, 0)) throw badI4Record();
+  return record;
+}
+
+/**
+ * Writes the i8 record that the i4 record of `dim` dimensions at `source[from]` names at
+ * `target[to]` (its scale, then each level's i8 code); false, with the target written, when a
+ * half byte is 15, which no level is.
+ */
+export function expandI4Record(source: Uint8Array, from: number, dim: number, target: Uint8Array, to: number): boolean {
   const { low, high, invalid } = i4ByteTables();
-  record.set(bytes.subarray(0, 4));
+  for (let b = 0; b < 4; b++) target[to + b] = source[from + b]!;
   // A table lookup a byte, not a half (an open expands every vector of a memory); an odd
   // dimension's last byte holds one value, its high half unused.
   const pairs = dim >> 1;
+  const codes = from + 4;
   let bad = 0;
-  for (let j = 0; j < pairs; j++) {
-    const byte = bytes[4 + j]!;
+  for (let j = 0, at = to + 4; j < pairs; j++, at += 2) {
+    const byte = source[codes + j]!;
     bad |= invalid[byte]!;
-    record[4 + 2 * j] = low[byte]!;
-    record[5 + 2 * j] = high[byte]!;
+    target[at] = low[byte]!;
+    target[at + 1] = high[byte]!;
   }
   if (dim & 1) {
-    const byte = (bytes[4 + pairs]! & 0x0f) | 0x70;
+    const byte = (source[codes + pairs]! & 0x0f) | 0x70;
     bad |= invalid[byte]!;
-    record[3 + dim] = low[byte]!;
+    target[to + 3 + dim] = low[byte]!;
   }
-  if (bad) throw new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
-  return record;
+  return bad === 0;
+}
+
+/** Whether stored bytes of `dim` dimensions are an i4 record whose every half byte names a level (see `expandI4Record`). */
+export function isValidI4Record(bytes: Uint8Array, dim: number): boolean {
+  if (!isI4Record(bytes, dim)) return false;
+  const { invalid } = i4ByteTables();
+  const pairs = dim >> 1;
+  let bad = 0;
+  for (let j = 4; j < 4 + pairs; j++) bad |= invalid[bytes[j]!]!;
+  if (dim & 1) bad |= invalid[(bytes[4 + pairs]! & 0x0f) | 0x70]!;
+  return bad === 0;
+}
+
+function badI4Record(): PrismError {
+  return new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
 }
 
 /** For each i4 byte: the i8 codes of its low and high halves (as bytes), and 1 where a half is 15. */

@@ -1,6 +1,6 @@
 import type { EdgeType, Layer } from '../graph/types.ts';
 import { packRows } from '../util/vectors.ts';
-import type { IndexRows, SearchHit, VectorIndex } from './types.ts';
+import { recordBytes, type IndexRows, type RecordForm, type SearchHit, type VectorIndex } from './types.ts';
 
 /** The per-layer node indexes and the relation-edge indexes of design §1. */
 export type IndexSpace = Layer | 'edge_relation' | 'edge_semantic';
@@ -11,20 +11,27 @@ export function edgeSpace(type: EdgeType): IndexSpace | null {
   return type === 'semantic' ? 'edge_semantic' : 'edge_relation';
 }
 
-/** Where vectors to index are read, by node or edge id: floats, or i8 records (store/vector-codec.ts) as a store keeps them. */
+/** Where vectors to index are read, by node or edge id: floats, or records (store/vector-codec.ts) as a store keeps them. */
 export interface IndexVectors {
   has(id: string): boolean;
   get(id: string): Float32Array | undefined;
   /**
-   * Copies the i8 records of `ids` end to end into `target`; false when one is not kept as a
-   * record (`VectorTable.copyRecords`). Absent where vectors are floats.
+   * The slot of `id`'s record where it is kept as one (`VectorTable.recordSlot`), else undefined:
+   * a vector found so is copied and lent by its slot, with no second lookup by id (an open
+   * indexes every vector of a memory). Absent where vectors are floats.
    */
-  copyRecords?(ids: readonly string[], target: Uint8Array): boolean;
+  recordSlot?(id: string): number | undefined;
+  /**
+   * Copies the records in `slots` end to end into `target` in `form` (an i8 record is also what
+   * an i4 one names); false when one is not kept in that form (`VectorTable.copyRecords`).
+   */
+  copyRecords?(slots: readonly number[], target: Uint8Array, form: RecordForm): boolean;
   /**
    * Told, once an index holds the vectors of `ids` under `keys`, where to read them back
-   * (`VectorTable.lend`), so that whoever keeps them can drop its copy. Absent: nothing is lent.
+   * (`VectorTable.lend`), so that whoever keeps them can drop its copy; `slots` are their record
+   * slots (−1: look the id up). Absent: nothing is lent.
    */
-  lend?(ids: readonly string[], keys: readonly number[], rows: IndexRows): void;
+  lend?(ids: readonly string[], keys: readonly number[], rows: IndexRows, slots: readonly number[]): void;
 }
 
 /**
@@ -33,6 +40,9 @@ export interface IndexVectors {
  * a view per vector, before that, a million objects for the collector).
  */
 const RECORD_BATCH_BYTES = 4 << 20;
+
+/** The record forms a batch is copied in, the first that holds every vector of it. */
+const RECORD_FORMS: readonly RecordForm[] = ['i4', 'i8'];
 
 /** A lazily created vector index per space, all of one dimension. */
 export class IndexSet {
@@ -48,40 +58,47 @@ export class IndexSet {
 
   /**
    * Adds the vectors of `ids` (each held by `vectors`) under `keys` to the space's index, all or
-   * nothing. When every one is an i8 record and the index takes records as they are
-   * (`VectorIndex.addRecords`), they are copied from where they are kept a batch of
-   * `RECORD_BATCH_BYTES` at a time; otherwise every one is added as its floats. An index that
-   * reads its vectors back (`VectorIndex.rows`) is then lent them.
+   * nothing. `slots` are their record slots as `vectors.recordSlot` gave them (−1 where it gave
+   * none). When each has one and the index takes records (`VectorIndex.addRecords`), they are
+   * copied from where they are kept a batch of `RECORD_BATCH_BYTES` at a time (see `addRecords`);
+   * otherwise every one is added as its floats. An index that reads its vectors back
+   * (`VectorIndex.rows`) is then lent them.
    */
-  add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors): void {
+  add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors, slots: readonly number[] = ids.map(() => -1)): void {
     if (keys.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
-    if (!this.addRecords(index, keys, ids, vectors)) index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
-    if (index.rows) vectors.lend?.(ids, keys, index.rows);
+    if (!this.addRecords(index, keys, slots, vectors)) index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
+    if (index.rows) vectors.lend?.(ids, keys, index.rows, slots);
   }
 
-  /** The vectors added as i8 records, batch by batch; false, with nothing added, when one is not kept as a record or the index takes none. */
-  private addRecords(index: VectorIndex, keys: readonly number[], ids: readonly string[], vectors: IndexVectors): boolean {
-    if (!index.addRecords || !vectors.copyRecords) return false;
-    const perRecord = this.dim + 4;
-    const perBatch = Math.max(1, Math.floor(RECORD_BATCH_BYTES / perRecord));
-    const batch = new Uint8Array(Math.min(ids.length, perBatch) * perRecord);
+  /**
+   * The vectors added as records from their slots, batch by batch: a batch goes as the i4
+   * records a store wrote where each of its vectors is kept so (half the bytes to copy, expanded
+   * by the index), else as i8 records; false, with nothing added, when one has no record or the
+   * index takes none.
+   */
+  private addRecords(index: VectorIndex, keys: readonly number[], slots: readonly number[], vectors: IndexVectors): boolean {
+    if (!index.addRecords || !vectors.copyRecords || slots.some((slot) => slot < 0)) return false;
+    const perBatch = Math.max(1, Math.floor(RECORD_BATCH_BYTES / recordBytes(this.dim, 'i8')));
+    const batch = new Uint8Array(Math.min(slots.length, perBatch) * recordBytes(this.dim, 'i8'));
     let added = 0;
     try {
-      for (let start = 0; start < ids.length; start = added) {
-        const end = Math.min(ids.length, start + perBatch);
-        const records = batch.subarray(0, (end - start) * perRecord);
-        if (!vectors.copyRecords(ids.slice(start, end), records)) break;
-        index.addRecords(keys.slice(start, end), records);
+      for (let start = 0; start < slots.length; start = added) {
+        const end = Math.min(slots.length, start + perBatch);
+        const batchSlots = slots.slice(start, end);
+        const recordsIn = (form: RecordForm) => batch.subarray(0, batchSlots.length * recordBytes(this.dim, form));
+        const form = RECORD_FORMS.find((f) => vectors.copyRecords?.(batchSlots, recordsIn(f), f));
+        if (!form) break;
+        index.addRecords(keys.slice(start, end), recordsIn(form), form);
         added = end;
       }
     } catch (error) {
       index.remove(keys.slice(0, added));
       throw error;
     }
-    if (added < ids.length) index.remove(keys.slice(0, added));
-    return added === ids.length;
+    if (added < slots.length) index.remove(keys.slice(0, added));
+    return added === slots.length;
   }
 
   remove(space: IndexSpace, keys: readonly number[]): void {

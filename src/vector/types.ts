@@ -1,4 +1,16 @@
 /**
+ * How a packed record holds a vector (store/vector-codec.ts): an f32 scale, then one signed byte a
+ * dimension (`i8`, dim + 4 bytes) or one half byte a dimension, low half first, each naming one of
+ * the i4 levels' i8 codes (`i4`, 4 + ⌈dim / 2⌉ bytes: a store's default encoding, as it is stored).
+ */
+export type RecordForm = 'i8' | 'i4';
+
+/** Bytes of one record of `form` in `dim` dimensions. */
+export function recordBytes(dim: number, form: RecordForm): number {
+  return form === 'i4' ? 4 + Math.ceil(dim / 2) : dim + 4;
+}
+
+/**
  * Exact or approximate inner-product search over L2-normalised vectors.
  * Keys are non-negative safe integers chosen by the caller.
  */
@@ -8,11 +20,10 @@ export interface VectorIndex {
   /** Adds `keys.length` vectors packed row-major in `vectors` (length keys.length × dim). */
   add(keys: readonly number[], vectors: Float32Array): void;
   /**
-   * Adds `keys.length` vectors given as i8 records (store/vector-codec.ts: an f32 scale, then one
-   * signed byte a dimension; dim + 4 bytes each, packed): the same as adding their decoded floats.
-   * Optional: without it, callers decode and `add`.
+   * Adds `keys.length` vectors given as records of `form` (default i8; see `RecordForm`), packed:
+   * the same as adding their decoded floats. Optional: without it, callers decode and `add`.
    */
-  addRecords?(keys: readonly number[], records: Uint8Array): void;
+  addRecords?(keys: readonly number[], records: Uint8Array, form?: RecordForm): void;
   /** Removes the keys that exist; returns how many were removed. */
   remove(keys: readonly number[]): number;
   /** Top-k by inner product for each packed query row; best first. */

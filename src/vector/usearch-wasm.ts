@@ -3,7 +3,7 @@ import type { UsearchModule } from '../../wasm/usearch.mjs';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
 import { decodeVector, i8RecordDot, i8RecordPairDot } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
-import type { IndexKind, IndexRows, SearchHit, VectorIndex } from './types.ts';
+import { recordBytes, type IndexKind, type IndexRows, type RecordForm, type SearchHit, type VectorIndex } from './types.ts';
 import { checkK, checkKeys, checkRecords, checkRows, compareHits } from './validate.ts';
 
 /**
@@ -254,13 +254,15 @@ export class UsearchIndex implements VectorIndex {
   }
 
   /**
-   * `add` for i8 records (see `VectorIndex.addRecords`): a flat index with i8 rows copies them
-   * as they are, with no floats in between. All or nothing, as `add`.
+   * `add` for records (see `VectorIndex.addRecords`): a flat index with i8 rows copies i8 records
+   * as they are and expands i4 ones in WASM, with no floats in between. All or nothing, as `add`;
+   * an i4 half byte that names no level is INVALID_INPUT.
    */
-  addRecords(keys: readonly number[], records: Uint8Array): void {
+  addRecords(keys: readonly number[], records: Uint8Array, form: RecordForm = 'i8'): void {
     checkKeys(keys);
-    checkRecords(records, this.dim, keys.length);
-    this.addInChunks(keys, records, this.dim + 4, (wasm, handle, keysPointer, rowsPointer, count) => wasm._prism_index_add_i8(handle, keysPointer, rowsPointer, count));
+    checkRecords(records, this.dim, keys.length, form);
+    const addChunk = form === 'i4' ? '_prism_index_add_i4' : '_prism_index_add_i8';
+    this.addInChunks(keys, records, recordBytes(this.dim, form), (wasm, handle, keysPointer, rowsPointer, count) => wasm[addChunk](handle, keysPointer, rowsPointer, count));
   }
 
   /** Copies the rows into WASM a chunk at a time and adds each chunk; a failing chunk undoes the ones before it. */

@@ -1,5 +1,5 @@
 import { PrismError } from '../errors.ts';
-import type { SearchHit } from './types.ts';
+import { recordBytes, type RecordForm, type SearchHit } from './types.ts';
 import { i8RecordScale, i8ScaleIsFinite } from '../store/vector-codec.ts';
 
 /** Keys must be distinct safe non-negative integers (they cross into WASM as f64 → u64). */
@@ -14,15 +14,16 @@ export function checkKeys(keys: readonly number[]): void {
   }
 }
 
-/** `rows` i8 records of `dim` dimensions, packed (see `VectorIndex.addRecords`), each with a scale its values stay finite under. */
-export function checkRecords(records: Uint8Array, dim: number, rows: number): void {
-  if (!(records instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', 'records must be a Uint8Array of packed i8 records');
-  if (records.length !== rows * (dim + 4)) {
-    throw new PrismError('DIMENSION_MISMATCH', `got ${records.length} bytes, expected ${rows} i8 records × ${dim + 4} = ${rows * (dim + 4)}`);
+/** `rows` records of `form` in `dim` dimensions, packed (see `VectorIndex.addRecords`), each with a scale its values stay finite under. */
+export function checkRecords(records: Uint8Array, dim: number, rows: number, form: RecordForm = 'i8'): void {
+  if (!(records instanceof Uint8Array)) throw new PrismError('INVALID_INPUT', `records must be a Uint8Array of packed ${form} records`);
+  const perRecord = recordBytes(dim, form);
+  if (records.length !== rows * perRecord) {
+    throw new PrismError('DIMENSION_MISMATCH', `got ${records.length} bytes, expected ${rows} ${form} records × ${perRecord} = ${rows * perRecord}`);
   }
   const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
   for (let row = 0; row < rows; row++) {
-    const scale = i8RecordScale(view, row * (dim + 4));
+    const scale = i8RecordScale(view, row * perRecord);
     if (!i8ScaleIsFinite(scale)) throw new PrismError('NON_FINITE_VECTOR', `record ${row} has scale ${scale}`);
   }
 }

@@ -786,6 +786,23 @@ describe('hybrid anchors: lexical index and fusion', () => {
     // Written again after the removal, its holes closed up, it reads back the same.
     same(LexicalIndex.fromBytes(written.toBytes(), graph)!.index, written);
 
+    // A document saved under another layer than its node's (bytes not written for this graph):
+    // never read as they are; the index is built again from the graph and counts as changed.
+    const layerAt = 1 + 1 + 8; // format, document count (one byte here), average length
+    expect(written.size).toBeLessThan(128);
+    let relabelled = 0;
+    for (let code = 0; code < 4; code++) {
+      if (code === bytes[layerAt]) continue;
+      const other = bytes.slice();
+      other[layerAt] = code;
+      const read = LexicalIndex.fromBytes(other, graph);
+      if (!read) continue;
+      expect(read.changed).toBeGreaterThan(0);
+      same(read.index, written);
+      relabelled++;
+    }
+    expect(relabelled).toBeGreaterThan(0);
+
     // Another format, cut short, or not UTF-8 where text is: null, never a half-read index.
     const otherFormat = bytes.slice();
     otherFormat[0] = 99;

@@ -161,7 +161,7 @@ export class LexicalIndex {
   static fromBytes(bytes: Uint8Array, graph: MemoryGraph): { index: LexicalIndex; changed: number } | null {
     let postings: Postings;
     try {
-      postings = Postings.read(new ByteReader(bytes), graph);
+      postings = Postings.read(new ByteReader(bytes));
     } catch (error) {
       if (error instanceof ByteFormatError) return null;
       throw error;
@@ -195,8 +195,8 @@ export class LexicalIndex {
     // marked as still wanted, and only new ones are made.
     const pass = this.postings.startPass();
     const fresh: Array<[GraphNode, number]> = [];
-    forEachLexicalDocument(graph, (node, position) => {
-      if (!this.postings.mark(node.key, position, pass)) fresh.push([node, position]);
+    forEachLexicalDocument(graph, (node, position, dialogId) => {
+      if (!this.postings.mark(node, position, dialogId, pass)) fresh.push([node, position]);
     });
     const stale = this.postings.unmarked(pass);
     this.postings.remove(stale);
@@ -502,11 +502,13 @@ class Postings {
 
   /**
    * What `write` wrote; a `ByteFormatError` when the bytes do not hold that whole. Each term's
-   * postings are kept as their bytes, checked when decoded (`entriesOf`). A document
-   * whose node `graph` no longer holds (keys are never reused) keeps its key, which no document
-   * of the graph has, so the `update` that follows removes it.
+   * postings are kept as their bytes, checked when decoded (`entriesOf`). A document's node and
+   * dialog ids are not looked up here but found by the `update` that follows, which visits every
+   * document of the graph (`mark`; a lookup a document was ~0.2 s of opening a saved index at
+   * 100K messages); a document whose node the graph no longer holds (keys are never reused)
+   * is not marked there, and that `update` removes it.
    */
-  static read(input: ByteReader, graph: MemoryGraph): Postings {
+  static read(input: ByteReader): Postings {
     if (input.varint() !== LEXICAL_FORMAT) throw new ByteFormatError('not a lexical index of this format');
     const postings = new Postings();
     const count = input.varint();
@@ -521,12 +523,8 @@ class Postings {
       const docKey = input.varint();
       const position = docKey % TURN_SPAN;
       const nodeKey = (docKey - position) / TURN_SPAN;
-      const node = graph.nodes.get(graph.idForKey(nodeKey) ?? '');
-      // A node's key names one node of one layer for good: another layer is not what was written.
-      if (node && node.layer !== layer) throw new ByteFormatError('document of another layer than its node');
-      const dialogId = node?.layer === 'episode' ? (graph.chunks.get(node.chunkId)?.turns[position]?.dialogId ?? '') : '';
       if (!postings.register(nodeKey, position, layer, ordinal)) throw new ByteFormatError('document listed twice, or at a position its layer has not');
-      postings.push(nodeKey, position, layer, node?.id ?? '', dialogId, fieldLength);
+      postings.push(nodeKey, position, layer, '', '', fieldLength);
     }
     postings.docCount = count;
     postings.readDocuments = count;
@@ -545,11 +543,22 @@ class Postings {
     return postings;
   }
 
-  /** Marks the document at `position` of node `nodeKey` as wanted in `pass`; false when the index does not hold it. */
-  mark(nodeKey: number, position: number, pass: number): boolean {
-    const ordinal = this.ordinalOf(nodeKey, position);
+  /**
+   * Marks the document at `position` of `node` as wanted in `pass`, naming its node and dialog
+   * (`dialogId`: a turn's; else empty) where a read left them unnamed; false when the index does
+   * not hold it. A `ByteFormatError` when the index holds it under another layer: a node's key
+   * names one node of one layer for good, so the index was not written for this graph.
+   */
+  mark(node: GraphNode, position: number, dialogId: string, pass: number): boolean {
+    const ordinal = this.ordinalOf(node.key, position);
     if (ordinal === undefined) return false;
+    if (LAYER_CODES[this.docLayer[ordinal] as number] !== node.layer) throw new ByteFormatError('document of another layer than its node');
     this.docPass[ordinal] = pass;
+    if (this.docNodeId[ordinal] === '') {
+      this.docNodeId[ordinal] = node.id;
+      this.docDialogId[ordinal] = dialogId;
+      if (node.layer === 'episode') this.episodeKeys.set(node.id, node.key);
+    }
     return true;
   }
 
@@ -879,12 +888,13 @@ export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): str
  * Calls `visit` with the node and position (a turn's in its Episode; 0 for any other) of each
  * document the index holds for `graph`, in the graph's node order; `lexicalDocOf` makes one.
  */
-function forEachLexicalDocument(graph: MemoryGraph, visit: (node: GraphNode, position: number) => void): void {
+/** Visits every document of the graph: its node, its position there, and its dialog id (a turn's; else empty). */
+function forEachLexicalDocument(graph: MemoryGraph, visit: (node: GraphNode, position: number, dialogId: string) => void): void {
   for (const node of graph.nodes.values()) {
-    if (node.layer !== 'episode') visit(node, 0);
+    if (node.layer !== 'episode') visit(node, 0, '');
     else {
-      const turns = graph.chunks.get(node.chunkId)?.turns.length ?? 0;
-      for (let i = 0; i < Math.min(turns, TURN_SPAN); i++) visit(node, i);
+      const turns = graph.chunks.get(node.chunkId)?.turns ?? [];
+      for (let i = 0; i < Math.min(turns.length, TURN_SPAN); i++) visit(node, i, (turns[i] as ChunkTurn).dialogId);
     }
   }
 }

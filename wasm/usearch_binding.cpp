@@ -777,16 +777,26 @@ class flat_index_t final : public prism_index_t {
     }
 };
 
+/// Converts `count` records into one buffer of `per_record` elements each (`convert(i, out)`),
+/// adds them with `add(buffer)`, and frees it; `what` names the buffer if it cannot be allocated.
+template <typename element_at, typename convert_at, typename add_at>
+std::int32_t add_converted(std::size_t count, std::size_t per_record, char const* what, convert_at const& convert, add_at const& add) {
+    element_at* const converted = grow(static_cast<element_at*>(nullptr), std::max<std::size_t>(count * per_record, 1));
+    if (!converted)
+        return fail(status_out_of_memory, what);
+    for (std::size_t i = 0; i != count; ++i)
+        convert(i, converted + i * per_record);
+    std::int32_t const status = add(converted);
+    std::free(converted);
+    return status;
+}
+
 std::int32_t prism_index_t::add_i8(double const* keys, std::uint8_t const* records, std::size_t count) {
     std::size_t const dims = dimensions();
-    float* const vectors = grow(static_cast<float*>(nullptr), std::max<std::size_t>(count * dims, 1));
-    if (!vectors)
-        return fail(status_out_of_memory, "cannot allocate the decoded vectors");
-    for (std::size_t i = 0; i != count; ++i)
-        i8_rows::decode(records + i * i8_rows::row_bytes(dims), dims, vectors + i * dims);
-    std::int32_t const status = add(keys, vectors, count);
-    std::free(vectors);
-    return status;
+    return add_converted<float>(
+        count, dims, "cannot allocate the decoded vectors",
+        [records, dims](std::size_t i, float* out) { i8_rows::decode(records + i * i8_rows::row_bytes(dims), dims, out); },
+        [this, keys, count](float const* vectors) { return add(keys, vectors, count); });
 }
 
 std::int32_t prism_index_t::add_i4(double const* keys, std::uint8_t const* records, std::size_t count) {
@@ -799,15 +809,10 @@ std::int32_t prism_index_t::add_i4(double const* keys, std::uint8_t const* recor
 
 std::int32_t prism_index_t::add_valid_i4(double const* keys, std::uint8_t const* records, std::size_t count) {
     std::size_t const dims = dimensions();
-    std::size_t const i8_bytes = i8_rows::row_bytes(dims);
-    std::uint8_t* const expanded = grow(static_cast<std::uint8_t*>(nullptr), std::max<std::size_t>(count * i8_bytes, 1));
-    if (!expanded)
-        return fail(status_out_of_memory, "cannot allocate the expanded records");
-    for (std::size_t i = 0; i != count; ++i)
-        i4_records::expand(records + i * i4_records::record_bytes(dims), dims, expanded + i * i8_bytes);
-    std::int32_t const status = add_i8(keys, expanded, count);
-    std::free(expanded);
-    return status;
+    return add_converted<std::uint8_t>(
+        count, i8_rows::row_bytes(dims), "cannot allocate the expanded records",
+        [records, dims](std::size_t i, std::uint8_t* out) { i4_records::expand(records + i * i4_records::record_bytes(dims), dims, out); },
+        [this, keys, count](std::uint8_t const* expanded) { return add_i8(keys, expanded, count); });
 }
 
 /// The approximate kind: usearch's HNSW `index_dense_t`.

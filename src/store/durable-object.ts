@@ -9,6 +9,8 @@ import { SqlStore, steppedRows, type SqlDriver, type SqlRow, type SqlValue, type
 type SqlStorageValue = ArrayBuffer | string | number | null;
 interface SqlStorageCursor extends Iterator<Record<string, SqlStorageValue>> {
   toArray(): Array<Record<string, SqlStorageValue>>;
+  /** The rows as arrays of their values, in column order. */
+  raw(): Iterator<SqlStorageValue[]>;
 }
 export interface DurableObjectStorageLike {
   readonly sql: { exec(query: string, ...bindings: SqlStorageValue[]): SqlStorageCursor };
@@ -49,8 +51,8 @@ class DurableObjectSqlDriver implements SqlDriver {
     }
   }
 
-  each(sql: string, params: readonly SqlValue[] = []): Iterable<SqlRow> {
-    return steppedRows(() => this.storage.sql.exec(sql, ...params.map(bindable)), (err) => storeError('querying', err));
+  each(sql: string, params: readonly SqlValue[] = []): Iterable<readonly SqlValue[]> {
+    return steppedRows(() => this.storage.sql.exec(sql, ...params.map(bindable)).raw(), (err) => storeError('querying', err));
   }
 
   /** One object has one connection, so reading and writing transactions are the same. */

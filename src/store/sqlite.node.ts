@@ -172,6 +172,7 @@ type Access = { eraseTimeoutMs: number } | { refusal: PrismError };
 /** The SqlDriver over one better-sqlite3 connection; statements are prepared once and reused. */
 class BetterSqliteDriver implements SqlDriver {
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly rawStatements = new Map<string, Database.Statement>();
   /** A second connection that only erases (rebuild, checkpoint), so its zero busy timeout touches no other statement. */
   private eraser: Database.Database | null = null;
 
@@ -181,9 +182,11 @@ class BetterSqliteDriver implements SqlDriver {
     private readonly access: Access,
   ) {}
 
-  private statement(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) this.statements.set(sql, (statement = this.db.prepare(sql)));
+  /** The prepared statement of `sql`, kept; `raw`: one that returns rows as arrays (`each`), kept apart from the one returning objects. */
+  private statement(sql: string, rows: 'objects' | 'raw' = 'objects'): Database.Statement {
+    const cache = rows === 'raw' ? this.rawStatements : this.statements;
+    let statement = cache.get(sql);
+    if (!statement) cache.set(sql, (statement = rows === 'raw' ? this.db.prepare(sql).raw(true) : this.db.prepare(sql)));
     return statement;
   }
 
@@ -203,8 +206,8 @@ class BetterSqliteDriver implements SqlDriver {
     }
   }
 
-  each(sql: string, params: readonly SqlValue[] = []): Iterable<SqlRow> {
-    return steppedRows(() => this.statement(sql).iterate(...bindable(params)), (err) => storeError(this.path, 'reading', err));
+  each(sql: string, params: readonly SqlValue[] = []): Iterable<readonly SqlValue[]> {
+    return steppedRows(() => this.statement(sql, 'raw').iterate(...bindable(params)), (err) => storeError(this.path, 'reading', err));
   }
 
   transaction<T>(mode: 'read' | 'write', fn: () => T): T {

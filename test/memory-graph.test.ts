@@ -155,6 +155,32 @@ describe('MemoryGraph derived edges', () => {
     }
   });
 
+  it('files derived edges from their nodes and keys as putting each edge does, into a fresh graph or one keeping some already', () => {
+    const { graph: reference, edges } = built();
+    const derivedOf = (type: 'belongs_to' | 'involves_entity') => edges.filter((e) => e.type === type);
+    const read = (graph: MemoryGraph) => ({
+      edges: [...graph.edges.keys()].sort().map((id) => JSON.stringify(graph.edges.get(id))),
+      to: ['ep:1', 'fc:1', 'fc:2', 'en:1'].map((id) => ids(graph.edgesTo(id))),
+      from: ['fc:1', 'fc:2', 'fp:1', 'fp:2', 'fp:3'].map((id) => ids(graph.edgesFrom(id))),
+      points: graph.facetPointsOf('ep:1').map((n) => n.id),
+    });
+    for (const keepsOneAlready of [false, true]) {
+      const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+      for (const node of [episode, entity, facet(1, 10), facet(2, 11), point(1, 20, 'fc:1'), point(2, 21, 'fc:1', null), point(3, 22, 'fc:2')]) graph.putNode(structuredClone(node));
+      const first = derivedOf('belongs_to')[0] as GraphEdge;
+      if (keepsOneAlready) graph.putEdge(structuredClone(first));
+      for (const type of ['belongs_to', 'involves_entity'] as const) {
+        const put = derivedOf(type).filter((e) => !(keepsOneAlready && e.id === first.id));
+        graph.putDerivedEdges(type, put.map((e) => graph.nodes.get(e.from) as GraphNode), put.map((e) => e.key));
+      }
+      graph.putEdge(structuredClone(edges.at(-1) as GraphEdge));
+      expect(read(graph)).toStrictEqual(read(reference));
+    }
+    const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+    graph.putNode(structuredClone(episode));
+    expect(() => graph.putDerivedEdges('belongs_to', [graph.nodes.get('ep:1') as GraphNode], [40])).toThrow('derives no belongs_to edge');
+  });
+
   it('derives the edge graph building writes, in its key order', () => {
     const made = derivedEdge(point(1, 20, 'fc:1'), 'involves_entity', 33);
     expect(JSON.stringify(made)).toBe(JSON.stringify(edge('involves_entity', 'fp:1', 'en:1', 33)));

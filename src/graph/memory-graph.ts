@@ -236,17 +236,31 @@ export class MemoryGraph {
   }
 
   /**
-   * What `putEdge` does with the edge `from` derives for `type` under `key` (graph/derived-edges.ts),
-   * without the edge made: an open puts three in four edges this way, from the keys the store
-   * kept. `from` must be in the graph and derive such an edge, and the edge have no vector
-   * (`putEdge` holds an edge with one).
+   * What `putEdge` does with the edge each node of `from` derives for `type` under `keys[i]`
+   * (graph/derived-edges.ts), without the edges made: an open puts three in four edges this way,
+   * in key order, from the keys the store kept. Each node must be one the graph holds (the object
+   * itself), named once, deriving such an edge, and the edge have no vector (`putEdge` holds an
+   * edge with one). Into a graph that keeps none of the type yet (an open's), each is filed with
+   * no lookup of what it might replace: ~650K of them at 100K messages.
    */
-  putDerivedEdge(type: DerivedEdgeType, from: string, key: number): void {
-    const node = this.nodes.get(from);
-    const to = node ? derivedTarget(node, type) : null;
-    if (to === null) throw new Error(`node ${from} derives no ${type} edge`);
+  putDerivedEdges(type: DerivedEdgeType, from: readonly GraphNode[], keys: readonly number[]): void {
     this.forgetPoints();
-    this.keepDerived(type, from, to, key);
+    const kept = this.derivedKeys[type];
+    const fresh = kept.size === 0 && this.heldOfDerivedTypes === 0;
+    const sources = this.derivedSources[type];
+    for (let i = 0; i < keys.length; i++) {
+      const node = from[i] as GraphNode;
+      const to = derivedTarget(node, type);
+      if (to === null) throw new Error(`node ${node.id} derives no ${type} edge`);
+      if (!fresh) {
+        this.keepDerived(type, node.id, to, keys[i] as number);
+        continue;
+      }
+      const list = sources.get(to);
+      if (list) list.push(node.id);
+      else sources.set(to, [node.id]);
+      kept.set(node.id, keys[i] as number);
+    }
   }
 
   /** Keeps the derived edge `type` from `from` to `to` as its key, in place of any edge of its id. */

@@ -70,16 +70,14 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
     lend: (ids, keys, rows, slots) => vectors.lend(ids, keys, rows, slots),
   });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
-  for (const { type, from, keys } of derived?.kept ?? []) {
-    for (let i = 0; i < keys.length; i++) graph.putDerivedEdge(type, from[i] as string, keys[i] as number);
-  }
+  for (const { type, from, keys } of derived?.kept ?? []) graph.putDerivedEdges(type, from, keys);
   return state;
 }
 
 /** One type's derived edges kept as keys: their nodes and keys, in key order. */
 interface KeptDerivedEdges {
   type: DerivedEdgeType;
-  from: string[];
+  from: GraphNode[];
   keys: number[];
 }
 
@@ -91,7 +89,7 @@ interface KeptDerivedEdges {
 function derivedInKeyOrder(nodes: readonly GraphNode[], derivedKeys: DerivedEdgeKeys, vectors: VectorTable): { kept: KeptDerivedEdges[]; indexed: GraphEdge[] } {
   const indexed: GraphEdge[] = [];
   const kept = DERIVED_EDGE_TYPES.map((type): KeptDerivedEdges => {
-    const from: string[] = [];
+    const from: GraphNode[] = [];
     const keys: number[] = [];
     const ownKeys = derivedKeys[type];
     // Only an involves_entity edge may be indexed (`belongs_to` never is): ids are made only when some vector is one's.
@@ -106,13 +104,13 @@ function derivedInKeyOrder(nodes: readonly GraphNode[], derivedKeys: DerivedEdge
         continue;
       }
       if (keys.length > 0 && key < (keys.at(-1) as number)) sorted = false;
-      from.push(node.id);
+      from.push(node);
       keys.push(key);
     }
     if (sorted) return { type, from, keys };
     // Nodes come in key order, so their edges' keys mostly do too: sorted only when they do not.
     const order = keys.map((_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number));
-    return { type, from: order.map((i) => from[i] as string), keys: order.map((i) => keys[i] as number) };
+    return { type, from: order.map((i) => from[i] as GraphNode), keys: order.map((i) => keys[i] as number) };
   });
   return { kept, indexed };
 }

@@ -38,7 +38,7 @@ export { durableObjectModelSource } from './embed/durable-object-model-source.ts
 export { loadTokenCounter } from './util/tokens.ts';
 
 // vector indexes
-export type { VectorIndex, SearchHit, IndexKind } from './vector/types.ts';
+export type { VectorIndex, SearchHit, IndexKind, IndexRows, RecordForm } from './vector/types.ts';
 export type { IndexSpace } from './vector/index-set.ts';
 export { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource, type IndexOptions } from './vector/usearch-wasm.ts';
 export { bruteForceSearch } from './vector/brute-force.ts';

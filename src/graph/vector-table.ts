@@ -3,7 +3,7 @@ import { decodeStoredVector, decodeVector, encodeVector, expandI4Record, i8Recor
 import { dot } from '../util/vectors.ts';
 import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts';
 
-/** i8 records per page: pages are allocated as the table grows, and a freed record is reused. */
+/** Records per page of a record pool: pages are allocated as the table grows, and a freed record is reused. */
 const RECORDS_PER_PAGE = 1024;
 
 /** Decoded vectors kept for `get`: more than one query's working set, a few MB. */

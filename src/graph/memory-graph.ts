@@ -245,21 +245,13 @@ export class MemoryGraph {
    */
   putDerivedEdges(type: DerivedEdgeType, from: readonly GraphNode[], keys: readonly number[]): void {
     this.forgetPoints();
-    const kept = this.derivedKeys[type];
-    const fresh = kept.size === 0 && this.heldOfDerivedTypes === 0;
-    const sources = this.derivedSources[type];
+    const fresh = this.derivedKeys[type].size === 0 && this.heldOfDerivedTypes === 0;
     for (let i = 0; i < keys.length; i++) {
       const node = from[i] as GraphNode;
       const to = derivedTarget(node, type);
       if (to === null) throw new Error(`node ${node.id} derives no ${type} edge`);
-      if (!fresh) {
-        this.keepDerived(type, node.id, to, keys[i] as number);
-        continue;
-      }
-      const list = sources.get(to);
-      if (list) list.push(node.id);
-      else sources.set(to, [node.id]);
-      kept.set(node.id, keys[i] as number);
+      if (fresh) this.fileDerived(type, node.id, to, keys[i] as number);
+      else this.keepDerived(type, node.id, to, keys[i] as number);
     }
   }
 
@@ -267,13 +259,17 @@ export class MemoryGraph {
   private keepDerived(type: DerivedEdgeType, from: string, to: string, key: number, id?: string): void {
     if (this.heldOfDerivedTypes > 0) this.dropHeld(id ?? edgeId(type, from, to));
     const keys = this.derivedKeys[type];
-    if (!keys.has(from)) {
-      const sources = this.derivedSources[type];
-      const list = sources.get(to);
-      if (list) list.push(from);
-      else sources.set(to, [from]);
-    }
-    keys.set(from, key);
+    if (keys.has(from)) keys.set(from, key);
+    else this.fileDerived(type, from, to, key);
+  }
+
+  /** Files the derived edge `type` from `from` (which keeps none of the type) to `to` under `key`: its key, and `from` among `to`'s sources. */
+  private fileDerived(type: DerivedEdgeType, from: string, to: string, key: number): void {
+    const sources = this.derivedSources[type];
+    const list = sources.get(to);
+    if (list) list.push(from);
+    else sources.set(to, [from]);
+    this.derivedKeys[type].set(from, key);
   }
 
   deleteEdge(id: string): void {

@@ -552,9 +552,10 @@ class Postings {
   mark(node: GraphNode, position: number, dialogId: string, pass: number): boolean {
     const ordinal = this.ordinalOf(node.key, position);
     if (ordinal === undefined) return false;
-    if (LAYER_CODES[this.docLayer[ordinal] as number] !== node.layer) throw new ByteFormatError('document of another layer than its node');
     this.docPass[ordinal] = pass;
+    // Once a read document is named it has been checked; one the index added is its node's own.
     if (this.docNodeId[ordinal] === '') {
+      if (LAYER_CODES[this.docLayer[ordinal] as number] !== node.layer) throw new ByteFormatError('document of another layer than its node');
       this.docNodeId[ordinal] = node.id;
       this.docDialogId[ordinal] = dialogId;
       if (node.layer === 'episode') this.episodeKeys.set(node.id, node.key);

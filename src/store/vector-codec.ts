@@ -242,7 +242,7 @@ export function isI4Record(bytes: Uint8Array, dim: number): boolean {
 export function i8RecordOf(bytes: Uint8Array, dim: number, record: Uint8Array = new Uint8Array(dim + 4)): Uint8Array | null {
   if (bytes.byteLength === dim + 4) return bytes;
   if (!isI4Record(bytes, dim)) return null;
-  if (!expandI4Record(bytes, 0, dim, record, 0)) throw badI4Record();
+  if (!expandI4Record(bytes, 0, dim, record, 0)) throw new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
   return record;
 }
 
@@ -282,10 +282,6 @@ export function isValidI4Record(bytes: Uint8Array, dim: number): boolean {
   for (let j = 4; j < 4 + pairs; j++) bad |= invalid[bytes[j]!]!;
   if (dim & 1) bad |= invalid[(bytes[4 + pairs]! & 0x0f) | 0x70]!;
   return bad === 0;
-}
-
-function badI4Record(): PrismError {
-  return new PrismError('CORRUPT_CHECKPOINT', 'an i4 vector has a half byte of 15, which no level is');
 }
 
 /** For each i4 byte: the i8 codes of its low and high halves (as bytes), and 1 where a half is 15. */

@@ -64,7 +64,7 @@ export class IndexSet {
    * otherwise every one is added as its floats. An index that reads its vectors back
    * (`VectorIndex.rows`) is then lent them.
    */
-  add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors, slots: readonly number[] = ids.map(() => -1)): void {
+  add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors, slots: readonly number[]): void {
     if (keys.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
@@ -80,6 +80,7 @@ export class IndexSet {
    */
   private addRecords(index: VectorIndex, keys: readonly number[], slots: readonly number[], vectors: IndexVectors): boolean {
     if (!index.addRecords || !vectors.copyRecords || slots.some((slot) => slot < 0)) return false;
+    // Room for a batch in the larger form.
     const perBatch = Math.max(1, Math.floor(RECORD_BATCH_BYTES / recordBytes(this.dim, 'i8')));
     const batch = new Uint8Array(Math.min(slots.length, perBatch) * recordBytes(this.dim, 'i8'));
     let added = 0;

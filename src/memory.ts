@@ -2,7 +2,7 @@ import { resolveConfig, type DeepPartial, type PrismConfig } from './config.ts';
 import type { Embedder } from './embed/types.ts';
 import { PrismError } from './errors.ts';
 import type { MemoryGraph } from './graph/memory-graph.ts';
-import { EDGE_TYPES, LAYERS, type ChunkTurn, type EdgeType, type Layer, type MemorySnapshot } from './graph/types.ts';
+import { LAYERS, type ChunkTurn, type EdgeType, type Layer, type MemorySnapshot } from './graph/types.ts';
 import { chunkConversation, type ChunkDraft, type ChunkingOptions } from './ingest/chunking.ts';
 import { checkConversation, type Conversation } from './ingest/conversation.ts';
 import { chainGapEdges } from './ingest/build-graph.ts';
@@ -525,11 +525,8 @@ export class Memory {
   async stats(options: Scope = {}): Promise<MemoryStats> {
     checkOptions('stats', options);
     const { state } = await this.read(options);
-    const nodes = Object.fromEntries(LAYERS.map((l) => [l, 0])) as Record<Layer, number>;
-    const edges = Object.fromEntries(EDGE_TYPES.map((t) => [t, 0])) as Record<EdgeType, number>;
-    for (const node of state.graph.nodes.values()) nodes[node.layer]++;
-    for (const edge of state.graph.edges.values()) edges[edge.type]++;
-    return { chunks: state.graph.chunks.size, fallbackChunks: fallbackChunkIds(state.graph), nodes, edges };
+    const nodes = Object.fromEntries(LAYERS.map((layer) => [layer, state.graph.countOfLayer(layer)])) as Record<Layer, number>;
+    return { chunks: state.graph.chunks.size, fallbackChunks: fallbackChunkIds(state.graph), nodes, edges: state.graph.edgeCountsByType() };
   }
 
   /** A live, read-only view of one scope's graph and indexes, for inspection tools and the eval harness. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { derivedEdge } from '../src/graph/derived-edges.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
 import { VectorTable } from '../src/graph/vector-table.ts';
-import { edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
+import { EDGE_TYPES, edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
 
 /**
  * The working graph keeps derived edges (a Facet's or FacetPoint's `belongs_to` and
@@ -60,6 +60,13 @@ function built(): { graph: MemoryGraph; edges: GraphEdge[] } {
 
 const ids = (edges: readonly GraphEdge[]) => edges.map((e) => e.id);
 
+/** Edges by type, counted over every edge the graph lists. */
+function countedByType(graph: MemoryGraph): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(EDGE_TYPES.map((type) => [type, 0]));
+  for (const e of graph.edges.values()) counts[e.type] = (counts[e.type] ?? 0) + 1;
+  return counts;
+}
+
 describe('MemoryGraph derived edges', () => {
   it('reads every edge as it was put: by id, by end, by type, counted and listed', () => {
     const { graph, edges } = built();
@@ -94,12 +101,17 @@ describe('MemoryGraph derived edges', () => {
     // Its entity edge still matches the node: unchanged.
     expect(graph.edges.get('involves_entity:fp:1>en:1')?.key).toBe(33);
 
+    expect(graph.edgeCountsByType()).toStrictEqual(countedByType(graph));
+
     graph.deleteNode('fp:3');
     expect(graph.edges.get('involves_entity:fp:3>en:1')).toMatchObject({ from: 'fp:3', key: 36 });
     expect(graph.edges.size).toBe(8);
+    expect(graph.edgeCountsByType()).toStrictEqual(countedByType(graph));
     graph.deleteEdge('involves_entity:fp:3>en:1');
     graph.deleteEdge('belongs_to:fp:1>fc:1');
     expect(graph.edges.size).toBe(6);
+    expect(graph.edgeCountsByType()).toStrictEqual({ belongs_to: 4, temporal: 0, causal: 0, evolution: 1, involves_entity: 1, semantic: 0 });
+    expect(graph.edgeCountsByType()).toStrictEqual(countedByType(graph));
     expect(ids(graph.edgesTo('en:1', 'involves_entity'))).toStrictEqual(['involves_entity:fp:1>en:1']);
     expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:2>fc:1']);
   });

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { chunkText, turnTheme } from '../src/graph/chunk-text.ts';
 import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
-import { decodeEdge, decodeNode, encodeEdge, encodeNode, withoutFoldedEdge } from '../src/store/record-codec.ts';
-import { checkNode } from '../src/store/validate-snapshot.ts';
+import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, withoutFoldedEdge } from '../src/store/record-codec.ts';
+import { checkChunk, checkNode } from '../src/store/validate-snapshot.ts';
 
 const CHUNK_ID = 'a3f1c2d4e5b60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';
 const turns = [
@@ -188,6 +188,32 @@ describe('the record codec', () => {
       expect(encodeEdge(e)).toBe(JSON.stringify(e));
       expect(JSON.stringify(decodeEdge(encodeEdge(e)))).toBe(JSON.stringify(e));
     }
+  });
+});
+
+describe('a stored chunk', () => {
+  const turns = [
+    { dialogId: 'D1:1', speaker: 'Ana', text: 'Two lines\nin one turn, and 🎹 outside the BMP' },
+    { dialogId: 'D1:2', speaker: 'Bo', text: '' },
+    { dialogId: 'D1:3', speaker: 'Ana', text: '  spaced  ', time: '2024-01-02T00:00:00.000Z', metadata: { k: [1, 'two'] } },
+  ];
+  const whole = (header: string, list: typeof turns): Chunk => ({ id: 'c'.repeat(16), sessionId: 's', header, text: chunkText(header, list), time: null, order: 0, turns: list });
+
+  it('keeps no text where its turns rebuild it, and reads back whole: the same text, each turn the same', () => {
+    for (const chunk of [whole('[Session 1]', turns), whole('', turns), whole('[Session 2 — ✓]', []), whole('h\n(x) y: z', turns.slice(0, 1))]) {
+      const json = encodeChunk(chunk);
+      expect(JSON.parse(json).text).toBeNull();
+      const read = decodeChunk(json);
+      expect(read).toEqual(chunk);
+      expect(read.text).toBe(chunkText(chunk.header, chunk.turns));
+    }
+  });
+
+  it('keeps a text its turns do not rebuild, and reads a damaged turn as it is, for validation to reject', () => {
+    const handMade = { ...whole('[Session 1]', turns), text: 'written by hand' };
+    expect(decodeChunk(encodeChunk(handMade))).toEqual(handMade);
+    const damaged = JSON.stringify({ ...whole('[Session 1]', turns), text: null, turns: [{ dialogId: 'D1:1', speaker: 'Ana', text: 7 }] });
+    expect(() => checkChunk(decodeChunk(damaged), (message) => { throw new Error(message); })).toThrow(/text/);
   });
 });
 

@@ -1,4 +1,4 @@
-import { chunkText, shareTurnTexts, turnTheme } from '../graph/chunk-text.ts';
+import { chunkText, joinChunkText, shareTurnTexts, turnTheme } from '../graph/chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type NodeEdgeKeys } from '../graph/derived-edges.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 
@@ -396,8 +396,12 @@ export function decodeChunk(json: string): Chunk {
   const chunk = JSON.parse(json) as Omit<Chunk, 'text'> & { text: string | null };
   const rebuildable = typeof chunk.header === 'string' && Array.isArray(chunk.turns) && chunk.turns.every((t) => typeof t === 'object' && t !== null);
   if (chunk.text === null && rebuildable) {
-    chunk.text = chunkText(chunk.header, chunk.turns);
-    shareTurnTexts(chunk as Chunk);
+    if (chunk.turns.every((t) => typeof t.text === 'string')) joinChunkText(chunk);
+    else {
+      // A damaged turn: its text joined as it reads, for validation to reject.
+      chunk.text = chunkText(chunk.header, chunk.turns);
+      shareTurnTexts(chunk as Chunk);
+    }
   }
   return chunk as Chunk;
 }

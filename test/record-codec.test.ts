@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkText, turnTheme } from '../src/graph/chunk-text.ts';
+import { chunkText, speakerLead, turnTheme } from '../src/graph/chunk-text.ts';
 import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
 import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, withoutFoldedEdge } from '../src/store/record-codec.ts';
@@ -214,6 +214,14 @@ describe('a stored chunk', () => {
     expect(decodeChunk(encodeChunk(handMade))).toEqual(handMade);
     const damaged = JSON.stringify({ ...whole('[Session 1]', turns), text: null, turns: [{ dialogId: 'D1:1', speaker: 'Ana', text: 7 }] });
     expect(() => checkChunk(decodeChunk(damaged), (message) => { throw new Error(message); })).toThrow(/text/);
+  });
+});
+
+describe('a speaker’s lead', () => {
+  it('is the speaker, a colon and a space, for any speaker and past the speakers it keeps', () => {
+    for (let i = 0; i < 1100; i++) expect(speakerLead(`speaker ${i}`)).toBe(`speaker ${i}: `);
+    expect(speakerLead('')).toBe(': ');
+    expect(speakerLead('speaker 7')).toBe('speaker 7: ');
   });
 });
 

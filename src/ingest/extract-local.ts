@@ -1,5 +1,5 @@
 import type nlpDefault from 'compromise';
-import { turnTheme } from '../graph/chunk-text.ts';
+import { speakerLead, turnTheme } from '../graph/chunk-text.ts';
 import type { EntityType } from '../graph/types.ts';
 import type { ExtractedEntity, ExtractedFacetPoint, Extraction, ExtractionInput, ExtractionOutcome, Extractor } from './extraction.ts';
 import { resolveTimeExpression } from './time.ts';
@@ -109,7 +109,7 @@ export async function extractLocally(input: ExtractionInput, opts: LocalExtracto
       const named = group.flatMap((s) => namedEntities(s.view)).map((e) => addEntity(e.name, e.type)).filter((n): n is string => n !== null && n !== speaker);
       const concepts = group.flatMap((s) => conceptNouns(s.view)).map((n) => addEntity(n, 'concept')).filter((n): n is string => n !== null);
       const resolved = resolveTimeExpression(sentence, input.time);
-      const content = `${turn.speaker}: ${sentence}`;
+      const content = speakerLead(turn.speaker) + sentence;
       indices.push(facetPoints.length);
       facetPoints.push({
         content,

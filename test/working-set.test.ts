@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { noDerivedEdgeKeys } from '../src/graph/derived-edges.ts';
 import type { FacetPointNode, GraphEdge, MemorySnapshot } from '../src/graph/types.ts';
 import type { MemoryState } from '../src/ingest/pipeline.ts';
-import { stateFrom, type PartitionHost } from '../src/memory/partition.ts';
+import { inKeyOrder, stateFrom, type PartitionHost } from '../src/memory/partition.ts';
 import { nodeUsearch } from '../src/node.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { snapshotAsBatch } from '../src/store/snapshot.ts';
@@ -192,5 +192,31 @@ describe('checking a working set', () => {
     const nodes = odd.nodes.map((node) => ((node as { id: string }).id === 'ep:1' ? { ...(node as object), id: 'ep:1>y' } : node));
     const facets = nodes.map((node) => ((node as { id: string }).id === 'facet:1' ? { ...(node as object), episodeId: 'ep:1>y' } : node));
     expect(failure({ ...odd, nodes: facets })).toMatch(/belongs_to edge of node facet:1 is kept as a key, but its ends hold ">"/);
+  });
+});
+
+describe('records in key order', () => {
+  const byComparator = <T extends { key: number }>(records: readonly T[]) => [...records].sort((a, b) => a.key - b.key);
+  const shuffled = (keys: readonly number[], seed: number) => {
+    const random = mulberry32(seed);
+    const records = keys.map((key, i) => ({ key, i }));
+    for (let i = records.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [records[i], records[j]] = [records[j]!, records[i]!];
+    }
+    return records;
+  };
+
+  it('orders records as a stable sort by key does, for dense, sparse, repeated and odd keys', () => {
+    const dense = Array.from({ length: 5_000 }, (_, i) => 3 * i + 1);
+    const sparse = Array.from({ length: 50 }, (_, i) => i * 1_000_003);
+    const repeated = [...dense.slice(0, 100), 7, 7, 10, 10];
+    const odd = [...dense.slice(0, 100), 2.5, -1, Number.NaN, 2 ** 60];
+    for (const keys of [dense, sparse, repeated, odd, [], [0]]) {
+      for (const seed of [1, 2]) {
+        const records = shuffled(keys, seed);
+        expect(inKeyOrder(records)).toStrictEqual(byComparator(records));
+      }
+    }
   });
 });

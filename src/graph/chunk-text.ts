@@ -12,7 +12,22 @@ export function turnLineHead(turn: Pick<ChunkTurn, 'dialogId' | 'speaker'>): str
 
 /** A chunk's canonical text: its header, then one line per turn (`Chunk.text`; its SHA-256 is the chunk id). */
 export function chunkText(header: string, turns: readonly ChunkTurn[]): string {
-  return [header, ...turns.map(turnLine)].join('\n');
+  return joinedText(header, turns).text;
+}
+
+/** `chunkText`, and where each turn's text starts in it (known as the lines are joined). */
+function joinedText(header: string, turns: readonly ChunkTurn[]): { text: string; offsets: number[] } {
+  const lines = [header];
+  const offsets: number[] = [];
+  let at = header.length;
+  for (const turn of turns) {
+    const head = turnLineHead(turn);
+    lines.push(`${head}${turn.text}`);
+    at += 1 + head.length;
+    offsets.push(at);
+    at += turn.text.length;
+  }
+  return { text: lines.join('\n'), offsets };
 }
 
 /** A turn's theme, as the local extractor names a turn's Facet: its speaker and its text on one line, capped at 160 characters. */
@@ -108,13 +123,7 @@ export function turnTextOffsets(chunk: Pick<Chunk, 'header' | 'text' | 'turns'>)
 export function shareTurnTexts(chunk: Chunk): void {
   // A chunk a store read is shared already when the graph takes it: its text is not compared
   // with its turns a second time (at 30K messages that was ~3% of a cold open in Chromium).
-  if (sharedChunks.has(chunk)) return;
-  const offsets = turnTextOffsets(chunk);
-  chunk.turns.forEach((turn, i) => {
-    const offset = offsets?.[i];
-    if (offset !== undefined) turn.text = chunk.text.slice(offset, offset + turn.text.length);
-  });
-  sharedChunks.add(chunk);
+  if (!sharedChunks.has(chunk)) pointTurnsInto(chunk, turnTextOffsets(chunk));
 }
 
 /**
@@ -124,23 +133,18 @@ export function shareTurnTexts(chunk: Chunk): void {
  * over every session's text was ~0.3 s of an open. `turns` must hold string texts.
  */
 export function joinChunkText(chunk: Omit<Chunk, 'text'> & { text: string | null }): asserts chunk is Chunk {
-  const parts = [chunk.header];
-  const offsets: number[] = [];
-  let at = chunk.header.length;
-  for (const turn of chunk.turns) {
-    const head = turnLineHead(turn);
-    parts.push(`${head}${turn.text}`);
-    at += 1 + head.length;
-    offsets.push(at);
-    at += turn.text.length;
-  }
-  const text = parts.join('\n');
+  const { text, offsets } = joinedText(chunk.header, chunk.turns);
   chunk.text = text;
+  pointTurnsInto(chunk as Chunk, offsets);
+}
+
+/** Points turn `i`'s text at `offsets[i]` in the chunk's text (none where `offsets` is null), and marks the chunk shared. */
+function pointTurnsInto(chunk: Chunk, offsets: readonly number[] | null): void {
   chunk.turns.forEach((turn, i) => {
-    const offset = offsets[i] as number;
-    turn.text = text.slice(offset, offset + turn.text.length);
+    const offset = offsets?.[i];
+    if (offset !== undefined) turn.text = chunk.text.slice(offset, offset + turn.text.length);
   });
-  sharedChunks.add(chunk as Chunk);
+  sharedChunks.add(chunk);
 }
 
 /** Chunks whose turn texts `shareTurnTexts` or `joinChunkText` has pointed into their text (a chunk's text and turns are never changed in place). */

@@ -2,9 +2,9 @@
  * Exact top-10 inner-product search over random L2-normalised 384-d vectors: the usearch WASM
  * index (flat) vs a plain JS loop vs the native `usearch` Node addon (single-threaded, so the
  * three do the same work on one core). Ratios are against the JS loop. Then the same vectors
- * rounded as a SQL or IndexedDB store rounds them (i8): the flat index keeps them as i8 rows, and
- * its query rate, bytes a row and answers are set against f32 rows of the same floats (the
- * answers must be identical). Beside them, what would
+ * rounded as a SQL or IndexedDB store rounds them (i8, and i4, the stores' default): the flat
+ * index keeps them as rows of that form, and its query rate, bytes a row and answers are set
+ * against f32 rows of the same floats (the answers must be identical). Beside them, what would
  * take over from the flat index in a larger memory: usearch's HNSW in the same WASM build
  * (its default graph: connectivity 16, expansion 128 adding and 64 searching), its add rate,
  * its query rate against the flat index's and its recall of the exact top 10. Random vectors
@@ -19,7 +19,7 @@ import { DEFAULT_CONFIG } from '../src/config.ts';
 import { roundVector } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
 import { bruteForceSearch } from '../src/vector/brute-force.ts';
-import type { SearchHit } from '../src/vector/types.ts';
+import type { RecordForm, SearchHit } from '../src/vector/types.ts';
 import { loadUsearchWasm } from '../src/vector/usearch-wasm.ts';
 import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
 import type { Row } from './table.ts';
@@ -112,26 +112,35 @@ export async function benchIndex(): Promise<Row[]> {
     const f32Bytes = index.bytesPerVector;
     index.dispose();
 
-    // The same vectors as a SQL or IndexedDB store rounds them (i8): the flat index keeps them as
-    // i8 rows and must answer exactly as f32 rows of the same floats do.
-    const rounded = new Float32Array(size * DIM);
-    for (let i = 0; i < size; i++) rounded.set(roundVector(vectors.subarray(i * DIM, (i + 1) * DIM), 'i8'), i * DIM);
-    const narrow = wasm.createIndex({ dim: DIM, kind: 'flat' });
-    const narrowAddStart = performance.now();
-    narrow.add(keys, rounded);
-    const narrowAddPerSecond = size / ((performance.now() - narrowAddStart) / 1000);
-    const wide = wasm.createIndex({ dim: DIM, kind: 'flat' });
-    wide.add([size], vectors.subarray(0, DIM)); // a vector no i8 record rebuilds: every row stays f32
-    wide.add(keys, rounded);
-    wide.remove([size]);
-    let narrowHits: SearchHit[][] = [];
-    let wideHits: SearchHit[][] = [];
-    const wideRate = queriesPerSecond(queries, (batch) => (wideHits = wide.search(batch, K)));
-    const narrowRate = queriesPerSecond(queries, (batch) => (narrowHits = narrow.search(batch, K)));
-    const i8Bytes = narrow.bytesPerVector;
-    const identical = JSON.stringify(narrowHits) === JSON.stringify(wideHits);
-    narrow.dispose();
-    wide.dispose();
+    // The same vectors as a SQL or IndexedDB store rounds them: the flat index keeps them as rows
+    // of that form and must answer exactly as f32 rows of the same floats do.
+    const storeRounded = (form: RecordForm): Row[] => {
+      const rounded = new Float32Array(size * DIM);
+      for (let i = 0; i < size; i++) rounded.set(roundVector(vectors.subarray(i * DIM, (i + 1) * DIM), form), i * DIM);
+      const narrow = wasm.createIndex({ dim: DIM, kind: 'flat' });
+      const narrowAddStart = performance.now();
+      narrow.add(keys, rounded);
+      const narrowAddPerSecond = size / ((performance.now() - narrowAddStart) / 1000);
+      const wide = wasm.createIndex({ dim: DIM, kind: 'flat' });
+      wide.add([size], vectors.subarray(0, DIM)); // a vector no i8 record rebuilds: every row stays f32
+      wide.add(keys, rounded);
+      wide.remove([size]);
+      let narrowHits: SearchHit[][] = [];
+      let wideHits: SearchHit[][] = [];
+      const wideRate = queriesPerSecond(queries, (batch) => (wideHits = wide.search(batch, K)));
+      const narrowRate = queriesPerSecond(queries, (batch) => (narrowHits = narrow.search(batch, K)));
+      const rowBytes = narrow.bytesPerVector;
+      const identical = narrow.rowForm === form && JSON.stringify(narrowHits) === JSON.stringify(wideHits);
+      narrow.dispose();
+      wide.dispose();
+      return [
+        { name: `exact top-${K}, ${label} store-rounded (${form}), usearch WASM (flat, ${form} rows)`, metric: 'queries/s', value: narrowRate, baseline: 'f32 rows of the same floats', ratio: narrowRate / wideRate },
+        { name: `add, ${label} store-rounded (${form}), usearch WASM (flat, ${form} rows)`, metric: 'vectors/s', value: narrowAddPerSecond },
+        { name: `bytes a vector's row takes, ${label}, ${form} rows`, metric: 'bytes', value: rowBytes, baseline: 'f32 rows', ratio: rowBytes / f32Bytes },
+        { name: `${form} rows' top-${K} (keys and scores) identical to f32 rows', ${label}`, metric: 'yes = 1', value: identical ? 1 : 0 },
+      ];
+    };
+    const roundedRows = [...storeRounded('i8'), ...storeRounded('i4')];
 
     const hnsw = wasm.createIndex({ dim: DIM, kind: 'hnsw' });
     const hnswAddStart = performance.now();
@@ -157,10 +166,7 @@ export async function benchIndex(): Promise<Row[]> {
         metric: 'fraction',
         value: agreement(reference, (q) => Array.from(nativeKeys.subarray(q * K, (q + 1) * K), Number)),
       },
-      { name: `exact top-${K}, ${label} store-rounded (i8), usearch WASM (flat, i8 rows)`, metric: 'queries/s', value: narrowRate, baseline: 'f32 rows of the same floats', ratio: narrowRate / wideRate },
-      { name: `add, ${label} store-rounded (i8), usearch WASM (flat, i8 rows)`, metric: 'vectors/s', value: narrowAddPerSecond },
-      { name: `bytes a vector's row takes, ${label}, i8 rows`, metric: 'bytes', value: i8Bytes, baseline: 'f32 rows', ratio: i8Bytes / f32Bytes },
-      { name: `i8 rows' top-${K} (keys and scores) identical to f32 rows', ${label}`, metric: 'yes = 1', value: identical ? 1 : 0 },
+      ...roundedRows,
       { name: `add, ${label}, usearch WASM (HNSW)`, metric: 'vectors/s', value: hnswAddPerSecond },
       { name: `approximate top-${K}, ${label}, usearch WASM (HNSW)`, metric: 'queries/s', value: hnswRate, baseline: 'usearch WASM (flat)', ratio: hnswRate / wasmRate },
       { name: `recall@${K} of the exact top ${K}, ${label}, usearch WASM (HNSW)`, metric: 'fraction', value: agreement(reference, (q) => hnswHits[q]!.map((hit) => hit.key)) },

@@ -232,12 +232,17 @@ function i8AndWideIndexes(dim: number, keys: number[], rounded: Float32Array, wi
   const narrow = wasm.createIndex({ dim });
   narrow.add(keys, rounded);
   expect(narrow.bytesPerVector).toBe(dim + 4);
-  const wide = wasm.createIndex({ dim });
-  wide.add([keys.length + 1], widener);
-  expect(wide.bytesPerVector).toBe(dim * 4);
-  wide.add(keys, rounded);
-  wide.remove([keys.length + 1]);
-  return { narrow, wide };
+  return { narrow, wide: widenedTwin(dim, keys, rounded, widener, 'f32') };
+}
+
+/** `rounded` under `keys` in an index whose rows `widener` (added first under n + 1, then removed) made `form`. */
+function widenedTwin(dim: number, keys: number[], rounded: Float32Array, widener: Float32Array, form: 'i8' | 'f32'): UsearchIndex {
+  const twin = wasm.createIndex({ dim });
+  twin.add([keys.length + 1], widener);
+  expect(twin.rowForm).toBe(form);
+  twin.add(keys, rounded);
+  twin.remove([keys.length + 1]);
+  return twin;
 }
 
 describe('flat usearch WASM index over store-rounded vectors', () => {
@@ -297,6 +302,42 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
       expectSameTopK(hits, bruteForceSearch(rounded, dim, keys, queries, 12), vectorOf, queries, dim);
       narrow.dispose();
       wide.dispose();
+    }
+  });
+
+  it('keeps i4 rows that score exactly as their i8 and f32 twins, eight at a time and one at a time, through removes, widening and a reload', () => {
+    // 32-multiple dimensions go eight rows at a time, the last one to seven of each block one at a
+    // time; 16, 20 and 40 dimensions, every row one at a time. 22,003 i4 rows of 384 dimensions
+    // (196 bytes) span two 4 MB blocks.
+    for (const [dim, count] of [[16, 1_003], [20, 1_001], [40, 1_002], [64, 3_007], [384, 22_003]] as const) {
+      const raw = randomUnitVectors(count, dim, 180 + dim);
+      const rounded = packRows(keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i4')), dim);
+      // Exact ties at the cut: 40 copies of row 50.
+      for (let row = 100; row < 140; row++) rounded.set(rowOf(rounded, dim, 50), row * dim);
+      const keys = keysFrom(1, count);
+      const narrow = wasm.createIndex({ dim });
+      narrow.add(keys, rounded);
+      expect(narrow.rowForm).toBe('i4');
+      expect(narrow.bytesPerVector).toBe(4 + Math.ceil(dim / 2));
+      const twins = [widenedTwin(dim, keys, rounded, roundVector(rowOf(raw, dim, 0), 'i8'), 'i8'), widenedTwin(dim, keys, rounded, rowOf(raw, dim, 0), 'f32')];
+      const removed = keys.filter((key) => key % 7 === 0);
+      for (const index of [narrow, ...twins]) index.remove(removed);
+      const queries = packRows([...keysFrom(0, 5).map((q) => rowOf(randomUnitVectors(5, dim, 190 + dim), dim, q)), rowOf(rounded, dim, 50)], dim);
+      const hits = narrow.search(queries, 12);
+      for (const twin of twins) expect(hits).toEqual(twin.search(queries, 12));
+      const kept = keys.filter((key) => key % 7 !== 0);
+      const vectorOf = (key: number) => rowOf(rounded, dim, key - 1);
+      expectSameTopK(hits, bruteForceSearch(packRows(kept.map(vectorOf), dim), dim, kept, queries, 12), vectorOf, queries, dim);
+      // Serialized as floats and encoded again on load: still i4, same answers.
+      const restored = wasm.loadIndex(narrow.serialize());
+      expect(restored.rowForm).toBe('i4');
+      expect(restored.search(queries, 12)).toEqual(hits);
+      // A vector with no i4 record widens the rows to i8 without changing an answer.
+      narrow.add([count + 2], roundVector(rowOf(raw, dim, 1), 'i8'));
+      expect(narrow.rowForm).toBe('i8');
+      narrow.remove([count + 2]);
+      expect(narrow.search(queries, 12)).toEqual(hits);
+      for (const index of [narrow, restored, ...twins]) index.dispose();
     }
   });
 
@@ -364,7 +405,7 @@ describe('flat usearch WASM index over store-rounded vectors', () => {
         fromFloats.add(keys, floats);
         expect(fromRecords.search(queries, 10)).toEqual(fromFloats.search(queries, 10));
         if (kind === 'flat') {
-          expect(fromRecords.bytesPerVector).toBe(dim + 4);
+          expect(fromRecords.bytesPerVector).toBe(perRecord);
           for (const key of [1, 777, count]) expect(bits(fromRecords.rows?.vector(key))).toEqual(bits(floats.subarray((key - 1) * dim, key * dim)));
         }
         fromRecords.dispose();
@@ -434,15 +475,16 @@ function packRows(rows: Float32Array[], dim: number): Float32Array {
 }
 
 describe('reading vectors back by key (VectorIndex.rows)', () => {
-  it('gives each vector bit for bit as added, and its inner product as the floats give it, while rows move and after they widen', () => {
+  it.each(['i4', 'i8'] as const)('gives each vector bit for bit as added, and its inner product as the floats give it, while %s rows move and after they widen', (form) => {
     const dim = 384;
     const count = 12_000;
     const raw = randomUnitVectors(count, dim, 73);
-    const rounded = keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), 'i8'));
+    const rounded = keysFrom(0, count).map((row) => roundVector(rowOf(raw, dim, row), form));
     const query = randomUnitVectors(1, dim, 74);
     const flat = wasm.createIndex({ dim });
     const keys = keysFrom(1, count);
     flat.add(keys, packRows(rounded, dim));
+    expect(flat.rowForm).toBe(form);
     const rows = flat.rows;
     if (!rows) throw new Error('a flat index reads its rows back');
     const check = (key: number) => {
@@ -461,7 +503,13 @@ describe('reading vectors back by key (VectorIndex.rows)', () => {
         expect(rows.pairDot(key, 1)).toBeUndefined();
       } else if (key % 13 === 1) check(key);
     }
-    // A vector with no exact i8 record widens every row to f32: reads stay exact.
+    // A vector with no exact i4 record widens every row to i8, one with no i8 record to f32: reads stay exact.
+    if (form === 'i4') {
+      flat.add([count + 2], roundVector(rowOf(raw, dim, 1), 'i8'));
+      expect(flat.rowForm).toBe('i8');
+      for (const key of keys) if (key % 5 !== 0 && key % 13 === 1) check(key);
+      flat.remove([count + 2]);
+    }
     flat.add([count + 1], rowOf(raw, dim, 0));
     expect(flat.bytesPerVector).toBe(dim * 4);
     for (const key of keys) if (key % 5 !== 0 && key % 13 === 1) check(key);

@@ -1,7 +1,7 @@
 import createUsearchModule from '../../wasm/usearch.mjs';
 import type { UsearchModule } from '../../wasm/usearch.mjs';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
-import { decodeVector, i8RecordDot, i8RecordPairDot } from '../store/vector-codec.ts';
+import { decodeVector, expandI4Record, i8RecordDot, i8RecordPairDot } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import { recordBytes, type IndexKind, type IndexRows, type RecordForm, type SearchHit, type VectorIndex } from './types.ts';
 import { checkK, checkKeys, checkRecords, checkRows, compareHits } from './validate.ts';
@@ -19,7 +19,7 @@ export interface IndexOptions {
    * 'flat' (default) is exact search, like FAISS IndexFlatIP: the vectors in row-major blocks of
    * about 4 MB plus their keys, every row scored as its floats by usearch's inner-product kernel.
    * Adding is an encode or a copy, and the index holds little beyond `bytesPerVector` per vector
-   * (dim + 4 for store-rounded i8 vectors, else 4 × dim). 'hnsw' is approximate:
+   * (4 + ⌈dim / 2⌉ for vectors a store rounded to i4, dim + 4 for i8 ones, else 4 × dim). 'hnsw' is approximate:
    * usearch's HNSW graph, which costs a graph insertion per add and memory for the graph.
    */
   kind?: IndexKind;
@@ -86,23 +86,30 @@ export async function loadUsearchWasm(source: UsearchWasmSource): Promise<Usearc
   return new UsearchWasmRuntime(module);
 }
 
-/** Runs the flat scan over i8 rows, as an opened memory's first search does, on made-up rows (see `WARM_UP`). */
-function warmUpScan(runtime: UsearchWasmRuntime): void {
+/**
+ * Runs the flat scan over rows of `form`, as an opened memory's first search does, on made-up rows
+ * (see `WARM_UP`): each form has its own first-pass kernel.
+ */
+function warmUpScan(runtime: UsearchWasmRuntime, form: RecordForm): void {
   const { dim, rows, searches } = WARM_UP;
-  const bytes = dim + 4;
+  const bytes = recordBytes(dim, form);
   const records = new Uint8Array(rows * bytes);
   const view = new DataView(records.buffer);
-  // A record is its scale, then its codes in −127…127 (store/vector-codec.ts). Sixteen rows that
-  // differ, repeated, so that the scan's bound passes over some rows and scores others.
+  // A record is its scale, then its codes in −127…127 (i8) or two half bytes in 0…14 a byte (i4;
+  // store/vector-codec.ts). Sixteen rows that differ, repeated, so that the scan's bound passes
+  // over some rows and scores others.
   const distinct = 16;
   for (let row = 0; row < distinct; row++) {
     view.setFloat32(row * bytes, 1 / 127, true);
-    for (let i = 0; i < dim; i++) records[row * bytes + 4 + i] = (((row * 31 + i * 7) % 255) - 127) & 0xff;
+    for (let i = 4; i < bytes; i++) {
+      const seed = row * 31 + i * 7;
+      records[row * bytes + i] = form === 'i8' ? ((seed % 255) - 127) & 0xff : (seed % 15) | ((seed % 13) << 4);
+    }
   }
   for (let filled = distinct; filled < rows; filled *= 2) records.copyWithin(filled * bytes, 0, Math.min(filled, rows - filled) * bytes);
   const index = runtime.createIndex({ dim });
   try {
-    index.addRecords(Array.from({ length: rows }, (_, row) => row), records);
+    index.addRecords(Array.from({ length: rows }, (_, row) => row), records, form);
     const query = new Float32Array(dim).map((_, i) => Math.sin(i));
     for (let i = 0; i < searches; i++) index.search(query, 10);
   } finally {
@@ -124,7 +131,8 @@ class UsearchWasmRuntime implements UsearchWasm {
   private readonly module: UsearchModule;
   /** `memoryViews`' views, of the buffer the linear memory had when they were made. */
   private views: { codes: Int8Array; view: DataView } | undefined;
-  private scanWarmed = false;
+  /** The row forms whose scan has been warmed (see `warmUpScan`). */
+  private readonly warmedForms = new Set<RecordForm>();
 
   constructor(module: UsearchModule) {
     this.module = module;
@@ -193,12 +201,18 @@ class UsearchWasmRuntime implements UsearchWasm {
     return this.views;
   }
 
-  /** @internal Warms the flat scan (`WARM_UP`) the first time a flat index of this module holds `WARM_UP.fromRows` rows or more; once warmed, asks nothing of `index`. */
+  /**
+   * @internal Warms the flat scan of `index`'s row form (`WARM_UP`) the first time a flat index of
+   * this module with rows of that form holds `WARM_UP.fromRows` rows or more (f32 rows have no
+   * first pass to warm).
+   */
   warmScanAfterAdd(index: UsearchIndex): void {
-    if (this.scanWarmed || index.kind !== 'flat' || index.size < WARM_UP.fromRows) return;
-    this.scanWarmed = true;
+    if (index.kind !== 'flat' || index.size < WARM_UP.fromRows) return;
+    const form = index.rowForm;
+    if (form === 'f32' || this.warmedForms.has(form)) return;
+    this.warmedForms.add(form);
     try {
-      warmUpScan(this);
+      warmUpScan(this, form);
     } catch {
       // Only speed is at stake, and the add that called it has happened: a module that cannot
       // spare the throwaway index's 800 KB scans at the baseline tier first, as before.
@@ -209,6 +223,15 @@ class UsearchWasmRuntime implements UsearchWasm {
   check(status: number): void {
     if (status !== 0) throw this.lastError(STATUS_ERROR[status] ?? 'INVALID_INPUT');
   }
+}
+
+/** Two i8 records, one after the other, and views over them. */
+interface ScratchRecords {
+  bytes: Uint8Array;
+  view: DataView;
+  codes: Int8Array;
+  /** Bytes of one record. */
+  recordBytes: number;
 }
 
 /**
@@ -222,6 +245,8 @@ export class UsearchIndex implements VectorIndex {
   readonly rows: IndexRows | undefined;
   private readonly runtime: UsearchWasmRuntime;
   private handle: number;
+  /** Room for reading i4 rows back (`expanded`), made at the first such read. */
+  private scratch: ScratchRecords | undefined;
 
   /** @internal Use `UsearchWasm.createIndex` or `loadIndex`. */
   constructor(runtime: UsearchWasmRuntime, handle: number) {
@@ -237,13 +262,21 @@ export class UsearchIndex implements VectorIndex {
   }
 
   /**
-   * Bytes one vector's row takes in WASM memory. A flat index keeps dim + 4 (the i8 encoding of
-   * src/store/vector-codec.ts) while every vector added rebuilds bit for bit from it, as the
-   * vectors of a memory on a SQL or IndexedDB store do, and 4 × dim once one does not; HNSW keeps
-   * 4 × dim.
+   * Bytes one vector's row takes in WASM memory. A flat index keeps a vector's i4 record
+   * (4 + ⌈dim / 2⌉, src/store/vector-codec.ts) while every vector added is one, as the vectors of
+   * a memory on a SQL or IndexedDB store at their default precision are; else its i8 encoding
+   * (dim + 4) while every vector rebuilds bit for bit from one; else 4 × dim. HNSW keeps 4 × dim.
    */
   get bytesPerVector(): number {
     return this.runtime.wasm._prism_index_row_bytes(this.live());
+  }
+
+  /** How the rows hold vectors, told by their length (`bytesPerVector`). */
+  get rowForm(): RecordForm | 'f32' {
+    const bytes = this.bytesPerVector;
+    if (bytes === this.dim * 4) return 'f32';
+    // i4 rows exist only from 8 dimensions on, where their length differs from the other two.
+    return bytes === recordBytes(this.dim, 'i8') ? 'i8' : 'i4';
   }
 
   /** All or nothing: an invalid row, or a key already in the index, leaves the index unchanged. */
@@ -307,21 +340,48 @@ export class UsearchIndex implements VectorIndex {
   private dotOf(key: number, query: Float32Array): number | undefined {
     const row = this.rowOf(key);
     if (row === 0) return undefined;
-    if (this.bytesPerVector === this.dim * 4) return dot(this.runtime.wasm.HEAPF32.subarray(row / 4, row / 4 + this.dim), query);
-    const { view, codes } = this.runtime.memoryViews();
-    return i8RecordDot(view, codes, row, this.dim, query);
+    const form = this.rowForm;
+    if (form === 'f32') return dot(this.runtime.wasm.HEAPF32.subarray(row / 4, row / 4 + this.dim), query);
+    if (form === 'i8') {
+      const { view, codes } = this.runtime.memoryViews();
+      return i8RecordDot(view, codes, row, this.dim, query);
+    }
+    const { view, codes } = this.expanded(row, 0);
+    return i8RecordDot(view, codes, 0, this.dim, query);
   }
 
   private pairDotOf(a: number, b: number): number | undefined {
     const rowA = this.rowOf(a);
     const rowB = this.rowOf(b);
     if (rowA === 0 || rowB === 0) return undefined;
-    if (this.bytesPerVector === this.dim * 4) {
+    const form = this.rowForm;
+    if (form === 'f32') {
       const floats = this.runtime.wasm.HEAPF32;
       return dot(floats.subarray(rowA / 4, rowA / 4 + this.dim), floats.subarray(rowB / 4, rowB / 4 + this.dim));
     }
-    const { view, codes } = this.runtime.memoryViews();
-    return i8RecordPairDot(view, codes, rowA, view, codes, rowB, this.dim);
+    if (form === 'i8') {
+      const { view, codes } = this.runtime.memoryViews();
+      return i8RecordPairDot(view, codes, rowA, view, codes, rowB, this.dim);
+    }
+    this.expanded(rowA, 0);
+    const { view, codes, recordBytes: second } = this.expanded(rowB, 1);
+    return i8RecordPairDot(view, codes, 0, view, codes, second, this.dim);
+  }
+
+  /**
+   * The scratch records, with the i8 record that the i4 row at `row` names expanded into record
+   * `slot` (0 or 1, so a pair can be read at once; it starts at `slot × recordBytes`): valid until
+   * that slot is next used. The rows stay i4 in WASM memory; reading one back costs this expansion.
+   */
+  private expanded(row: number, slot: 0 | 1): ScratchRecords {
+    if (!this.scratch) {
+      const bytes = recordBytes(this.dim, 'i8');
+      const buffer = new ArrayBuffer(2 * bytes);
+      this.scratch = { bytes: new Uint8Array(buffer), view: new DataView(buffer), codes: new Int8Array(buffer), recordBytes: bytes };
+    }
+    // The rows were checked when they were added: every half byte names a level.
+    expandI4Record(this.runtime.wasm.HEAPU8, row, this.dim, this.scratch.bytes, slot * this.scratch.recordBytes);
+    return this.scratch;
   }
 
   remove(keys: readonly number[]): number {

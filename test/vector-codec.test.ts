@@ -126,15 +126,15 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
     for (const precision of precisions) table.setStored(precision, encodeVector(vectors[0] as Float32Array, precision), 384);
     for (const precision of precisions) expect(bits(table.get(precision))).toEqual(bits(roundVector(vectors[0] as Float32Array, precision)));
     // An i4 vector is held as its stored bytes: copied out as they are, or as the i8 record they name; an i8 one only as i8.
-    const i4Slot = table.recordSlot('i4') as number;
+    const i4Place = table.recordPlace('i4') as number;
     const record = new Uint8Array(388);
-    expect(table.copyRecords([i4Slot], record)).toBe(true);
+    expect(table.copyRecords([i4Place], record)).toBe(true);
     expect([...record]).toEqual([...encodeVector(roundVector(vectors[0] as Float32Array, 'i4'), 'i8')]);
     const stored = new Uint8Array(196);
-    expect(table.copyRecords([i4Slot], stored, 'i4')).toBe(true);
+    expect(table.copyRecords([i4Place], stored, 'i4')).toBe(true);
     expect([...stored]).toEqual([...encodeVector(vectors[0] as Float32Array, 'i4')]);
-    expect(table.copyRecords([table.recordSlot('i8') as number], stored, 'i4')).toBe(false);
-    expect(table.recordSlot('f32')).toBeUndefined();
+    expect(table.copyRecords([table.recordPlace('i8') as number], stored, 'i4')).toBe(false);
+    expect(table.recordPlace('f32')).toBeUndefined();
     expect(() => table.setStored('bad', new Uint8Array(100), 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining('bad') }));
     const badLevel = encodeVector(vectors[0] as Float32Array, 'i4');
     badLevel[4] = 0xff;
@@ -174,20 +174,39 @@ describe('VectorTable: records copied for an index', () => {
     rounded.forEach((v, i) => table.set(`n${i}`, v));
     const ids = ['n2999', 'n0', 'n1500', 'n1024', 'n7'];
     const target = new Uint8Array(ids.length * 388);
-    expect(table.copyRecords(slotsOf(table, ids), target)).toBe(true);
+    expect(table.copyRecords(placesOf(table, ids), target)).toBe(true);
     ids.forEach((id, i) => expect([...target.subarray(i * 388, (i + 1) * 388)]).toEqual([...encodeVector(rounded[Number(id.slice(1))] as Float32Array, 'i8')]));
     const odd = new Uint8Array(388 * 2 + 1).subarray(1);
-    expect(table.copyRecords(slotsOf(table, ['n5', 'n6']), odd)).toBe(true);
+    expect(table.copyRecords(placesOf(table, ['n5', 'n6']), odd)).toBe(true);
     expect([...odd.subarray(388)]).toEqual([...encodeVector(rounded[6] as Float32Array, 'i8')]);
   });
 
-  it('gives no slot for a vector kept as floats or an absent id, and refuses a target of another size', () => {
+  it('gives no place for a vector kept as floats or an absent id, and refuses a target of another size', () => {
     const table = new VectorTable();
     table.set('exact', rounded[0] as Float32Array);
     table.set('floats', unitVectors(1, 384)[0] as Float32Array);
-    expect(table.recordSlot('floats')).toBeUndefined();
-    expect(table.recordSlot('absent')).toBeUndefined();
-    expect(table.copyRecords(slotsOf(table, ['exact']), new Uint8Array(2 * 388))).toBe(false);
+    expect(table.recordPlace('floats')).toBeUndefined();
+    expect(table.recordPlace('absent')).toBeUndefined();
+    expect(table.copyRecords(placesOf(table, ['exact']), new Uint8Array(2 * 388))).toBe(false);
+  });
+
+  it('lends a record by its place, gives a deleted vector\'s place to the next one, and copies nothing from a lent place', () => {
+    const table = new VectorTable();
+    rounded.slice(0, 4).forEach((v, i) => table.set(`n${i}`, v));
+    const place = table.recordPlace('n1') as number;
+    table.delete('n1');
+    table.set('m', rounded[9] as Float32Array);
+    expect(table.recordPlace('m')).toBe(place);
+    const target = new Uint8Array(388);
+    expect(table.copyRecords([place], target)).toBe(true);
+    expect([...target]).toEqual([...encodeVector(rounded[9] as Float32Array, 'i8')]);
+    // An index of one row that reads back what it was lent.
+    const lentTo = { vector: (key: number) => (key === 7 ? (rounded[9] as Float32Array) : undefined), dot: () => undefined, pairDot: () => undefined };
+    table.lend(['m'], [7], lentTo, [place]);
+    expect(table.recordPlace('m')).toBeUndefined();
+    expect(table.copyRecords([place], target)).toBe(false);
+    expect(bitsOf(table.get('m'))).toEqual(bitsOf(rounded[9]));
+    expect([...table.keys()]).toEqual(['n0', 'n2', 'n3', 'm']);
   });
 
   it('keeps stored i4 and i8 records side by side: replaced, deleted and reused without mixing them up', () => {
@@ -210,7 +229,7 @@ describe('VectorTable: records copied for an index', () => {
       if (i % 7 === 0) expect(table.dot(`n${i}`, query)).toBe(exactDot(want, query));
       if (i % 7 === 0) expect(table.pairDot(`n${i}`, 'n1')).toBe(exactDot(want, decodeStoredVector('n1', i4Of(1), 384)));
       const record = new Uint8Array(388);
-      expect(table.copyRecords(slotsOf(table, [`n${i}`]), record)).toBe(true);
+      expect(table.copyRecords(placesOf(table, [`n${i}`]), record)).toBe(true);
       expect([...record]).toEqual([...encodeVector(want, 'i8')]);
     }
   });
@@ -272,7 +291,7 @@ describe('VectorTable: vectors lent to the index that holds them', () => {
       index.add(keys, packRows(rounded, dim));
       table.lend(ids, keys, rows);
       // Lent: no record is left to copy, yet every read answers as before, in insertion order.
-      expect(table.recordSlot('n0')).toBeUndefined();
+      expect(table.recordPlace('n0')).toBeUndefined();
       const query = unitVectors(2, dim)[1] as Float32Array;
       rounded.forEach((v, i) => {
         if (i % 11 !== 0) return;
@@ -299,7 +318,7 @@ describe('VectorTable: vectors lent to the index that holds them', () => {
       // Two records of the table's own, and one of its own with a lent one.
       expect(table.pairDot('n5', 'n6')).toBe(exactDot(rounded[6] as Float32Array, rounded[7] as Float32Array));
       expect(table.pairDot('n5', 'n9')).toBe(exactDot(rounded[6] as Float32Array, rounded[9] as Float32Array));
-      expect(table.recordSlot('n5')).toBeDefined();
+      expect(table.recordPlace('n5')).toBeDefined();
       // Past its disposal the index answers nothing: a lent read fails loudly rather than quietly missing.
       index.dispose();
       expect(() => table.get('n2000')).toThrow(PrismError);
@@ -323,7 +342,7 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
     const vectors: IndexVectors = {
       has: (id) => table.has(id),
       get: (id) => table.peek(id),
-      recordSlot: (id) => table.recordSlot(id),
+      recordPlace: (id) => table.recordPlace(id),
       copyRecords: (slots, target, form) => table.copyRecords(slots, target, form),
       lend: (batch, batchKeys, rows, slots) => table.lend(batch, batchKeys, rows, slots),
     };
@@ -332,9 +351,9 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
 
   it('adds every vector across batches, and answers as the floats do', async () => {
     const { set, table, vectors } = await setOf();
-    set.add('facetPoint', keys, ids, vectors, slotsOf(table, ids));
+    set.add('facetPoint', keys, ids, vectors, placesOf(table, ids));
     expect(set.size('facetPoint')).toBe(count);
-    expect(table.recordSlot('n0')).toBeUndefined();
+    expect(table.recordPlace('n0')).toBeUndefined();
     const query = rounded[20_000] as Float32Array;
     const [best] = set.search('facetPoint', query, 1);
     expect(best?.key).toBe(20_001);
@@ -344,9 +363,9 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
 
   it('adds all or nothing: a key the index holds in a later batch leaves none of the batch added', async () => {
     const { set, table, vectors } = await setOf();
-    set.add('facetPoint', [count + 5], ['n20000'], vectors, slotsOf(table, ['n20000']));
+    set.add('facetPoint', [count + 5], ['n20000'], vectors, placesOf(table, ['n20000']));
     const clashing = keys.map((key, i) => (i === 20_000 ? count + 5 : key));
-    expect(() => set.add('facetPoint', clashing, ids, vectors, slotsOf(table, ids))).toThrow(PrismError);
+    expect(() => set.add('facetPoint', clashing, ids, vectors, placesOf(table, ids))).toThrow(PrismError);
     expect(set.size('facetPoint')).toBe(1);
     set.dispose();
   });
@@ -356,7 +375,7 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
     const stored = rounded.map((v) => encodeVector(v, 'i4'));
     // The first batch all i4; an i8 record in the second sends that batch as i8, i4 ones expanded.
     ids.forEach((id, i) => (i === 15_000 ? table.set(id, decodeStoredVector(id, stored[i] as Uint8Array, dim)) : table.setStored(id, stored[i] as Uint8Array, dim)));
-    set.add('facetPoint', keys, ids, vectors, slotsOf(table, ids));
+    set.add('facetPoint', keys, ids, vectors, placesOf(table, ids));
     expect(set.size('facetPoint')).toBe(count);
     const usearch = await loadUsearchWasm(await readUsearchWasm());
     const fromFloats = usearch.createIndex({ dim });
@@ -375,8 +394,8 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
     // Off the i8 grid by a hair: kept as floats.
     const floats = Float32Array.from(rounded[20_000] as Float32Array, (x, i) => (i === 0 ? x + 1e-7 : x));
     table.set('n20000', floats);
-    expect(table.recordSlot('n20000')).toBeUndefined();
-    set.add('facetPoint', keys, ids, vectors, slotsOf(table, ids));
+    expect(table.recordPlace('n20000')).toBeUndefined();
+    set.add('facetPoint', keys, ids, vectors, placesOf(table, ids));
     expect(set.size('facetPoint')).toBe(count);
     expect(set.search('facetPoint', floats, 1)[0]?.key).toBe(20_001);
     set.dispose();
@@ -384,8 +403,8 @@ describe('IndexSet: records copied into an index a batch at a time', () => {
 });
 
 /** The record slots of `ids` as an applyBatch queue takes them (−1 where there is none). */
-function slotsOf(table: VectorTable, ids: readonly string[]): number[] {
-  return ids.map((id) => table.recordSlot(id) ?? -1);
+function placesOf(table: VectorTable, ids: readonly string[]): number[] {
+  return ids.map((id) => table.recordPlace(id) ?? -1);
 }
 
 function bitsOf(v: Float32Array | undefined): number[] | undefined {

@@ -112,12 +112,17 @@ function scratchRecord(dim: number): I8Record {
  * the table then keeps only its key there and reads the vector from the index.
  */
 export class VectorTable implements Map<string, Float32Array> {
+  /** Each vector's place in `slots`, by id, in insertion order. */
+  private readonly places = new Map<string, number>();
   /**
-   * Record slot of a vector kept as bytes (≥ 0: an i8 record's below `I4_SLOTS`, an i4 record's
-   * from it), −1 for one kept as floats, or, at most −2, where a lent one is (`lentTo`); in
-   * insertion order.
+   * By place: the record slot of a vector kept as bytes (≥ 0: an i8 record's below `I4_SLOTS`, an
+   * i4 record's from it), −1 for one kept as floats, or, at most −2, where a lent one is (`lentTo`).
+   * An array beside the map, so that lending a vector found by its place (`recordPlace`) changes it
+   * with no second lookup by id: an open lends every vector of a memory.
    */
-  private readonly slots = new Map<string, number>();
+  private readonly slots: number[] = [];
+  /** Places freed by deletes, reused before `slots` grows. */
+  private readonly freePlaces: number[] = [];
   /** Where lent vectors are read, by the number a lent slot names. */
   private readonly lenders: IndexRows[] = [];
   private readonly floats = new Map<string, Float32Array>();
@@ -135,7 +140,7 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   get size(): number {
-    return this.slots.size;
+    return this.places.size;
   }
 
   get [Symbol.toStringTag](): string {
@@ -143,12 +148,12 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   has(id: string): boolean {
-    return this.slots.has(id);
+    return this.places.has(id);
   }
 
   /** The vector under `id`, decoded afresh and not remembered: for a pass over every vector (indexing a loaded memory). */
   peek(id: string): Float32Array | undefined {
-    const slot = this.slots.get(id);
+    const slot = this.slotOf(id);
     if (slot === undefined) return undefined;
     if (slot === -1) return this.floats.get(id);
     const cached = this.decoded.get(id);
@@ -158,25 +163,29 @@ export class VectorTable implements Map<string, Float32Array> {
     return decodeVector(bytes.subarray(start, start + this.dim + 4), this.dim);
   }
 
-  /** The slot of `id`'s record (for `copyRecords` and `lend`), or undefined when it is not kept as one (floats, lent, or absent). */
-  recordSlot(id: string): number | undefined {
-    const slot = this.slots.get(id);
-    return slot !== undefined && slot >= 0 ? slot : undefined;
+  /**
+   * Where `id`'s record is found again by `copyRecords` and `lend` (its place, not a lookup by
+   * id), or undefined when it is not kept as one (floats, lent, or absent).
+   */
+  recordPlace(id: string): number | undefined {
+    const place = this.places.get(id);
+    return place !== undefined && (this.slots[place] as number) >= 0 ? place : undefined;
   }
 
   /**
-   * Copies the records in `slots` (from `recordSlot`, none freed since) end to end into `target`
+   * Copies the records at `places` (from `recordPlace`, none deleted or lent since) end to end into `target`
    * in `form` (default i8): an i8 record as it is kept, an i4 one as it is (`i4`) or expanded to
    * the i8 record it names (`i8`). False, with `target` partly written, when one is an i8 record
    * asked for as i4, or they do not fill it. No view is made per record: an open copies every
    * vector of a memory for its indexes.
    */
-  copyRecords(slots: readonly number[], target: Uint8Array, form: RecordForm = 'i8'): boolean {
+  copyRecords(places: readonly number[], target: Uint8Array, form: RecordForm = 'i8'): boolean {
     const bytes = recordBytes(this.dim, form);
-    if (this.dim === 0 || target.length !== slots.length * bytes) return false;
+    if (this.dim === 0 || target.length !== places.length * bytes) return false;
     const words = target.byteOffset % 4 === 0 ? new Int32Array(target.buffer, target.byteOffset, Math.floor(target.length / 4)) : null;
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as number;
+    for (let i = 0; i < places.length; i++) {
+      const slot = this.slots[places[i] as number];
+      if (slot === undefined || slot < 0) return false;
       const at = i * bytes;
       if (slot < I4_SLOTS) {
         if (form !== 'i8') return false;
@@ -198,7 +207,7 @@ export class VectorTable implements Map<string, Float32Array> {
    * without decoding each vector. False for anything else, which its checker then decodes.
    */
   isFiniteRecord(id: string, dim: number): boolean {
-    const slot = this.slots.get(id);
+    const slot = this.slotOf(id);
     if (slot === undefined || slot < 0 || dim !== this.dim) return false;
     const [pool, place] = slot < I4_SLOTS ? [this.i8 as RecordPool, slot] : [this.i4 as RecordPool, slot - I4_SLOTS];
     const { page, start } = pool.locate(place);
@@ -211,7 +220,7 @@ export class VectorTable implements Map<string, Float32Array> {
    * query's, added in the same order). Undefined when `id` holds nothing.
    */
   dot(id: string, query: Float32Array): number | undefined {
-    const slot = this.slots.get(id);
+    const slot = this.slotOf(id);
     if (slot === undefined) return undefined;
     if (slot === -1) return dot(this.floats.get(id) as Float32Array, query);
     if (slot < -1) return this.lentDot(slot, id, query);
@@ -224,8 +233,8 @@ export class VectorTable implements Map<string, Float32Array> {
    * here, or lent to one index. Undefined when either holds nothing.
    */
   pairDot(a: string, b: string): number | undefined {
-    const slotA = this.slots.get(a);
-    const slotB = this.slots.get(b);
+    const slotA = this.slotOf(a);
+    const slotB = this.slotOf(b);
     if (slotA === undefined || slotB === undefined) return undefined;
     if (slotA >= 0 && slotB >= 0) {
       const recordA = this.i8Record(slotA, 0);
@@ -245,7 +254,7 @@ export class VectorTable implements Map<string, Float32Array> {
     if (cached) return cached;
     const vector = this.peek(id);
     // Only decoded records are remembered: a vector kept as floats is its own entry.
-    if (vector && this.slots.get(id) !== -1) {
+    if (vector && this.slotOf(id) !== -1) {
       if (this.decoded.size >= DECODED_CACHE_LIMIT) this.decoded.delete(this.decoded.keys().next().value as string);
       this.decoded.set(id, vector);
     }
@@ -256,10 +265,10 @@ export class VectorTable implements Map<string, Float32Array> {
     this.delete(id);
     const bytes = this.dim === 0 || vector.length === this.dim ? encodeVector(vector, 'i8') : null;
     if (bytes && sameFloats(decodeVector(bytes, vector.length), vector)) {
-      this.slots.set(id, this.pools(vector.length).i8.store(bytes));
+      this.place(id, this.pools(vector.length).i8.store(bytes));
     } else {
       this.floats.set(id, vector);
-      this.slots.set(id, -1);
+      this.place(id, -1);
     }
     return this;
   }
@@ -273,20 +282,22 @@ export class VectorTable implements Map<string, Float32Array> {
   setStored(id: string, bytes: Uint8Array, dim: number): this {
     if ((this.dim === 0 || this.dim === dim) && isValidI4Record(bytes, dim)) {
       this.delete(id);
-      this.slots.set(id, I4_SLOTS + this.pools(dim).i4.store(bytes));
+      this.place(id, I4_SLOTS + this.pools(dim).i4.store(bytes));
       return this;
     }
     const record = this.dim === 0 || this.dim === dim ? i8RecordOfStored(id, bytes, dim) : null;
     if (!record) return this.set(id, decodeStoredVector(id, bytes, dim));
     this.delete(id);
-    this.slots.set(id, this.pools(dim).i8.store(record));
+    this.place(id, this.pools(dim).i8.store(record));
     return this;
   }
 
   delete(id: string): boolean {
-    const slot = this.slots.get(id);
-    if (slot === undefined) return false;
-    this.slots.delete(id);
+    const place = this.places.get(id);
+    if (place === undefined) return false;
+    const slot = this.slots[place] as number;
+    this.places.delete(id);
+    this.freePlaces.push(place);
     this.decoded.delete(id);
     if (slot === -1) this.floats.delete(id);
     else if (slot >= 0) this.freeRecord(slot);
@@ -296,28 +307,30 @@ export class VectorTable implements Map<string, Float32Array> {
   /**
    * Lends the records of `ids` to an index that holds each under the key at the same place in
    * `keys` (as it was added) and reads it back through `rows`: the table frees them and reads
-   * them from there. `slots`, where given, are their slots from `recordSlot` (none freed since;
-   * −1: look the id up). A vector kept as floats, or already lent, stays as it is. The index must
-   * hold these vectors for as long as the table does; the graph deletes a vector together with
-   * its index entry (ingest's `applyBatch`).
+   * them from there. `places`, where given, are where `recordPlace` found them (none deleted
+   * since; −1: look the id up). A vector kept as floats, or already lent, stays as it is. The
+   * index must hold these vectors for as long as the table does; the graph deletes a vector
+   * together with its index entry (ingest's `applyBatch`).
    */
-  lend(ids: readonly string[], keys: readonly number[], rows: IndexRows, slots?: readonly number[]): void {
+  lend(ids: readonly string[], keys: readonly number[], rows: IndexRows, places?: readonly number[]): void {
     let lender = this.lenders.indexOf(rows);
     if (lender < 0 && this.lenders.length < LENDERS) lender = this.lenders.push(rows) - 1;
     if (lender < 0) return;
     for (let i = 0; i < ids.length; i++) {
-      const id = ids[i] as string;
       const key = keys[i] as number;
-      const known = slots?.[i] ?? -1;
-      const slot = known >= 0 ? known : this.slots.get(id);
-      if (slot === undefined || slot < 0 || !Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) continue;
+      const known = places?.[i] ?? -1;
+      const place = known >= 0 ? known : this.places.get(ids[i] as string);
+      const slot = place === undefined ? undefined : this.slots[place];
+      if (place === undefined || slot === undefined || slot < 0 || !Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) continue;
       this.freeRecord(slot);
-      this.slots.set(id, -2 - (key * LENDERS + lender));
+      this.slots[place] = -2 - (key * LENDERS + lender);
     }
   }
 
   clear(): void {
-    this.slots.clear();
+    this.places.clear();
+    this.slots.length = 0;
+    this.freePlaces.length = 0;
     this.floats.clear();
     this.decoded.clear();
     this.lenders.length = 0;
@@ -331,11 +344,11 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   *entries(): MapIterator<[string, Float32Array]> {
-    for (const id of this.slots.keys()) yield [id, this.get(id) as Float32Array];
+    for (const id of this.places.keys()) yield [id, this.get(id) as Float32Array];
   }
 
   keys(): MapIterator<string> {
-    return this.slots.keys();
+    return this.places.keys();
   }
 
   *values(): MapIterator<Float32Array> {
@@ -344,6 +357,19 @@ export class VectorTable implements Map<string, Float32Array> {
 
   [Symbol.iterator](): MapIterator<[string, Float32Array]> {
     return this.entries();
+  }
+
+  /** `id`'s slot (see `slots`), or undefined when the table holds no vector under it. */
+  private slotOf(id: string): number | undefined {
+    const place = this.places.get(id);
+    return place === undefined ? undefined : this.slots[place];
+  }
+
+  /** Keeps `slot` under `id`, which holds nothing (a caller deletes it first). */
+  private place(id: string, slot: number): void {
+    const place = this.freePlaces.pop() ?? this.slots.length;
+    this.slots[place] = slot;
+    this.places.set(id, place);
   }
 
   /** The record pools, made for `dim` dimensions by the first record (which fixes the table's). */

@@ -364,17 +364,17 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   for (const chunk of batch.putChunks ?? []) graph.putChunk(chunk);
   for (const [id, vector] of batch.putVectors ?? []) graph.vectors.set(id, vector);
   // Index additions are grouped per space so each index takes one batched add.
-  const additions = new Map<IndexSpace, { keys: number[]; ids: string[]; slots: number[] }>();
+  const additions = new Map<IndexSpace, { keys: number[]; ids: string[]; places: number[] }>();
   const queue = (space: IndexSpace | null, key: number, id: string) => {
     if (!space) return;
     // One lookup a vector where records are kept (a reload indexes every vector of a memory).
-    const slot = indexVectors.recordSlot?.(id);
-    if (slot === undefined && !indexVectors.has(id)) return;
+    const place = indexVectors.recordPlace?.(id);
+    if (place === undefined && !indexVectors.has(id)) return;
     let list = additions.get(space);
-    if (!list) additions.set(space, (list = { keys: [], ids: [], slots: [] }));
+    if (!list) additions.set(space, (list = { keys: [], ids: [], places: [] }));
     list.keys.push(key);
     list.ids.push(id);
-    list.slots.push(slot ?? -1);
+    list.places.push(place ?? -1);
   };
   for (const node of batch.putNodes ?? []) {
     // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
@@ -385,7 +385,7 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
     graph.putEdge(edge);
     queue(edgeSpace(edge.type), edge.key, edge.id);
   }
-  for (const [space, { keys, ids, slots }] of additions) indexes.add(space, keys, ids, indexVectors, slots);
+  for (const [space, { keys, ids, places }] of additions) indexes.add(space, keys, ids, indexVectors, places);
   for (const hash of batch.putHashes ?? []) state.hashes.add(hash);
   if (batch.meta) state.meta = batch.meta;
   state.version++;

@@ -64,9 +64,9 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
   }, {
     has: (id) => vectors.has(id),
     get: (id) => vectors.peek(id),
-    recordSlot: (id) => vectors.recordSlot(id),
-    copyRecords: (slots, target, form) => vectors.copyRecords(slots, target, form),
-    lend: (ids, keys, rows, slots) => vectors.lend(ids, keys, rows, slots),
+    recordPlace: (id) => vectors.recordPlace(id),
+    copyRecords: (places, target, form) => vectors.copyRecords(places, target, form),
+    lend: (ids, keys, rows, places) => vectors.lend(ids, keys, rows, places),
   });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
   for (const { type, from, keys } of derived?.kept ?? []) graph.putDerivedEdges(type, from, keys);

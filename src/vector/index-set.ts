@@ -16,22 +16,22 @@ export interface IndexVectors {
   has(id: string): boolean;
   get(id: string): Float32Array | undefined;
   /**
-   * The slot of `id`'s record where it is kept as one (`VectorTable.recordSlot`), else undefined:
-   * a vector found so is copied and lent by its slot, with no second lookup by id (an open
+   * Where `id`'s record is kept, when it is kept as one (`VectorTable.recordPlace`), else undefined:
+   * a vector found so is copied and lent by its place, with no second lookup by id (an open
    * indexes every vector of a memory). Absent where vectors are floats.
    */
-  recordSlot?(id: string): number | undefined;
+  recordPlace?(id: string): number | undefined;
   /**
-   * Copies the records in `slots` end to end into `target` in `form` (an i8 record is also what
+   * Copies the records at `places` end to end into `target` in `form` (an i8 record is also what
    * an i4 one names); false when one is not kept in that form (`VectorTable.copyRecords`).
    */
-  copyRecords?(slots: readonly number[], target: Uint8Array, form: RecordForm): boolean;
+  copyRecords?(places: readonly number[], target: Uint8Array, form: RecordForm): boolean;
   /**
    * Told, once an index holds the vectors of `ids` under `keys`, where to read them back
-   * (`VectorTable.lend`), so that whoever keeps them can drop its copy; `slots` are their record
-   * slots (−1: look the id up). Absent: nothing is lent.
+   * (`VectorTable.lend`), so that whoever keeps them can drop its copy; `places` are where their
+   * records are kept (−1: look the id up). Absent: nothing is lent.
    */
-  lend?(ids: readonly string[], keys: readonly number[], rows: IndexRows, slots: readonly number[]): void;
+  lend?(ids: readonly string[], keys: readonly number[], rows: IndexRows, places: readonly number[]): void;
 }
 
 /**
@@ -58,38 +58,38 @@ export class IndexSet {
 
   /**
    * Adds the vectors of `ids` (each held by `vectors`) under `keys` to the space's index, all or
-   * nothing. `slots` are their record slots as `vectors.recordSlot` gave them (−1 where it gave
+   * nothing. `places` are where their records are kept as `vectors.recordPlace` gave them (−1 where it gave
    * none). When each has one and the index takes records (`VectorIndex.addRecords`), they are
    * copied from where they are kept a batch of `RECORD_BATCH_BYTES` at a time (see `addRecords`);
    * otherwise every one is added as its floats. An index that reads its vectors back
    * (`VectorIndex.rows`) is then lent them.
    */
-  add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors, slots: readonly number[]): void {
+  add(space: IndexSpace, keys: readonly number[], ids: readonly string[], vectors: IndexVectors, places: readonly number[]): void {
     if (keys.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
-    if (!this.addRecords(index, keys, slots, vectors)) index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
-    if (index.rows) vectors.lend?.(ids, keys, index.rows, slots);
+    if (!this.addRecords(index, keys, places, vectors)) index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
+    if (index.rows) vectors.lend?.(ids, keys, index.rows, places);
   }
 
   /**
-   * The vectors added as records from their slots, batch by batch: a batch goes as the i4
+   * The vectors added as records from their places, batch by batch: a batch goes as the i4
    * records a store wrote where each of its vectors is kept so (half the bytes to copy, expanded
    * by the index), else as i8 records; false, with nothing added, when one has no record or the
    * index takes none.
    */
-  private addRecords(index: VectorIndex, keys: readonly number[], slots: readonly number[], vectors: IndexVectors): boolean {
-    if (!index.addRecords || !vectors.copyRecords || slots.some((slot) => slot < 0)) return false;
+  private addRecords(index: VectorIndex, keys: readonly number[], places: readonly number[], vectors: IndexVectors): boolean {
+    if (!index.addRecords || !vectors.copyRecords || places.some((place) => place < 0)) return false;
     // Room for a batch in the larger form.
     const perBatch = Math.max(1, Math.floor(RECORD_BATCH_BYTES / recordBytes(this.dim, 'i8')));
-    const batch = new Uint8Array(Math.min(slots.length, perBatch) * recordBytes(this.dim, 'i8'));
+    const batch = new Uint8Array(Math.min(places.length, perBatch) * recordBytes(this.dim, 'i8'));
     let added = 0;
     try {
-      for (let start = 0; start < slots.length; start = added) {
-        const end = Math.min(slots.length, start + perBatch);
-        const batchSlots = slots.slice(start, end);
-        const recordsIn = (form: RecordForm) => batch.subarray(0, batchSlots.length * recordBytes(this.dim, form));
-        const form = RECORD_FORMS.find((f) => vectors.copyRecords?.(batchSlots, recordsIn(f), f));
+      for (let start = 0; start < places.length; start = added) {
+        const end = Math.min(places.length, start + perBatch);
+        const batchPlaces = places.slice(start, end);
+        const recordsIn = (form: RecordForm) => batch.subarray(0, batchPlaces.length * recordBytes(this.dim, form));
+        const form = RECORD_FORMS.find((f) => vectors.copyRecords?.(batchPlaces, recordsIn(f), f));
         if (!form) break;
         index.addRecords(keys.slice(start, end), recordsIn(form), form);
         added = end;
@@ -98,8 +98,8 @@ export class IndexSet {
       index.remove(keys.slice(0, added));
       throw error;
     }
-    if (added < slots.length) index.remove(keys.slice(0, added));
-    return added === slots.length;
+    if (added < places.length) index.remove(keys.slice(0, added));
+    return added === places.length;
   }
 
   remove(space: IndexSpace, keys: readonly number[]): void {

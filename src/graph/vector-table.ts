@@ -276,7 +276,7 @@ export class VectorTable implements Map<string, Float32Array> {
   /**
    * Sets a vector from its stored bytes (any precision a store writes, told by their length, for
    * `dim` dimensions): i8 and i4 bytes are kept as they are, which is what makes loading a
-   * memory cheap (an i4 record reaches an index as it is, to be expanded there). Bytes that fit
+   * memory cheap (an i4 record reaches an index as it is, and stays an i4 row there). Bytes that fit
    * no precision, or an i4 half byte that names no level, are CORRUPT_CHECKPOINT naming the vector.
    */
   setStored(id: string, bytes: Uint8Array, dim: number): this {

@@ -287,9 +287,10 @@ export class UsearchIndex implements VectorIndex {
   }
 
   /**
-   * `add` for records (see `VectorIndex.addRecords`): a flat index with i8 rows copies i8 records
-   * as they are and expands i4 ones in WASM, with no floats in between. All or nothing, as `add`;
-   * an i4 half byte that names no level is INVALID_INPUT.
+   * `add` for records (see `VectorIndex.addRecords`): a flat index keeps an i4 record as an i4
+   * row as it is, and packs an i8 record whose codes are all levels into one; i8 rows take i8
+   * records as they are and i4 ones expanded, with no floats in between. All or nothing, as
+   * `add`; an i4 half byte that names no level is INVALID_INPUT.
    */
   addRecords(keys: readonly number[], records: Uint8Array, form: RecordForm = 'i8'): void {
     checkKeys(keys);

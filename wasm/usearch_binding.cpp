@@ -321,11 +321,12 @@ bool valid(std::uint8_t const* record, std::size_t dimensions) {
     return bad == 0;
 }
 
-/// Writes the i8 record (`i8_rows::row_bytes` bytes) a valid i4 record names at `out`. 32 codes a
+/// Writes the i8 record (`i8_rows::row_bytes` bytes) a valid i4 record names at `out`, and returns
+/// `out`. 32 codes a
 /// step with WASM SIMD (a swizzle looks 16 half bytes up in `codes` at once, then the low and high
 /// halves' codes are interleaved): an open expands every vector of a memory, 464K of them at 100K
 /// messages, which took ~650 ms one half byte at a time.
-void expand(std::uint8_t const* record, std::size_t dimensions, std::uint8_t* out) {
+std::uint8_t* expand(std::uint8_t const* record, std::size_t dimensions, std::uint8_t* out) {
     std::memcpy(out, record, sizeof(float));
     std::uint8_t const* const halves = record + sizeof(float);
     std::int8_t* const codes_out = reinterpret_cast<std::int8_t*>(out + sizeof(float));
@@ -341,6 +342,7 @@ void expand(std::uint8_t const* record, std::size_t dimensions, std::uint8_t* ou
     }
     for (; d != dimensions; ++d)
         codes_out[d] = codes[(halves[d >> 1] >> ((d & 1) * 4)) & 0x0f];
+    return out;
 }
 
 /// The half byte of each i8 code (as its byte, 0 … 255) that is a level's, 0xff for the rest.
@@ -566,10 +568,7 @@ class flat_index_t final : public prism_index_t {
 
     /// The i8 record of the i4 or i8 row at `row`: the row itself (i8), or expanded into `i8_scratch_` (i4).
     std::uint8_t const* i8_record_of(std::uint8_t const* row) const {
-        if (form_ == row_form_t::i8)
-            return row;
-        i4_records::expand(row, dimensions_, i8_scratch_);
-        return i8_scratch_;
+        return form_ == row_form_t::i8 ? row : i4_records::expand(row, dimensions_, i8_scratch_);
     }
 
     /// The floats of the row at `row`: the row itself (f32), or decoded into `scratch`.
@@ -735,19 +734,21 @@ class flat_index_t final : public prism_index_t {
             [this, records, record_bytes](std::size_t i, std::uint8_t* row) { return write_i8(records + i * record_bytes, row); });
     }
 
-    /// i4 records are copied as rows as they are (expanded once the rows are i8, then decoded once they are f32).
+    /// i4 records are copied as rows as they are (expanded straight into the rows once they are i8;
+    /// expanded, then decoded, once they are f32).
     std::int32_t add_valid_i4(double const* keys, std::uint8_t const* records, std::size_t count) override {
         std::size_t const record_bytes = i4_records::record_bytes(dimensions_);
         return add_rows(
             count, [keys](std::size_t i) { return static_cast<default_key_t>(keys[i]); },
             [this, records, record_bytes](std::size_t i, std::uint8_t* row) {
                 std::uint8_t const* record = records + i * record_bytes;
-                if (form_ == row_form_t::i4) {
+                if (form_ == row_form_t::i4)
                     std::memcpy(row, record, record_bytes);
-                    return true;
-                }
-                i4_records::expand(record, dimensions_, i8_scratch_);
-                return write_i8(i8_scratch_, row);
+                else if (form_ == row_form_t::i8)
+                    i4_records::expand(record, dimensions_, row);
+                else
+                    return write_i8(i4_records::expand(record, dimensions_, i8_scratch_), row);
+                return true;
             });
     }
 

@@ -1,5 +1,5 @@
 import { PrismError } from '../errors.ts';
-import { decodeStoredVector, decodeVector, encodeVector, expandI4Record, i8RecordDot, i8RecordOfStored, i8RecordPairDot, i8RecordScale, i8ScaleIsFinite, isValidI4Record } from '../store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, expandI4Into, expandI4Record, i8RecordDot, i8RecordOfStored, i8RecordPairDot, i8RecordScale, i8ScaleIsFinite, isValidI4Record, scratchI8Record, type I8Record } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts';
 
@@ -83,19 +83,6 @@ class RecordPool {
     this.nextPlace = 0;
     this.held = 0;
   }
-}
-
-/** An i8 record at byte `start` of `bytes`, with the views its readers take of those bytes. */
-interface I8Record {
-  bytes: Uint8Array;
-  view: DataView;
-  codes: Int8Array;
-  start: number;
-}
-
-function scratchRecord(dim: number): I8Record {
-  const bytes = new Uint8Array(recordBytes(dim, 'i8'));
-  return { bytes, view: new DataView(bytes.buffer), codes: new Int8Array(bytes.buffer), start: 0 };
 }
 
 /**
@@ -320,8 +307,8 @@ export class VectorTable implements Map<string, Float32Array> {
       const key = keys[i] as number;
       const known = places?.[i] ?? -1;
       const place = known >= 0 ? known : this.places.get(ids[i] as string);
-      const slot = place === undefined ? undefined : this.slots[place];
-      if (place === undefined || slot === undefined || slot < 0 || !Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) continue;
+      const slot = place === undefined ? -1 : (this.slots[place] as number);
+      if (place === undefined || slot < 0 || !Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) continue;
       this.freeRecord(slot);
       this.slots[place] = -2 - (key * LENDERS + lender);
     }
@@ -378,7 +365,7 @@ export class VectorTable implements Map<string, Float32Array> {
       this.dim = dim;
       this.i8 = new RecordPool(recordBytes(dim, 'i8'));
       this.i4 = new RecordPool(recordBytes(dim, 'i4'));
-      this.expanded = [scratchRecord(dim), scratchRecord(dim)];
+      this.expanded = [scratchI8Record(dim), scratchI8Record(dim)];
     }
     return { i8: this.i8, i4: this.i4 };
   }
@@ -395,9 +382,7 @@ export class VectorTable implements Map<string, Float32Array> {
     }
     const pool = this.i4 as RecordPool;
     const { page, start } = pool.locate(slot - I4_SLOTS);
-    const record = (this.expanded as [I8Record, I8Record])[scratch];
-    expandI4Record(pool.pages[page] as Uint8Array, start, this.dim, record.bytes, 0);
-    return record;
+    return expandI4Into(pool.pages[page] as Uint8Array, start, this.dim, (this.expanded as [I8Record, I8Record])[scratch]);
   }
 
   /** The vector lent under `slot` (at most −2), from its index; a lender that lost it is a broken invariant. */

@@ -273,6 +273,29 @@ export function expandI4Record(source: Uint8Array, from: number, dim: number, ta
   return bad === 0;
 }
 
+/** An i8 record at byte `start` of `bytes`, with the views its readers (`i8RecordDot`, `i8RecordPairDot`) take of those bytes. */
+export interface I8Record {
+  bytes: Uint8Array;
+  view: DataView;
+  codes: Int8Array;
+  start: number;
+}
+
+/** Room for one i8 record of `dim` dimensions, for i4 records to be expanded into (`expandI4Into`). */
+export function scratchI8Record(dim: number): I8Record {
+  const bytes = new Uint8Array(dim + 4);
+  return { bytes, view: new DataView(bytes.buffer), codes: new Int8Array(bytes.buffer), start: 0 };
+}
+
+/**
+ * `record`, now holding the i8 record that the i4 record of `dim` dimensions at `source[from]`
+ * names: for a reader of i4 records kept whose half bytes were checked when they were kept.
+ */
+export function expandI4Into(source: Uint8Array, from: number, dim: number, record: I8Record): I8Record {
+  expandI4Record(source, from, dim, record.bytes, record.start);
+  return record;
+}
+
 /** Whether stored bytes of `dim` dimensions are an i4 record whose every half byte names a level (see `expandI4Record`). */
 export function isValidI4Record(bytes: Uint8Array, dim: number): boolean {
   if (!isI4Record(bytes, dim)) return false;

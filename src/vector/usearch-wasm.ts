@@ -1,7 +1,7 @@
 import createUsearchModule from '../../wasm/usearch.mjs';
 import type { UsearchModule } from '../../wasm/usearch.mjs';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
-import { decodeVector, expandI4Record, i8RecordDot, i8RecordPairDot } from '../store/vector-codec.ts';
+import { decodeVector, expandI4Into, i8RecordDot, i8RecordPairDot, scratchI8Record, type I8Record } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import { recordBytes, type IndexKind, type IndexRows, type RecordForm, type SearchHit, type VectorIndex } from './types.ts';
 import { checkK, checkKeys, checkRecords, checkRows, compareHits } from './validate.ts';
@@ -225,15 +225,6 @@ class UsearchWasmRuntime implements UsearchWasm {
   }
 }
 
-/** Two i8 records, one after the other, and views over them. */
-interface ScratchRecords {
-  bytes: Uint8Array;
-  view: DataView;
-  codes: Int8Array;
-  /** Bytes of one record. */
-  recordBytes: number;
-}
-
 /**
  * An inner-product index over f32 vectors living in WASM memory (usearch_binding.cpp): the flat kind
  * is an exact scan over packed rows, the hnsw kind is usearch's `index_dense`. Call `dispose()` when done.
@@ -245,8 +236,8 @@ export class UsearchIndex implements VectorIndex {
   readonly rows: IndexRows | undefined;
   private readonly runtime: UsearchWasmRuntime;
   private handle: number;
-  /** Room for reading i4 rows back (`expanded`), made at the first such read. */
-  private scratch: ScratchRecords | undefined;
+  /** Two records' room for reading i4 rows back (`expanded`), made at the first such read. */
+  private scratch: [I8Record, I8Record] | undefined;
 
   /** @internal Use `UsearchWasm.createIndex` or `loadIndex`. */
   constructor(runtime: UsearchWasmRuntime, handle: number) {
@@ -347,8 +338,8 @@ export class UsearchIndex implements VectorIndex {
       const { view, codes } = this.runtime.memoryViews();
       return i8RecordDot(view, codes, row, this.dim, query);
     }
-    const { view, codes } = this.expanded(row, 0);
-    return i8RecordDot(view, codes, 0, this.dim, query);
+    const { view, codes, start } = this.expanded(row, 0);
+    return i8RecordDot(view, codes, start, this.dim, query);
   }
 
   private pairDotOf(a: number, b: number): number | undefined {
@@ -364,25 +355,19 @@ export class UsearchIndex implements VectorIndex {
       const { view, codes } = this.runtime.memoryViews();
       return i8RecordPairDot(view, codes, rowA, view, codes, rowB, this.dim);
     }
-    this.expanded(rowA, 0);
-    const { view, codes, recordBytes: second } = this.expanded(rowB, 1);
-    return i8RecordPairDot(view, codes, 0, view, codes, second, this.dim);
+    const first = this.expanded(rowA, 0);
+    const second = this.expanded(rowB, 1);
+    return i8RecordPairDot(first.view, first.codes, first.start, second.view, second.codes, second.start, this.dim);
   }
 
   /**
-   * The scratch records, with the i8 record that the i4 row at `row` names expanded into record
-   * `slot` (0 or 1, so a pair can be read at once; it starts at `slot × recordBytes`): valid until
-   * that slot is next used. The rows stay i4 in WASM memory; reading one back costs this expansion.
+   * The i8 record that the i4 row at `row` names, expanded into scratch record `slot` (0 or 1, so a
+   * pair can be read at once): valid until that slot is next used. The rows stay i4 in WASM
+   * memory (their half bytes were checked when they were added); reading one costs this expansion.
    */
-  private expanded(row: number, slot: 0 | 1): ScratchRecords {
-    if (!this.scratch) {
-      const bytes = recordBytes(this.dim, 'i8');
-      const buffer = new ArrayBuffer(2 * bytes);
-      this.scratch = { bytes: new Uint8Array(buffer), view: new DataView(buffer), codes: new Int8Array(buffer), recordBytes: bytes };
-    }
-    // The rows were checked when they were added: every half byte names a level.
-    expandI4Record(this.runtime.wasm.HEAPU8, row, this.dim, this.scratch.bytes, slot * this.scratch.recordBytes);
-    return this.scratch;
+  private expanded(row: number, slot: 0 | 1): I8Record {
+    this.scratch ??= [scratchI8Record(this.dim), scratchI8Record(this.dim)];
+    return expandI4Into(this.runtime.wasm.HEAPU8, row, this.dim, this.scratch[slot]);
   }
 
   remove(keys: readonly number[]): number {

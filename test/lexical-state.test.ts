@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MemoryGraph } from '../src/graph/memory-graph.ts';
 import { Memory } from '../src/memory.ts';
 import { LexicalIndex } from '../src/retrieve/lexical.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
@@ -139,5 +140,47 @@ describe('the lexical index kept beside a memory', () => {
     expect((await memory.search('marker3x3', { budget: 512 })).context).toContain('marker3x3');
     expect(built).toHaveBeenCalledTimes(1);
     await memory.close();
+  });
+
+  it('catches up with each write from what it changed, to the same index as a walk of the whole graph', async () => {
+    // The same writes and searches twice: as shipped, and with the graph's changes withheld, so
+    // that every search after a write walks every node. The index after each step must be the same, byte for byte.
+    const run = async (told: boolean) => {
+      const update = vi.spyOn(LexicalIndex.prototype, 'update');
+      const walk = vi.spyOn(LexicalIndex.prototype as unknown as { catchUp: () => number }, 'catchUp');
+      if (!told) vi.spyOn(MemoryGraph.prototype, 'takeChanges').mockReturnValue(null);
+      const memory = await Memory.open({ store: await openSqliteStore(join(dir, `${String(told)}.sqlite`)), embedder: hashEmbedder(), createIndex: runtime.createIndex, llm: null });
+      const steps: Array<{ bytes: string; changed: unknown; context: string }> = [];
+      const search = async (query: string) => {
+        const { context } = await memory.search(query, { budget: 512 });
+        const index = update.mock.contexts.at(-1) as LexicalIndex;
+        steps.push({ bytes: Buffer.from(index.toBytes()).toString('base64'), changed: update.mock.results.at(-1)?.value, context });
+      };
+      for (let s = 0; s < 4; s++) await memory.add(session(s), { sessionId: `s${s}`, date: `2024-03-${10 + s}` });
+      await search(QUERIES[0]!);
+      const walksAtOpen = walk.mock.calls.length;
+      await memory.add(session(4), { sessionId: 's4', date: '2024-03-20' });
+      await search('marker4x1 violin');
+      // Messages added to a session it holds, then a session deleted, then added again.
+      await memory.add(session(7).slice(0, 2), { sessionId: 's2', date: '2024-03-21' });
+      await search('marker7x1 Lisbon');
+      await memory.delete({ sessionId: 's1' });
+      await search('marker1x2 marker3x2');
+      await memory.add(session(1), { sessionId: 's1', date: '2024-03-22' });
+      await search('marker1x2 orchard');
+      for (let s = 8; s < 11; s++) await memory.add(session(s), { sessionId: `s${s}`, date: `2024-03-${10 + s}` });
+      await search('Who is Odile?');
+      const walksAfterOpen = walk.mock.calls.length - walksAtOpen;
+      await memory.close();
+      vi.restoreAllMocks();
+      return { steps, walksAfterOpen };
+    };
+    const told = await run(true);
+    const walked = await run(false);
+    expect(told.steps).toEqual(walked.steps);
+    // Five searches after writes: the shipped index caught up with each from the changes alone.
+    expect(told.walksAfterOpen).toBe(0);
+    expect(walked.walksAfterOpen).toBe(5);
+    expect(told.steps.at(-2)?.context).toContain('marker1x2');
   });
 });

@@ -1,6 +1,23 @@
 import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
-import { EDGE_TYPES, edgeId, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+
+/**
+ * What changed in a graph's nodes since `MemoryGraph.takeChanges` was last called: enough for the
+ * lexical index to catch up with a write without walking every node (its documents are the nodes'
+ * texts and the Episodes' turns).
+ */
+export interface GraphChanges {
+  /** Ids of the nodes new to the graph, in the order `nodes` holds them (one deleted since is not here). */
+  readonly added: ReadonlySet<string>;
+  /** Keys of the nodes deleted. */
+  readonly deletedKeys: ReadonlySet<number>;
+  /** Ids of the Episodes already in the graph that were put again, or whose chunk was put or deleted. */
+  readonly episodes: ReadonlySet<string>;
+}
+
+/** Changes `takeChanges` keeps before it gives up on them (a walk of the graph is then as cheap). */
+const CHANGES_KEPT = 1 << 16;
 
 /**
  * The in-memory working set of a memory: nodes, edges and chunks with adjacency, built
@@ -69,6 +86,12 @@ export class MemoryGraph {
    * Episode grew each add with the memory.
    */
   private readonly episodeChain: EpisodeNode[] = [];
+  /**
+   * What changed since `takeChanges` last ran; null before it first runs (an open puts every
+   * record), after more than `CHANGES_KEPT` changes, or once a node was put again under another
+   * key (where it sits in `nodes` then differs from where it was added).
+   */
+  private changes: { added: Set<string>; deletedKeys: Set<number>; episodes: Set<string> } | null = null;
 
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
@@ -80,6 +103,7 @@ export class MemoryGraph {
   putChunk(chunk: Chunk): void {
     this.deleteChunk(chunk.id);
     shareTurnTexts(chunk);
+    this.noteEpisode(episodeIdOf(chunk.id));
     this.chunkById.set(chunk.id, chunk);
     this.countTurns(chunk, 1);
     for (const mention of chunk.mentions ?? []) this.mentionsByName.set(mention.name.toLowerCase(), { chunkId: chunk.id, mention });
@@ -88,6 +112,7 @@ export class MemoryGraph {
   deleteChunk(id: string): void {
     const chunk = this.chunks.get(id);
     if (!chunk) return;
+    this.noteEpisode(episodeIdOf(id));
     this.chunkById.delete(id);
     this.countTurns(chunk, -1);
     for (const { name } of chunk.mentions ?? []) {
@@ -143,6 +168,7 @@ export class MemoryGraph {
   putNode(node: GraphNode): void {
     const previous = this.nodes.get(node.id);
     if (previous) this.holdDerived(previous, node);
+    this.notePut(node, previous);
     this.shareStrings(node, previous);
     this.forgetPoints();
     if (previous?.layer === 'episode') this.unchain(previous);
@@ -157,6 +183,11 @@ export class MemoryGraph {
     const node = this.nodes.get(id);
     if (!node) return;
     this.holdDerived(node, null);
+    if (this.changes) {
+      this.changes.added.delete(id);
+      this.changes.deletedKeys.add(node.key);
+      this.keepChanges();
+    }
     this.forgetPoints();
     if (node.layer === 'episode') this.unchain(node);
     this.nodes.delete(id);
@@ -164,6 +195,36 @@ export class MemoryGraph {
     this.vectors.delete(id);
     this.byLayer.get(node.layer)?.delete(id);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
+  }
+
+  /**
+   * What changed since the last call (see `GraphChanges`), and a fresh start for the next; null
+   * where that is not known (the first call, too many changes, a node put again under another
+   * key): a reader then walks the graph.
+   */
+  takeChanges(): GraphChanges | null {
+    const taken = this.changes;
+    this.changes = { added: new Set(), deletedKeys: new Set(), episodes: new Set() };
+    return taken;
+  }
+
+  private notePut(node: GraphNode, previous: GraphNode | undefined): void {
+    if (!this.changes) return;
+    if (!previous) this.changes.added.add(node.id);
+    else if (previous.key !== node.key) this.changes = null;
+    else if (node.layer === 'episode') this.changes.episodes.add(node.id);
+    this.keepChanges();
+  }
+
+  private noteEpisode(id: string): void {
+    if (!this.changes) return;
+    this.changes.episodes.add(id);
+    this.keepChanges();
+  }
+
+  private keepChanges(): void {
+    const changes = this.changes;
+    if (changes && changes.added.size + changes.deletedKeys.size + changes.episodes.size > CHANGES_KEPT) this.changes = null;
   }
 
   /** Drops `facetPointsOf`'s answers. Only when there are any: clearing a Map makes a new table, and an open puts every record. */

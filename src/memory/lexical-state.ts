@@ -94,7 +94,7 @@ export async function settleLexical(store: GraphStore, partition: LexicalHolder)
 function inStep(partition: LexicalHolder, lexical: LexicalState): void {
   const { graph, version } = partition.state;
   if (lexical.version !== version) {
-    lexical.unsaved += lexical.index.update(graph);
+    lexical.unsaved += lexical.index.update(graph, graph.takeChanges());
     lexical.version = version;
   }
 }
@@ -108,6 +108,8 @@ async function openLexical(store: GraphStore, partition: LexicalHolder): Promise
   // Read against the graph as it is now: a write that landed while the copy was read is caught up with like any other.
   const { graph, version } = partition.state;
   const read = saved ? LexicalIndex.fromBytes(saved.bytes, graph) : null;
+  // In step with the graph from here: what changes next, the next search catches up with (`inStep`).
+  graph.takeChanges();
   if (read) return { index: read.index, version, unsaved: read.changed, saving: null };
   const index = LexicalIndex.fromGraph(graph);
   return { index, version, unsaved: index.size, saving: null };

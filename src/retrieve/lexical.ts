@@ -1,4 +1,4 @@
-import type { MemoryGraph } from '../graph/memory-graph.ts';
+import type { GraphChanges, MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
 import { ByteFormatError, ByteReader, ByteWriter, nextVarint } from '../util/bytes.ts';
 import { isAscii } from '../util/ascii.ts';
@@ -182,17 +182,21 @@ export class LexicalIndex {
     return this.postings.size;
   }
 
-  /** Brings the index in step with the graph: adds documents for new nodes and turns, drops those whose node is gone. Returns how many it added and dropped. */
-  update(graph: MemoryGraph): number {
+  /**
+   * Brings the index in step with the graph: adds documents for new nodes and turns, drops those
+   * whose node is gone. Returns how many it added and dropped. `changes`, what changed in the graph
+   * since the index was last in step with it (`MemoryGraph.takeChanges`), spares walking every node.
+   */
+  update(graph: MemoryGraph, changes: GraphChanges | null = null): number {
     this.graph = graph;
-    const changed = this.intact(() => this.catchUp(graph)) + this.rebuiltDocuments;
+    const changed = this.intact(() => (changes && this.catchUpWith(graph, changes)) ?? this.catchUp(graph)) + this.rebuiltDocuments;
     this.rebuiltDocuments = 0;
     return changed;
   }
 
   private catchUp(graph: MemoryGraph): number {
-    // A search after each add runs this over the whole graph: documents it holds are only
-    // marked as still wanted, and only new ones are made.
+    // An open that reads a saved copy, and a search after changes `catchUpWith` cannot follow, run
+    // this over the whole graph: documents it holds are only marked as still wanted, and only new ones are made.
     const pass = this.postings.startPass();
     const fresh: Array<[GraphNode, number]> = [];
     forEachLexicalDocument(graph, (node, position, dialogId) => {
@@ -203,6 +207,38 @@ export class LexicalIndex {
     for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
     this.postings.forgetTokens();
     // Document count, lengths and postings feed every BM25 score.
+    if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
+    return stale.length + fresh.length;
+  }
+
+  /**
+   * `catchUp` from the graph's changes instead of its every node: the same documents dropped, in
+   * the same order, and the new ones added in the order `catchUp` meets them (the order of
+   * `nodes`, which `changes.added` keeps), so the same index to the last bit. A search after each
+   * add at 100K messages spent ~100 ms walking the graph. Null, having changed nothing, where
+   * that order is not known: an Episode already indexed gained a turn.
+   */
+  private catchUpWith(graph: MemoryGraph, { added, deletedKeys, episodes }: GraphChanges): number | null {
+    const stale: number[] = [];
+    for (const key of deletedKeys) if (graph.idForKey(key) === undefined) stale.push(...this.postings.ordinalsOfNode(key));
+    for (const id of episodes) {
+      const episode = added.has(id) ? undefined : graph.nodes.get(id);
+      if (episode === undefined) continue;
+      const documents = documentCount(graph, episode);
+      for (let position = 0; position < documents; position++) if (!this.postings.holds(episode.key, position)) return null;
+      for (const ordinal of this.postings.ordinalsOfNode(episode.key)) if (this.postings.positionOf(ordinal) >= documents) stale.push(ordinal);
+    }
+    const fresh: Array<[GraphNode, number]> = [];
+    for (const id of added) {
+      const node = graph.nodes.get(id);
+      if (node === undefined) continue;
+      for (let position = 0, documents = documentCount(graph, node); position < documents; position++) if (!this.postings.holds(node.key, position)) fresh.push([node, position]);
+    }
+    // `catchUp` finds the stale documents in ordinal order, and a removal's average length is summed in that order.
+    stale.sort((a, b) => a - b);
+    this.postings.remove(stale);
+    for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
+    this.postings.forgetTokens();
     if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
     return stale.length + fresh.length;
   }
@@ -439,6 +475,23 @@ class Postings {
 
   dialogIdOf(ordinal: number): string {
     return this.docDialogId[ordinal] as string;
+  }
+
+  /** The ordinals of the documents filed under node key `nodeKey` (an Episode's in turn order; none when it has none). */
+  ordinalsOfNode(nodeKey: number): number[] {
+    const held = this.ordinalsByNode.get(nodeKey);
+    if (held === undefined) return [];
+    return typeof held === 'number' ? [held] : held.filter((ordinal): ordinal is number => ordinal !== undefined);
+  }
+
+  /** Whether the document at `position` of node key `nodeKey` is held. */
+  holds(nodeKey: number, position: number): boolean {
+    return this.ordinalOf(nodeKey, position) !== undefined;
+  }
+
+  /** The position in its node (a turn's in its Episode; else 0) of the document at `ordinal`. */
+  positionOf(ordinal: number): number {
+    return this.docPosition[ordinal] as number;
   }
 
   /** The ordinals of an Episode's turn documents, in turn order (none when the Episode is not indexed). */
@@ -895,9 +948,14 @@ function forEachLexicalDocument(graph: MemoryGraph, visit: (node: GraphNode, pos
     if (node.layer !== 'episode') visit(node, 0, '');
     else {
       const turns = graph.chunks.get(node.chunkId)?.turns ?? [];
-      for (let i = 0; i < Math.min(turns.length, TURN_SPAN); i++) visit(node, i, (turns[i] as ChunkTurn).dialogId);
+      for (let i = 0, documents = documentCount(graph, node); i < documents; i++) visit(node, i, (turns[i] as ChunkTurn).dialogId);
     }
   }
+}
+
+/** How many documents the index holds for `node`: an Episode's turns (up to `TURN_SPAN`), else one. */
+function documentCount(graph: MemoryGraph, node: GraphNode): number {
+  return node.layer === 'episode' ? Math.min(graph.chunks.get(node.chunkId)?.turns.length ?? 0, TURN_SPAN) : 1;
 }
 
 /**

@@ -3,7 +3,9 @@
  * memory figures are this memory's alone: `growth-probe.ts <sqlite path> <queries json> [first]`.
  * With the real MiniLM loaded first, it times a cold open to the first search result, search
  * p50/p95 (query embedding included), resident memory and JS heap after the searches, add()
- * of one message p50, and the delete of one session; it prints one JSON line. With `first` it
+ * of one message p50, a search right after each add with the message added as its query (an
+ * agent's turn: the user's message stored, then recalled against), and the delete of one
+ * session; it prints one JSON line. With `first` it
  * only opens, searches once and closes (the memory then keeps its lexical index saved, as any
  * memory searched before does) and prints `{ "firstOpenMs": … }`.
  */
@@ -17,6 +19,7 @@ export interface ProbeResult {
   searchP50: number;
   searchP95: number;
   addP50: number;
+  searchAfterAddP50: number;
   deleteMs: number;
   rssMb: number;
   heapMb: number;
@@ -52,10 +55,15 @@ for (const query of queries.slice(1)) {
 const { rss, heapUsed } = process.memoryUsage();
 
 const adds: number[] = [];
+const searchesAfterAdds: number[] = [];
 for (let i = 0; i < 10; i++) {
+  const content = `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.`;
   const t = performance.now();
-  await memory.add([{ role: 'user', content: `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.` }], { sessionId: 'growth-probe', date: '2030-01-01' });
+  await memory.add([{ role: 'user', content }], { sessionId: 'growth-probe', date: '2030-01-01' });
   adds.push(performance.now() - t);
+  const s = performance.now();
+  await memory.search(content, { budget: 2048 });
+  searchesAfterAdds.push(performance.now() - s);
 }
 const t1 = performance.now();
 await memory.delete({ sessionId: 'growth-probe' });
@@ -67,6 +75,7 @@ const result: ProbeResult = {
   searchP50: percentile(searches, 50) ?? Number.NaN,
   searchP95: percentile(searches, 95) ?? Number.NaN,
   addP50: percentile(adds, 50) ?? Number.NaN,
+  searchAfterAddP50: percentile(searchesAfterAdds, 50) ?? Number.NaN,
   deleteMs,
   rssMb: rss / 2 ** 20,
   heapMb: heapUsed / 2 ** 20,

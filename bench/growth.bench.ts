@@ -137,6 +137,7 @@ export async function benchGrowth(): Promise<Row[]> {
         { name: `${at}: search p50 (query embedding incl.)`, metric: 'ms', value: result.searchP50 },
         { name: `${at}: search p95 (query embedding incl.)`, metric: 'ms', value: result.searchP95 },
         { name: `${at}: add() of one message`, metric: 'p50 ms', value: result.addP50, baseline: 'add() at the first size', ratio: result.addP50 / addAt1k },
+        { name: `${at}: search right after an add, the message added as the query`, metric: 'p50 ms', value: result.searchAfterAddP50 },
         { name: `${at}: delete of one session`, metric: 'ms', value: result.deleteMs },
         { name: `${at}: resident memory after searches`, metric: 'MB', value: result.rssMb },
         { name: `${at}: JS heap after searches`, metric: 'MB', value: result.heapMb },

@@ -202,7 +202,11 @@ export class LexicalIndex {
     forEachLexicalDocument(graph, (node, position, dialogId) => {
       if (!this.postings.mark(node, position, dialogId, pass)) fresh.push([node, position]);
     });
-    const stale = this.postings.unmarked(pass);
+    return this.replace(graph, this.postings.unmarked(pass), fresh);
+  }
+
+  /** Drops the documents at `stale` (ascending), then adds `fresh` in order; how many changed. */
+  private replace(graph: MemoryGraph, stale: readonly number[], fresh: ReadonlyArray<[GraphNode, number]>): number {
     this.postings.remove(stale);
     for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
     this.postings.forgetTokens();
@@ -235,12 +239,7 @@ export class LexicalIndex {
       for (let position = 0, documents = documentCount(graph, node); position < documents; position++) if (!this.postings.holds(node.key, position)) fresh.push([node, position]);
     }
     // `catchUp` finds the stale documents in ordinal order, and a removal's average length is summed in that order.
-    stale.sort((a, b) => a - b);
-    this.postings.remove(stale);
-    for (const [node, position] of fresh) this.postings.add(node.key, position, lexicalDocOf(graph, node, position));
-    this.postings.forgetTokens();
-    if (stale.length > 0 || fresh.length > 0) this.hitsByTerm.clear();
-    return stale.length + fresh.length;
+    return this.replace(graph, stale.sort((a, b) => a - b), fresh);
   }
 
   /**

@@ -50,6 +50,7 @@ export async function benchGrowthChromium(): Promise<Row[]> {
       { name: `${at}: search p50 (query embedding incl.)`, metric: 'ms', value: percentile(p.searchMs, 50) ?? Number.NaN },
       { name: `${at}: search p95 (query embedding incl.)`, metric: 'ms', value: percentile(p.searchMs, 95) ?? Number.NaN },
       { name: `${at}: add() of one message`, metric: 'p50 ms', value: addP50, baseline: 'add() at the first size', ratio: addP50 / addAtFirst },
+      { name: `${at}: search right after an add, the message added as the query`, metric: 'p50 ms', value: percentile(p.searchAfterAddMs, 50) ?? Number.NaN },
       { name: `${at}: delete of one session`, metric: 'ms', value: p.deleteMs },
       { name: `${at}: JS heap after searches (after GC)`, metric: 'MB', value: p.heapMb },
       { name: `${at}: tab's resident memory after searches`, metric: 'MB', value: p.rendererRssMb },

@@ -58,6 +58,8 @@ export interface BrowserGrowthPoint {
   coldOpenMs: number;
   searchMs: number[];
   addMs: number[];
+  /** A search right after each add, the message added as its query. */
+  searchAfterAddMs: number[];
   deleteMs: number;
   /** V8 heap of the page after the searches and a full GC. */
   heapMb: number;

@@ -142,7 +142,9 @@ describe('MemoryGraph derived edges', () => {
     const cases: Array<[string[], string[]]> = [[[], ['fp:1']], [[], ['en:1']], [[], ['fc:1', 'ep:1']], [[CHUNK], []], [['other'], ['fp:2']]];
     for (const [chunks, nodes] of cases) {
       const chunkIds = new Set(chunks);
-      const nodeIds = new Set(nodes);
+      // As a deletion asks: the nodes named, and every node the chunks own.
+      const owned = [...graph.nodes.values()].filter((node) => 'chunkId' in node && chunkIds.has(node.chunkId)).map((node) => node.id);
+      const nodeIds = new Set([...nodes, ...owned]);
       const expected = [...graph.edges.values()].filter((e) => chunkIds.has(e.chunkId) || nodeIds.has(e.from) || nodeIds.has(e.to));
       expect(ids(graph.edgesOwnedBy(chunkIds, nodeIds)).sort()).toStrictEqual(ids(expected).sort());
     }

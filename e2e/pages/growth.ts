@@ -40,6 +40,8 @@ export interface ColdSearches {
 
 export interface AddsAndDelete {
   addMs: number[];
+  /** A search right after each add, the message added as its query (an agent's turn). */
+  searchAfterAddMs: number[];
   deleteMs: number;
 }
 
@@ -98,20 +100,22 @@ const growthHarness = {
     return { coldOpenMs, searchMs };
   },
 
-  /** `add()` of one message, a few times into one session, then the delete of that session. */
+  /** `add()` of one message, a few times into one session, each followed by a search with it; then the delete of that session. */
   async addsAndDelete(): Promise<AddsAndDelete> {
     const addMs: number[] = [];
+    const searchAfterAddMs: number[] = [];
     for (let i = 0; i < PROBE_ADDS; i++) {
+      const content = `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.`;
       const t = performance.now();
-      await opened().add([{ role: 'user', content: `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.` }], {
-        sessionId: PROBE_SESSION,
-        date: '2030-01-01',
-      });
+      await opened().add([{ role: 'user', content }], { sessionId: PROBE_SESSION, date: '2030-01-01' });
       addMs.push(performance.now() - t);
+      const s = performance.now();
+      await opened().search(content, { budget: SEARCH_BUDGET });
+      searchAfterAddMs.push(performance.now() - s);
     }
     const t = performance.now();
     await opened().delete({ sessionId: PROBE_SESSION });
-    return { addMs, deleteMs: performance.now() - t };
+    return { addMs, searchAfterAddMs, deleteMs: performance.now() - t };
   },
 
   async close(): Promise<void> {

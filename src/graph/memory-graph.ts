@@ -426,17 +426,23 @@ export class MemoryGraph {
   }
 
   /**
-   * The edges of chunks `chunkIds` or touching nodes `nodeIds`: what deleting them takes along.
-   * Derived edges are made only for those that match (a delete otherwise made every one).
+   * The edges of chunks `chunkIds` or touching nodes `nodeIds`, where `nodeIds` holds every node
+   * the chunks own (as a deletion's does): what deleting them takes along. The held edges in the
+   * order they came, then the derived ones type by type, found from `nodeIds` through the graph's
+   * keys and sources rather than by making every derived edge (~650K at 100K messages, ~0.35 s
+   * of a session's delete there).
    */
   edgesOwnedBy(chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>): GraphEdge[] {
-    const owned = (chunkId: string, from: string, to: string) => chunkIds.has(chunkId) || nodeIds.has(from) || nodeIds.has(to);
-    const edges = [...this.heldEdges.values()].filter((e) => owned(e.chunkId, e.from, e.to));
+    const edges = [...this.heldEdges.values()].filter((e) => chunkIds.has(e.chunkId) || nodeIds.has(e.from) || nodeIds.has(e.to));
     for (const type of DERIVED_EDGE_TYPES) {
-      for (const [from, key] of this.derivedKeys[type]) {
-        const node = this.nodes.get(from);
-        const to = node ? derivedTarget(node, type) : null;
-        const edge = node && to !== null && 'chunkId' in node && owned(node.chunkId, from, to) ? derivedEdge(node, type, key) : null;
+      // A derived edge runs from a node of a chunk (a Facet or FacetPoint), so one a chunk owns starts at one of `nodeIds`.
+      const from = new Set<string>();
+      for (const id of nodeIds) {
+        if (this.derivedKeys[type].has(id)) from.add(id);
+        for (const source of this.derivedSources[type].get(id) ?? []) from.add(source);
+      }
+      for (const id of from) {
+        const edge = this.derivedFromNode(id, type);
         if (edge) edges.push(edge);
       }
     }

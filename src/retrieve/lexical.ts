@@ -522,34 +522,46 @@ class Postings {
     // as they are. Else a term still encoded is written again from its bytes as a cursor walks
     // them, removed documents left out, and stays encoded in memory: decoding every term for this
     // left the whole index decoded after the first save that followed a delete.
-    const asRead = (postings: TermPostings): boolean => postings.encodedAt >= 0 && !this.removedAny;
-    const holdingOf = (postings: TermPostings): number => {
-      if (postings.encodedAt < 0 || asRead(postings)) return postings.holding;
-      let holding = 0;
-      for (const cursor = this.cursorOf(postings); cursor.next(); ) holding++;
-      return holding;
-    };
-    const terms = [...this.byTerm.values()].map((postings) => ({ postings, holding: holdingOf(postings) })).filter(({ holding }) => holding > 0);
-    out.varint(terms.length);
-    for (const { postings, holding } of terms) {
-      out.string(postings.term);
-      out.varint(holding);
-      if (asRead(postings)) {
-        out.varint(postings.encodedEnd - postings.encodedAt);
-        out.bytes(this.source.subarray(postings.encodedAt, postings.encodedEnd));
+    // The terms go to a writer of their own, so that their count, which comes first, is known
+    // from the one walk of each term's documents that also encodes them (a term whose documents
+    // were all removed is left out); two walks took ~1.3 s of a save at 100K messages after a delete.
+    const terms = new ByteWriter();
+    let count = 0;
+    const codes: number[] = [];
+    for (const postings of this.byTerm.values()) {
+      if (postings.encodedAt >= 0 && !this.removedAny) {
+        if (postings.holding === 0) continue;
+        terms.string(postings.term);
+        terms.varint(postings.holding);
+        terms.varint(postings.encodedEnd - postings.encodedAt);
+        terms.bytes(this.source.subarray(postings.encodedAt, postings.encodedEnd));
+        count++;
         continue;
       }
-      const codes: number[] = [];
+      codes.length = 0;
+      let holding = 0;
+      let length = 0;
       let previous = -1;
-      for (const cursor = this.cursorOf(postings); cursor.next(); ) {
+      for (const cursor = this.cursorOf(postings); cursor.next(); holding++) {
         const at = dense[cursor.ordinal] as number;
-        codes.push((at - previous - 1) * 2 + (cursor.tf > 1 ? 1 : 0));
-        if (cursor.tf > 1) codes.push(cursor.tf);
+        const code = (at - previous - 1) * 2 + (cursor.tf > 1 ? 1 : 0);
+        codes.push(code);
+        length += varintLength(code);
+        if (cursor.tf > 1) {
+          codes.push(cursor.tf);
+          length += varintLength(cursor.tf);
+        }
         previous = at;
       }
-      out.varint(codes.reduce((sum, code) => sum + varintLength(code), 0));
-      for (const code of codes) out.varint(code);
+      if (holding === 0) continue;
+      terms.string(postings.term);
+      terms.varint(holding);
+      terms.varint(length);
+      for (const code of codes) terms.varint(code);
+      count++;
     }
+    out.varint(count);
+    out.append(terms);
   }
 
   /**

@@ -76,6 +76,14 @@ export class ByteWriter {
     this.strings.push(value);
   }
 
+  /** What `other` holds, as if it had been written here: its numbers and bytes, then its strings in order. */
+  append(other: ByteWriter): void {
+    this.room(other.length);
+    this.buffer.set(other.buffer.subarray(0, other.length), this.length);
+    this.length += other.length;
+    for (const value of other.strings) this.strings.push(value);
+  }
+
   /** The bytes written: the numbers, then the string block and its byte length (a u32 at the very end). */
   finish(): Uint8Array {
     const block = new TextEncoder().encode(this.strings.join(''));

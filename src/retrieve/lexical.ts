@@ -1,6 +1,6 @@
 import type { GraphChanges, MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type ChunkTurn, type GraphNode, type Layer } from '../graph/types.ts';
-import { ByteFormatError, ByteReader, ByteWriter, nextVarint } from '../util/bytes.ts';
+import { ByteFormatError, ByteReader, ByteWriter, nextVarint, putVarint } from '../util/bytes.ts';
 import { isAscii } from '../util/ascii.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { topK } from '../util/top-k.ts';
@@ -527,7 +527,8 @@ class Postings {
     // were all removed is left out); two walks took ~1.3 s of a save at 100K messages after a delete.
     const terms = new ByteWriter();
     let count = 0;
-    const codes: number[] = [];
+    // A term's postings encoded afresh, then written after their length.
+    let encoded = new Uint8Array(1 << 12);
     for (const postings of this.byTerm.values()) {
       if (postings.encodedAt >= 0 && !this.removedAny) {
         if (postings.holding === 0) continue;
@@ -538,26 +539,22 @@ class Postings {
         count++;
         continue;
       }
-      codes.length = 0;
       let holding = 0;
       let length = 0;
       let previous = -1;
       for (const cursor = this.cursorOf(postings); cursor.next(); holding++) {
+        // Two varints of a safe integer at most.
+        if (length + 16 > encoded.length) encoded = grown(encoded, encoded.length * 2, Uint8Array);
         const at = dense[cursor.ordinal] as number;
-        const code = (at - previous - 1) * 2 + (cursor.tf > 1 ? 1 : 0);
-        codes.push(code);
-        length += varintLength(code);
-        if (cursor.tf > 1) {
-          codes.push(cursor.tf);
-          length += varintLength(cursor.tf);
-        }
+        length = putVarint(encoded, length, (at - previous - 1) * 2 + (cursor.tf > 1 ? 1 : 0));
+        if (cursor.tf > 1) length = putVarint(encoded, length, cursor.tf);
         previous = at;
       }
       if (holding === 0) continue;
       terms.string(postings.term);
       terms.varint(holding);
       terms.varint(length);
-      for (const code of codes) terms.varint(code);
+      terms.bytes(encoded.subarray(0, length));
       count++;
     }
     out.varint(count);
@@ -921,13 +918,6 @@ function grown<A extends Float64Array | Int32Array | Uint8Array>(values: A, size
   const next = new make(size);
   next.set(values);
   return next;
-}
-
-/** Bytes `ByteWriter.varint` takes for `value`. */
-function varintLength(value: number): number {
-  let bytes = 1;
-  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) bytes++;
-  return bytes;
 }
 
 /** Drops the postings of `removed` documents from a term's entries, in place. */

@@ -3,9 +3,9 @@
  * memory figures are this memory's alone: `growth-probe.ts <sqlite path> <queries json> [first]`.
  * With the real MiniLM loaded first, it times a cold open to the first search result, search
  * p50/p95 (query embedding included), resident memory and JS heap after the searches, add()
- * of one message p50, a search right after each add with the message added as its query (an
- * agent's turn: the user's message stored, then recalled against), and the delete of one
- * session; it prints one JSON line. With `first` it
+ * of one message p50, the delete of one session, and a search right after each of ten more adds
+ * with the message added as its query (an agent's turn: the user's message stored, then recalled
+ * against); it prints one JSON line. With `first` it
  * only opens, searches once and closes (the memory then keeps its lexical index saved, as any
  * memory searched before does) and prints `{ "firstOpenMs": … }`.
  */
@@ -54,20 +54,27 @@ for (const query of queries.slice(1)) {
 (globalThis as { gc?: () => void }).gc?.();
 const { rss, heapUsed } = process.memoryUsage();
 
+const probeMessage = (i: number) => `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.`;
 const adds: number[] = [];
-const searchesAfterAdds: number[] = [];
 for (let i = 0; i < 10; i++) {
-  const content = `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.`;
   const t = performance.now();
-  await memory.add([{ role: 'user', content }], { sessionId: 'growth-probe', date: '2030-01-01' });
+  await memory.add([{ role: 'user', content: probeMessage(i) }], { sessionId: 'growth-probe', date: '2030-01-01' });
   adds.push(performance.now() - t);
-  const s = performance.now();
-  await memory.search(content, { budget: 2048 });
-  searchesAfterAdds.push(performance.now() - s);
 }
 const t1 = performance.now();
 await memory.delete({ sessionId: 'growth-probe' });
 const deleteMs = performance.now() - t1;
+// Then an agent's turns, apart from the adds and the delete above so that those are timed as
+// they always were: each message added, then searched with. Deleted untimed, as the memory grows on.
+const searchesAfterAdds: number[] = [];
+for (let i = 0; i < 10; i++) {
+  const content = probeMessage(10 + i);
+  await memory.add([{ role: 'user', content }], { sessionId: 'growth-probe-turns', date: '2030-01-02' });
+  const t = performance.now();
+  await memory.search(content, { budget: 2048 });
+  searchesAfterAdds.push(performance.now() - t);
+}
+await memory.delete({ sessionId: 'growth-probe-turns' });
 await memory.close();
 
 const result: ProbeResult = {

@@ -100,22 +100,31 @@ const growthHarness = {
     return { coldOpenMs, searchMs };
   },
 
-  /** `add()` of one message, a few times into one session, each followed by a search with it; then the delete of that session. */
+  /**
+   * `add()` of one message, a few times into one session, then the delete of that session; then as
+   * many agent's turns (a message added, then searched with: the search timed), deleted untimed.
+   */
   async addsAndDelete(): Promise<AddsAndDelete> {
+    const message = (i: number) => `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.`;
     const addMs: number[] = [];
+    for (let i = 0; i < PROBE_ADDS; i++) {
+      const t = performance.now();
+      await opened().add([{ role: 'user', content: message(i) }], { sessionId: PROBE_SESSION, date: '2030-01-01' });
+      addMs.push(performance.now() - t);
+    }
+    const t = performance.now();
+    await opened().delete({ sessionId: PROBE_SESSION });
+    const deleteMs = performance.now() - t;
     const searchAfterAddMs: number[] = [];
     for (let i = 0; i < PROBE_ADDS; i++) {
-      const content = `Probe message ${i}: I moved my piano lessons to Thursday evenings after work.`;
-      const t = performance.now();
-      await opened().add([{ role: 'user', content }], { sessionId: PROBE_SESSION, date: '2030-01-01' });
-      addMs.push(performance.now() - t);
+      const content = message(PROBE_ADDS + i);
+      await opened().add([{ role: 'user', content }], { sessionId: `${PROBE_SESSION}-turns`, date: '2030-01-02' });
       const s = performance.now();
       await opened().search(content, { budget: SEARCH_BUDGET });
       searchAfterAddMs.push(performance.now() - s);
     }
-    const t = performance.now();
-    await opened().delete({ sessionId: PROBE_SESSION });
-    return { addMs, searchAfterAddMs, deleteMs: performance.now() - t };
+    await opened().delete({ sessionId: `${PROBE_SESSION}-turns` });
+    return { addMs, searchAfterAddMs, deleteMs };
   },
 
   async close(): Promise<void> {

@@ -183,11 +183,7 @@ export class MemoryGraph {
     const node = this.nodes.get(id);
     if (!node) return;
     this.holdDerived(node, null);
-    if (this.changes) {
-      this.changes.added.delete(id);
-      this.changes.deletedKeys.add(node.key);
-      this.keepChanges();
-    }
+    this.noteDelete(node);
     this.forgetPoints();
     if (node.layer === 'episode') this.unchain(node);
     this.nodes.delete(id);
@@ -213,6 +209,13 @@ export class MemoryGraph {
     if (!previous) this.changes.added.add(node.id);
     else if (previous.key !== node.key) this.changes = null;
     else if (node.layer === 'episode') this.changes.episodes.add(node.id);
+    this.keepChanges();
+  }
+
+  private noteDelete(node: GraphNode): void {
+    if (!this.changes) return;
+    this.changes.added.delete(node.id);
+    this.changes.deletedKeys.add(node.key);
     this.keepChanges();
   }
 

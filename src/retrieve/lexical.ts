@@ -480,7 +480,7 @@ class Postings {
   ordinalsOfNode(nodeKey: number): number[] {
     const held = this.ordinalsByNode.get(nodeKey);
     if (held === undefined) return [];
-    return typeof held === 'number' ? [held] : held.filter((ordinal): ordinal is number => ordinal !== undefined);
+    return typeof held === 'number' ? [held] : presentOrdinals(held);
   }
 
   /** Whether the document at `position` of node key `nodeKey` is held. */
@@ -497,7 +497,7 @@ class Postings {
   turnOrdinals(episodeId: string): number[] {
     const key = this.episodeKeys.get(episodeId);
     const held = key === undefined ? undefined : this.ordinalsByNode.get(key);
-    return typeof held === 'object' ? held.filter((ordinal): ordinal is number => ordinal !== undefined) : [];
+    return typeof held === 'object' ? presentOrdinals(held) : [];
   }
 
   /**
@@ -530,31 +530,28 @@ class Postings {
     // A term's postings encoded afresh, then written after their length.
     let encoded = new Uint8Array(1 << 12);
     for (const postings of this.byTerm.values()) {
-      if (postings.encodedAt >= 0 && !this.removedAny) {
-        if (postings.holding === 0) continue;
-        terms.string(postings.term);
-        terms.varint(postings.holding);
-        terms.varint(postings.encodedEnd - postings.encodedAt);
-        terms.bytes(this.source.subarray(postings.encodedAt, postings.encodedEnd));
-        count++;
-        continue;
-      }
-      let holding = 0;
-      let length = 0;
-      let previous = -1;
-      for (const cursor = this.cursorOf(postings); cursor.next(); holding++) {
-        // Two varints of a safe integer at most.
-        if (length + 16 > encoded.length) encoded = grown(encoded, encoded.length * 2, Uint8Array);
-        const at = dense[cursor.ordinal] as number;
-        length = putVarint(encoded, length, (at - previous - 1) * 2 + (cursor.tf > 1 ? 1 : 0));
-        if (cursor.tf > 1) length = putVarint(encoded, length, cursor.tf);
-        previous = at;
+      let holding = postings.holding;
+      let bytes: Uint8Array;
+      if (postings.encodedAt >= 0 && !this.removedAny) bytes = this.source.subarray(postings.encodedAt, postings.encodedEnd);
+      else {
+        holding = 0;
+        let length = 0;
+        let previous = -1;
+        for (const cursor = this.cursorOf(postings); cursor.next(); holding++) {
+          // Two varints of a safe integer at most.
+          if (length + 16 > encoded.length) encoded = grown(encoded, encoded.length * 2, Uint8Array);
+          const at = dense[cursor.ordinal] as number;
+          length = putVarint(encoded, length, (at - previous - 1) * 2 + (cursor.tf > 1 ? 1 : 0));
+          if (cursor.tf > 1) length = putVarint(encoded, length, cursor.tf);
+          previous = at;
+        }
+        bytes = encoded.subarray(0, length);
       }
       if (holding === 0) continue;
       terms.string(postings.term);
       terms.varint(holding);
-      terms.varint(length);
-      terms.bytes(encoded.subarray(0, length));
+      terms.varint(bytes.length);
+      terms.bytes(bytes);
       count++;
     }
     out.varint(count);
@@ -911,6 +908,11 @@ function forEachPosting(entries: ArrayLike<number>, visit: (ordinal: number, tf:
     if (entry >= 0) visit(entry, 1);
     else visit(-entry - 1, entries[++i] as number);
   }
+}
+
+/** An Episode's turn ordinals by position, the positions it no longer holds left out. */
+function presentOrdinals(turns: ReadonlyArray<number | undefined>): number[] {
+  return turns.filter((ordinal): ordinal is number => ordinal !== undefined);
 }
 
 /** `values` in a new array of `size` of the same type. */

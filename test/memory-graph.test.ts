@@ -67,6 +67,13 @@ function countedByType(graph: MemoryGraph): Record<string, number> {
   return counts;
 }
 
+/** `sourcesTo` of every node and type, against the sources of `edgesTo` (which makes the edges). */
+function expectSourcesAgree(graph: MemoryGraph): void {
+  for (const id of [...graph.nodes.keys(), 'fp:9']) {
+    for (const type of EDGE_TYPES) expect(graph.sourcesTo(id, type)).toStrictEqual(graph.edgesTo(id, type).map((e) => e.from));
+  }
+}
+
 describe('MemoryGraph derived edges', () => {
   it('reads every edge as it was put: by id, by end, by type, counted and listed', () => {
     const { graph, edges } = built();
@@ -88,6 +95,8 @@ describe('MemoryGraph derived edges', () => {
     expect(graph.edges.has('belongs_to:fp:2>fc:2')).toBe(false);
     expect(graph.edges.get('belongs_to:fp:9>fc:1')).toBeUndefined();
     expect(graph.idForKey(37)).toBe('evolution:fp:1>fp:3');
+    expect(graph.sourcesTo('fc:1', 'belongs_to')).toStrictEqual(['fp:1', 'fp:2']);
+    expectSourcesAgree(graph);
   });
 
   it('keeps an edge as it was when its node is put again pointing elsewhere, or deleted', () => {
@@ -114,6 +123,7 @@ describe('MemoryGraph derived edges', () => {
     expect(graph.edgeCountsByType()).toStrictEqual(countedByType(graph));
     expect(ids(graph.edgesTo('en:1', 'involves_entity'))).toStrictEqual(['involves_entity:fp:1>en:1']);
     expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:2>fc:1']);
+    expectSourcesAgree(graph);
   });
 
   it('replaces a derived edge in place, and holds one that differs from what its node derives', () => {
@@ -128,12 +138,14 @@ describe('MemoryGraph derived edges', () => {
     expect(graph.edges.size).toBe(8);
     // Held and derived edges of one type are listed together in key order.
     expect(ids(graph.edgesTo('fc:1', 'belongs_to'))).toStrictEqual(['belongs_to:fp:2>fc:1', 'belongs_to:fp:1>fc:1']);
+    expectSourcesAgree(graph);
     // A derived edge deleted on its own goes, its node stays.
     graph.deleteEdge('belongs_to:fp:3>fc:2');
     expect(graph.edges.has('belongs_to:fp:3>fc:2')).toBe(false);
     expect(graph.edgesTo('fc:2', 'belongs_to')).toStrictEqual([]);
     expect(graph.edges.size).toBe(7);
     expect(graph.nodes.has('fp:3')).toBe(true);
+    expectSourcesAgree(graph);
   });
 
   it('lists the edges a delete takes along, as a filter over every edge would', () => {

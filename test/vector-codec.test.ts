@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeStoredVector, decodeVector, encodedBytes, encodeVector, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodedBytes, encodeVector, i4RecordDot, i4RecordPairDot, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
 import { VectorTable, vectorDot } from '../src/graph/vector-table.ts';
 import { dot as exactDot } from '../src/util/vectors.ts';
@@ -118,6 +118,24 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
     for (const query of queries) for (let i = 0; i < 50; i++) expect(vectorDot(new Map([[`v${i}`, table.get(`v${i}`) as Float32Array]]), `v${i}`, query)).toBe(table.dot(`v${i}`, query));
     expect(table.dot('absent', queries[0] as Float32Array)).toBeUndefined();
     expect(() => table.dot('v1', new Float32Array(10))).toThrow(expect.objectContaining({ code: 'DIMENSION_MISMATCH' }));
+  });
+
+  it('reads i4 records where they lie, inner products bit for bit as over their decoded floats, at odd and even dimensions', () => {
+    for (const dim of [8, 9, 15, 384]) {
+      const [a, b, query] = unitVectors(3, dim) as [Float32Array, Float32Array, Float32Array];
+      // Each record at an odd offset of a larger buffer, as in a pool page or WASM memory.
+      const place = (record: Uint8Array, at: number) => {
+        const bytes = new Uint8Array(at + record.byteLength + 3).fill(0xee);
+        bytes.set(record, at);
+        return { bytes, view: new DataView(bytes.buffer), at };
+      };
+      const recordA = place(encodeVector(a, 'i4'), 5);
+      const recordB = place(encodeVector(b, 'i4'), 11);
+      const [floatsA, floatsB] = [roundVector(a, 'i4'), roundVector(b, 'i4')];
+      expect(i4RecordDot(recordA.bytes, recordA.view, recordA.at, dim, query)).toBe(exactDot(floatsA, query));
+      expect(i4RecordPairDot(recordA.bytes, recordA.view, recordA.at, recordB.bytes, recordB.view, recordB.at, dim)).toBe(exactDot(floatsA, floatsB));
+      expect(() => i4RecordDot(recordA.bytes, recordA.view, recordA.at, dim, new Float32Array(dim + 1))).toThrow(expect.objectContaining({ code: 'DIMENSION_MISMATCH' }));
+    }
   });
 
   it('takes stored bytes at any precision, and names a vector whose bytes fit none', () => {

@@ -535,14 +535,26 @@ export class MemoryGraph {
     return withHeld(held, derived);
   }
 
+  /**
+   * The nodes whose edges of `type` arrive at `id`, in `edgesTo`'s order: `edgesTo(id, type)`'s
+   * sources, without making the derived edges (a search asks this of every Facet it reads).
+   */
+  sourcesTo(id: string, type: EdgeType): readonly string[] {
+    const held = listed(this.incomingByType.get(id), type);
+    const sources = isDerivedEdgeType(type) ? this.derivedSources[type].get(id) : undefined;
+    if (!sources || held.length > 0) return this.edgesTo(id, type).map((edge) => edge.from);
+    const keys = this.derivedKeys[type as DerivedEdgeType];
+    return sources.filter((from) => keys.has(from) && this.nodes.has(from));
+  }
+
   /** The FacetPoints under an Episode, through its Facets (`belongs_to` edges, in insertion order). Read-only: the list is the graph's own. */
   facetPointsOf(episodeId: string): readonly FacetPointNode[] {
     const known = this.pointsByEpisode.get(episodeId);
     if (known) return known;
     const points: FacetPointNode[] = [];
-    for (const toEpisode of this.edgesTo(episodeId, 'belongs_to')) {
-      for (const toFacet of this.edgesTo(toEpisode.from, 'belongs_to')) {
-        const node = this.nodes.get(toFacet.from);
+    for (const facet of this.sourcesTo(episodeId, 'belongs_to')) {
+      for (const point of this.sourcesTo(facet, 'belongs_to')) {
+        const node = this.nodes.get(point);
         if (node?.layer === 'facetPoint') points.push(node);
       }
     }

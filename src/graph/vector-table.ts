@@ -1,5 +1,5 @@
 import { PrismError } from '../errors.ts';
-import { decodeStoredVector, decodeVector, encodeVector, expandI4Into, expandI4Record, i8RecordDot, i8RecordOfStored, i8RecordPairDot, i8RecordScale, i8ScaleIsFinite, isValidI4Record, scratchI8Record, type I8Record } from '../store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodeVector, expandI4Into, expandI4Record, i4RecordDot, i4RecordPairDot, i8RecordDot, i8RecordOfStored, i8RecordPairDot, i8RecordScale, i8ScaleIsFinite, isValidI4Record, scratchI8Record, type I8Record } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts';
 
@@ -211,6 +211,10 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slot === undefined) return undefined;
     if (slot === -1) return dot(this.floats.get(id) as Float32Array, query);
     if (slot < -1) return this.lentDot(slot, id, query);
+    if (slot >= I4_SLOTS) {
+      const { bytes, view, start } = this.i4Record(slot);
+      return i4RecordDot(bytes, view, start, this.dim, query);
+    }
     const { view, codes, start } = this.i8Record(slot, 0);
     return i8RecordDot(view, codes, start, this.dim, query);
   }
@@ -223,6 +227,11 @@ export class VectorTable implements Map<string, Float32Array> {
     const slotA = this.slotOf(a);
     const slotB = this.slotOf(b);
     if (slotA === undefined || slotB === undefined) return undefined;
+    if (slotA >= I4_SLOTS && slotB >= I4_SLOTS) {
+      const recordA = this.i4Record(slotA);
+      const recordB = this.i4Record(slotB);
+      return i4RecordPairDot(recordA.bytes, recordA.view, recordA.start, recordB.bytes, recordB.view, recordB.start, this.dim);
+    }
     if (slotA >= 0 && slotB >= 0) {
       const recordA = this.i8Record(slotA, 0);
       const recordB = this.i8Record(slotB, 1);
@@ -380,9 +389,15 @@ export class VectorTable implements Map<string, Float32Array> {
       const { page, start } = pool.locate(slot);
       return { bytes: pool.pages[page] as Uint8Array, view: pool.scaleViews[page] as DataView, codes: pool.codeViews[page] as Int8Array, start };
     }
+    const { bytes, start } = this.i4Record(slot);
+    return expandI4Into(bytes, start, this.dim, (this.expanded as [I8Record, I8Record])[scratch]);
+  }
+
+  /** Where the i4 record in `slot` (at least `I4_SLOTS`) is kept, with a view for its scale. */
+  private i4Record(slot: number): { bytes: Uint8Array; view: DataView; start: number } {
     const pool = this.i4 as RecordPool;
     const { page, start } = pool.locate(slot - I4_SLOTS);
-    return expandI4Into(pool.pages[page] as Uint8Array, start, this.dim, (this.expanded as [I8Record, I8Record])[scratch]);
+    return { bytes: pool.pages[page] as Uint8Array, view: pool.scaleViews[page] as DataView, start };
   }
 
   /** The vector lent under `slot` (at most −2), from its index; a lender that lost it is a broken invariant. */

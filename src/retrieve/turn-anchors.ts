@@ -20,8 +20,8 @@ export function turnAnchors(graph: MemoryGraph, facetAnchors: readonly Anchor[],
     const facet = graph.nodes.get(anchor.id);
     if (facet?.layer !== 'facet') continue;
     let turns = anchors.get(facet.episodeId);
-    for (const edge of graph.edgesTo(facet.id, 'belongs_to')) {
-      const point = graph.nodes.get(edge.from);
+    for (const from of graph.sourcesTo(facet.id, 'belongs_to')) {
+      const point = graph.nodes.get(from);
       if (point?.layer !== 'facetPoint') continue;
       if (!turns) anchors.set(facet.episodeId, (turns = new Map()));
       for (const dialogId of point.dialogIds) turns.set(dialogId, Math.max(anchor.score, turns.get(dialogId) ?? -1));
@@ -42,7 +42,7 @@ export function composedTurnCosines(graph: MemoryGraph, facetIds: Iterable<strin
     const facet = graph.nodes.get(id);
     if (facet?.layer !== 'facet') continue;
     const points: string[] = [];
-    for (const edge of graph.edgesTo(id, 'belongs_to')) if (graph.nodes.get(edge.from)?.layer === 'facetPoint' && graph.vectors.has(edge.from)) points.push(edge.from);
+    for (const from of graph.sourcesTo(id, 'belongs_to')) if (graph.nodes.get(from)?.layer === 'facetPoint' && graph.vectors.has(from)) points.push(from);
     if (points.length === 0) continue;
     // The cosine is Σ q·pᵢ / ‖Σ pᵢ‖: the dots read the stored records as they are, and the norm does not depend on the query.
     let norm = sumNorms.get(facet);

@@ -307,18 +307,21 @@ export function isValidI4Record(bytes: Uint8Array, dim: number): boolean {
   return bad === 0;
 }
 
-/** For each i4 byte: the i8 codes of its low and high halves (as bytes), and 1 where a half is 15. */
+/** For each i4 byte: the i8 codes of its low and high halves (as bytes), and 1 where a half is 15; for each half byte, its code. */
 interface I4ByteTables {
   low: Uint8Array;
   high: Uint8Array;
   invalid: Uint8Array;
+  /** The i8 code each half byte names, signed (15, which names no level, as 14). */
+  signed: Int8Array;
 }
 
 let i4Tables: I4ByteTables | undefined;
 function i4ByteTables(): I4ByteTables {
   if (!i4Tables) {
     const code = (index: number) => (index < 7 ? -I4_LEVELS[7 - index]! : I4_LEVELS[Math.min(index, 14) - 7]!) & 0xff;
-    i4Tables = { low: new Uint8Array(256), high: new Uint8Array(256), invalid: new Uint8Array(256) };
+    i4Tables = { low: new Uint8Array(256), high: new Uint8Array(256), invalid: new Uint8Array(256), signed: new Int8Array(16) };
+    for (let half = 0; half < 16; half++) i4Tables.signed[half] = code(half);
     for (let byte = 0; byte < 256; byte++) {
       i4Tables.low[byte] = code(byte & 15);
       i4Tables.high[byte] = code(byte >> 4);
@@ -352,6 +355,55 @@ export function i8RecordPairDot(viewA: DataView, codesA: Int8Array, a: number, v
   const scaleB = i8RecordScale(viewB, b);
   let sum = 0;
   for (let i = 0; i < dim; i++) sum += Math.fround((codesA[a + 4 + i] as number) * scaleA) * Math.fround((codesB[b + 4 + i] as number) * scaleB);
+  return sum;
+}
+
+/**
+ * For each half byte of an i4 record of scale `scale`: the float its i8 code decodes to
+ * (`Math.fround(code × scale)`, as `decodeVector` rounds it), in `into`.
+ */
+function i4Floats(scale: number, into: Float64Array): Float64Array {
+  const { signed } = i4ByteTables();
+  for (let half = 0; half < 16; half++) into[half] = Math.fround((signed[half] as number) * scale);
+  return into;
+}
+
+/** `i4Floats`' two tables, reused by every read: the readers below never hold one across calls. */
+const i4FloatTables = [new Float64Array(16), new Float64Array(16)] as const;
+
+/**
+ * The inner product of `query` and the i4 record at byte `start` of `bytes` (its scale read from
+ * `view`, over the same bytes), without expanding it: `i8RecordDot` of the i8 record it names, bit
+ * for bit (each half byte's decoded float is that record's, times the query's, added in the same
+ * order). For records whose half bytes were checked when they were kept.
+ */
+export function i4RecordDot(bytes: Uint8Array, view: DataView, start: number, dim: number, query: Float32Array): number {
+  if (query.length !== dim) throw new PrismError('DIMENSION_MISMATCH', `vectors of ${dim} and ${query.length} dimensions`);
+  const floats = i4Floats(i8RecordScale(view, start), i4FloatTables[0]);
+  const pairs = dim >> 1;
+  let sum = 0;
+  for (let j = 0, at = start + 4; j < pairs; j++) {
+    const byte = bytes[at + j] as number;
+    sum += (floats[byte & 15] as number) * (query[2 * j] as number);
+    sum += (floats[byte >> 4] as number) * (query[2 * j + 1] as number);
+  }
+  if (dim & 1) sum += (floats[(bytes[start + 4 + pairs] as number) & 15] as number) * (query[dim - 1] as number);
+  return sum;
+}
+
+/** `i8RecordPairDot` of the i8 records two i4 records name (at `a` of `bytesA`, `b` of `bytesB`), bit for bit, with neither expanded. */
+export function i4RecordPairDot(bytesA: Uint8Array, viewA: DataView, a: number, bytesB: Uint8Array, viewB: DataView, b: number, dim: number): number {
+  const floatsA = i4Floats(i8RecordScale(viewA, a), i4FloatTables[0]);
+  const floatsB = i4Floats(i8RecordScale(viewB, b), i4FloatTables[1]);
+  const pairs = dim >> 1;
+  let sum = 0;
+  for (let j = 0; j < pairs; j++) {
+    const byteA = bytesA[a + 4 + j] as number;
+    const byteB = bytesB[b + 4 + j] as number;
+    sum += (floatsA[byteA & 15] as number) * (floatsB[byteB & 15] as number);
+    sum += (floatsA[byteA >> 4] as number) * (floatsB[byteB >> 4] as number);
+  }
+  if (dim & 1) sum += (floatsA[(bytesA[a + 4 + pairs] as number) & 15] as number) * (floatsB[(bytesB[b + 4 + pairs] as number) & 15] as number);
   return sum;
 }
 

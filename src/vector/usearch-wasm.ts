@@ -1,7 +1,7 @@
 import createUsearchModule from '../../wasm/usearch.mjs';
 import type { UsearchModule } from '../../wasm/usearch.mjs';
 import { PrismError, type PrismErrorCode } from '../errors.ts';
-import { decodeVector, expandI4Into, i8RecordDot, i8RecordPairDot, scratchI8Record, type I8Record } from '../store/vector-codec.ts';
+import { decodeVector, i4RecordDot, i4RecordPairDot, i8RecordDot, i8RecordPairDot } from '../store/vector-codec.ts';
 import { dot } from '../util/vectors.ts';
 import { recordBytes, type IndexKind, type IndexRows, type RecordForm, type SearchHit, type VectorIndex } from './types.ts';
 import { checkK, checkKeys, checkRecords, checkRows, compareHits } from './validate.ts';
@@ -236,8 +236,6 @@ export class UsearchIndex implements VectorIndex {
   readonly rows: IndexRows | undefined;
   private readonly runtime: UsearchWasmRuntime;
   private handle: number;
-  /** Two records' room for reading i4 rows back (`expanded`), made at the first such read. */
-  private scratch: [I8Record, I8Record] | undefined;
 
   /** @internal Use `UsearchWasm.createIndex` or `loadIndex`. */
   constructor(runtime: UsearchWasmRuntime, handle: number) {
@@ -338,8 +336,8 @@ export class UsearchIndex implements VectorIndex {
       const { view, codes } = this.runtime.memoryViews();
       return i8RecordDot(view, codes, row, this.dim, query);
     }
-    const { view, codes, start } = this.expanded(row, 0);
-    return i8RecordDot(view, codes, start, this.dim, query);
+    const { view } = this.runtime.memoryViews();
+    return i4RecordDot(this.runtime.wasm.HEAPU8, view, row, this.dim, query);
   }
 
   private pairDotOf(a: number, b: number): number | undefined {
@@ -355,19 +353,10 @@ export class UsearchIndex implements VectorIndex {
       const { view, codes } = this.runtime.memoryViews();
       return i8RecordPairDot(view, codes, rowA, view, codes, rowB, this.dim);
     }
-    const first = this.expanded(rowA, 0);
-    const second = this.expanded(rowB, 1);
-    return i8RecordPairDot(first.view, first.codes, first.start, second.view, second.codes, second.start, this.dim);
-  }
-
-  /**
-   * The i8 record that the i4 row at `row` names, expanded into scratch record `slot` (0 or 1, so a
-   * pair can be read at once): valid until that slot is next used. The rows stay i4 in WASM
-   * memory (their half bytes were checked when they were added); reading one costs this expansion.
-   */
-  private expanded(row: number, slot: 0 | 1): I8Record {
-    this.scratch ??= [scratchI8Record(this.dim), scratchI8Record(this.dim)];
-    return expandI4Into(this.runtime.wasm.HEAPU8, row, this.dim, this.scratch[slot]);
+    // i4 rows stay i4 in WASM memory (their half bytes were checked when they were added) and are read as they are.
+    const { view } = this.runtime.memoryViews();
+    const bytes = this.runtime.wasm.HEAPU8;
+    return i4RecordPairDot(bytes, view, rowA, bytes, view, rowB, this.dim);
   }
 
   remove(keys: readonly number[]): number {

@@ -457,6 +457,9 @@ class Postings {
   private readonly tokens = new Map<string, TokenEntry>();
   private passes = 0;
   private averageFieldLength = 0;
+  /** `hitsOf`'s columns for a term's postings in ordinal order, as long as the longest list read so far. */
+  private scratchOrdinals = new Int32Array(0);
+  private scratchTf = new Int32Array(0);
 
   get size(): number {
     return this.docCount;
@@ -696,20 +699,26 @@ class Postings {
    */
   hitsOf(term: string): TermHits {
     const postings = this.byTerm.get(term);
+    // One pass over the postings (decoding them is most of the cost) into scratch columns, held
+    // for the next term; the idf needs the count before any score.
     const cursor = this.cursorOf(postings);
     const perCode = new Int32Array(LAYER_CODES.length);
     let held = 0;
     while (cursor.next()) {
+      if (held === this.scratchOrdinals.length) this.growScratch();
       const code = this.docLayer[cursor.ordinal] as number;
       perCode[code] = (perCode[code] as number) + 1;
+      this.scratchOrdinals[held] = cursor.ordinal;
+      this.scratchTf[held] = cursor.tf;
       held++;
     }
     const lists = LAYER_CODES.map((_, code): LayerHits => ({ ordinals: new Int32Array(perCode[code] as number), scores: new Float64Array(perCode[code] as number), max: 0 }));
     const filled = new Int32Array(LAYER_CODES.length);
     const idf = Math.log(1 + (this.docCount - held + 0.5) / (held + 0.5));
     const { k, b, d } = BM25;
-    for (cursor.restart(); cursor.next(); ) {
-      const { ordinal, tf } = cursor;
+    for (let i = 0; i < held; i++) {
+      const ordinal = this.scratchOrdinals[i] as number;
+      const tf = this.scratchTf[i] as number;
       const code = this.docLayer[ordinal] as number;
       const list = lists[code] as LayerHits;
       const score = idf * (d + (tf * (k + 1)) / (tf + k * (1 - b + (b * (this.docFieldLength[ordinal] as number)) / this.averageFieldLength)));
@@ -720,6 +729,16 @@ class Postings {
       list.max = Math.max(list.max, score);
     }
     return Object.fromEntries(LAYER_CODES.map((layer, code) => [layer, lists[code] as LayerHits])) as TermHits;
+  }
+
+  /** Room for a term's postings as `hitsOf` reads them, doubled when a longer list comes. */
+  private growScratch(): void {
+    const ordinals = new Int32Array(Math.max(1024, this.scratchOrdinals.length * 2));
+    const tf = new Int32Array(ordinals.length);
+    ordinals.set(this.scratchOrdinals);
+    tf.set(this.scratchTf);
+    this.scratchOrdinals = ordinals;
+    this.scratchTf = tf;
   }
 
   /** A cursor over the postings of a term of this index (none: no term). */
@@ -832,7 +851,7 @@ class PostingCursor {
   ordinal = -1;
   tf = 0;
   /** The next entry's index, or where the next posting's bytes start (as `nextVarint` moves it). */
-  private readonly position = { at: 0 };
+  private readonly position: { at: number };
   /** Encoded postings read so far, removed documents included, and the last one's ordinal. */
   private found = 0;
   private lastOrdinal = -1;
@@ -843,14 +862,7 @@ class PostingCursor {
     private readonly readDocuments: number,
     private readonly docNodeKey: Float64Array,
   ) {
-    this.restart();
-  }
-
-  /** Back to the first posting. */
-  restart(): void {
-    this.position.at = this.postings && this.postings.encodedAt >= 0 ? this.postings.encodedAt : 0;
-    this.found = 0;
-    this.lastOrdinal = -1;
+    this.position = { at: postings && postings.encodedAt >= 0 ? postings.encodedAt : 0 };
   }
 
   /** Moves to the next posting; false past the last. */

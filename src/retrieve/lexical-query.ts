@@ -1,22 +1,17 @@
 /**
- * How a BM25 query is scored over one layer's postings without touching every document its
- * common words hold (MaxScore, Turtle and Flood 1995): pure functions over plain data, used by
+ * How a BM25 query is scored over one layer's postings: pure functions over plain data, used by
  * the lexical index (lexical.ts).
  *
  * A document's score is minisearch's for an OR query: its terms' scores summed in query order (a
- * repeated term each time), times the number of distinct query terms it holds. A document that
- * holds only terms whose best possible contribution cannot reach the `k`-th best score found so
- * far cannot enter a top `k`, so the lists of those terms (the common words, long and low in
- * IDF) are no longer walked, only looked into for the documents the other lists bring. At 100K
- * messages of chat a question's words reach up to 120,000 documents; a search reads the best
- * few dozen of each layer.
+ * repeated term each time), times the number of distinct query terms it holds. At 100K messages
+ * of chat a question's words reach up to 120,000 documents; a search reads the best few dozen of
+ * each layer.
  */
 
-/** One layer's documents holding one term: ordinals ascending, the term's BM25+ score in each, and the highest of them. */
+/** One layer's documents holding one term: ordinals ascending, and the term's BM25+ score in each. */
 export interface LayerHits {
   ordinals: Int32Array;
   scores: Float64Array;
-  max: number;
 }
 
 /** A query over one layer. */
@@ -39,7 +34,7 @@ export interface ScoredDocument {
   reachedAt: number;
 }
 
-const NONE: LayerHits = { ordinals: new Int32Array(0), scores: new Float64Array(0), max: 0 };
+const NONE: LayerHits = { ordinals: new Int32Array(0), scores: new Float64Array(0) };
 
 /** The first index at or after `from` whose ordinal is at least `target` (`ordinals.length` when none): a gallop, then a binary search. */
 function seek(ordinals: Int32Array, from: number, target: number): number {
@@ -124,6 +119,11 @@ class TopUnits {
 
   constructor(private readonly k: number) {}
 
+  /** Whether it holds `k` units (the threshold is then theirs). */
+  get full(): boolean {
+    return this.units.length === this.k;
+  }
+
   offer(unit: string, score: number): void {
     // At or under the threshold a score changes nothing, whether its unit is held or not: most
     // documents end here once the top is full, without looking their unit up.
@@ -184,6 +184,74 @@ class TopUnits {
 }
 
 /**
+ * Each document's sum of its terms' scores (at 2 × its ordinal) and count of distinct query terms
+ * (at 2 × its ordinal + 1) as a query adds them up: side by side, so that a posting reaches one
+ * cache line, not two (at 100K messages of chat a question's postings are spread over ~600,000
+ * documents, and these reads are most of what scoring them costs). Zero wherever no query is being
+ * scored: each query sets back what it touched. Kept between queries and grown to the largest
+ * ordinal met (at 100K messages ~10 MB).
+ */
+let sums = new Float64Array(0);
+
+function reserveSums(ordinals: number): void {
+  if (sums.length >= 2 * ordinals) return;
+  sums = new Float64Array(Math.max(2 * ordinals, 2 * sums.length, 2048));
+}
+
+/**
+ * The `k`-th best unit's score (a unit scores as its best document), or −∞ when fewer units hold
+ * a query term; `scores[i]` is document `touched[i]`'s. Only the best documents are named: the
+ * units of the best few times `k` documents hold every unit whose score is above the lowest of
+ * those documents', so once they are `k` or more units, their `k`-th best is the one of all. Fewer
+ * (an Episode's turns are many documents of one unit, and `unitOf` may leave documents out), it
+ * takes four times as many.
+ */
+function unitThreshold(scores: Float64Array, touched: Int32Array, k: number, unitOf: (ordinal: number) => string | null): number {
+  for (let count = 4 * k; ; count *= 4) {
+    const best = bestPlaces(scores, count);
+    // A top 0 lists nothing: the best one is as good a bar as any.
+    const top = new TopUnits(Math.max(1, k));
+    for (const i of best) {
+      const unit = unitOf(touched[i] as number);
+      if (unit !== null) top.offer(unit, scores[i] as number);
+    }
+    if (top.full || best.length === scores.length) return top.threshold;
+  }
+}
+
+/** The places of the `count` highest of `scores` (all of them when there are no more), in no particular order: a min-heap of places. */
+function bestPlaces(scores: Float64Array, count: number): Int32Array {
+  if (scores.length <= count) return Int32Array.from(scores.keys());
+  const heap = new Int32Array(count);
+  const below = (a: number, b: number) => (scores[heap[a] as number] as number) < (scores[heap[b] as number] as number);
+  const swap = (a: number, b: number) => {
+    const held = heap[a] as number;
+    heap[a] = heap[b] as number;
+    heap[b] = held;
+  };
+  const siftDown = (from: number, size: number) => {
+    for (let at = from; ; ) {
+      const left = 2 * at + 1;
+      let least = at;
+      if (left < size && below(left, least)) least = left;
+      if (left + 1 < size && below(left + 1, least)) least = left + 1;
+      if (least === at) return;
+      swap(at, least);
+      at = least;
+    }
+  };
+  for (let i = 0; i < count; i++) heap[i] = i;
+  for (let i = (count >> 1) - 1; i >= 0; i--) siftDown(i, count);
+  for (let i = count; i < scores.length; i++) {
+    // Most documents score under the lowest of the best so far: one comparison each.
+    if ((scores[i] as number) <= (scores[heap[0] as number] as number)) continue;
+    heap[0] = i;
+    siftDown(0, count);
+  }
+  return heap;
+}
+
+/**
  * The documents of the layer that place their units among the best `k`, scored, in ordinal
  * order: every document whose score is at least the `k`-th best unit score (all of them when
  * there are fewer units), with the score a full query gives it. A unit is what a ranking lists:
@@ -191,57 +259,57 @@ class TopUnits {
  * which it ranks by the best), or null for a document to leave out. So the best `k` units, ties
  * included whatever breaks them, and each one's best document are all here. `k` = ∞ scores every
  * document the query reaches.
+ *
+ * Term at a time: each query position's list adds its scores into the documents' sums, in query
+ * order, so every sum is the one a document-at-a-time walk takes, to the last bit. A posting
+ * costs an add; walking the lists document by document, skipping the common words' lists once
+ * they could no longer rank a document (MaxScore), cost about a microsecond a document, and at
+ * 100K messages a question's walk went through 4,000–34,000 of them, since a top of 30 units
+ * often needs the documents that hold one common word alone.
  */
 export function scoreCandidates(query: LayerQuery, k: number, unitOf: (ordinal: number) => string | null): ScoredDocument[] {
   const { hits, positions } = query;
-  // Each term's most a document can take from it: its best score, once per query position it holds.
-  const bound = hits.map(() => 0);
-  for (const term of positions) bound[term] = (bound[term] as number) + (hits[term] ?? NONE).max;
-  // Terms by that bound, smallest first: the first `skippable` of them are walked no more.
-  const order = hits.map((_, term) => term).sort((a, b) => (bound[a] as number) - (bound[b] as number));
-  let skippable = 0;
-  /** The sum of the skippable terms' bounds. */
-  let skippedBound = 0;
-  const cursors = new Int32Array(hits.length);
-  const termScores = new Float64Array(hits.length);
-  // A top 0 lists nothing: the best one is as good a bar as any.
-  const top = new TopUnits(Math.max(1, k));
-  const scored: ScoredDocument[] = [];
-  // Scratch for the document being scored: most are dropped, so only those kept are copied.
-  const document: ScoredDocument = { ordinal: 0, score: 0, reachedAt: -1 };
-  for (;;) {
-    let next = Number.POSITIVE_INFINITY;
-    for (let i = skippable; i < order.length; i++) {
-      const term = order[i] as number;
-      const list = hits[term] ?? NONE;
-      const at = cursors[term] as number;
-      if (at < list.ordinals.length && (list.ordinals[at] as number) < next) next = list.ordinals[at] as number;
-    }
-    if (next === Number.POSITIVE_INFINITY) break;
-    const unit = unitOf(next);
-    if (unit === null) {
-      // Left out: the walked lists step past it; the others catch up at the next document.
-      for (let i = skippable; i < order.length; i++) {
-        const term = order[i] as number;
-        if ((hits[term] ?? NONE).ordinals[cursors[term] as number] === next) cursors[term] = (cursors[term] as number) + 1;
-      }
-      continue;
-    }
-    scoreWithCursors(query, next, cursors, termScores, document);
-    const before = top.threshold;
-    // Under the threshold now, it is under it at the end (it only rises): not kept.
-    if (document.score >= before) scored.push({ ...document });
-    if (k === Number.POSITIVE_INFINITY) continue;
-    top.offer(unit, document.score);
-    if (top.threshold === before) continue;
-    // A document holding only terms of the first `skippable` scores at most their bounds' sum
-    // times their count; below the threshold (strictly: an equal score could still win a tie) it
-    // cannot rank.
-    while (skippable < order.length && (skippedBound + (bound[order[skippable] as number] as number)) * (skippable + 1) < top.threshold) {
-      skippedBound += bound[order[skippable] as number] as number;
-      skippable++;
-    }
+  let end = 0;
+  let postings = 0;
+  for (const list of hits) {
+    const held = list.ordinals.length;
+    if (held > 0) end = Math.max(end, (list.ordinals[held - 1] as number) + 1);
+    postings += held;
   }
-  // Documents scored before the threshold rose to them are dropped now.
-  return scored.filter((document) => document.score >= top.threshold);
+  reserveSums(end);
+  // The documents in the order the query first reaches them, and the position it reaches each at.
+  const touched = new Int32Array(postings);
+  const reachedAt = new Int32Array(postings);
+  let reached = 0;
+  const counted = new Uint8Array(hits.length);
+  positions.forEach((term, position) => {
+    const { ordinals, scores } = hits[term] ?? NONE;
+    // A repeated term adds its score again, but counts once.
+    const firstTime = counted[term] === 0;
+    counted[term] = 1;
+    for (let i = 0; i < ordinals.length; i++) {
+      const ordinal = ordinals[i] as number;
+      const at = 2 * ordinal;
+      if (sums[at + 1] === 0) {
+        touched[reached] = ordinal;
+        reachedAt[reached++] = position;
+      }
+      sums[at] = (sums[at] as number) + (scores[i] as number);
+      if (firstTime) sums[at + 1] = (sums[at + 1] as number) + 1;
+    }
+  });
+  const documentScores = new Float64Array(reached);
+  for (let i = 0; i < reached; i++) {
+    const at = 2 * (touched[i] as number);
+    documentScores[i] = (sums[at] as number) * (sums[at + 1] as number);
+    sums[at] = 0;
+    sums[at + 1] = 0;
+  }
+  const threshold = k === Number.POSITIVE_INFINITY ? Number.NEGATIVE_INFINITY : unitThreshold(documentScores, touched, k, unitOf);
+  const scored: ScoredDocument[] = [];
+  for (let i = 0; i < reached; i++) {
+    const score = documentScores[i] as number;
+    if (score >= threshold && unitOf(touched[i] as number) !== null) scored.push({ ordinal: touched[i] as number, score, reachedAt: reachedAt[i] as number });
+  }
+  return scored.sort((a, b) => a.ordinal - b.ordinal);
 }

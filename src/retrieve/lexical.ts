@@ -712,7 +712,7 @@ class Postings {
       this.scratchTf[held] = cursor.tf;
       held++;
     }
-    const lists = LAYER_CODES.map((_, code): LayerHits => ({ ordinals: new Int32Array(perCode[code] as number), scores: new Float64Array(perCode[code] as number), max: 0 }));
+    const lists = LAYER_CODES.map((_, code): LayerHits => ({ ordinals: new Int32Array(perCode[code] as number), scores: new Float64Array(perCode[code] as number) }));
     const filled = new Int32Array(LAYER_CODES.length);
     const idf = Math.log(1 + (this.docCount - held + 0.5) / (held + 0.5));
     const { k, b, d } = BM25;
@@ -726,7 +726,6 @@ class Postings {
       list.ordinals[at] = ordinal;
       list.scores[at] = score;
       filled[code] = at + 1;
-      list.max = Math.max(list.max, score);
     }
     return Object.fromEntries(LAYER_CODES.map((layer, code) => [layer, lists[code] as LayerHits])) as TermHits;
   }

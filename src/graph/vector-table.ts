@@ -117,7 +117,7 @@ export class VectorTable implements Map<string, Float32Array> {
   /** The records, made when the dimension is known (by the first one). */
   private i8: RecordPool | null = null;
   private i4: RecordPool | null = null;
-  /** Two buffers an i4 record is expanded into as the i8 record it names, for the readers of one record (`pairDot` reads two). */
+  /** Two buffers an i4 record is expanded into as the i8 record it names, for its readers that take i8 records (`pairDot` of an i4 and an i8 record reads two). */
   private expanded: [I8Record, I8Record] | null = null;
   /** Dimensions of the records (fixed by the first one). */
   private dim = 0;

@@ -185,11 +185,11 @@ class TopUnits {
 
 /**
  * Each document's sum of its terms' scores (at 2 × its ordinal) and count of distinct query terms
- * (at 2 × its ordinal + 1) as a query adds them up: side by side, so that a posting reaches one
- * cache line, not two (at 100K messages of chat a question's postings are spread over ~600,000
- * documents, and these reads are most of what scoring them costs). Zero wherever no query is being
- * scored: each query sets back what it touched. Kept between queries and grown to the largest
- * ordinal met (at 100K messages ~10 MB).
+ * (at 2 × its ordinal + 1) as a query adds them up: side by side, so that a posting reads and
+ * writes one place (at 100K messages of chat a question's postings are spread over ~600,000
+ * documents, and reaching them is most of what adding them up costs). Zero wherever no query is
+ * being scored: each query sets back what it touched. Kept between queries and grown to the
+ * largest ordinal met (at 100K messages ~10 MB).
  */
 let sums = new Float64Array(0);
 

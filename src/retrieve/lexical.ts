@@ -692,15 +692,15 @@ class Postings {
 
   /**
    * The documents holding `term`, by layer in the order they were added, with their BM25+ scores:
-   * one pass counts each layer's share, one fills lists made at that size. A common word is held
-   * by most documents of a memory, and each new word of a query is read this way once. Postings
-   * still encoded are read where they lie and left so (`PostingCursor`): decoding them, as a
-   * search once did, made an array of the term's size to keep, and one more to copy it to.
+   * one pass over the postings counts each layer's share into scratch columns kept for the next
+   * term (the idf needs the count before any score), one over those columns fills lists made at
+   * that size. A common word is held by most documents of a memory, and each new word of a query
+   * is read this way once. Postings still encoded are read where they lie and left so
+   * (`PostingCursor`): decoding them, as a search once did, made an array of the term's size to
+   * keep, and one more to copy it to; reading them twice, as the count once did, cost as much again.
    */
   hitsOf(term: string): TermHits {
     const postings = this.byTerm.get(term);
-    // One pass over the postings (decoding them is most of the cost) into scratch columns, held
-    // for the next term; the idf needs the count before any score.
     const cursor = this.cursorOf(postings);
     const perCode = new Int32Array(LAYER_CODES.length);
     let held = 0;

@@ -127,7 +127,7 @@ class TopUnits {
   offer(unit: string, score: number): void {
     // At or under the threshold a score changes nothing, whether its unit is held or not: most
     // documents end here once the top is full, without looking their unit up.
-    if (this.units.length === this.k && score <= this.threshold) return;
+    if (this.full && score <= this.threshold) return;
     const at = this.slotOf.get(unit);
     if (at !== undefined) {
       if (score <= (this.scores[at] as number)) return;
@@ -147,7 +147,7 @@ class TopUnits {
       this.slotOf.set(unit, 0);
       this.siftDown(0);
     }
-    if (this.units.length === this.k) this.threshold = this.scores[0] as number;
+    if (this.full) this.threshold = this.scores[0] as number;
   }
 
   private siftUp(from: number): void {
@@ -237,7 +237,12 @@ function unitThreshold(scores: Float64Array, touched: Int32Array, k: number, uni
   }
 }
 
-/** The places of the `count` highest of `scores` (all of them when there are no more), in no particular order: a min-heap of places. */
+/**
+ * The places of the `count` highest of `scores` (all of them when there are no more), in no
+ * particular order: a min-heap of places over the typed scores. `util/top-k.ts`'s `topK` gives
+ * the same set, but over an array of ~60,000 places with a comparator call each it took a 100K
+ * search's BM25 scoring from ~6 to ~11 ms.
+ */
 function bestPlaces(scores: Float64Array, count: number): Int32Array {
   if (scores.length <= count) return Int32Array.from(scores.keys());
   const heap = new Int32Array(count);

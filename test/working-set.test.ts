@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { noDerivedEdgeKeys } from '../src/graph/derived-edges.ts';
 import type { FacetPointNode, GraphEdge, MemorySnapshot } from '../src/graph/types.ts';
 import type { MemoryState } from '../src/ingest/pipeline.ts';
 import { inKeyOrder, stateFrom, type PartitionHost } from '../src/memory/partition.ts';
@@ -11,7 +10,7 @@ import { nodeUsearch } from '../src/node.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { snapshotAsBatch } from '../src/store/snapshot.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
-import type { GraphStore, WorkingSnapshot, WriteBatch } from '../src/store/types.ts';
+import { noFoldedEdges, type FoldedEdgeLists, type GraphStore, type WorkingSnapshot, type WriteBatch } from '../src/store/types.ts';
 import { checkMemoryStructure, type UncheckedMemory } from '../src/store/validate-snapshot.ts';
 import type { IndexSpace } from '../src/vector/index-set.ts';
 import { foldingBatches, ingestShapedSample, sampleVector } from '../e2e/support/sample-memory.ts';
@@ -87,7 +86,7 @@ describe('the working set a memory opens', () => {
       await host.store.commit(DEFAULT_PARTITION, batch);
       const snapshot = (await host.store.load(DEFAULT_PARTITION)) as MemorySnapshot;
       const working = (await host.store.loadWorkingSet?.(DEFAULT_PARTITION)) as WorkingSnapshot;
-      expect(working.derivedKeys.belongs_to.size + working.edges.length).toBeLessThan(snapshot.edges.length + 1);
+      expect(working.folded.belongs_to.keys.length + working.edges.length).toBeLessThan(snapshot.edges.length + 1);
       // The test batches leave meta.nextKey below a key at one point: both forms must agree on that.
       expect(passes(working)).toBe(passes(snapshot));
       expect(seen(stateFrom(working, host))).toEqual(seen(stateFrom(snapshot, host)));
@@ -114,8 +113,9 @@ describe('the working set a memory opens', () => {
     const asEdges = working.edges.map((edge) => edge.id);
     expect(asEdges).toContain('belongs_to:facet:1>x>ep:1');
     expect(asEdges).toContain('belongs_to:point:1>facet:1>x');
-    expect(working.derivedKeys.belongs_to.has('facet:2')).toBe(true);
-    expect(working.derivedKeys.belongs_to.has('point:1')).toBe(false);
+    const keptFrom = working.folded.belongs_to.nodes.map((at) => working.nodes[at]?.id);
+    expect(keptFrom).toContain('facet:2');
+    expect(keptFrom).not.toContain('point:1');
     expect((await store.load(DEFAULT_PARTITION))?.edges.map((edge) => edge.id).sort()).toEqual(edges.map((edge) => edge.id).sort());
   });
 
@@ -137,14 +137,26 @@ describe('the working set a memory opens', () => {
 describe('checking a working set', () => {
   const sample = ingestShapedSample();
   /** The sample as a working set: every derived edge kept as its key. */
-  const working = (): UncheckedMemory & { derivedKeys: ReturnType<typeof noDerivedEdgeKeys> } => {
-    const derivedKeys = noDerivedEdgeKeys();
+  const working = (): UncheckedMemory & { folded: FoldedEdgeLists } => {
+    const folded = noFoldedEdges();
     const edges: GraphEdge[] = [];
     for (const edge of sample.edges) {
-      if (edge.type === 'belongs_to' || edge.type === 'involves_entity') derivedKeys[edge.type].set(edge.from, edge.key);
-      else edges.push(edge);
+      if (edge.type === 'belongs_to' || edge.type === 'involves_entity') {
+        folded[edge.type].nodes.push(sample.nodes.findIndex((node) => node.id === edge.from));
+        folded[edge.type].keys.push(edge.key);
+      } else edges.push(edge);
     }
-    return { ...sample, edges, derivedKeys };
+    return { ...sample, edges, folded };
+  };
+  /** Sets the key of the `type` edge kept for node `id` (listing it when it keeps none), or its position in the nodes. */
+  const keep = (memory: { folded: FoldedEdgeLists }, type: 'belongs_to' | 'involves_entity', id: string, key: number, at = sample.nodes.findIndex((node) => node.id === id)) => {
+    const list = memory.folded[type];
+    const i = list.nodes.indexOf(at);
+    if (i >= 0) list.keys[i] = key;
+    else {
+      list.nodes.push(at);
+      list.keys.push(key);
+    }
   };
   const failure = (memory: UncheckedMemory): string => {
     try {
@@ -163,20 +175,28 @@ describe('checking a working set', () => {
 
   it('refuses a derived key that another record holds, or at or past meta.nextKey', () => {
     const shared = working();
-    shared.derivedKeys.belongs_to.set('point:1', 0);
+    keep(shared, 'belongs_to', 'point:1', 0);
     expect(failure(shared)).toMatch(/node entity:alice and belongs_to edge of node point:1 share key 0/);
     const late = working();
-    late.derivedKeys.involves_entity.set('point:2', sample.meta.nextKey);
+    keep(late, 'involves_entity', 'point:2', sample.meta.nextKey);
     expect(failure(late)).toMatch(/involves_entity edge of node point:2 has key \d+, not below meta.nextKey/);
   });
 
   it('refuses a derived key of a node that is not there or derives no such edge', () => {
     const missing = working();
-    missing.derivedKeys.belongs_to.set('point:99', 9_000);
+    keep(missing, 'belongs_to', 'point:99', 9_000, sample.nodes.length);
     expect(failure(missing)).toMatch(/runs from a node the memory does not hold/);
     const underived = working();
-    underived.derivedKeys.involves_entity.set('facet:1', 9_000);
+    keep(underived, 'involves_entity', 'facet:1', 9_000);
     expect(failure(underived)).toMatch(/facet:1 keeps the key of a involves_entity edge it does not derive/);
+    const twice = working();
+    const point = sample.nodes.findIndex((node) => node.id === 'point:1');
+    twice.folded.belongs_to.nodes.push(point);
+    twice.folded.belongs_to.keys.push(9_000);
+    expect(failure(twice)).toMatch(/node point:1 keeps the keys of two belongs_to edges/);
+    const uneven = working();
+    uneven.folded.involves_entity.keys.pop();
+    expect(failure(uneven)).toMatch(/involves_entity edges kept as keys list \d+ nodes and \d+ keys/);
   });
 
   it('refuses an edge or node whose id is a kept derived edge\'s', () => {

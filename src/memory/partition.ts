@@ -2,11 +2,11 @@ import type { Embedder } from '../embed/types.ts';
 import { PrismError } from '../errors.ts';
 import { MemoryGraph } from '../graph/memory-graph.ts';
 import { VectorTable } from '../graph/vector-table.ts';
-import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeKeys, type DerivedEdgeType } from '../graph/derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeType } from '../graph/derived-edges.ts';
 import { edgeId, type GraphEdge, type GraphNode, type MemoryMeta, type MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
-import { dropsDerived, type GraphStore, type WorkingSnapshot } from '../store/types.ts';
+import { dropsDerived, type FoldedEdgeLists, type GraphStore, type WorkingSnapshot } from '../store/types.ts';
 import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
@@ -54,7 +54,7 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
   // the order an uninterrupted ingest built them, so ties (same name, same cosine) resolve alike
   // and reopen-and-continue grows the same graph.
   const nodes = inKeyOrder(snapshot.nodes);
-  const derived = 'derivedKeys' in snapshot ? derivedInKeyOrder(nodes, snapshot.derivedKeys, vectors) : null;
+  const derived = 'folded' in snapshot ? derivedInKeyOrder(snapshot.nodes, snapshot.folded, vectors) : null;
   applyBatch(state, {
     putChunks: [...snapshot.chunks].sort((a, b) => a.order - b.order),
     putNodes: nodes,
@@ -84,25 +84,30 @@ const KEY_SLOTS_BEYOND = 1024;
  * non-negative integers below a few slots per record (none a checked memory holds) are sorted.
  */
 export function inKeyOrder<T extends { key: number }>(records: readonly T[]): T[] {
-  const sorted = () => [...records].sort((a, b) => a.key - b.key);
+  return keyOrder(records.map(({ key }) => key)).map((i) => records[i] as T);
+}
+
+/** The positions of `keys` in the order `inKeyOrder` puts records of those keys: placed by key where it can, else sorted (stable). */
+function keyOrder(keys: readonly number[]): number[] {
+  const sorted = () => keys.map((_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number));
   let last = -1;
-  for (const { key } of records) {
+  for (const key of keys) {
     if (!Number.isSafeInteger(key) || key < 0) return sorted();
     last = Math.max(last, key);
   }
-  if (last >= KEY_SLOTS_PER_RECORD * records.length + KEY_SLOTS_BEYOND) return sorted();
+  if (last >= KEY_SLOTS_PER_RECORD * keys.length + KEY_SLOTS_BEYOND) return sorted();
   const slots = new Int32Array(last + 1).fill(-1);
-  for (let i = 0; i < records.length; i++) {
-    const { key } = records[i] as T;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as number;
     if (slots[key] !== -1) return sorted();
     slots[key] = i;
   }
-  const ordered: T[] = [];
+  const order: number[] = [];
   for (let key = 0; key < slots.length; key++) {
     const i = slots[key] as number;
-    if (i !== -1) ordered.push(records[i] as T);
+    if (i !== -1) order.push(i);
   }
-  return ordered;
+  return order;
 }
 
 /** One type's derived edges kept as keys: their nodes and keys, in key order. */
@@ -114,34 +119,30 @@ interface KeptDerivedEdges {
 
 /**
  * A working set's derived edges, type by type in key order (the order graph building made them,
- * which the graph's lists keep), from `nodes` in key order; an edge with a vector is made an
- * edge (`indexed`), which the graph holds and its index takes.
+ * which the graph's lists keep), from the working set's `nodes` (as read: `folded` names them by
+ * position); an edge with a vector is made an edge (`indexed`), which the graph holds and its
+ * index takes.
  */
-function derivedInKeyOrder(nodes: readonly GraphNode[], derivedKeys: DerivedEdgeKeys, vectors: VectorTable): { kept: KeptDerivedEdges[]; indexed: GraphEdge[] } {
+function derivedInKeyOrder(nodes: readonly GraphNode[], folded: FoldedEdgeLists, vectors: VectorTable): { kept: KeptDerivedEdges[]; indexed: GraphEdge[] } {
   const indexed: GraphEdge[] = [];
   const kept = DERIVED_EDGE_TYPES.map((type): KeptDerivedEdges => {
+    const list = folded[type];
     const from: GraphNode[] = [];
     const keys: number[] = [];
-    const ownKeys = derivedKeys[type];
     // Only an involves_entity edge may be indexed (`belongs_to` never is): ids are made only when some vector is one's.
     const mayBeIndexed = type !== 'belongs_to' && someIdStartsWith(vectors.keys(), `${type}:`);
-    let sorted = true;
-    for (const node of nodes) {
-      const key = ownKeys.size > 0 ? ownKeys.get(node.id) : undefined;
-      const to = key === undefined ? null : derivedTarget(node, type);
-      if (key === undefined || to === null) continue;
-      if (mayBeIndexed && vectors.has(edgeId(type, node.id, to))) {
-        indexed.push(derivedEdge(node, type, key) as GraphEdge);
-        continue;
+    for (const i of keyOrder(list.keys)) {
+      const node = nodes[list.nodes[i] as number] as GraphNode;
+      const key = list.keys[i] as number;
+      const to = derivedTarget(node, type);
+      if (to === null) continue;
+      if (mayBeIndexed && vectors.has(edgeId(type, node.id, to))) indexed.push(derivedEdge(node, type, key) as GraphEdge);
+      else {
+        from.push(node);
+        keys.push(key);
       }
-      if (keys.length > 0 && key < (keys.at(-1) as number)) sorted = false;
-      from.push(node);
-      keys.push(key);
     }
-    if (sorted) return { type, from, keys };
-    // Nodes come in key order, so their edges' keys mostly do too: sorted only when they do not.
-    const order = keys.map((_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number));
-    return { type, from: order.map((i) => from[i] as GraphNode), keys: order.map((i) => keys[i] as number) };
+    return { type, from, keys };
   });
   return { kept, indexed };
 }

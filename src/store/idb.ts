@@ -600,7 +600,7 @@ export class IndexedDbStore implements GraphStore {
   async load(partition: string): Promise<MemorySnapshot | null> {
     const memory = await this.loadWorkingSet(partition);
     if (memory === null) return null;
-    const { derivedKeys: _folded, ...snapshot } = memory;
+    const { folded: _folded, ...snapshot } = memory;
     return { ...snapshot, edges: sortById(allStoredEdges(memory)) };
   }
 

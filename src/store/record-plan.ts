@@ -1,6 +1,7 @@
-import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
-import type { Chunk, GraphEdge, GraphNode } from '../graph/types.ts';
+import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget } from '../graph/derived-edges.ts';
+import { edgeId, type Chunk, type GraphEdge, type GraphNode } from '../graph/types.ts';
 import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
+import { noFoldedEdges, type FoldedEdgeLists } from './types.ts';
 
 /**
  * Which rows a store writes for a batch's nodes and edges, and how it reads them back, in the
@@ -179,9 +180,9 @@ export function planRecords(
 /** A partition's nodes and edges as its stored rows hold them, the derived edges its nodes fold in kept as keys. */
 export interface StoredRecords {
   nodes: GraphNode[];
-  /** Every edge but those in `derivedKeys`. */
+  /** Every edge but those in `folded`. */
   edges: GraphEdge[];
-  derivedKeys: DerivedEdgeKeys;
+  folded: FoldedEdgeLists;
 }
 
 /** A stored record: its key's id (which a keyed record's JSON leaves out) and its JSON. */
@@ -203,17 +204,19 @@ export function readStoredRecords(
   pages: ReadonlyMap<string, readonly string[]>,
 ): StoredRecords {
   const edges = new Map<string, GraphEdge>();
-  const derivedKeys = noDerivedEdgeKeys();
+  const folded = noFoldedEdges();
   const nodes: GraphNode[] = [];
   for (const [rowKey, json] of nodeRows) {
     const { node, edgeKeys } = decodeNode(json, chunks, pages, rowKey);
-    nodes.push(node);
+    const at = nodes.push(node) - 1;
     for (const type of DERIVED_EDGE_TYPES) {
       const key = edgeKeys[type];
       const to = key === undefined ? null : derivedTarget(node, type);
       if (key === undefined || to === null) continue;
-      if (plainEnd(node.id) && plainEnd(to)) derivedKeys[type].set(node.id, key);
-      else {
+      if (plainEnd(node.id) && plainEnd(to)) {
+        folded[type].nodes.push(at);
+        folded[type].keys.push(key);
+      } else {
         const edge = derivedEdge(node, type, key) as GraphEdge;
         edges.set(edge.id, edge);
       }
@@ -225,8 +228,8 @@ export function readStoredRecords(
     edges.set(edge.id, edge);
     if (typeof edge.id === 'string' && derivedEdgeSources(edge.id)) rowsOfDerivedTypes.push(edge);
   }
-  if (rowsOfDerivedTypes.length > 0) dropOverwritten(rowsOfDerivedTypes, nodes, derivedKeys);
-  return { nodes, edges: [...edges.values()], derivedKeys };
+  if (rowsOfDerivedTypes.length > 0) dropOverwritten(rowsOfDerivedTypes, nodes, folded);
+  return { nodes, edges: [...edges.values()], folded };
 }
 
 /** Whether an edge end is a string without `>`, so that the edge's id tells its ends apart. */
@@ -234,21 +237,37 @@ function plainEnd(id: unknown): id is string {
   return typeof id === 'string' && !id.includes('>');
 }
 
-/** Takes out of `derivedKeys` each folded edge that an edge row of the same id replaces. */
-function dropOverwritten(rows: readonly GraphEdge[], nodes: readonly GraphNode[], derivedKeys: DerivedEdgeKeys): void {
+/** Takes out of `folded` each edge that an edge row of the same id replaces. */
+function dropOverwritten(rows: readonly GraphEdge[], nodes: readonly GraphNode[], folded: FoldedEdgeLists): void {
+  const replaced = new Set(rows.map((row) => row.id));
+  // Only a node a row's id names can run such an edge: the others' ids are not made.
   const named = new Set(rows.flatMap((row) => derivedEdgeSources(row.id)?.candidates ?? []));
-  const nodeById = new Map(nodes.filter((node) => named.has(node.id)).map((node) => [node.id, node]));
-  for (const row of rows) {
-    const replaced = keptDerivedEdge(row.id, derivedKeys, nodeById);
-    if (replaced) derivedKeys[replaced.type].delete(replaced.node.id);
+  for (const type of DERIVED_EDGE_TYPES) {
+    const list = folded[type];
+    let kept = 0;
+    for (let i = 0; i < list.nodes.length; i++) {
+      const at = list.nodes[i] as number;
+      const node = nodes[at] as GraphNode;
+      const to = named.has(node.id) ? derivedTarget(node, type) : null;
+      if (to !== null && replaced.has(edgeId(type, node.id, to))) continue;
+      list.nodes[kept] = at;
+      list.keys[kept] = list.keys[i] as number;
+      kept++;
+    }
+    list.nodes.length = kept;
+    list.keys.length = kept;
   }
 }
 
 /** Every edge of `records`, derived ones made from their keys. */
 export function allStoredEdges(records: StoredRecords): GraphEdge[] {
-  const { derivedKeys } = records;
-  const derived = records.nodes.flatMap((node) =>
-    canDeriveEdges(node) ? derivedEdgesOf(node, { belongs_to: derivedKeys.belongs_to.get(node.id), involves_entity: derivedKeys.involves_entity.get(node.id) }) : [],
-  );
+  const derived: GraphEdge[] = [];
+  for (const type of DERIVED_EDGE_TYPES) {
+    const { nodes, keys } = records.folded[type];
+    for (let i = 0; i < nodes.length; i++) {
+      const edge = derivedEdge(records.nodes[nodes[i] as number] as GraphNode, type, keys[i] as number);
+      if (edge) derived.push(edge);
+    }
+  }
   return [...derived, ...records.edges];
 }

@@ -1,8 +1,9 @@
 import type { PrismErrorCode } from '../errors.ts';
-import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, keptDerivedEdge, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
 import { EDGE_TYPES } from '../graph/types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import type { FoldedEdgeLists } from './types.ts';
 
 /**
  * What a memory must hold to be usable, checked wherever records come from outside the code
@@ -222,7 +223,7 @@ export interface UncheckedMemory {
   vectors: Iterable<readonly [unknown, unknown]>;
   hashes: Iterable<unknown>;
   /** Derived edges kept as keys, not in `edges` (a store's working set, `GraphStore.loadWorkingSet`). */
-  derivedKeys?: DerivedEdgeKeys;
+  folded?: FoldedEdgeLists;
 }
 
 /**
@@ -259,7 +260,7 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     claimKey(edge.key);
     return edge;
   });
-  if (memory.derivedKeys) checkDerivedKeys(memory.derivedKeys, nodes, edges, claimKey, fail);
+  if (memory.folded) checkFoldedEdges(memory.folded, nodes, edges, claimKey, fail);
   const chunkIds = new Set<string>();
   const orders = new Map<number, string>();
   const chunks = memory.chunks.map((chunk) => {
@@ -284,17 +285,23 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
 }
 
 /**
- * The derived edges `keys` stand for, checked as `edges` would be: each runs from a node that
- * derives it, to a node id, under a key of its own; no node or edge has its id. Kept keys have
- * ends without `>` (a store makes any other an edge), so their ids differ from one another.
+ * The derived edges `folded` stands for, checked as `edges` would be: each runs from a node of
+ * the memory that derives it, which keeps one of its type at most, to a node id, under a key of
+ * its own; no node or edge has its id. Kept keys have ends without `>` (a store makes any other
+ * an edge), so their ids differ from one another.
  */
-function checkDerivedKeys(keys: DerivedEdgeKeys, nodes: readonly GraphNode[], edges: readonly GraphEdge[], claimKey: (key: number) => void, fail: Fail): void {
-  let checked = 0;
-  for (const node of nodes) {
-    for (const type of DERIVED_EDGE_TYPES) {
-      const key = keys[type].get(node.id);
-      if (key === undefined) continue;
-      checked++;
+function checkFoldedEdges(folded: FoldedEdgeLists, nodes: readonly GraphNode[], edges: readonly GraphEdge[], claimKey: (key: number) => void, fail: Fail): void {
+  for (const type of DERIVED_EDGE_TYPES) {
+    const { nodes: positions, keys } = folded[type];
+    if (positions.length !== keys.length) fail(`the ${type} edges kept as keys list ${positions.length} nodes and ${keys.length} keys`);
+    const listed = new Uint8Array(nodes.length);
+    for (let i = 0; i < positions.length; i++) {
+      const at = positions[i] as number;
+      const key = keys[i] as number;
+      const node = Number.isInteger(at) && at >= 0 ? nodes[at] : undefined;
+      if (node === undefined) return fail('a derived edge runs from a node the memory does not hold');
+      if (listed[at] === 1) fail(`node ${shown(node.id)} keeps the keys of two ${type} edges`);
+      listed[at] = 1;
       const to = derivedTarget(node, type);
       // The edge is named only when it is bad: an open at 100K messages checks ~650K of them.
       if (!(typeof to === 'string' && to !== '' && !node.id.includes('>') && !to.includes('>') && isCount(key))) {
@@ -307,12 +314,25 @@ function checkDerivedKeys(keys: DerivedEdgeKeys, nodes: readonly GraphNode[], ed
       claimKey(key);
     }
   }
-  if (checked !== keys.belongs_to.size + keys.involves_entity.size) fail('a derived edge runs from a node the memory does not hold');
-  // Only a record whose id reads as a derived edge's can meet one: nodes are mapped by id when there is such a record.
-  let byId: Map<string, GraphNode> | undefined;
-  const clashes = (id: string): boolean => derivedEdgeSources(id) !== null && keptDerivedEdge(id, keys, (byId ??= new Map(nodes.map((node) => [node.id, node])))) !== undefined;
+  // Only a record whose id reads as a derived edge's can meet one: the kept keys are mapped by node id when there is such a record.
+  let kept: { keys: DerivedEdgeKeys; byId: Map<string, GraphNode> } | undefined;
+  const clashes = (id: string): boolean => {
+    if (derivedEdgeSources(id) === null) return false;
+    kept ??= keptKeysById(folded, nodes);
+    return keptDerivedEdge(id, kept.keys, kept.byId) !== undefined;
+  };
   for (const { id } of nodes) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
   for (const { id } of edges) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
+}
+
+/** `folded` as the graph keeps derived edges (keys by node id), with the nodes by id: a failure's and a rare record's path. */
+function keptKeysById(folded: FoldedEdgeLists, nodes: readonly GraphNode[]): { keys: DerivedEdgeKeys; byId: Map<string, GraphNode> } {
+  const keys = noDerivedEdgeKeys();
+  for (const type of DERIVED_EDGE_TYPES) {
+    const list = folded[type];
+    list.nodes.forEach((at, i) => keys[type].set((nodes[at] as GraphNode).id, list.keys[i] as number));
+  }
+  return { keys, byId: new Map(nodes.map((node) => [node.id, node])) };
 }
 
 /** Largest `meta.nextKey` whose keys are claimed in a bitmap (16 MB); a set takes any larger. */
@@ -345,7 +365,10 @@ function ownersOfKey(memory: UncheckedMemory, key: number): string[] {
   for (const node of memory.nodes) if ((node as { key?: unknown }).key === key) owners.push(`node ${idOf(node)}`);
   for (const edge of memory.edges) if ((edge as { key?: unknown }).key === key) owners.push(`edge ${idOf(edge)}`);
   for (const type of DERIVED_EDGE_TYPES) {
-    for (const [from, own] of memory.derivedKeys?.[type] ?? []) if (own === key) owners.push(`${type} edge of node ${shown(from)}`);
+    const list = memory.folded?.[type];
+    list?.keys.forEach((own, i) => {
+      if (own === key) owners.push(`${type} edge of node ${idOf(memory.nodes[list.nodes[i] as number])}`);
+    });
   }
   return owners;
 }

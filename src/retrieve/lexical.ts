@@ -4,6 +4,7 @@ import { ByteFormatError, ByteReader, ByteWriter, nextVarint, putVarint } from '
 import { isAscii } from '../util/ascii.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { topK } from '../util/top-k.ts';
+import { OrdinalsByNode } from './ordinals-by-node.ts';
 import { scoreCandidates, scoreDocuments, type LayerHits, type LayerQuery, type ScoredDocument } from './lexical-query.ts';
 
 /**
@@ -414,12 +415,8 @@ interface TokenEntry {
  * listed in.
  */
 class Postings {
-  /**
-   * Ordinals by node key: a Facet's, fact's or Entity's one document, an Episode's turns by
-   * position. Node keys are small integers, so the pass over every document per `update`
-   * hashes no string and boxes no number.
-   */
-  private readonly ordinalsByNode = new Map<number, number | Array<number | undefined>>();
+  /** The documents' ordinals by node key: a pass over every document per `update` hashes no string and boxes no number. */
+  private readonly ordinalsByNode = new OrdinalsByNode();
   /** Each indexed Episode's node key, by its id: a search reads an Episode's turns by id. */
   private readonly episodeKeys = new Map<string, number>();
   /**
@@ -481,14 +478,12 @@ class Postings {
 
   /** The ordinals of the documents filed under node key `nodeKey` (an Episode's in turn order; none when it has none). */
   ordinalsOfNode(nodeKey: number): number[] {
-    const held = this.ordinalsByNode.get(nodeKey);
-    if (held === undefined) return [];
-    return typeof held === 'number' ? [held] : presentOrdinals(held);
+    return this.ordinalsByNode.ordinalsOf(nodeKey);
   }
 
   /** Whether the document at `position` of node key `nodeKey` is held. */
   holds(nodeKey: number, position: number): boolean {
-    return this.ordinalOf(nodeKey, position) !== undefined;
+    return this.ordinalsByNode.ordinalOf(nodeKey, position) !== undefined;
   }
 
   /** The position in its node (a turn's in its Episode; else 0) of the document at `ordinal`. */
@@ -499,8 +494,7 @@ class Postings {
   /** The ordinals of an Episode's turn documents, in turn order (none when the Episode is not indexed). */
   turnOrdinals(episodeId: string): number[] {
     const key = this.episodeKeys.get(episodeId);
-    const held = key === undefined ? undefined : this.ordinalsByNode.get(key);
-    return typeof held === 'object' ? presentOrdinals(held) : [];
+    return key === undefined ? [] : this.ordinalsByNode.ordinalsOf(key);
   }
 
   /**
@@ -584,7 +578,7 @@ class Postings {
       const docKey = input.varint();
       const position = docKey % TURN_SPAN;
       const nodeKey = (docKey - position) / TURN_SPAN;
-      if (!postings.register(nodeKey, position, layer, ordinal)) throw new ByteFormatError('document listed twice, or at a position its layer has not');
+      if (!postings.ordinalsByNode.register(nodeKey, position, layer === 'episode', ordinal)) throw new ByteFormatError('document listed twice, or at a position its layer has not');
       postings.push(nodeKey, position, layer, '', '', fieldLength);
     }
     postings.docCount = count;
@@ -611,7 +605,7 @@ class Postings {
    * names one node of one layer for good, so the index was not written for this graph.
    */
   mark(node: GraphNode, position: number, dialogId: string, pass: number): boolean {
-    const ordinal = this.ordinalOf(node.key, position);
+    const ordinal = this.ordinalsByNode.ordinalOf(node.key, position);
     if (ordinal === undefined) return false;
     this.docPass[ordinal] = pass;
     // Once a read document is named it has been checked; one the index added is its node's own.
@@ -633,7 +627,7 @@ class Postings {
 
   add(nodeKey: number, position: number, { layer, nodeId, dialogId, text }: LexicalDoc): void {
     const ordinal = this.ordinals;
-    if (!this.register(nodeKey, position, layer, ordinal)) throw new Error(`lexical document ${position} of node key ${nodeKey} is indexed already`);
+    if (!this.ordinalsByNode.register(nodeKey, position, layer === 'episode', ordinal)) throw new Error(`lexical document ${position} of node key ${nodeKey} is indexed already`);
     // Between documents only: a document's distinct tokens are counted by their entries.
     if (this.tokens.size >= TOKEN_CACHE_LIMIT) this.tokens.clear();
     let fieldLength = 0;
@@ -669,9 +663,9 @@ class Postings {
       if (ordinal >= this.ordinals || nodeKey === undefined || nodeKey < 0) continue;
       const count = this.docCount;
       this.averageFieldLength = count === 1 ? 0 : (this.averageFieldLength * count - (this.docFieldLength[ordinal] as number)) / (count - 1);
-      this.unregister(nodeKey, this.docPosition[ordinal] as number);
+      this.ordinalsByNode.unregister(nodeKey, this.docPosition[ordinal] as number);
       const nodeId = this.docNodeId[ordinal] as string;
-      if (!this.ordinalsByNode.has(nodeKey) && this.episodeKeys.get(nodeId) === nodeKey) this.episodeKeys.delete(nodeId);
+      if (!this.ordinalsByNode.holdsNode(nodeKey) && this.episodeKeys.get(nodeId) === nodeKey) this.episodeKeys.delete(nodeId);
       // A removed document keeps its ids (a few bytes): a search that ran before the removal
       // still names, when its turn scores are read, the documents it found.
       this.docNodeKey[ordinal] = -1;
@@ -767,38 +761,6 @@ class Postings {
     postings.encodedEnd = -1;
     postings.holding = held;
     return postings.entries;
-  }
-
-  private ordinalOf(nodeKey: number, position: number): number | undefined {
-    const held = this.ordinalsByNode.get(nodeKey);
-    if (held === undefined) return undefined;
-    return typeof held === 'number' ? (position === 0 ? held : undefined) : held[position];
-  }
-
-  /** Files `ordinal` under its node (an Episode's turns in a list by position); false when that place is taken. */
-  private register(nodeKey: number, position: number, layer: Layer, ordinal: number): boolean {
-    const held = this.ordinalsByNode.get(nodeKey);
-    if (layer !== 'episode') {
-      if (held !== undefined || position !== 0) return false;
-      this.ordinalsByNode.set(nodeKey, ordinal);
-      return true;
-    }
-    if (typeof held === 'number') return false;
-    const turns = held ?? [];
-    if (turns[position] !== undefined) return false;
-    turns[position] = ordinal;
-    if (!held) this.ordinalsByNode.set(nodeKey, turns);
-    return true;
-  }
-
-  private unregister(nodeKey: number, position: number): void {
-    const held = this.ordinalsByNode.get(nodeKey);
-    if (typeof held !== 'object') {
-      this.ordinalsByNode.delete(nodeKey);
-      return;
-    }
-    held[position] = undefined;
-    if (held.every((ordinal) => ordinal === undefined)) this.ordinalsByNode.delete(nodeKey);
   }
 
   /** Room in the numeric columns for `more` documents beyond those made. */
@@ -927,10 +889,6 @@ function forEachPosting(entries: ArrayLike<number>, visit: (ordinal: number, tf:
 }
 
 /** An Episode's turn ordinals by position, the positions it no longer holds left out. */
-function presentOrdinals(turns: ReadonlyArray<number | undefined>): number[] {
-  return turns.filter((ordinal): ordinal is number => ordinal !== undefined);
-}
-
 /** `values` in a new array of `size` of the same type. */
 function grown<A extends Float64Array | Int32Array | Uint8Array>(values: A, size: number, make: new (size: number) => A): A {
   const next = new make(size);

@@ -207,6 +207,48 @@ describe('MemoryGraph derived edges', () => {
     expect(() => graph.putDerivedEdges('belongs_to', [graph.nodes.get('ep:1') as GraphNode], [40])).toThrow('derives no belongs_to edge');
   });
 
+  it('lists relation edges first read after many puts, replacements and deletes as lists kept from the start do', () => {
+    const relations = ['temporal', 'evolution', 'causal', 'semantic'] as const;
+    const points = [1, 2, 3, 4, 5].map((n) => `fp:${n}`);
+    // Every relation edge between the points, each put, then some replaced (same id), deleted and put again.
+    const all = relations.flatMap((type, t) => points.flatMap((from, i) => points.filter((to) => to !== from).map((to, j) => edge(type, from, to, 100 + t * 40 + i * 8 + j))));
+    const replay = (graph: MemoryGraph): void => {
+      for (const e of all) graph.putEdge(structuredClone(e));
+      all.forEach((e, i) => {
+        if (i % 3 === 0) graph.putEdge(structuredClone({ ...e, description: `again ${i}` }));
+        if (i % 5 === 1) graph.deleteEdge(e.id);
+        if (i % 10 === 1) graph.putEdge(structuredClone({ ...e, key: e.key + 1000 }));
+      });
+      graph.deleteNode('fp:5');
+    };
+    const fresh = (): MemoryGraph => {
+      const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+      for (const node of [episode, entity, facet(1, 10), ...[1, 2, 3, 4, 5].map((n) => point(n, 20 + n, 'fc:1'))]) graph.putNode(structuredClone(node));
+      return graph;
+    };
+    const read = (graph: MemoryGraph) =>
+      [...points, 'fp:9'].map((id) => ({
+        from: ids(graph.edgesFrom(id)),
+        to: ids(graph.edgesTo(id)),
+        typed: relations.map((type) => [ids(graph.edgesFrom(id, type)), ids(graph.edgesTo(id, type)), graph.sourcesTo(id, type)]),
+      }));
+    const listedEarly = fresh();
+    // A read before any put: the lists are kept from then on, as every put and delete comes.
+    expect(listedEarly.edgesFrom('fp:1', 'evolution')).toStrictEqual([]);
+    replay(listedEarly);
+    const listedLate = fresh();
+    replay(listedLate);
+    const early = read(listedEarly);
+    expect(read(listedLate)).toStrictEqual(early);
+    expect(early.some(({ typed }) => typed.some(([from]) => (from as string[]).length > 1))).toBe(true);
+    // And after the first read, the lists keep up with what comes.
+    for (const graph of [listedEarly, listedLate]) {
+      graph.deleteEdge(edgeId('evolution', 'fp:1', 'fp:2'));
+      graph.putEdge(edge('evolution', 'fp:1', 'fp:2', 999));
+    }
+    expect(read(listedLate)).toStrictEqual(read(listedEarly));
+  });
+
   it('derives the edge graph building writes, in its key order', () => {
     const made = derivedEdge(point(1, 20, 'fc:1'), 'involves_entity', 33);
     expect(JSON.stringify(made)).toBe(JSON.stringify(edge('involves_entity', 'fp:1', 'en:1', 33)));

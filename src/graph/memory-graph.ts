@@ -76,6 +76,15 @@ export class MemoryGraph {
   private readonly outgoingByType = new Map<string, EdgeLists>();
   private readonly incomingByType = new Map<string, EdgeLists>();
   /**
+   * Whether the lists hold the relation edges (every held edge of a type no node derives: temporal,
+   * evolution, causal, semantic), made from `heldEdges` by the first reader of one (`listRelations`).
+   * A search follows only `belongs_to` and `involves_entity` unless relation paths are switched on,
+   * and an add writes relation edges but reads none: at 100K messages an open filed ~280K of them
+   * twice over, ~0.4 s and their lists' heap, for nothing a search reads. `heldEdges` keeps them in
+   * the order they came, a replaced one in its place, which is the lists' own order.
+   */
+  private relationsListed = false;
+  /**
    * `facetPointsOf` by Episode id, until a node or edge changes: retrieval reads the FacetPoints
    * of every Episode it scores, every query, and the walk costs more than their cosines.
    */
@@ -291,6 +300,7 @@ export class MemoryGraph {
     // A replaced edge keeps its place in its list.
     const keepsPlace = previous !== undefined && previous.from === edge.from && previous.to === edge.to && previous.type === edge.type;
     if (previous && !keepsPlace) this.unlinkTyped(previous);
+    if (!this.listsHold(edge.type)) return;
     if (keepsPlace) {
       replaceIn(this.outgoingByType.get(edge.from)?.[edge.type], previous, edge);
       replaceIn(this.incomingByType.get(edge.to)?.[edge.type], previous, edge);
@@ -348,6 +358,22 @@ export class MemoryGraph {
     this.heldEdges.set(edge.id, edge);
     this.byKey.set(edge.key, edge.id);
     this.heldOfDerivedTypes += Number(isDerivedEdgeType(edge.type)) - Number(previous !== undefined && isDerivedEdgeType(previous.type));
+  }
+
+  /** Whether the typed lists hold the held edges of `type` now: a derived type's always, a relation type's once listed. */
+  private listsHold(type: EdgeType): boolean {
+    return this.relationsListed || isDerivedEdgeType(type);
+  }
+
+  /** Files every held relation edge in the typed lists, in the order they came, before the first reader of one. */
+  private listRelations(): void {
+    if (this.relationsListed) return;
+    this.relationsListed = true;
+    for (const edge of this.heldEdges.values()) {
+      if (isDerivedEdgeType(edge.type)) continue;
+      linkTyped(this.outgoingByType, edge.from, edge);
+      linkTyped(this.incomingByType, edge.to, edge);
+    }
   }
 
   /** Takes the held edge `id` out; false when there is none. */
@@ -464,6 +490,7 @@ export class MemoryGraph {
   }
 
   private unlinkTyped(edge: GraphEdge): void {
+    if (!this.listsHold(edge.type)) return;
     removeFrom(this.outgoingByType.get(edge.from)?.[edge.type], edge);
     removeFrom(this.incomingByType.get(edge.to)?.[edge.type], edge);
   }
@@ -511,8 +538,11 @@ export class MemoryGraph {
    */
   edgesFrom(id: string, type?: EdgeType): readonly GraphEdge[] {
     if (type === undefined) return EDGE_TYPES.flatMap((each) => this.edgesFrom(id, each));
+    if (!isDerivedEdgeType(type)) {
+      this.listRelations();
+      return listed(this.outgoingByType.get(id), type);
+    }
     const held = listed(this.outgoingByType.get(id), type);
-    if (!isDerivedEdgeType(type)) return held;
     const derived = this.derivedFromNode(id, type);
     return derived ? withHeld(held, [derived]) : held;
   }
@@ -523,8 +553,11 @@ export class MemoryGraph {
    */
   edgesTo(id: string, type?: EdgeType): readonly GraphEdge[] {
     if (type === undefined) return EDGE_TYPES.flatMap((each) => this.edgesTo(id, each));
+    if (!isDerivedEdgeType(type)) {
+      this.listRelations();
+      return listed(this.incomingByType.get(id), type);
+    }
     const held = listed(this.incomingByType.get(id), type);
-    if (!isDerivedEdgeType(type)) return held;
     const sources = this.derivedSources[type].get(id);
     if (!sources) return held;
     const derived: GraphEdge[] = [];
@@ -540,8 +573,9 @@ export class MemoryGraph {
    * sources, without making the derived edges (a search asks this of every Facet it reads).
    */
   sourcesTo(id: string, type: EdgeType): readonly string[] {
+    if (!isDerivedEdgeType(type)) return this.edgesTo(id, type).map((edge) => edge.from);
     const held = listed(this.incomingByType.get(id), type);
-    const sources = isDerivedEdgeType(type) ? this.derivedSources[type].get(id) : undefined;
+    const sources = this.derivedSources[type].get(id);
     if (!sources || held.length > 0) return this.edgesTo(id, type).map((edge) => edge.from);
     const keys = this.derivedKeys[type as DerivedEdgeType];
     return sources.filter((from) => keys.has(from) && this.nodes.has(from));

@@ -249,6 +249,34 @@ describe('MemoryGraph derived edges', () => {
     expect(read(listedLate)).toStrictEqual(read(listedEarly));
   });
 
+  it('lists and counts a layer first listed after puts, replacements and deletes as a listing kept from the start does', () => {
+    const nodes = [episode, entity, facet(1, 10), facet(2, 11), ...[1, 2, 3, 4, 5, 6].map((n) => point(n, 20 + n, n % 2 ? 'fc:1' : 'fc:2'))];
+    const replay = (graph: MemoryGraph): void => {
+      for (const node of nodes) graph.putNode(structuredClone(node));
+      graph.putNode(structuredClone(point(2, 22, 'fc:1')));
+      graph.deleteNode('fp:3');
+      graph.deleteNode('fc:2');
+      graph.putNode(structuredClone(point(3, 40, 'fc:1')));
+      graph.putNode(structuredClone(facet(3, 41)));
+    };
+    const read = (graph: MemoryGraph) =>
+      (['episode', 'entity', 'facet', 'facetPoint'] as const).map((layer) => ({ listed: graph.nodesOfLayer(layer).map((n) => n.id), counted: graph.countOfLayer(layer) }));
+    const listedEarly = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+    expect(read(listedEarly).every(({ listed, counted }) => listed.length === 0 && counted === 0)).toBe(true);
+    replay(listedEarly);
+    const listedLate = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+    replay(listedLate);
+    const late = read(listedLate);
+    expect(late).toStrictEqual(read(listedEarly));
+    expect(late[3]).toStrictEqual({ listed: ['fp:1', 'fp:2', 'fp:4', 'fp:5', 'fp:6', 'fp:3'], counted: 6 });
+    expect(late[2]).toStrictEqual({ listed: ['fc:1', 'fc:3'], counted: 2 });
+    for (const graph of [listedEarly, listedLate]) {
+      graph.deleteNode('fp:1');
+      graph.putNode(structuredClone(point(7, 42, 'fc:1')));
+    }
+    expect(read(listedLate)).toStrictEqual(read(listedEarly));
+  });
+
   it('derives the edge graph building writes, in its key order', () => {
     const made = derivedEdge(point(1, 20, 'fc:1'), 'involves_entity', 33);
     expect(JSON.stringify(made)).toBe(JSON.stringify(edge('involves_entity', 'fp:1', 'en:1', 33)));

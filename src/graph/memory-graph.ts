@@ -61,7 +61,14 @@ export class MemoryGraph {
   readonly vectors: Map<string, Float32Array>;
   /** Node and held edge ids by key: derived edges have no vector, so no index asks for theirs. */
   private readonly byKey = new Map<number, string>();
-  /** Node ids per layer, so a layer is listed without scanning every node. */
+  /** How many nodes each layer holds. */
+  private readonly layerCounts = new Map<Layer, number>();
+  /**
+   * Node ids per layer, in the order the nodes came, for each layer listed since the graph was made
+   * (`nodesOfLayer`: a search lists the Episodes), so it is listed again without scanning every node.
+   * Made by the first listing, not as nodes come: an open put ~440K facts and Facets at 100K
+   * messages, which only `list` and `get` list.
+   */
   private readonly byLayer = new Map<Layer, Set<string>>();
   /** Entities by lower-cased name (the §2.4 exact-name merge), kept as nodes come and go. */
   private readonly entitiesByName = new Map<string, string>();
@@ -80,8 +87,9 @@ export class MemoryGraph {
    * evolution, causal, semantic), made from `heldEdges` by the first reader of one (`listRelations`).
    * A search follows only `belongs_to` and `involves_entity` unless relation paths are switched on,
    * and an add writes relation edges but reads none: at 100K messages an open filed ~280K of them
-   * twice over, ~0.4 s and their lists' heap, for nothing a search reads. `heldEdges` keeps them in
-   * the order they came, a replaced one in its place, which is the lists' own order.
+   * twice over, ~1 s of building the graph with the collection of their lists, for nothing a search
+   * reads. `heldEdges` keeps them in the order they came, a replaced one in its place, which is the
+   * lists' own order.
    */
   private relationsListed = false;
   /**
@@ -147,7 +155,11 @@ export class MemoryGraph {
 
   /** How many nodes of `layer` the graph holds. */
   countOfLayer(layer: Layer): number {
-    return this.byLayer.get(layer)?.size ?? 0;
+    return this.layerCounts.get(layer) ?? 0;
+  }
+
+  private countLayer(layer: Layer, step: 1 | -1): void {
+    this.layerCounts.set(layer, (this.layerCounts.get(layer) ?? 0) + step);
   }
 
   /** How many turns the graph's chunks hold in session `sessionId`. */
@@ -184,7 +196,11 @@ export class MemoryGraph {
     if (node.layer === 'episode') this.episodeChain.splice(searchChain(this.episodeChain, node, false), 0, node);
     this.nodes.set(node.id, node);
     this.byKey.set(node.key, node.id);
-    link(this.byLayer, node.layer, node.id);
+    if (previous?.layer !== node.layer) {
+      if (previous) this.unlist(previous);
+      this.countLayer(node.layer, 1);
+    }
+    this.byLayer.get(node.layer)?.add(node.id);
     if (node.layer === 'entity') this.entitiesByName.set(node.name.toLowerCase(), node.id);
   }
 
@@ -198,8 +214,14 @@ export class MemoryGraph {
     this.nodes.delete(id);
     this.byKey.delete(node.key);
     this.vectors.delete(id);
-    this.byLayer.get(node.layer)?.delete(id);
+    this.unlist(node);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
+  }
+
+  /** Takes `node` out of its layer's count and listing. */
+  private unlist(node: GraphNode): void {
+    this.countLayer(node.layer, -1);
+    this.byLayer.get(node.layer)?.delete(node.id);
   }
 
   /**
@@ -602,8 +624,14 @@ export class MemoryGraph {
   }
 
   nodesOfLayer<L extends Layer>(layer: L): Array<Extract<GraphNode, { layer: L }>> {
+    let ids = this.byLayer.get(layer);
+    if (!ids) {
+      ids = new Set();
+      for (const node of this.nodes.values()) if (node.layer === layer) ids.add(node.id);
+      this.byLayer.set(layer, ids);
+    }
     const out: Array<Extract<GraphNode, { layer: L }>> = [];
-    for (const id of this.byLayer.get(layer) ?? []) {
+    for (const id of ids) {
       const node = this.nodes.get(id);
       if (node?.layer === layer) out.push(node as Extract<GraphNode, { layer: L }>);
     }
@@ -680,12 +708,6 @@ class EdgeView implements ReadonlyMap<string, GraphEdge> {
   forEach(callback: (value: GraphEdge, key: string, map: ReadonlyMap<string, GraphEdge>) => void, thisArg?: unknown): void {
     for (const edge of this.graph.allEdges()) callback.call(thisArg, edge, edge.id, this);
   }
-}
-
-function link<K>(map: Map<K, Set<string>>, from: K, id: string): void {
-  let set = map.get(from);
-  if (!set) map.set(from, (set = new Set()));
-  set.add(id);
 }
 
 function linkTyped(map: Map<string, EdgeLists>, node: string, edge: GraphEdge): void {

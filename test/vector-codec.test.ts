@@ -267,8 +267,13 @@ describe('VectorTable: a loaded memory is checked by its records’ scales', () 
     table.setStored('nan', withScale(Number.NaN), 384);
     table.setStored('huge', withScale(3e36), 384);
     table.set('floats', unitVectors(1, 384)[0] as Float32Array);
-    expect(['ok', 'nan', 'huge', 'floats', 'absent'].map((id) => table.isFiniteRecord(id, 384))).toEqual([true, false, false, false, false]);
-    expect(table.isFiniteRecord('ok', 383)).toBe(false);
+    const finiteness = (dim: number): Record<string, boolean> => {
+      const seen: Record<string, boolean> = {};
+      table.visitFiniteness(dim, (id, finite) => (seen[id] = finite));
+      return seen;
+    };
+    expect(finiteness(384)).toStrictEqual({ ok: true, nan: false, huge: false, floats: false });
+    expect(finiteness(383)).toStrictEqual({ ok: false, nan: false, huge: false, floats: false });
   });
 
   it('refuses a loaded table holding a vector with a non-finite value, naming it', () => {

@@ -189,16 +189,22 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   /**
-   * Whether `id` is a record of `dim` dimensions whose every value is finite, told from its
-   * scale alone (its values are at most 128 × the scale in magnitude): a loaded memory is checked
-   * without decoding each vector. False for anything else, which its checker then decodes.
+   * Calls `visit` with each id and whether its vector is a record of `dim` dimensions whose every
+   * value is finite, told from its scale alone (its values are at most 128 × the scale in
+   * magnitude); false for anything else, which its checker then decodes. By place, with no lookup
+   * by id: a loaded memory's ~464K vectors at 100K messages are checked this way at every open.
    */
-  isFiniteRecord(id: string, dim: number): boolean {
-    const slot = this.slotOf(id);
-    if (slot === undefined || slot < 0 || dim !== this.dim) return false;
-    const [pool, place] = slot < I4_SLOTS ? [this.i8 as RecordPool, slot] : [this.i4 as RecordPool, slot - I4_SLOTS];
-    const { page, start } = pool.locate(place);
-    return i8ScaleIsFinite(i8RecordScale(pool.scaleViews[page] as DataView, start));
+  visitFiniteness(dim: number, visit: (id: string, finite: boolean) => void): void {
+    for (const [id, place] of this.places) {
+      const slot = this.slots[place] as number;
+      if (slot < 0 || dim !== this.dim) {
+        visit(id, false);
+        continue;
+      }
+      const [pool, at] = slot < I4_SLOTS ? [this.i8 as RecordPool, slot] : [this.i4 as RecordPool, slot - I4_SLOTS];
+      const { page, start } = pool.locate(at);
+      visit(id, i8ScaleIsFinite(i8RecordScale(pool.scaleViews[page] as DataView, start)));
+    }
   }
 
   /**

@@ -375,10 +375,10 @@ function ownersOfKey(memory: UncheckedMemory, key: number): string[] {
 
 /** `table` once every vector in it is checked: i8 records by their scale, any other decoded. */
 function checkedTable(table: VectorTable, dim: number, fail: Fail): VectorTable {
-  for (const id of table.keys()) {
+  table.visitFiniteness(dim, (id, finite) => {
     checkId(id, 'vector id', fail);
-    if (!table.isFiniteRecord(id, dim)) checkVector(id, table.peek(id), dim, fail);
-  }
+    if (!finite) checkVector(id, table.peek(id), dim, fail);
+  });
   return table;
 }
 

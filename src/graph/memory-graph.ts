@@ -391,6 +391,12 @@ export class MemoryGraph {
     return this.relationsListed || isDerivedEdgeType(type);
   }
 
+  /** The held edges of `type` at `id` in one direction's lists (a relation type's listed first, if they are not yet). Read-only. */
+  private heldListed(lists: ReadonlyMap<string, EdgeLists>, id: string, type: EdgeType): readonly GraphEdge[] {
+    if (!this.listsHold(type)) this.listRelations();
+    return lists.get(id)?.[type] ?? NO_EDGES;
+  }
+
   /** Files every held relation edge in the typed lists, in the order they came, before the first reader of one. */
   private listRelations(): void {
     if (this.relationsListed) return;
@@ -555,7 +561,7 @@ export class MemoryGraph {
 
   /** Node or edge id behind an index key. */
   idForKey(key: number): string | undefined {
-    return Number.isSafeInteger(key) && key >= 0 ? this.byKey[key] : undefined;
+    return this.byKey[key];
   }
 
   /**
@@ -564,11 +570,8 @@ export class MemoryGraph {
    */
   edgesFrom(id: string, type?: EdgeType): readonly GraphEdge[] {
     if (type === undefined) return EDGE_TYPES.flatMap((each) => this.edgesFrom(id, each));
-    if (!isDerivedEdgeType(type)) {
-      this.listRelations();
-      return listed(this.outgoingByType.get(id), type);
-    }
-    const held = listed(this.outgoingByType.get(id), type);
+    const held = this.heldListed(this.outgoingByType, id, type);
+    if (!isDerivedEdgeType(type)) return held;
     const derived = this.derivedFromNode(id, type);
     return derived ? withHeld(held, [derived]) : held;
   }
@@ -579,11 +582,8 @@ export class MemoryGraph {
    */
   edgesTo(id: string, type?: EdgeType): readonly GraphEdge[] {
     if (type === undefined) return EDGE_TYPES.flatMap((each) => this.edgesTo(id, each));
-    if (!isDerivedEdgeType(type)) {
-      this.listRelations();
-      return listed(this.incomingByType.get(id), type);
-    }
-    const held = listed(this.incomingByType.get(id), type);
+    const held = this.heldListed(this.incomingByType, id, type);
+    if (!isDerivedEdgeType(type)) return held;
     const sources = this.derivedSources[type].get(id);
     if (!sources) return held;
     const derived: GraphEdge[] = [];
@@ -599,9 +599,8 @@ export class MemoryGraph {
    * sources, without making the derived edges (a search asks this of every Facet it reads).
    */
   sourcesTo(id: string, type: EdgeType): readonly string[] {
-    if (!isDerivedEdgeType(type)) return this.edgesTo(id, type).map((edge) => edge.from);
-    const held = listed(this.incomingByType.get(id), type);
-    const sources = this.derivedSources[type].get(id);
+    const held = this.heldListed(this.incomingByType, id, type);
+    const sources = isDerivedEdgeType(type) ? this.derivedSources[type].get(id) : undefined;
     if (!sources || held.length > 0) return this.edgesTo(id, type).map((edge) => edge.from);
     const keys = this.derivedKeys[type as DerivedEdgeType];
     return sources.filter((from) => keys.has(from) && this.nodes.has(from));
@@ -665,10 +664,6 @@ function searchChain(chain: readonly EpisodeNode[], episode: EpisodeNode, orEqua
 type EdgeLists = Partial<Record<EdgeType, GraphEdge[]>>;
 
 const NO_EDGES: readonly GraphEdge[] = Object.freeze([]);
-
-function listed(lists: EdgeLists | undefined, type: EdgeType): readonly GraphEdge[] {
-  return lists?.[type] ?? NO_EDGES;
-}
 
 /** Held and derived edges of one type as one list, in key order (the order graph building made them); each list is in key order already. */
 function withHeld(held: readonly GraphEdge[], derived: readonly GraphEdge[]): readonly GraphEdge[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { derivedEdge } from '../src/graph/derived-edges.ts';
+import { derivedEdge, isDerivedEdgeType } from '../src/graph/derived-edges.ts';
 import { MemoryGraph } from '../src/graph/memory-graph.ts';
 import { VectorTable } from '../src/graph/vector-table.ts';
 import { EDGE_TYPES, edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
@@ -247,6 +247,86 @@ describe('MemoryGraph derived edges', () => {
       graph.putEdge(edge('evolution', 'fp:1', 'fp:2', 999));
     }
     expect(read(listedLate)).toStrictEqual(read(listedEarly));
+  });
+
+  it('leaves relation edges in its store until a reader lists them, and reads, counts and lists them as a graph opened on that store does', () => {
+    const relations = ['temporal', 'evolution', 'causal', 'semantic'] as const;
+    const points = [1, 2, 3, 4, 5].map((n) => `fp:${n}`);
+    const nodes = [episode, entity, facet(1, 10), ...[1, 2, 3, 4, 5].map((n) => point(n, 20 + n, 'fc:1'))];
+    const all = relations.flatMap((type, t) => points.flatMap((from, i) => points.filter((to) => to !== from).map((to, j) => edge(type, from, to, 100 + t * 40 + i * 8 + j))));
+    const indexed = all[7] as GraphEdge;
+    // The store: every edge committed, as a commit reaches it before the graph.
+    const store = new Map<string, GraphEdge>();
+    const reads = { all: 0, get: 0, owned: 0 };
+    const relationEdges = () => [...store.values()].filter((e) => !isDerivedEdgeType(e.type));
+    const inKeyOrder = () => relationEdges().sort((a, b) => a.key - b.key).map((e) => structuredClone(e));
+    const stored = {
+      all: () => {
+        reads.all++;
+        return inKeyOrder();
+      },
+      get: (id: string) => {
+        reads.get++;
+        const found = store.get(id);
+        return found && !isDerivedEdgeType(found.type) ? structuredClone(found) : undefined;
+      },
+      owned: (chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>) => {
+        reads.owned++;
+        return inKeyOrder().filter((e) => chunkIds.has(e.chunkId) || nodeIds.has(e.from) || nodeIds.has(e.to));
+      },
+      counts: () => Object.fromEntries(relations.map((type) => [type, relationEdges().filter((e) => e.type === type).length])),
+    };
+    const graphOf = (edges: readonly GraphEdge[]): MemoryGraph => {
+      const vectors = new VectorTable();
+      vectors.set(indexed.id, new Float32Array([1, 0, 0, 0]));
+      const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors });
+      for (const node of nodes) graph.putNode(structuredClone(node));
+      for (const e of edges) graph.putEdge(structuredClone(e));
+      return graph;
+    };
+    const commit = (graph: MemoryGraph, change: { put?: GraphEdge; delete?: string }): void => {
+      if (change.put) store.set(change.put.id, change.put);
+      if (change.delete) store.delete(change.delete);
+      if (change.put) graph.putEdge(structuredClone(change.put));
+      if (change.delete) graph.deleteEdge(change.delete);
+    };
+    const initial = all.filter((_, i) => i % 2 === 0 || all[i] === indexed);
+    for (const e of initial) store.set(e.id, e);
+    // As a SQL store's open: the relation edges with a vector are held, the rest left in the store.
+    const left = graphOf(initial.filter((e) => e === indexed));
+    left.leaveRelations(stored);
+    all.forEach((e, i) => {
+      if (i % 2 === 1) commit(left, { put: e });
+      if (i % 3 === 0) commit(left, { put: { ...e, description: `again ${i}` } });
+      if (i % 5 === 1) commit(left, { delete: e.id });
+    });
+    const opened = () => graphOf([...store.values()].sort((a, b) => a.key - b.key));
+    const read = (graph: MemoryGraph) =>
+      [...points, 'fp:9'].map((id) => ({
+        from: ids(graph.edgesFrom(id)),
+        to: ids(graph.edgesTo(id)),
+        typed: relations.map((type) => [ids(graph.edgesFrom(id, type)), ids(graph.edgesTo(id, type)), graph.sourcesTo(id, type)]),
+      }));
+    // Asked one at a time, and counted, without reading them all.
+    const some = [...all.slice(0, 12).map((e) => e.id), 'evolution:fp:1>fp:9'];
+    expect(some.map((id) => [left.edges.has(id), left.edges.get(id) ?? null])).toStrictEqual(some.map((id) => [opened().edges.has(id), opened().edges.get(id) ?? null]));
+    expect([left.edgeCountsByType(), left.edges.size]).toStrictEqual([opened().edgeCountsByType(), opened().edges.size]);
+    // What a delete takes along, found in the store.
+    for (const nodeIds of [new Set(['fp:2']), new Set(['fp:4', 'fp:9'])]) expect(ids(left.edgesOwnedBy(new Set(), nodeIds))).toStrictEqual(ids(opened().edgesOwnedBy(new Set(), nodeIds)));
+    expect(left.edgesOwnedBy(new Set(), new Set(['fp:2'])).length).toBeGreaterThan(1);
+    expect(reads.owned).toBe(3);
+    expect(reads.all).toBe(0);
+    expect(reads.get).toBeGreaterThan(0);
+    // Listed: every edge read once, as an open puts them.
+    expect(read(left)).toStrictEqual(read(opened()));
+    expect(reads.all).toBe(1);
+    expect(read(left).some(({ typed }) => typed.some(([from]) => (from as string[]).length > 1))).toBe(true);
+    // From then on the graph holds them, and keeps up with what comes.
+    commit(left, { delete: edgeId('evolution', 'fp:1', 'fp:3') });
+    commit(left, { put: edge('evolution', 'fp:1', 'fp:3', 999) });
+    expect(read(left)).toStrictEqual(read(opened()));
+    expect([left.edgeCountsByType(), [...left.edges.values()].map((e) => e.id)]).toStrictEqual([opened().edgeCountsByType(), [...opened().edges.values()].map((e) => e.id)]);
+    expect(reads.all).toBe(1);
   });
 
   it('lists and counts a layer first listed after puts, replacements and deletes as a listing kept from the start does', () => {

@@ -1,4 +1,4 @@
-import { edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from './types.ts';
+import { EDGE_TYPES, edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from './types.ts';
 
 /**
  * Edges a node derives from its own fields: a Facet `belongs_to` its Episode (`episodeId`), a
@@ -34,6 +34,17 @@ export const EDGE_KEYS = ['id', 'key', 'type', 'from', 'to', 'chunkId', 'descrip
 
 export function isDerivedEdgeType(type: EdgeType): type is DerivedEdgeType {
   return type === 'belongs_to' || type === 'involves_entity';
+}
+
+/**
+ * The relation edges' types: those no node derives (temporal, causal, evolution, semantic), so
+ * every edge of them is a record of its own, named `type:from>to` (`edgeId`).
+ */
+export const RELATION_EDGE_TYPES = EDGE_TYPES.filter((type) => !isDerivedEdgeType(type));
+
+/** Whether `id` names an edge of a relation type (`RELATION_EDGE_TYPES`), told by its prefix. */
+export function isRelationEdgeId(id: string): boolean {
+  return RELATION_EDGE_TYPES.some((type) => id.startsWith(type) && id.charCodeAt(type.length) === COLON);
 }
 
 /** Whether a node of this layer can derive edges (Facets and FacetPoints). */

@@ -1,5 +1,5 @@
 import { shareTurnTexts } from './chunk-text.ts';
-import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
@@ -14,6 +14,21 @@ export interface GraphChanges {
   readonly deletedKeys: ReadonlySet<number>;
   /** Ids of the Episodes already in the graph that were put again, or whose chunk was put or deleted. */
   readonly episodes: ReadonlySet<string>;
+}
+
+/**
+ * The relation edges (`RELATION_EDGE_TYPES`) a graph leaves in its store until something reads
+ * them (`MemoryGraph.leaveRelations`): the store's as they are now, read synchronously.
+ */
+export interface StoredRelations {
+  /** Every relation edge the store holds, in key order, each checked against the graph. */
+  all(): GraphEdge[];
+  /** The relation edge `id`, checked, when the store holds it. */
+  get(id: string): GraphEdge | undefined;
+  /** The relation edges of a chunk of `chunkIds` or with an end in `nodeIds`, checked, in key order. */
+  owned(chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>): GraphEdge[];
+  /** How many relation edges of each relation type the store holds. */
+  counts(): Partial<Record<EdgeType, number>>;
 }
 
 /** Changes `takeChanges` keeps before it gives up on them (a walk of the graph is then as cheap). */
@@ -96,6 +111,15 @@ export class MemoryGraph {
    * lists' own order.
    */
   private relationsListed = false;
+  /**
+   * Where the relation edges are while the graph holds none of them but those with a vector (an
+   * index may name their keys), and they are only counted: a SQL store's open leaves them there
+   * (~280K at 100K messages, ~2 s of the open's reading, checking and building), since a search
+   * follows none by default and an add only asks whether one exists. The first reader of the
+   * lists, or of every edge, reads them all (`holdRelations`); until then an edge put or
+   * deleted is the store's to keep, as a commit reaches the store before the graph.
+   */
+  private storedRelations: StoredRelations | null = null;
   /**
    * `facetPointsOf` by Episode id, until a node or edge changes: retrieval reads the FacetPoints
    * of every Episode it scores, every query, and the walk costs more than their cosines.
@@ -308,7 +332,13 @@ export class MemoryGraph {
     return held && !this.nodes.has(held.mention.id) ? held : undefined;
   }
 
+  /** Leaves the relation edges in `stored` (see `storedRelations`): the graph must hold none yet but those with a vector. */
+  leaveRelations(stored: StoredRelations): void {
+    this.storedRelations = stored;
+  }
+
   putEdge(edge: GraphEdge): void {
+    if (this.storedRelations && this.leftStored(edge)) return;
     // The start node is looked up once, for its id string and for what it derives (an open puts ~280K edges at 100K messages).
     const from = this.nodes.get(edge.from);
     if (from) edge.from = from.id;
@@ -373,6 +403,31 @@ export class MemoryGraph {
     this.derivedKeys[type].set(from, key);
   }
 
+  /** Whether `edge` is one the store keeps for the graph while it leaves its relation edges there: one of a relation type with no vector. */
+  private leftStored(edge: GraphEdge): boolean {
+    return !isDerivedEdgeType(edge.type) && !this.vectors.has(edge.id);
+  }
+
+  /**
+   * Holds every relation edge from now on, reading those the graph left in its store: for a
+   * caller about to change the graph ahead of its store (re-extraction takes a chunk's records
+   * out before it commits), which the edges left there would not follow.
+   */
+  holdRelations(): void {
+    const stored = this.storedRelations;
+    if (!stored) return;
+    this.storedRelations = null;
+    // In key order, as an open puts edges; one held already (it has a vector) is the same edge, and takes its place in that order.
+    for (const edge of stored.all()) {
+      const held = this.heldEdges.get(edge.id);
+      if (!held) this.putEdge(edge);
+      else {
+        this.heldEdges.delete(edge.id);
+        this.heldEdges.set(edge.id, held);
+      }
+    }
+  }
+
   deleteEdge(id: string): void {
     this.forgetPoints();
     this.vectors.delete(id);
@@ -400,6 +455,7 @@ export class MemoryGraph {
   /** Files every held relation edge in the typed lists, in the order they came, before the first reader of one. */
   private listRelations(): void {
     if (this.relationsListed) return;
+    this.holdRelations();
     this.relationsListed = true;
     for (const edge of this.heldEdges.values()) {
       if (isDerivedEdgeType(edge.type)) continue;
@@ -457,13 +513,16 @@ export class MemoryGraph {
   edge(id: string): GraphEdge | undefined {
     const held = this.heldEdges.get(id);
     if (held) return held;
+    if (this.storedRelations && isRelationEdgeId(id)) return this.storedRelations.get(id);
     const found = this.derivedById(id);
     return found ? (this.derivedFromNode(found.node.id, found.type) ?? undefined) : undefined;
   }
 
   /** Whether the graph holds edge `id`, without making a derived one. */
   hasEdge(id: string): boolean {
-    return this.heldEdges.has(id) || this.derivedById(id) !== undefined;
+    if (this.heldEdges.has(id)) return true;
+    if (this.storedRelations && isRelationEdgeId(id)) return this.storedRelations.get(id) !== undefined;
+    return this.derivedById(id) !== undefined;
   }
 
   /** The derived edge of `type` the graph keeps from node `from`, made afresh; null when it keeps none. */
@@ -475,13 +534,17 @@ export class MemoryGraph {
 
   /** How many edges the graph holds, derived ones included. */
   edgeCount(): number {
+    if (this.storedRelations) return Object.values(this.edgeCountsByType()).reduce((sum, count) => sum + count, 0);
     return this.heldEdges.size + this.derivedKeys.belongs_to.size + this.derivedKeys.involves_entity.size;
   }
 
   /** How many edges of each type the graph holds: derived ones counted by their keys, not made (`stats` at 100K messages made ~650K). */
   edgeCountsByType(): Record<EdgeType, number> {
     const counts = Object.fromEntries(EDGE_TYPES.map((type) => [type, 0])) as Record<EdgeType, number>;
-    for (const edge of this.heldEdges.values()) counts[edge.type]++;
+    // Relation edges left in the store are counted there, those held with a vector among them.
+    const stored = this.storedRelations?.counts();
+    for (const edge of this.heldEdges.values()) if (!stored || isDerivedEdgeType(edge.type)) counts[edge.type]++;
+    for (const [type, count] of Object.entries(stored ?? {}) as Array<[EdgeType, number]>) counts[type] += count;
     for (const type of DERIVED_EDGE_TYPES) counts[type] += this.derivedKeys[type].size;
     return counts;
   }
@@ -489,12 +552,17 @@ export class MemoryGraph {
   /**
    * The edges of chunks `chunkIds` or touching nodes `nodeIds`, where `nodeIds` holds every node
    * the chunks own (as a deletion's does): what deleting them takes along. The held edges in the
-   * order they came, then the derived ones type by type, found from `nodeIds` through the graph's
+   * order they came (with relation edges left in the store, in key order with those), then the derived ones type by type, found from `nodeIds` through the graph's
    * keys and sources rather than by making every derived edge (~650K at 100K messages, ~0.35 s
    * of a session's delete there).
    */
   edgesOwnedBy(chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>): GraphEdge[] {
     const edges = [...this.heldEdges.values()].filter((e) => chunkIds.has(e.chunkId) || nodeIds.has(e.from) || nodeIds.has(e.to));
+    if (this.storedRelations) {
+      // Those left in the store found there, without reading them all; in key order among the held ones, as an open holds them.
+      edges.push(...this.storedRelations.owned(chunkIds, nodeIds).filter((edge) => !this.heldEdges.has(edge.id)));
+      edges.sort((a, b) => a.key - b.key);
+    }
     for (const type of DERIVED_EDGE_TYPES) {
       // A derived edge runs from a node of a chunk (a Facet or FacetPoint), so one a chunk owns starts at one of `nodeIds`.
       const from = new Set<string>();
@@ -512,6 +580,7 @@ export class MemoryGraph {
 
   /** Every edge: the held ones in the order they came, then the derived ones, type by type. */
   *allEdges(): IterableIterator<GraphEdge> {
+    this.holdRelations();
     yield* this.heldEdges.values();
     for (const type of DERIVED_EDGE_TYPES) {
       for (const from of this.derivedKeys[type].keys()) {

@@ -82,6 +82,7 @@ async function replaceChunk(
   signal?: AbortSignal,
 ): Promise<{ nodes: number; edges: number }> {
   const { state } = deps;
+  state.graph.holdRelations();
   const { deleteChunks: _chunkStays, deleteHashes: _hashStays, ...removal } = deletionBatch(state.graph, state.meta, new Set([chunk.id]));
   const undo = undoBatch(state, removal);
   applyBatch(state, removal);

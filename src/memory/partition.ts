@@ -1,14 +1,14 @@
 import type { Embedder } from '../embed/types.ts';
 import { PrismError } from '../errors.ts';
-import { MemoryGraph } from '../graph/memory-graph.ts';
+import { MemoryGraph, type StoredRelations } from '../graph/memory-graph.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeType } from '../graph/derived-edges.ts';
 import { edgeId, type GraphEdge, type GraphNode, type MemoryMeta, type MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
-import { dropsDerived, type FoldedEdgeLists, type GraphStore, type WorkingSnapshot } from '../store/types.ts';
+import { dropsDerived, type FoldedEdgeLists, type GraphStore, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
 import { roundVectors } from '../store/vector-codec.ts';
-import { checkMemoryStructure } from '../store/validate-snapshot.ts';
+import { checkMemoryStructure, checkRelationEdge, type RelationEdgeContext } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { IndexSet } from '../vector/index-set.ts';
 import { noteCopyDropped, type LexicalState } from './lexical-state.ts';
@@ -44,8 +44,27 @@ export function emptySnapshot(embedder: Embedder): MemorySnapshot {
   return { meta, nodes: [], edges: [], chunks: [], vectors: new VectorTable(), hashes: new Set() };
 }
 
-/** Builds the in-memory graph and vector indexes from a snapshot (a store's working set keeps derived edges as keys). */
-export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: PartitionHost): MemoryState {
+/**
+ * What a state's later reads of its store compare with as its partition changes (commits move
+ * both; a reload assigns the state's fields to the partition's own state object).
+ */
+export interface PartitionNow {
+  /** The store revision the partition's state reflects (`Partition.revision`). */
+  revision(): number;
+  /** The partition's meta as of now. */
+  meta(): MemoryMeta;
+}
+
+/** `PartitionNow` of the partition `partition` gives (one being made, at its open). */
+function nowOf(partition: () => Partition): PartitionNow {
+  return { revision: () => partition().revision, meta: () => partition().state.meta };
+}
+
+/**
+ * Builds the in-memory graph and vector indexes from a snapshot (a store's working set keeps
+ * derived edges as keys, and may leave relation edges in the store, which are read as of `now`).
+ */
+export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: PartitionHost, now: PartitionNow): MemoryState {
   // A store hands out a fresh table per load: the graph takes it over, as re-encoding each vector would cost more than reading it.
   const vectors = snapshot.vectors instanceof VectorTable ? snapshot.vectors : new VectorTable(snapshot.vectors);
   const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors });
@@ -70,7 +89,55 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
   });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
   for (const { type, from, keys } of derived?.kept ?? []) graph.putDerivedEdges(type, from, keys);
+  if ('relations' in snapshot && snapshot.relations) graph.leaveRelations(checkedRelations(snapshot.relations, graph, now));
   return state;
+}
+
+/**
+ * The relation edges a working set left in its store, as its graph reads them: checked as the
+ * open checks records (`checkRelationEdge`), a damaged one CORRUPT_CHECKPOINT as at an open, and
+ * all of them in key order. Read after another writer committed (the store past the revision of
+ * `now`, before this process caught up), an edge that fails the check is one that writer added
+ * (its key beyond this partition's `meta.nextKey`): it is left out, and the partition reloads at
+ * its next read.
+ */
+function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: PartitionNow): StoredRelations {
+  const context = (keys: ReadonlyMap<number, string>): RelationEdgeContext => ({
+    holdsNode: (id) => graph.nodes.has(id),
+    keyOwner: (key) => keys.get(key) ?? graph.idForKey(key),
+    nextKey: now.meta().nextKey,
+  });
+  const checked = (read: { revision: number; edges: GraphEdge[] }): GraphEdge[] => {
+    const stale = read.revision !== now.revision();
+    const keys = new Map<number, string>();
+    const check = context(keys);
+    const edges: GraphEdge[] = [];
+    for (const edge of read.edges) {
+      try {
+        checkRelationEdge(edge, check, damaged);
+      } catch (err) {
+        if (stale) continue;
+        throw err;
+      }
+      keys.set(edge.key, edge.id);
+      edges.push(edge);
+    }
+    return inKeyOrder(edges);
+  };
+  return {
+    all: () => checked(stored.all()),
+    owned: (chunkIds, nodeIds) => checked(stored.owned(chunkIds, nodeIds)),
+    get: (id) => {
+      const edge = stored.get(id);
+      if (edge) checkRelationEdge(edge, context(new Map()), damaged);
+      return edge;
+    },
+    counts: () => stored.counts(),
+  };
+}
+
+function damaged(message: string): never {
+  throw new PrismError('CORRUPT_CHECKPOINT', `the memory's store is damaged: ${message}; import a checkpoint over it or delete it whole`);
 }
 
 /** How far the keys of records placed by key may reach: slots per record, and beyond them (else they are sorted; a table of slots is 4 bytes a slot). */
@@ -194,15 +261,16 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
   const revision = await host.store.revision(name);
   const snapshot = await loadWorkingSet(host.store, name);
   checkStored(snapshot, host, name);
-  return {
+  const partition: Partition = {
     name,
     scope: scopeOfPartition(name),
-    state: stateFrom(snapshot ?? emptySnapshot(host.embedder), host),
+    state: stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(() => partition)),
     revision,
     writing: 0,
     serial: createSerial(),
     lexical: null,
   };
+  return partition;
 }
 
 /** Reloads the partition when another writer (process, tab) committed since this one last looked. */
@@ -218,7 +286,7 @@ export async function catchUp(host: PartitionHost, partition: Partition): Promis
 export function replaceState(host: PartitionHost, partition: Partition, snapshot: MemorySnapshot | null, revision: number): void {
   const version = partition.state.version;
   partition.state.indexes.dispose();
-  Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host));
+  Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(() => partition)));
   partition.state.version = version + 1;
   partition.revision = revision;
 }

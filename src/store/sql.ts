@@ -1,9 +1,10 @@
 import { PrismError } from '../errors.ts';
-import type { Chunk, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
-import { decodeChunk, encodeChunk, encodeEdge } from './record-codec.ts';
+import { isRelationEdgeId, RELATION_EDGE_TYPES } from '../graph/derived-edges.ts';
+import type { Chunk, EdgeType, GraphEdge, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import { decodeChunk, decodeEdge, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
-import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -166,6 +167,30 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   [],
 ];
 
+/** The ids of a type's edges (`edgeId`) sort from `type:` to before `type;`, in SQLite's order (UTF-8 bytes) and JavaScript's alike. */
+function idRangeOf(type: EdgeType): [string, string] {
+  return [`${type}:`, `${type};`];
+}
+
+/** Bounds of id ranges (null: none that side). */
+type IdRange = readonly [from: string | null, to: string | null];
+
+/** The id ranges of the relation edges' rows. */
+const RELATION_ID_RANGES: readonly IdRange[] = [...RELATION_EDGE_TYPES].sort().map(idRangeOf);
+
+/** The id ranges between and around `RELATION_ID_RANGES`: every other edge row's. */
+const OTHER_ID_RANGES: readonly IdRange[] = [...RELATION_ID_RANGES.map(([from]) => from), null].map((to, i) => [i === 0 ? null : (RELATION_ID_RANGES[i - 1]?.[1] ?? null), to]);
+
+/**
+ * Whether the edge `id` (`type:from>to`) may end at one of `nodeIds`: its ends, where it holds one
+ * `>`; any edge whose ends hold one themselves.
+ */
+function mayEndAt(id: string, nodeIds: ReadonlySet<string>): boolean {
+  const arrow = id.indexOf('>');
+  if (arrow < 0 || id.indexOf('>', arrow + 1) >= 0) return true;
+  return nodeIds.has(id.slice(id.indexOf(':') + 1, arrow)) || nodeIds.has(id.slice(arrow + 1));
+}
+
 /** Bytes of derived state a row holds (a Durable Object's limit on one value is 2 MB). */
 const DERIVED_PAGE_BYTES = 1 << 20;
 
@@ -282,7 +307,7 @@ export class SqlStore implements GraphStore {
   }
 
   async load(partition: string): Promise<MemorySnapshot | null> {
-    const memory = this.read(partition, 'id');
+    const memory = this.read(partition, 'whole');
     if (memory === null) return null;
     // Sorted in JavaScript: SQLite orders text by UTF-8 bytes, the other stores by UTF-16 code units.
     return {
@@ -295,49 +320,108 @@ export class SqlStore implements GraphStore {
     };
   }
 
+  /** The working set leaves the relation edges without a vector here (`WorkingSnapshot.relations`): no search or add lists them by default. */
   async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
-    return this.read(partition, 'stored');
+    const working = this.read(partition, 'working');
+    return working && { ...working, relations: this.relationEdges(partition) };
   }
 
   /** The rows of a query of `id` and `json` (in that order), read as the caller reaches each. */
-  private *keyedRows(sql: string, partition: string): Iterable<StoredRow> {
-    for (const row of this.driver.each(sql, [partition])) {
+  private *keyedRows(sql: string, params: readonly SqlValue[]): Iterable<StoredRow> {
+    for (const row of this.driver.each(sql, params)) {
       if (typeof row[0] !== 'string' || typeof row[1] !== 'string') throw new PrismError('CORRUPT_CHECKPOINT', `a record's id or JSON is stored as ${typeof row[0]} and ${typeof row[1]}, not text`);
       // The row is the pair itself: no copy of ~750K of them at 100K messages.
       yield row as StoredRow;
     }
   }
 
+  /** The partition's edge rows whose ids are `relations` (a relation type's, see `RELATION_ID_RANGES`) or not, read as the caller reaches each. */
+  private *edgeRows(partition: string, relations: boolean): Iterable<StoredRow> {
+    for (const [from, to] of relations ? RELATION_ID_RANGES : OTHER_ID_RANGES) {
+      const bounds = [...(from === null ? [] : [from]), ...(to === null ? [] : [to])];
+      const where = [...(from === null ? [] : ['id >= ?']), ...(to === null ? [] : ['id < ?'])].join(' AND ');
+      yield* this.keyedRows(`SELECT id, json FROM edges WHERE partition = ? AND ${where}`, [partition, ...bounds]);
+    }
+  }
+
   /**
-   * The partition's records as stored, derived edges as keys; the vectors in id order (as the
-   * other stores hand them to `load`), or as stored, group by group, each copied into the table
-   * and dropped (an open's: at 100K messages the groups were ~200 MB, held at once to be sorted).
+   * The partition's records as stored, derived edges as keys: the whole memory, its vectors in id
+   * order (as the other stores hand them to `load`), or the working set, its vectors as stored,
+   * group by group, each copied into the table and dropped (an open's: at 100K messages the groups
+   * were ~200 MB, held at once to be sorted), and of the relation edges only those with a vector.
    */
-  private read(partition: string, vectorOrder: 'id' | 'stored'): WorkingSnapshot | null {
+  private read(partition: string, form: 'whole' | 'working'): WorkingSnapshot | null {
     // One read transaction: a commit by another connection lands wholly before or after it.
     return this.driver.transaction('read', () => {
       const meta = this.readMeta(partition);
       if (meta === null) return null;
       const chunks = this.driver.all('SELECT json FROM chunks WHERE partition = ?', [partition]).map((row) => decodeChunk(text(row, 'json')));
-      const records = readStoredRecords(
-        this.keyedRows('SELECT id, json FROM nodes WHERE partition = ?', partition),
-        this.keyedRows('SELECT id, json FROM edges WHERE partition = ?', partition),
-        new Map(chunks.map((chunk) => [chunk.id, chunk])),
-        this.entityPages(partition),
-      );
       const vectors = new VectorTable();
       const sorted: Array<[string, Uint8Array]> = [];
+      const indexedRelations: string[] = [];
       for (const [stemValue, membersValue, data] of this.driver.each('SELECT stem, members, data FROM vector_groups WHERE partition = ?', [partition])) {
         const stem = textOf(stemValue, 'stem');
         for (const [member, bytes] of decodeVectorGroup(stem, { members: textOf(membersValue, 'members'), data: bytesOf(data) })) {
-          if (vectorOrder === 'id') sorted.push([memberId(stem, member), bytes]);
-          else vectors.setStored(memberId(stem, member), bytes, meta.dim);
+          const id = memberId(stem, member);
+          if (form === 'whole') sorted.push([id, bytes]);
+          else vectors.setStored(id, bytes, meta.dim);
+          // A group's ids share its stem, and so their prefix.
+          if (form === 'working' && isRelationEdgeId(stem)) indexedRelations.push(id);
         }
       }
       for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
+      const edgeRows = form === 'whole' ? this.keyedRows('SELECT id, json FROM edges WHERE partition = ?', [partition]) : this.workingEdgeRows(partition, indexedRelations);
+      const records = readStoredRecords(
+        this.keyedRows('SELECT id, json FROM nodes WHERE partition = ?', [partition]),
+        edgeRows,
+        new Map(chunks.map((chunk) => [chunk.id, chunk])),
+        this.entityPages(partition),
+      );
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
       return { meta, ...records, chunks, vectors, hashes: new Set(hashes) };
     });
+  }
+
+  /** The edge rows a working set reads: all but the relation edges', and of those the rows of `indexed` (ids with a vector). */
+  private *workingEdgeRows(partition: string, indexed: readonly string[]): Iterable<StoredRow> {
+    yield* this.edgeRows(partition, false);
+    for (const id of indexed) yield* this.keyedRows('SELECT id, json FROM edges WHERE partition = ? AND id = ?', [partition, id]);
+  }
+
+  /** The partition's relation edges as `WorkingSnapshot.relations` reads them, each read a statement (or a transaction) of its own. */
+  private relationEdges(partition: string): StoredRelationEdges {
+    // The rows `mayKeep` (told from the row) passes are decoded, and those `keep` passes kept.
+    const read = (keep: (edge: GraphEdge) => boolean, mayKeep: (id: string, json: string) => boolean = () => true) =>
+      this.driver.transaction('read', () => {
+        const edges: GraphEdge[] = [];
+        for (const [id, json] of this.edgeRows(partition, true)) {
+          if (!mayKeep(id, json)) continue;
+          const edge = decodeEdge(json, id);
+          if (keep(edge)) edges.push(edge);
+        }
+        return { revision: this.currentRevision(partition), edges };
+      });
+    return {
+      all: () => read(() => true),
+      // A delete's: of ~280K rows at 100K messages, only those whose JSON holds a chunk id, or whose id may name an end, are decoded.
+      owned: (chunkIds, nodeIds) =>
+        read(
+          (edge) => chunkIds.has(edge.chunkId) || nodeIds.has(edge.from) || nodeIds.has(edge.to),
+          (id, json) => [...chunkIds].some((chunkId) => json.includes(chunkId)) || mayEndAt(id, nodeIds),
+        ),
+      get: (id) => {
+        if (!isRelationEdgeId(id)) return undefined;
+        const row = this.driver.all('SELECT json FROM edges WHERE partition = ? AND id = ?', [partition, id])[0];
+        return row && decodeEdge(text(row, 'json'), id);
+      },
+      counts: () =>
+        Object.fromEntries(
+          RELATION_EDGE_TYPES.map((type) => {
+            const [from, to] = idRangeOf(type);
+            return [type, Number(this.driver.all('SELECT count(*) AS count FROM edges WHERE partition = ? AND id >= ? AND id < ?', [partition, from, to])[0]?.['count'] ?? 0)];
+          }),
+        ),
+    };
   }
 
   async revision(partition: string): Promise<number> {

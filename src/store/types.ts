@@ -1,5 +1,5 @@
 import type { DerivedEdgeType } from '../graph/derived-edges.ts';
-import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import type { Chunk, EdgeType, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import type { VectorPrecision } from './vector-codec.ts';
 
 /**
@@ -27,6 +27,27 @@ export interface WriteBatch {
  */
 export interface WorkingSnapshot extends MemorySnapshot {
   folded: FoldedEdgeLists;
+  /**
+   * Where the relation edges (graph/derived-edges.ts's `RELATION_EDGE_TYPES`) are, when the store
+   * left them out of `edges` (those with a vector excepted): read synchronously, as the store
+   * holds them at the time. Absent where `edges` holds them all.
+   */
+  relations?: StoredRelationEdges;
+}
+
+/**
+ * The relation edges of a partition, read from its store when asked, not at its open (a SQL
+ * store's: ~280K at 100K messages). Each read sees the store as it is then, committed writes only.
+ */
+export interface StoredRelationEdges {
+  /** Every relation edge the partition holds, as decoded (unchecked), in no particular order, and the revision they were read at. */
+  all(): { revision: number; edges: GraphEdge[] };
+  /** The relation edge `id` as decoded (unchecked), when the partition holds it. */
+  get(id: string): GraphEdge | undefined;
+  /** The relation edges (decoded, unchecked) of a chunk of `chunkIds` or with an end in `nodeIds`, and the revision they were read at: what deleting them takes along. */
+  owned(chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>): { revision: number; edges: GraphEdge[] };
+  /** How many relation edges of each relation type the partition holds. */
+  counts(): Partial<Record<EdgeType, number>>;
 }
 
 /**

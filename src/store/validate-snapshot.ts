@@ -1,5 +1,5 @@
 import type { PrismErrorCode } from '../errors.ts';
-import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, isDerivedEdgeType, isRelationEdgeId, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
 import { EDGE_TYPES } from '../graph/types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
@@ -160,6 +160,32 @@ export function checkEdge(edge: unknown, fail: Fail): asserts edge is GraphEdge 
   checkString(edge.chunkId, what, fail, 'chunkId');
   checkStringOrNull(edge.description, what, fail, 'description');
   if (edge.confidence !== null && !Number.isFinite(edge.confidence)) fail(`${what} confidence must be a finite number or null`);
+}
+
+/** What a relation edge read after its memory opened (`WorkingSnapshot.relations`) is checked against. */
+export interface RelationEdgeContext {
+  /** Whether the memory holds a node of this id. */
+  holdsNode(id: string): boolean;
+  /** The node or edge the memory holds under `key`, if any. */
+  keyOwner(key: number): string | undefined;
+  nextKey: number;
+}
+
+/**
+ * A relation edge read from its store after the open, checked as the open checks edges: its
+ * fields, its type (a relation type's, as its id says), its id no node's, and its key below
+ * `meta.nextKey` and no other node's or edge's the memory holds. (A derived edge's key, kept on
+ * its node, is not compared: neither kind is looked up by key. Ends are not checked at an open
+ * either: an edge outlives the node it runs from until it is deleted itself.)
+ */
+export function checkRelationEdge(edge: unknown, context: RelationEdgeContext, fail: Fail): asserts edge is GraphEdge {
+  checkEdge(edge, fail);
+  const what = `edge ${shown(edge.id)}`;
+  if (isDerivedEdgeType(edge.type) || !isRelationEdgeId(edge.id)) fail(`${what} is kept as a relation edge but has type ${shown(edge.type)}`);
+  if (context.holdsNode(edge.id)) fail(`node or edge id ${shown(edge.id)} occurs twice`);
+  if (edge.key >= context.nextKey) fail(`${what} has key ${edge.key}, not below meta.nextKey ${context.nextKey}`);
+  const owner = context.keyOwner(edge.key);
+  if (owner !== undefined && owner !== edge.id) fail(`${what} and ${shown(owner)} share key ${edge.key}`);
 }
 
 /** Turn `i` of the chunk named `what`: its own name is made only if it fails (an open checks every turn). */

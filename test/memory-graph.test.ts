@@ -173,6 +173,18 @@ describe('MemoryGraph derived edges', () => {
     expect(graph.edges.get(e.id)).toStrictEqual(e);
   });
 
+  it('lists the sources of a node again once its list emptied, and the facts of consecutive Facets apart', () => {
+    const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors: new VectorTable() });
+    for (const node of [episode, entity, facet(1, 10), facet(2, 11), point(1, 20, 'fc:1'), point(2, 21, 'fc:1'), point(3, 22, 'fc:2')]) graph.putNode(structuredClone(node));
+    graph.putEdge(edge('belongs_to', 'fp:1', 'fc:1', 30));
+    graph.deleteEdge(edgeId('belongs_to', 'fp:1', 'fc:1'));
+    expect(graph.sourcesTo('fc:1', 'belongs_to')).toStrictEqual([]);
+    graph.putEdge(edge('belongs_to', 'fp:2', 'fc:1', 31));
+    graph.putEdge(edge('belongs_to', 'fp:3', 'fc:2', 32));
+    graph.putEdge(edge('belongs_to', 'fp:1', 'fc:1', 33));
+    expect([graph.sourcesTo('fc:1', 'belongs_to'), graph.sourcesTo('fc:2', 'belongs_to')]).toStrictEqual([['fp:2', 'fp:1'], ['fp:3']]);
+  });
+
   it('tells an edge id from its parts as comparing with the built id does', () => {
     const parts: Array<[EdgeType, string, string]> = [['belongs_to', 'fp:1', 'fc:1'], ['involves_entity', 'a>b', 'c'], ['evolution', '', 'x']];
     const ids = parts.map((p) => edgeId(...p));

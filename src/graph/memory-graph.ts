@@ -552,14 +552,14 @@ export class MemoryGraph {
   /**
    * The edges of chunks `chunkIds` or touching nodes `nodeIds`, where `nodeIds` holds every node
    * the chunks own (as a deletion's does): what deleting them takes along. The held edges in the
-   * order they came (with relation edges left in the store, in key order with those), then the derived ones type by type, found from `nodeIds` through the graph's
-   * keys and sources rather than by making every derived edge (~650K at 100K messages, ~0.35 s
-   * of a session's delete there).
+   * order they came (in key order, with those of the relation edges left in the store), then the
+   * derived ones type by type, found from `nodeIds` through the graph's keys and sources rather
+   * than by making every derived edge (~650K at 100K messages, ~0.35 s of a session's delete there).
    */
   edgesOwnedBy(chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>): GraphEdge[] {
     const edges = [...this.heldEdges.values()].filter((e) => chunkIds.has(e.chunkId) || nodeIds.has(e.from) || nodeIds.has(e.to));
     if (this.storedRelations) {
-      // Those left in the store found there, without reading them all; in key order among the held ones, as an open holds them.
+      // Found in the store without reading them all (~0.4 s at 100K messages, against ~2 s), in key order with the held ones, as an open holds them.
       edges.push(...this.storedRelations.owned(chunkIds, nodeIds).filter((edge) => !this.heldEdges.has(edge.id)));
       edges.sort((a, b) => a.key - b.key);
     }

@@ -104,8 +104,9 @@ export interface GraphStore {
   load(partition: string): Promise<MemorySnapshot | null>;
   /**
    * `load` as opening a memory uses it: the derived edges the store folds into their nodes stay
-   * keys (three in four edges of a chat memory, which the working graph keeps as keys too), and
-   * nothing is sorted. Optional: a memory opens with `load` from a store without it.
+   * keys (three in four edges of a chat memory, which the working graph keeps as keys too), a
+   * store that reads synchronously may leave the relation edges where they are (`relations`),
+   * and nothing is sorted. Optional: a memory opens with `load` from a store without it.
    */
   loadWorkingSet?(partition: string): Promise<WorkingSnapshot | null>;
   /**

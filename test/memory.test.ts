@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Embedder } from '../src/embed/types.ts';
+import type { GraphEdge } from '../src/graph/types.ts';
 import { parseSessionDate } from '../src/ingest/conversation.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { resolveTimeExpression } from '../src/ingest/time.ts';
@@ -270,6 +271,31 @@ describe('consistency', () => {
     const during = await inFlight;
     expect(during.units.map((u) => u.turns.map((t) => t.text))).toEqual(before.units.map((u) => u.turns.map((t) => t.text)));
     expect((await reader.search('repaired fence', { budget: 256 })).context).toContain('repaired the garden fence');
+    await Promise.all([reader.close(), writer.close()]);
+  });
+
+  it('a handle reading relation edges its SQL store holds after another writer committed leaves that writer\'s out, and catches up at its next call', async () => {
+    const path = join(await tempDir(), 'memory.sqlite');
+    const usearch = await nodeUsearch();
+    const open = async () => Memory.open({ store: await openSqliteStore(path), embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }) });
+    const note = (who: string, day: number) => [{ speaker: who, text: `${who} planted ${day + 2} tulips by the garden fence today.` }];
+    const relations = (edges: Iterable<GraphEdge>) => [...edges].filter((e) => e.type === 'temporal' || e.type === 'evolution').map((e) => e.id).sort();
+    const first = await open();
+    for (const day of [1, 2, 3]) await first.add(note('Ann', day), { sessionId: `ann-${day}`, date: `2024-04-0${day}` });
+    const before = relations((await first.inspect()).snapshot().edges);
+    await first.close();
+    // Opened again, each handle leaves the relation edges in the store until something reads them.
+    const [reader, writer] = [await open(), await open()];
+    const view = await reader.inspect();
+    await writer.add(note('Ann', 4), { sessionId: 'ann-4', date: '2024-04-04' });
+    const all = relations((await writer.inspect()).snapshot().edges);
+    const added = all.filter((id) => !before.includes(id));
+    expect(added.length).toBeGreaterThan(0);
+    // The reader's graph is the one it opened: the writer's new edges are not its own, one by one or all at once.
+    expect(added.map((id) => [view.graph.edges.has(id), view.graph.edges.get(id) ?? null])).toStrictEqual(added.map(() => [false, null]));
+    expect(relations(view.graph.edges.values())).toStrictEqual(before);
+    // Its next call catches up.
+    expect(relations((await reader.inspect()).snapshot().edges)).toStrictEqual(all);
     await Promise.all([reader.close(), writer.close()]);
   });
 

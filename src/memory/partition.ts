@@ -102,15 +102,14 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
  * its next read.
  */
 function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: PartitionNow): StoredRelations {
-  const context = (keys: ReadonlyMap<number, string>): RelationEdgeContext => ({
-    holdsNode: (id) => graph.nodes.has(id),
-    keyOwner: (key) => keys.get(key) ?? graph.idForKey(key),
-    nextKey: now.meta().nextKey,
-  });
   const checked = (read: { revision: number; edges: GraphEdge[] }): GraphEdge[] => {
     const stale = read.revision !== now.revision();
     const keys = new Map<number, string>();
-    const check = context(keys);
+    const check: RelationEdgeContext = {
+      holdsNode: (id) => graph.nodes.has(id),
+      keyOwner: (key) => keys.get(key) ?? graph.idForKey(key),
+      nextKey: now.meta().nextKey,
+    };
     const edges: GraphEdge[] = [];
     for (const edge of read.edges) {
       try {
@@ -128,9 +127,8 @@ function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: 
     all: () => checked(stored.all()),
     owned: (chunkIds, nodeIds) => checked(stored.owned(chunkIds, nodeIds)),
     get: (id) => {
-      const edge = stored.get(id);
-      if (edge) checkRelationEdge(edge, context(new Map()), damaged);
-      return edge;
+      const { revision, edge } = stored.get(id);
+      return checked({ revision, edges: edge ? [edge] : [] })[0];
     },
     counts: () => stored.counts(),
   };

@@ -409,11 +409,11 @@ export class SqlStore implements GraphStore {
           (edge) => chunkIds.has(edge.chunkId) || nodeIds.has(edge.from) || nodeIds.has(edge.to),
           (id, json) => [...chunkIds].some((chunkId) => json.includes(chunkId)) || mayEndAt(id, nodeIds),
         ),
-      get: (id) => {
-        if (!isRelationEdgeId(id)) return undefined;
-        const row = this.driver.all('SELECT json FROM edges WHERE partition = ? AND id = ?', [partition, id])[0];
-        return row && decodeEdge(text(row, 'json'), id);
-      },
+      get: (id) =>
+        this.driver.transaction('read', () => {
+          const row = isRelationEdgeId(id) ? this.driver.all('SELECT json FROM edges WHERE partition = ? AND id = ?', [partition, id])[0] : undefined;
+          return { revision: this.currentRevision(partition), edge: row && decodeEdge(text(row, 'json'), id) };
+        }),
       counts: () =>
         Object.fromEntries(
           RELATION_EDGE_TYPES.map((type) => {

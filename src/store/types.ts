@@ -42,8 +42,8 @@ export interface WorkingSnapshot extends MemorySnapshot {
 export interface StoredRelationEdges {
   /** Every relation edge the partition holds, as decoded (unchecked), in no particular order, and the revision they were read at. */
   all(): { revision: number; edges: GraphEdge[] };
-  /** The relation edge `id` as decoded (unchecked), when the partition holds it. */
-  get(id: string): GraphEdge | undefined;
+  /** The relation edge `id` as decoded (unchecked), when the partition holds it, and the revision it was read at. */
+  get(id: string): { revision: number; edge: GraphEdge | undefined };
   /** The relation edges (decoded, unchecked) of a chunk of `chunkIds` or with an end in `nodeIds`, and the revision they were read at: what deleting them takes along. */
   owned(chunkIds: ReadonlySet<string>, nodeIds: ReadonlySet<string>): { revision: number; edges: GraphEdge[] };
   /** How many relation edges of each relation type the partition holds. */

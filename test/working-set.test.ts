@@ -94,7 +94,7 @@ describe('the working set a memory opens', () => {
       // The test batches leave meta.nextKey below a key at one point: both forms must agree on that.
       expect(passes(working)).toBe(passes(snapshot));
       const revision = await host.store.revision(DEFAULT_PARTITION);
-      const now = { revision: () => revision, meta: () => working.meta };
+      const now = { name: DEFAULT_PARTITION, revision: () => revision, meta: () => working.meta };
       expect(seen(stateFrom(working, host, now))).toEqual(seen(stateFrom(snapshot, host, now)));
       checked++;
     }

@@ -49,6 +49,8 @@ export function emptySnapshot(embedder: Embedder): MemorySnapshot {
  * both; a reload assigns the state's fields to the partition's own state object).
  */
 export interface PartitionNow {
+  /** The partition's name (its scope's), for what an error says. */
+  readonly name: string;
   /** The store revision the partition's state reflects (`Partition.revision`). */
   revision(): number;
   /** The partition's meta as of now. */
@@ -56,8 +58,8 @@ export interface PartitionNow {
 }
 
 /** `PartitionNow` of the partition `partition` gives (one being made, at its open). */
-function nowOf(partition: () => Partition): PartitionNow {
-  return { revision: () => partition().revision, meta: () => partition().state.meta };
+function nowOf(name: string, partition: () => Partition): PartitionNow {
+  return { name, revision: () => partition().revision, meta: () => partition().state.meta };
 }
 
 /**
@@ -113,7 +115,7 @@ function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: 
     const edges: GraphEdge[] = [];
     for (const edge of read.edges) {
       try {
-        checkRelationEdge(edge, check, damaged);
+        checkRelationEdge(edge, check, damaged(now.name));
       } catch (err) {
         if (stale) continue;
         throw err;
@@ -134,8 +136,11 @@ function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: 
   };
 }
 
-function damaged(message: string): never {
-  throw new PrismError('CORRUPT_CHECKPOINT', `the memory's store is damaged: ${message}; import a checkpoint over it or delete it whole`);
+/** How a damaged record of partition `name` fails: CORRUPT_CHECKPOINT, naming the memory and the way out. */
+function damaged(name: string): (message: string) => never {
+  return (message) => {
+    throw new PrismError('CORRUPT_CHECKPOINT', `memory ${JSON.stringify(name)} is damaged: ${message}; import a checkpoint over it or delete it whole`);
+  };
 }
 
 /** How far the keys of records placed by key may reach: slots per record, and beyond them (else they are sorted; a table of slots is 4 bytes a slot). */
@@ -241,11 +246,8 @@ export function checkCompatible(meta: MemoryMeta, embedder: Embedder, what: stri
  */
 function checkStored(snapshot: MemorySnapshot | null, host: PartitionHost, name: string): void {
   if (!snapshot) return;
-  const what = `memory ${JSON.stringify(name)}`;
-  checkCompatible(snapshot.meta, host.embedder, what);
-  checkMemoryStructure(snapshot, (message) => {
-    throw new PrismError('CORRUPT_CHECKPOINT', `${what} is damaged: ${message}; import a checkpoint over it or delete it whole`);
-  });
+  checkCompatible(snapshot.meta, host.embedder, `memory ${JSON.stringify(name)}`);
+  checkMemoryStructure(snapshot, damaged(name));
 }
 
 /** What opening a partition reads: its working set where the store gives one (derived edges as keys), else its whole memory. */
@@ -262,7 +264,7 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
   const partition: Partition = {
     name,
     scope: scopeOfPartition(name),
-    state: stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(() => partition)),
+    state: stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(name, () => partition)),
     revision,
     writing: 0,
     serial: createSerial(),
@@ -284,7 +286,7 @@ export async function catchUp(host: PartitionHost, partition: Partition): Promis
 export function replaceState(host: PartitionHost, partition: Partition, snapshot: MemorySnapshot | null, revision: number): void {
   const version = partition.state.version;
   partition.state.indexes.dispose();
-  Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(() => partition)));
+  Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(partition.name, () => partition)));
   partition.state.version = version + 1;
   partition.revision = revision;
 }

@@ -107,6 +107,7 @@ function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: 
   const checked = (read: { revision: number; edges: GraphEdge[] }): GraphEdge[] => {
     const stale = read.revision !== now.revision();
     const keys = new Map<number, string>();
+    const fail = damaged(now.name);
     const check: RelationEdgeContext = {
       holdsNode: (id) => graph.nodes.has(id),
       keyOwner: (key) => keys.get(key) ?? graph.idForKey(key),
@@ -115,7 +116,7 @@ function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: 
     const edges: GraphEdge[] = [];
     for (const edge of read.edges) {
       try {
-        checkRelationEdge(edge, check, damaged(now.name));
+        checkRelationEdge(edge, check, fail);
       } catch (err) {
         if (stale) continue;
         throw err;

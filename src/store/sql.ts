@@ -178,8 +178,8 @@ type IdRange = readonly [from: string | null, to: string | null];
 /** The id ranges of the relation edges' rows. */
 const RELATION_ID_RANGES: readonly IdRange[] = [...RELATION_EDGE_TYPES].sort().map(idRangeOf);
 
-/** The id ranges between and around `RELATION_ID_RANGES`: every other edge row's. */
-const OTHER_ID_RANGES: readonly IdRange[] = [...RELATION_ID_RANGES.map(([from]) => from), null].map((to, i) => [i === 0 ? null : (RELATION_ID_RANGES[i - 1]?.[1] ?? null), to]);
+/** The id ranges between and around `RELATION_ID_RANGES`: every other edge row's (each gap runs from one range's end to the next one's start). */
+const OTHER_ID_RANGES: readonly IdRange[] = [null, ...RELATION_ID_RANGES.map(([, to]) => to)].map((from, i) => [from, RELATION_ID_RANGES[i]?.[0] ?? null]);
 
 /**
  * Whether the edge `id` (`type:from>to`) may end at one of `nodeIds`: its ends, where it holds one
@@ -338,9 +338,17 @@ export class SqlStore implements GraphStore {
   /** The partition's edge rows whose ids are `relations` (a relation type's, see `RELATION_ID_RANGES`) or not, read as the caller reaches each. */
   private *edgeRows(partition: string, relations: boolean): Iterable<StoredRow> {
     for (const [from, to] of relations ? RELATION_ID_RANGES : OTHER_ID_RANGES) {
-      const bounds = [...(from === null ? [] : [from]), ...(to === null ? [] : [to])];
-      const where = [...(from === null ? [] : ['id >= ?']), ...(to === null ? [] : ['id < ?'])].join(' AND ');
-      yield* this.keyedRows(`SELECT id, json FROM edges WHERE partition = ? AND ${where}`, [partition, ...bounds]);
+      const where = ['partition = ?'];
+      const params = [partition];
+      if (from !== null) {
+        where.push('id >= ?');
+        params.push(from);
+      }
+      if (to !== null) {
+        where.push('id < ?');
+        params.push(to);
+      }
+      yield* this.keyedRows(`SELECT id, json FROM edges WHERE ${where.join(' AND ')}`, params);
     }
   }
 
@@ -361,12 +369,13 @@ export class SqlStore implements GraphStore {
       const indexedRelations: string[] = [];
       for (const [stemValue, membersValue, data] of this.driver.each('SELECT stem, members, data FROM vector_groups WHERE partition = ?', [partition])) {
         const stem = textOf(stemValue, 'stem');
+        // A group's ids share its stem, and so their prefix.
+        const ofRelations = form === 'working' && isRelationEdgeId(stem);
         for (const [member, bytes] of decodeVectorGroup(stem, { members: textOf(membersValue, 'members'), data: bytesOf(data) })) {
           const id = memberId(stem, member);
           if (form === 'whole') sorted.push([id, bytes]);
           else vectors.setStored(id, bytes, meta.dim);
-          // A group's ids share its stem, and so their prefix.
-          if (form === 'working' && isRelationEdgeId(stem)) indexedRelations.push(id);
+          if (ofRelations) indexedRelations.push(id);
         }
       }
       for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
@@ -404,11 +413,13 @@ export class SqlStore implements GraphStore {
     return {
       all: () => read(() => true),
       // A delete's: of ~280K rows at 100K messages, only those whose JSON holds a chunk id, or whose id may name an end, are decoded.
-      owned: (chunkIds, nodeIds) =>
-        read(
+      owned: (chunkIds, nodeIds) => {
+        const chunks = [...chunkIds];
+        return read(
           (edge) => chunkIds.has(edge.chunkId) || nodeIds.has(edge.from) || nodeIds.has(edge.to),
-          (id, json) => [...chunkIds].some((chunkId) => json.includes(chunkId)) || mayEndAt(id, nodeIds),
-        ),
+          (id, json) => chunks.some((chunkId) => json.includes(chunkId)) || mayEndAt(id, nodeIds),
+        );
+      },
       get: (id) =>
         this.driver.transaction('read', () => {
           const row = isRelationEdgeId(id) ? this.driver.all('SELECT json FROM edges WHERE partition = ? AND id = ?', [partition, id])[0] : undefined;

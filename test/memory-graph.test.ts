@@ -126,6 +126,33 @@ describe('MemoryGraph derived edges', () => {
     expectSourcesAgree(graph);
   });
 
+  it('keeps the derived edges of a node put again under another key, and takes them along when it goes', () => {
+    const { graph } = built();
+    // The same fact under a new key (the graph keeps derived edges by their node's key).
+    graph.putNode(point(1, 40, 'fc:1'));
+    expect(graph.edges.get('belongs_to:fp:1>fc:1')).toMatchObject({ from: 'fp:1', to: 'fc:1', key: 32 });
+    expect(graph.edges.get('involves_entity:fp:1>en:1')?.key).toBe(33);
+    expect(ids(graph.edgesFrom('fp:1'))).toStrictEqual(['belongs_to:fp:1>fc:1', 'evolution:fp:1>fp:3', 'involves_entity:fp:1>en:1']);
+    expect(graph.sourcesTo('fc:1', 'belongs_to')).toStrictEqual(['fp:1', 'fp:2']);
+    expect(graph.idForKey(40)).toBe('fp:1');
+    expect(graph.edges.size).toBe(8);
+    expect(graph.edgeCountsByType()).toStrictEqual(countedByType(graph));
+    expectSourcesAgree(graph);
+    // A node that now holds the old key finds no edge of the fact's.
+    graph.putNode(point(4, 20, 'fc:2', null));
+    expect(ids(graph.edgesFrom('fp:4'))).toStrictEqual([]);
+    expect(graph.edges.size).toBe(8);
+    // Deleted, the node hands its edges over as they were: they outlive it until deleted themselves.
+    graph.deleteNode('fp:1');
+    expect(graph.edges.get('belongs_to:fp:1>fc:1')).toMatchObject({ from: 'fp:1', to: 'fc:1', key: 32 });
+    expect(graph.sourcesTo('fc:1', 'belongs_to')).toStrictEqual(['fp:1', 'fp:2']);
+    expect(graph.edges.size).toBe(8);
+    expect(graph.edgeCountsByType()).toStrictEqual(countedByType(graph));
+    graph.deleteEdge('belongs_to:fp:1>fc:1');
+    expect(graph.sourcesTo('fc:1', 'belongs_to')).toStrictEqual(['fp:2']);
+    expectSourcesAgree(graph);
+  });
+
   it('replaces a derived edge in place, and holds one that differs from what its node derives', () => {
     const { graph } = built();
     graph.putEdge(edge('belongs_to', 'fp:1', 'fc:1', 90));

@@ -14,13 +14,43 @@ export type DerivedEdgeType = (typeof DERIVED_EDGE_TYPES)[number];
 const COLON = 0x3a;
 
 /**
- * Derived edges kept as keys, the form stores fold them in and the working graph keeps them:
- * for each type, the key of the edge each node derives, by the node's id.
+ * Derived edges kept as keys, as the working graph keeps them: for each type, the key of the edge
+ * each node derives, by the key of that node (the graph's own node object names it). An array by
+ * node key, not a map by node id: an open at 100K messages of chat files ~750K of them, and
+ * setting them in maps by id was ~0.5 s of it (V8's hash tables of that size miss the cache at
+ * every set) and ~20 MB of heap. Node keys are small integers given out in order, as the graph's
+ * ids by key are (a sparse one makes V8 keep the array as a dictionary: slower, no less right).
  */
-export type DerivedEdgeKeys = Record<DerivedEdgeType, Map<string, number>>;
+export class DerivedEdgeKeys {
+  private readonly byNodeKey: Record<DerivedEdgeType, Array<number | undefined>> = { belongs_to: [], involves_entity: [] };
+  private readonly counts: Record<DerivedEdgeType, number> = { belongs_to: 0, involves_entity: 0 };
 
-export function noDerivedEdgeKeys(): DerivedEdgeKeys {
-  return { belongs_to: new Map(), involves_entity: new Map() };
+  /** The key of the `type` edge `node` derives, if it keeps one. */
+  get(type: DerivedEdgeType, node: GraphNode): number | undefined {
+    return this.byNodeKey[type][node.key];
+  }
+
+  has(type: DerivedEdgeType, node: GraphNode): boolean {
+    return this.byNodeKey[type][node.key] !== undefined;
+  }
+
+  set(type: DerivedEdgeType, node: GraphNode, key: number): void {
+    const slots = this.byNodeKey[type];
+    if (slots[node.key] === undefined) this.counts[type]++;
+    slots[node.key] = key;
+  }
+
+  delete(type: DerivedEdgeType, node: GraphNode): void {
+    const slots = this.byNodeKey[type];
+    if (slots[node.key] === undefined) return;
+    slots[node.key] = undefined;
+    this.counts[type]--;
+  }
+
+  /** How many nodes keep an edge of `type`. */
+  size(type: DerivedEdgeType): number {
+    return this.counts[type];
+  }
 }
 
 /** The keys of the derived edges one node has, by type. */
@@ -104,16 +134,20 @@ export function derivedEdgeSources(id: string): { type: DerivedEdgeType; candida
 }
 
 /**
- * The derived edge kept as a key in `keys` whose id is `id`: its type and the node it runs from
- * (found in `nodes`); undefined when none has that id. How the graph reads an edge by id, a
- * store's read lets an edge row replace a folded edge, and a check finds two records of one id.
+ * The derived edge whose id is `id` among those `keeps` tells a node of `nodes` keeps as a key:
+ * its type and the node it runs from; undefined when none has that id. How the graph reads an
+ * edge by id, and a check finds two records of one id.
  */
-export function keptDerivedEdge(id: string, keys: DerivedEdgeKeys, nodes: ReadonlyMap<string, GraphNode>): { type: DerivedEdgeType; node: GraphNode } | undefined {
+export function keptDerivedEdge(
+  id: string,
+  keeps: (type: DerivedEdgeType, node: GraphNode) => boolean,
+  nodes: ReadonlyMap<string, GraphNode>,
+): { type: DerivedEdgeType; node: GraphNode } | undefined {
   const sources = derivedEdgeSources(id);
   if (!sources) return undefined;
   for (const from of sources.candidates) {
-    const node = keys[sources.type].has(from) ? nodes.get(from) : undefined;
-    const to = node ? derivedTarget(node, sources.type) : null;
+    const node = nodes.get(from);
+    const to = node && keeps(sources.type, node) ? derivedTarget(node, sources.type) : null;
     if (node && to !== null && isEdgeId(id, sources.type, from, to)) return { type: sources.type, node };
   }
   return undefined;

@@ -1,5 +1,5 @@
 import { shareTurnTexts } from './chunk-text.ts';
-import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
@@ -42,7 +42,7 @@ const CHANGES_KEPT = 1 << 16;
 export class MemoryGraph {
   readonly nodes = new Map<string, GraphNode>();
   /**
-   * Every edge by id. A derived edge (graph/derived-edges.ts) is kept as its key on its node
+   * Every edge by id. A derived edge (graph/derived-edges.ts) is kept as its key by its node
    * (`derivedKeys`), and read as a new object each time: as objects in maps and lists they were a
    * third of the heap of a memory of chat (131 of 405 MB at 30K messages). Read-only: change
    * edges through `putEdge` and `deleteEdge`.
@@ -51,16 +51,27 @@ export class MemoryGraph {
   /** The edges held as objects: every edge but the derived ones. */
   private readonly heldEdges = new Map<string, GraphEdge>();
   /**
-   * The keys of derived edges by type, by the id of the node they run from. A node in here
-   * derives that edge as it is now: one replaced so that it no longer does, or deleted, hands
-   * the edge (which outlives it) to `heldEdges` as it was.
+   * The keys of derived edges by type, by the node they run from. A node in here derives that
+   * edge as it is now: one replaced so that it no longer does, or deleted, hands the edge (which
+   * outlives it) to `heldEdges` as it was.
    */
-  private readonly derivedKeys: DerivedEdgeKeys = noDerivedEdgeKeys();
+  private readonly derivedKeys = new DerivedEdgeKeys();
   /** How many held edges have a derived edge's type: while none, a derived edge put replaces no held one (and its id need not be looked up). */
   private heldOfDerivedTypes = 0;
   /** The ids of the nodes with a derived edge to each node, by type, in the order the edges came. */
   private readonly derivedSources: Record<DerivedEdgeType, Map<string, string[]>> = { belongs_to: new Map(), involves_entity: new Map() };
   private readonly chunkById = new Map<string, Chunk>();
+  /**
+   * The last id `shareStrings` looked up for each field a node names, and the string it gave: a
+   * chunk's records name one Episode, a Facet's facts one Facet, and often one Entity, in runs,
+   * and at 100K messages an open looked up ~950K of them. An equal string is as good as the one
+   * the graph holds, so what is remembered never goes stale.
+   */
+  private readonly lastShared: Record<'episode' | 'facet' | 'entity', SharedId> = {
+    episode: { asked: '', shared: '' },
+    facet: { asked: '', shared: '' },
+    entity: { asked: '', shared: '' },
+  };
   /** Chunks by id; changed through `putChunk` and `deleteChunk` only, which keep the turn indexes below. */
   readonly chunks: ReadonlyMap<string, Chunk> = this.chunkById;
   /**
@@ -216,7 +227,10 @@ export class MemoryGraph {
 
   putNode(node: GraphNode): void {
     const previous = this.nodes.get(node.id);
-    if (previous) this.holdDerived(previous, node);
+    if (previous) {
+      this.holdDerived(previous, node);
+      this.rekeyDerived(previous, node);
+    }
     this.notePut(node, previous);
     this.shareStrings(node, previous);
     this.forgetPoints();
@@ -244,6 +258,17 @@ export class MemoryGraph {
     this.vectors.delete(id);
     this.unlist(node);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
+  }
+
+  /** The derived edges `previous` keeps (and so `next`, which replaces it, derives alike), kept by `next` from now on, whose key may differ. */
+  private rekeyDerived(previous: GraphNode, next: GraphNode): void {
+    if (previous.key === next.key) return;
+    for (const type of DERIVED_EDGE_TYPES) {
+      const key = this.derivedKeys.get(type, previous);
+      if (key === undefined) continue;
+      this.derivedKeys.delete(type, previous);
+      this.derivedKeys.set(type, next, key);
+    }
   }
 
   /** Takes `node` out of its layer's count and listing. */
@@ -347,7 +372,7 @@ export class MemoryGraph {
     this.forgetPoints();
     // An edge with a vector stays an object: an index may name its key (`belongs_to` is never indexed).
     if (from && isDerivedFrom(edge, from) && (edge.type === 'belongs_to' || !this.vectors.has(edge.id))) {
-      this.keepDerived(edge.type, from.id, edge.to, edge.key, edge.id);
+      this.keepDerived(edge.type, from, edge.to, edge.key, edge.id);
       return;
     }
     this.dropDerived(edge.id);
@@ -376,31 +401,46 @@ export class MemoryGraph {
    */
   putDerivedEdges(type: DerivedEdgeType, from: readonly GraphNode[], keys: readonly number[]): void {
     this.forgetPoints();
-    const fresh = this.derivedKeys[type].size === 0 && this.heldOfDerivedTypes === 0;
+    const fresh = this.derivedKeys.size(type) === 0 && this.heldOfDerivedTypes === 0;
+    let runTarget: string | null = null;
+    let run: string[] = [];
     for (let i = 0; i < keys.length; i++) {
       const node = from[i] as GraphNode;
       const to = derivedTarget(node, type);
       if (to === null) throw new Error(`node ${node.id} derives no ${type} edge`);
-      if (fresh) this.fileDerived(type, node.id, to, keys[i] as number);
-      else this.keepDerived(type, node.id, to, keys[i] as number);
+      if (!fresh) {
+        this.keepDerived(type, node, to, keys[i] as number);
+        continue;
+      }
+      // Nodes with one target come in runs (a Facet's facts, an Episode's Facets): its list is looked up once a run.
+      if (to !== runTarget) {
+        runTarget = to;
+        run = this.sourcesOf(type, to);
+      }
+      run.push(node.id);
+      this.derivedKeys.set(type, node, keys[i] as number);
     }
   }
 
-  /** Keeps the derived edge `type` from `from` to `to` as its key, in place of any edge of its id. */
-  private keepDerived(type: DerivedEdgeType, from: string, to: string, key: number, id?: string): void {
-    if (this.heldOfDerivedTypes > 0) this.dropHeld(id ?? edgeId(type, from, to));
-    const keys = this.derivedKeys[type];
-    if (keys.has(from)) keys.set(from, key);
+  /** Keeps the derived edge `type` from node `from` (the graph's own) to `to` as its key, in place of any edge of its id. */
+  private keepDerived(type: DerivedEdgeType, from: GraphNode, to: string, key: number, id?: string): void {
+    if (this.heldOfDerivedTypes > 0) this.dropHeld(id ?? edgeId(type, from.id, to));
+    if (this.derivedKeys.has(type, from)) this.derivedKeys.set(type, from, key);
     else this.fileDerived(type, from, to, key);
   }
 
-  /** Files the derived edge `type` from `from` (which keeps none of the type) to `to` under `key`: its key, and `from` among `to`'s sources. */
-  private fileDerived(type: DerivedEdgeType, from: string, to: string, key: number): void {
+  /** Files the derived edge `type` from node `from` (which keeps none of the type) to `to` under `key`: its key, and `from` among `to`'s sources. */
+  private fileDerived(type: DerivedEdgeType, from: GraphNode, to: string, key: number): void {
+    this.sourcesOf(type, to).push(from.id);
+    this.derivedKeys.set(type, from, key);
+  }
+
+  /** The graph's own list of the ids of the nodes with a derived `type` edge to `to`, made when there is none. */
+  private sourcesOf(type: DerivedEdgeType, to: string): string[] {
     const sources = this.derivedSources[type];
-    const list = sources.get(to);
-    if (list) list.push(from);
-    else sources.set(to, [from]);
-    this.derivedKeys[type].set(from, key);
+    let list = sources.get(to);
+    if (!list) sources.set(to, (list = []));
+    return list;
   }
 
   /** Whether `edge` is one the store keeps for the graph while it leaves its relation edges there: one of a relation type with no vector. */
@@ -479,7 +519,7 @@ export class MemoryGraph {
   private dropDerived(id: string): void {
     const found = this.derivedById(id);
     if (!found) return;
-    this.derivedKeys[found.type].delete(found.node.id);
+    this.derivedKeys.delete(found.type, found.node);
     const target = derivedTarget(found.node, found.type);
     const sources = target === null ? undefined : this.derivedSources[found.type].get(target);
     const at = sources?.indexOf(found.node.id) ?? -1;
@@ -494,7 +534,7 @@ export class MemoryGraph {
    */
   private holdDerived(node: GraphNode, next: GraphNode | null): void {
     for (const type of DERIVED_EDGE_TYPES) {
-      const key = this.derivedKeys[type].get(node.id);
+      const key = this.derivedKeys.get(type, node);
       const edge = key === undefined ? null : derivedEdge(node, type, key);
       if (!edge || (next && isDerivedFrom(edge, next))) continue;
       this.dropDerived(edge.id);
@@ -506,7 +546,7 @@ export class MemoryGraph {
 
   /** The derived edge kept under `id`: its type and the node it runs from. */
   private derivedById(id: string): { type: DerivedEdgeType; node: GraphNode } | undefined {
-    return keptDerivedEdge(id, this.derivedKeys, this.nodes);
+    return keptDerivedEdge(id, (type, node) => this.derivedKeys.has(type, node), this.nodes);
   }
 
   /** The edge `id` (see `edges`). */
@@ -527,15 +567,15 @@ export class MemoryGraph {
 
   /** The derived edge of `type` the graph keeps from node `from`, made afresh; null when it keeps none. */
   private derivedFromNode(from: string, type: DerivedEdgeType): GraphEdge | null {
-    const key = this.derivedKeys[type].get(from);
-    const node = key === undefined ? undefined : this.nodes.get(from);
+    const node = this.nodes.get(from);
+    const key = node && this.derivedKeys.get(type, node);
     return node && key !== undefined ? derivedEdge(node, type, key) : null;
   }
 
   /** How many edges the graph holds, derived ones included. */
   edgeCount(): number {
     if (this.storedRelations) return Object.values(this.edgeCountsByType()).reduce((sum, count) => sum + count, 0);
-    return this.heldEdges.size + this.derivedKeys.belongs_to.size + this.derivedKeys.involves_entity.size;
+    return this.heldEdges.size + this.derivedKeys.size('belongs_to') + this.derivedKeys.size('involves_entity');
   }
 
   /** How many edges of each type the graph holds: derived ones counted by their keys, not made (`stats` at 100K messages made ~650K). */
@@ -545,7 +585,7 @@ export class MemoryGraph {
     const stored = this.storedRelations?.counts();
     for (const edge of this.heldEdges.values()) if (!stored || isDerivedEdgeType(edge.type)) counts[edge.type]++;
     for (const [type, count] of Object.entries(stored ?? {}) as Array<[EdgeType, number]>) counts[type] += count;
-    for (const type of DERIVED_EDGE_TYPES) counts[type] += this.derivedKeys[type].size;
+    for (const type of DERIVED_EDGE_TYPES) counts[type] += this.derivedKeys.size(type);
     return counts;
   }
 
@@ -567,7 +607,8 @@ export class MemoryGraph {
       // A derived edge runs from a node of a chunk (a Facet or FacetPoint), so one a chunk owns starts at one of `nodeIds`.
       const from = new Set<string>();
       for (const id of nodeIds) {
-        if (this.derivedKeys[type].has(id)) from.add(id);
+        const node = this.nodes.get(id);
+        if (node && this.derivedKeys.has(type, node)) from.add(id);
         for (const source of this.derivedSources[type].get(id) ?? []) from.add(source);
       }
       for (const id of from) {
@@ -578,13 +619,14 @@ export class MemoryGraph {
     return edges;
   }
 
-  /** Every edge: the held ones in the order they came, then the derived ones, type by type. */
+  /** Every edge: the held ones in the order they came, then the derived ones, type by type, each type's in the order their nodes came. */
   *allEdges(): IterableIterator<GraphEdge> {
     this.holdRelations();
     yield* this.heldEdges.values();
     for (const type of DERIVED_EDGE_TYPES) {
-      for (const from of this.derivedKeys[type].keys()) {
-        const edge = this.derivedFromNode(from, type);
+      for (const node of this.nodes.values()) {
+        const key = this.derivedKeys.get(type, node);
+        const edge = key === undefined ? null : derivedEdge(node, type, key);
         if (edge) yield edge;
       }
     }
@@ -612,10 +654,10 @@ export class MemoryGraph {
     }
     node.chunkId = this.chunkId(node.chunkId);
     if (node.layer === 'episode') return;
-    node.episodeId = this.nodeId(node.episodeId);
+    node.episodeId = this.nodeId(node.episodeId, this.lastShared.episode);
     if (node.layer === 'facet') return;
-    node.facetId = this.nodeId(node.facetId);
-    if (node.entityId !== null) node.entityId = this.nodeId(node.entityId);
+    node.facetId = this.nodeId(node.facetId, this.lastShared.facet);
+    if (node.entityId !== null) node.entityId = this.nodeId(node.entityId, this.lastShared.entity);
   }
 
   /** The graph's own string for chunk id `id` (`id` itself when the chunk is unknown). */
@@ -624,8 +666,14 @@ export class MemoryGraph {
   }
 
   /** The graph's own string for node id `id` (`id` itself when the node is unknown). */
-  private nodeId(id: string): string {
-    return this.nodes.get(id)?.id ?? id;
+  private nodeId(id: string, last?: SharedId): string {
+    if (last?.asked === id) return last.shared;
+    const shared = this.nodes.get(id)?.id ?? id;
+    if (last) {
+      last.asked = id;
+      last.shared = shared;
+    }
+    return shared;
   }
 
   /** Node or edge id behind an index key. */
@@ -671,8 +719,10 @@ export class MemoryGraph {
     const held = this.heldListed(this.incomingByType, id, type);
     const sources = isDerivedEdgeType(type) ? this.derivedSources[type].get(id) : undefined;
     if (!sources || held.length > 0) return this.edgesTo(id, type).map((edge) => edge.from);
-    const keys = this.derivedKeys[type as DerivedEdgeType];
-    return sources.filter((from) => keys.has(from) && this.nodes.has(from));
+    return sources.filter((from) => {
+      const node = this.nodes.get(from);
+      return node !== undefined && this.derivedKeys.has(type as DerivedEdgeType, node);
+    });
   }
 
   /** The FacetPoints under an Episode, through its Facets (`belongs_to` edges, in insertion order). Read-only: the list is the graph's own. */
@@ -727,6 +777,12 @@ function searchChain(chain: readonly EpisodeNode[], episode: EpisodeNode, orEqua
     else high = mid;
   }
   return low;
+}
+
+/** An id `MemoryGraph.nodeId` was asked for, and the graph's own string it gave. */
+interface SharedId {
+  asked: string;
+  shared: string;
 }
 
 /** A node's edges in one direction, a list per type. */

@@ -1,5 +1,5 @@
 import type { PrismErrorCode } from '../errors.ts';
-import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, isDerivedEdgeType, isRelationEdgeId, keptDerivedEdge, noDerivedEdgeKeys, type DerivedEdgeKeys } from '../graph/derived-edges.ts';
+import { DERIVED_EDGE_TYPES, derivedEdgeSources, derivedTarget, isDerivedEdgeType, isRelationEdgeId, keptDerivedEdge, type DerivedEdgeType } from '../graph/derived-edges.ts';
 import { EDGE_TYPES } from '../graph/types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
@@ -341,23 +341,24 @@ function checkFoldedEdges(folded: FoldedEdgeLists, nodes: readonly GraphNode[], 
     }
   }
   // Only a record whose id reads as a derived edge's can meet one: the kept keys are mapped by node id when there is such a record.
-  let kept: { keys: DerivedEdgeKeys; byId: Map<string, GraphNode> } | undefined;
+  let kept: { keys: KeptKeys; byId: Map<string, GraphNode> } | undefined;
   const clashes = (id: string): boolean => {
     if (derivedEdgeSources(id) === null) return false;
     kept ??= keptKeysById(folded, nodes);
-    return keptDerivedEdge(id, kept.keys, kept.byId) !== undefined;
+    const { keys, byId } = kept;
+    return keptDerivedEdge(id, (type, node) => keys[type].has(node.id), byId) !== undefined;
   };
   for (const { id } of nodes) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
   for (const { id } of edges) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
 }
 
-/** `folded` as the graph keeps derived edges (keys by node id), with the nodes by id: a failure's and a rare record's path. */
-function keptKeysById(folded: FoldedEdgeLists, nodes: readonly GraphNode[]): { keys: DerivedEdgeKeys; byId: Map<string, GraphNode> } {
-  const keys = noDerivedEdgeKeys();
-  for (const type of DERIVED_EDGE_TYPES) {
-    const list = folded[type];
-    list.nodes.forEach((at, i) => keys[type].set((nodes[at] as GraphNode).id, list.keys[i] as number));
-  }
+/** The ids of the nodes that keep a derived edge's key, by type. */
+type KeptKeys = Record<DerivedEdgeType, Set<string>>;
+
+/** Which nodes `folded` keeps each type's key on, by id, with the nodes by id: a failure's and a rare record's path. */
+function keptKeysById(folded: FoldedEdgeLists, nodes: readonly GraphNode[]): { keys: KeptKeys; byId: Map<string, GraphNode> } {
+  const keys: KeptKeys = { belongs_to: new Set(), involves_entity: new Set() };
+  for (const type of DERIVED_EDGE_TYPES) for (const at of folded[type].nodes) keys[type].add((nodes[at] as GraphNode).id);
   return { keys, byId: new Map(nodes.map((node) => [node.id, node])) };
 }
 

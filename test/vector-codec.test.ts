@@ -157,6 +157,16 @@ describe('VectorTable: vectors by id, i8 when that is exact', () => {
     const badLevel = encodeVector(vectors[0] as Float32Array, 'i4');
     badLevel[4] = 0xff;
     expect(() => table.setStored('bad-level', badLevel, 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining('bad-level') }));
+    // A store's read holds each id once: one met again, at any precision, is a damaged store's; `setStored` replaces it.
+    for (const precision of precisions) {
+      expect(() => table.addStored(precision, encodeVector(vectors[1] as Float32Array, precision), 384)).toThrow(
+        expect.objectContaining({ code: 'CORRUPT_CHECKPOINT', message: expect.stringContaining(`"${precision}" is stored twice`) }),
+      );
+    }
+    table.addStored('new', encodeVector(vectors[1] as Float32Array, 'i4'), 384);
+    table.setStored('i4', encodeVector(vectors[1] as Float32Array, 'i4'), 384);
+    expect(bits(table.get('i4'))).toEqual(bits(table.get('new')));
+    expect(table.size).toBe(precisions.length + 1);
   });
 
   it('replaces, deletes and reuses records without mixing vectors up, past its decode cache', () => {

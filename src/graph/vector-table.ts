@@ -18,6 +18,11 @@ const MAX_LENT_KEY = Math.floor((Number.MAX_SAFE_INTEGER - 2) / LENDERS) - 1;
 /** Where i4 records' slots start: below it a slot is an i8 record's, from it an i4 record's (slot − base in its pool). */
 const I4_SLOTS = 2 ** 40;
 
+/** A store's read that met vector `id` twice: a damaged store (`VectorTable.setStored`). */
+function storedTwice(id: string): PrismError {
+  return new PrismError('CORRUPT_CHECKPOINT', `vector ${JSON.stringify(id)} is stored twice`);
+}
+
 /**
  * Records of one size in pages allocated as they fill (`RECORDS_PER_PAGE` a page), a freed
  * record's place reused; every page goes once none holds a record (an open lends them all).
@@ -282,16 +287,35 @@ export class VectorTable implements Map<string, Float32Array> {
    * no precision, or an i4 half byte that names no level, are CORRUPT_CHECKPOINT naming the vector.
    */
   setStored(id: string, bytes: Uint8Array, dim: number): this {
-    if ((this.dim === 0 || this.dim === dim) && isValidI4Record(bytes, dim)) {
-      this.delete(id);
-      this.place(id, I4_SLOTS + this.pools(dim).i4.store(bytes));
-      return this;
-    }
-    const record = this.dim === 0 || this.dim === dim ? i8RecordOfStored(id, bytes, dim) : null;
-    if (!record) return this.set(id, decodeStoredVector(id, bytes, dim));
+    const kept = this.storedSlot(id, bytes, dim);
+    if (kept instanceof Float32Array) return this.set(id, kept);
     this.delete(id);
-    this.place(id, this.pools(dim).i8.store(record));
+    this.place(id, kept);
     return this;
+  }
+
+  /**
+   * `setStored` for a store's read, where each id is stored once: the table is not asked first
+   * whether it holds `id` (an open reads every vector of a memory, and that was a second lookup
+   * of each), and one it holds already is CORRUPT_CHECKPOINT, a damaged store's.
+   */
+  addStored(id: string, bytes: Uint8Array, dim: number): this {
+    const kept = this.storedSlot(id, bytes, dim);
+    const held = this.places.size;
+    if (kept instanceof Float32Array) {
+      if (this.places.has(id)) throw storedTwice(id);
+      return this.set(id, kept);
+    }
+    this.place(id, kept);
+    if (this.places.size === held) throw storedTwice(id);
+    return this;
+  }
+
+  /** How stored `bytes` are kept: the slot of the record they are kept as, or the floats they decode to where they are no record this table keeps. */
+  private storedSlot(id: string, bytes: Uint8Array, dim: number): number | Float32Array {
+    if ((this.dim === 0 || this.dim === dim) && isValidI4Record(bytes, dim)) return I4_SLOTS + this.pools(dim).i4.store(bytes);
+    const record = this.dim === 0 || this.dim === dim ? i8RecordOfStored(id, bytes, dim) : null;
+    return record ? this.pools(dim).i8.store(record) : decodeStoredVector(id, bytes, dim);
   }
 
   delete(id: string): boolean {

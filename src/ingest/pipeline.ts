@@ -378,8 +378,7 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   };
   for (const node of batch.putNodes ?? []) {
     // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
-    if (!graph.nodes.has(node.id)) queue(node.layer, node.key, node.id);
-    graph.putNode(node);
+    if (graph.putNode(node)) queue(node.layer, node.key, node.id);
   }
   for (const edge of batch.putEdges ?? []) {
     graph.putEdge(edge);

@@ -654,7 +654,7 @@ export class IndexedDbStore implements GraphStore {
             : // In id order, as the other stores hand them over, whichever record kept them.
               [...vectorKeys.map(([, id], i): [string, Uint8Array] => [id, vectorBytes[i] ?? new Uint8Array(0)]), ...groups.flatMap((values) => [...values])]
                 .sort((a, b) => compareIds(a[0], b[0]))
-                .reduce((table, [id, bytes]) => table.setStored(id, bytes, meta.meta.dim), new VectorTable()),
+                .reduce((table, [id, bytes]) => table.addStored(id, bytes, meta.meta.dim), new VectorTable()),
         );
         const [opened, loaded, openedChunks, table, hashes] = await Promise.all([partitionMeta, records, chunks, vectors, hashKeys, tx.done]);
         if (opened === null) return null;

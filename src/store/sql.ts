@@ -374,11 +374,11 @@ export class SqlStore implements GraphStore {
         for (const [member, bytes] of decodeVectorGroup(stem, { members: textOf(membersValue, 'members'), data: bytesOf(data) })) {
           const id = memberId(stem, member);
           if (form === 'whole') sorted.push([id, bytes]);
-          else vectors.setStored(id, bytes, meta.dim);
+          else vectors.addStored(id, bytes, meta.dim);
           if (ofRelations) indexedRelations.push(id);
         }
       }
-      for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.setStored(id, bytes, meta.dim);
+      for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.addStored(id, bytes, meta.dim);
       const edgeRows = form === 'whole' ? this.keyedRows('SELECT id, json FROM edges WHERE partition = ?', [partition]) : this.workingEdgeRows(partition, indexedRelations);
       const records = readStoredRecords(
         this.keyedRows('SELECT id, json FROM nodes WHERE partition = ?', [partition]),

@@ -153,6 +153,23 @@ describe('MemoryGraph derived edges', () => {
     expectSourcesAgree(graph);
   });
 
+  it('keeps the derived edges of nodes with keys far apart as of nodes with keys in order', () => {
+    const { graph } = built();
+    // Keys a memory never gives out in order (the graph keeps derived edges by their node's key).
+    const far = [2 ** 40, 2 ** 20, 5_000_000, 2 ** 40 + 1];
+    far.forEach((key, i) => graph.putNode(point(10 + i, key, 'fc:2')));
+    far.forEach((key, i) => graph.putEdge(edge('belongs_to', `fp:${10 + i}`, 'fc:2', key + 100)));
+    far.forEach((key, i) => expect(graph.edges.get(`belongs_to:fp:${10 + i}>fc:2`)?.key).toBe(key + 100));
+    expect(graph.sourcesTo('fc:2', 'belongs_to')).toStrictEqual(['fp:3', 'fp:10', 'fp:11', 'fp:12', 'fp:13']);
+    expect(graph.edges.size).toBe(12);
+    graph.deleteEdge(`belongs_to:fp:11>fc:2`);
+    graph.deleteNode('fp:10');
+    expect(graph.edges.get('belongs_to:fp:10>fc:2')?.key).toBe(2 ** 40 + 100);
+    expect(graph.edges.has('belongs_to:fp:11>fc:2')).toBe(false);
+    expect(graph.edgeCountsByType()).toStrictEqual(countedByType(graph));
+    expectSourcesAgree(graph);
+  });
+
   it('replaces a derived edge in place, and holds one that differs from what its node derives', () => {
     const { graph } = built();
     graph.putEdge(edge('belongs_to', 'fp:1', 'fc:1', 90));

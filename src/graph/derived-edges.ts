@@ -15,41 +15,89 @@ const COLON = 0x3a;
 
 /**
  * Derived edges kept as keys, as the working graph keeps them: for each type, the key of the edge
- * each node derives, by the key of that node (the graph's own node object names it). An array by
+ * each node derives, by the key of that node (the graph's own node object names it). A table by
  * node key, not a map by node id: an open at 100K messages of chat files ~750K of them, and
  * setting them in maps by id was ~0.5 s of it (V8's hash tables of that size miss the cache at
- * every set) and ~20 MB of heap. Node keys are small integers given out in order, as the graph's
- * ids by key are (a sparse one makes V8 keep the array as a dictionary: slower, no less right).
+ * every set) and ~20 MB of heap.
  */
 export class DerivedEdgeKeys {
-  private readonly byNodeKey: Record<DerivedEdgeType, Array<number | undefined>> = { belongs_to: [], involves_entity: [] };
-  private readonly counts: Record<DerivedEdgeType, number> = { belongs_to: 0, involves_entity: 0 };
+  private readonly tables: Record<DerivedEdgeType, KeyTable> = { belongs_to: new KeyTable(), involves_entity: new KeyTable() };
 
   /** The key of the `type` edge `node` derives, if it keeps one. */
   get(type: DerivedEdgeType, node: GraphNode): number | undefined {
-    return this.byNodeKey[type][node.key];
+    return this.tables[type].get(node.key);
   }
 
   has(type: DerivedEdgeType, node: GraphNode): boolean {
-    return this.byNodeKey[type][node.key] !== undefined;
+    return this.tables[type].get(node.key) !== undefined;
   }
 
   set(type: DerivedEdgeType, node: GraphNode, key: number): void {
-    const slots = this.byNodeKey[type];
-    if (slots[node.key] === undefined) this.counts[type]++;
-    slots[node.key] = key;
+    this.tables[type].set(node.key, key);
   }
 
   delete(type: DerivedEdgeType, node: GraphNode): void {
-    const slots = this.byNodeKey[type];
-    if (slots[node.key] === undefined) return;
-    slots[node.key] = undefined;
-    this.counts[type]--;
+    this.tables[type].delete(node.key);
   }
 
   /** How many nodes keep an edge of `type`. */
   size(type: DerivedEdgeType): number {
-    return this.counts[type];
+    return this.tables[type].size;
+  }
+}
+
+/** How far a `KeyTable`'s slots may reach: slots per number it holds, and beyond them (8 bytes a slot). */
+const SLOTS_PER_NUMBER = 16;
+const SLOTS_BEYOND = 1 << 16;
+
+/**
+ * Numbers by key, where keys are small integers given out in order (a memory's node keys): in
+ * slots by key, outside the JS heap, and in a map only for a key the slots would have to reach
+ * too far for (a sparse or crafted one).
+ */
+class KeyTable {
+  /** By key, the number held, NaN for none. */
+  private slots = new Float64Array(0);
+  private readonly beyond = new Map<number, number>();
+  size = 0;
+
+  get(key: number): number | undefined {
+    const held = this.slots[key];
+    if (held !== undefined && !Number.isNaN(held)) return held;
+    return this.beyond.size > 0 ? this.beyond.get(key) : undefined;
+  }
+
+  set(key: number, value: number): void {
+    if (this.beyond.size > 0 && this.beyond.has(key)) {
+      this.beyond.set(key, value);
+      return;
+    }
+    if (!this.reaches(key)) {
+      this.beyond.set(key, value);
+      this.size++;
+      return;
+    }
+    if (Number.isNaN(this.slots[key] as number)) this.size++;
+    this.slots[key] = value;
+  }
+
+  delete(key: number): void {
+    const held = this.slots[key];
+    if (held !== undefined && !Number.isNaN(held)) {
+      this.slots[key] = Number.NaN;
+      this.size--;
+    } else if (this.beyond.delete(key)) this.size--;
+  }
+
+  /** Whether the slots hold `key`'s place, grown to it where that is not too far. */
+  private reaches(key: number): boolean {
+    if (!Number.isSafeInteger(key) || key < 0) return false;
+    if (key < this.slots.length) return true;
+    if (key >= SLOTS_PER_NUMBER * (this.size + 1) + SLOTS_BEYOND) return false;
+    const grown = new Float64Array(Math.max(key + 1, 2 * this.slots.length)).fill(Number.NaN);
+    grown.set(this.slots);
+    this.slots = grown;
+    return true;
   }
 }
 

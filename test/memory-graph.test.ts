@@ -160,8 +160,14 @@ describe('MemoryGraph derived edges', () => {
     far.forEach((key, i) => graph.putNode(point(10 + i, key, 'fc:2')));
     far.forEach((key, i) => graph.putEdge(edge('belongs_to', `fp:${10 + i}`, 'fc:2', key + 100)));
     far.forEach((key, i) => expect(graph.edges.get(`belongs_to:fp:${10 + i}>fc:2`)?.key).toBe(key + 100));
-    expect(graph.sourcesTo('fc:2', 'belongs_to')).toStrictEqual(['fp:3', 'fp:10', 'fp:11', 'fp:12', 'fp:13']);
-    expect(graph.edges.size).toBe(12);
+    // And an edge key far from its node's: put, then replaced by one near it, then by a far one again.
+    graph.putNode(point(14, 300, 'fc:2'));
+    for (const key of [2 ** 33, 301, 2 ** 34]) {
+      graph.putEdge(edge('belongs_to', 'fp:14', 'fc:2', key));
+      expect(graph.edges.get('belongs_to:fp:14>fc:2')?.key).toBe(key);
+    }
+    expect(graph.sourcesTo('fc:2', 'belongs_to')).toStrictEqual(['fp:3', 'fp:10', 'fp:11', 'fp:12', 'fp:13', 'fp:14']);
+    expect(graph.edges.size).toBe(13);
     graph.deleteEdge(`belongs_to:fp:11>fc:2`);
     graph.deleteNode('fp:10');
     expect(graph.edges.get('belongs_to:fp:10>fc:2')?.key).toBe(2 ** 40 + 100);

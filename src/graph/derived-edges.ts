@@ -46,24 +46,28 @@ export class DerivedEdgeKeys {
   }
 }
 
-/** How far a `KeyTable`'s slots may reach: slots per number it holds, and beyond them (8 bytes a slot). */
+/** What an empty slot of a `KeyTable` holds, and the largest number a slot holds. */
+const NONE = -1;
+const MAX_SLOT_NUMBER = 2 ** 31 - 1;
+
+/** How far a `KeyTable`'s slots may reach: slots per number it holds, and beyond them (4 bytes a slot). */
 const SLOTS_PER_NUMBER = 16;
 const SLOTS_BEYOND = 1 << 16;
 
 /**
- * Numbers by key, where keys are small integers given out in order (a memory's node keys): in
- * slots by key, outside the JS heap, and in a map only for a key the slots would have to reach
- * too far for (a sparse or crafted one).
+ * Numbers by key, where keys and numbers are small integers given out in order (a memory's node
+ * and edge keys): in slots by key, outside the JS heap, and in a map only for a key the slots
+ * would have to reach too far for, or a number no slot holds (a sparse or crafted one).
  */
 class KeyTable {
-  /** By key, the number held, NaN for none. */
-  private slots = new Float64Array(0);
+  /** By key, the number held, −1 for none. */
+  private slots = new Int32Array(0);
   private readonly beyond = new Map<number, number>();
   size = 0;
 
   get(key: number): number | undefined {
     const held = this.slots[key];
-    if (held !== undefined && !Number.isNaN(held)) return held;
+    if (held !== undefined && held !== NONE) return held;
     return this.beyond.size > 0 ? this.beyond.get(key) : undefined;
   }
 
@@ -72,19 +76,21 @@ class KeyTable {
       this.beyond.set(key, value);
       return;
     }
-    if (!this.reaches(key)) {
+    if (!(Number.isInteger(value) && value >= 0 && value <= MAX_SLOT_NUMBER) || !this.reaches(key)) {
+      // Its slot, if any, is emptied: a key is held in one place.
+      this.delete(key);
       this.beyond.set(key, value);
       this.size++;
       return;
     }
-    if (Number.isNaN(this.slots[key] as number)) this.size++;
+    if (this.slots[key] === NONE) this.size++;
     this.slots[key] = value;
   }
 
   delete(key: number): void {
     const held = this.slots[key];
-    if (held !== undefined && !Number.isNaN(held)) {
-      this.slots[key] = Number.NaN;
+    if (held !== undefined && held !== NONE) {
+      this.slots[key] = NONE;
       this.size--;
     } else if (this.beyond.delete(key)) this.size--;
   }
@@ -94,7 +100,7 @@ class KeyTable {
     if (!Number.isSafeInteger(key) || key < 0) return false;
     if (key < this.slots.length) return true;
     if (key >= SLOTS_PER_NUMBER * (this.size + 1) + SLOTS_BEYOND) return false;
-    const grown = new Float64Array(Math.max(key + 1, 2 * this.slots.length)).fill(Number.NaN);
+    const grown = new Int32Array(Math.max(key + 1, 2 * this.slots.length)).fill(NONE);
     grown.set(this.slots);
     this.slots = grown;
     return true;

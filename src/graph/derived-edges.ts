@@ -1,3 +1,4 @@
+import { IntsByKey } from '../util/ints-by-key.ts';
 import { EDGE_TYPES, edgeId, isEdgeId, type EdgeType, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from './types.ts';
 
 /**
@@ -15,13 +16,12 @@ const COLON = 0x3a;
 
 /**
  * Derived edges kept as keys, as the working graph keeps them: for each type, the key of the edge
- * each node derives, by the key of that node (the graph's own node object names it). A table by
- * node key, not a map by node id: an open at 100K messages of chat files ~750K of them, and
- * setting them in maps by id was ~0.5 s of it (V8's hash tables of that size miss the cache at
- * every set) and ~20 MB of heap.
+ * each node derives, by the key of that node (the graph's own node object names it), in a table
+ * by key (`IntsByKey`), not a map by node id: an open at 100K messages of chat files ~750K of
+ * them, and setting them in maps by id was ~0.5 s of it and ~20 MB of heap.
  */
 export class DerivedEdgeKeys {
-  private readonly tables: Record<DerivedEdgeType, KeyTable> = { belongs_to: new KeyTable(), involves_entity: new KeyTable() };
+  private readonly tables: Record<DerivedEdgeType, IntsByKey> = { belongs_to: new IntsByKey(), involves_entity: new IntsByKey() };
 
   /** The key of the `type` edge `node` derives, if it keeps one. */
   get(type: DerivedEdgeType, node: GraphNode): number | undefined {
@@ -43,67 +43,6 @@ export class DerivedEdgeKeys {
   /** How many nodes keep an edge of `type`. */
   size(type: DerivedEdgeType): number {
     return this.tables[type].size;
-  }
-}
-
-/** What an empty slot of a `KeyTable` holds, and the largest number a slot holds. */
-const NONE = -1;
-const MAX_SLOT_NUMBER = 2 ** 31 - 1;
-
-/** How far a `KeyTable`'s slots may reach: slots per number it holds, and beyond them (4 bytes a slot). */
-const SLOTS_PER_NUMBER = 16;
-const SLOTS_BEYOND = 1 << 16;
-
-/**
- * Numbers by key, where keys and numbers are small integers given out in order (a memory's node
- * and edge keys): in slots by key, outside the JS heap, and in a map only for a key the slots
- * would have to reach too far for, or a number no slot holds (a sparse or crafted one).
- */
-class KeyTable {
-  /** By key, the number held, −1 for none. */
-  private slots = new Int32Array(0);
-  private readonly beyond = new Map<number, number>();
-  size = 0;
-
-  get(key: number): number | undefined {
-    const held = this.slots[key];
-    if (held !== undefined && held !== NONE) return held;
-    return this.beyond.size > 0 ? this.beyond.get(key) : undefined;
-  }
-
-  set(key: number, value: number): void {
-    if (this.beyond.size > 0 && this.beyond.has(key)) {
-      this.beyond.set(key, value);
-      return;
-    }
-    if (!(Number.isInteger(value) && value >= 0 && value <= MAX_SLOT_NUMBER) || !this.reaches(key)) {
-      // Its slot, if any, is emptied: a key is held in one place.
-      this.delete(key);
-      this.beyond.set(key, value);
-      this.size++;
-      return;
-    }
-    if (this.slots[key] === NONE) this.size++;
-    this.slots[key] = value;
-  }
-
-  delete(key: number): void {
-    const held = this.slots[key];
-    if (held !== undefined && held !== NONE) {
-      this.slots[key] = NONE;
-      this.size--;
-    } else if (this.beyond.delete(key)) this.size--;
-  }
-
-  /** Whether the slots hold `key`'s place, grown to it where that is not too far. */
-  private reaches(key: number): boolean {
-    if (!Number.isSafeInteger(key) || key < 0) return false;
-    if (key < this.slots.length) return true;
-    if (key >= SLOTS_PER_NUMBER * (this.size + 1) + SLOTS_BEYOND) return false;
-    const grown = new Int32Array(Math.max(key + 1, 2 * this.slots.length)).fill(NONE);
-    grown.set(this.slots);
-    this.slots = grown;
-    return true;
   }
 }
 

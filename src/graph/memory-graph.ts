@@ -419,8 +419,7 @@ export class MemoryGraph {
         runTarget = to;
         run = this.sourcesOf(type, to);
       }
-      run.push(node.id);
-      this.derivedKeys.set(type, node, keys[i] as number);
+      this.fileDerived(type, node, keys[i] as number, run);
     }
   }
 
@@ -428,12 +427,12 @@ export class MemoryGraph {
   private keepDerived(type: DerivedEdgeType, from: GraphNode, to: string, key: number, id?: string): void {
     if (this.heldOfDerivedTypes > 0) this.dropHeld(id ?? edgeId(type, from.id, to));
     if (this.derivedKeys.has(type, from)) this.derivedKeys.set(type, from, key);
-    else this.fileDerived(type, from, to, key);
+    else this.fileDerived(type, from, key, this.sourcesOf(type, to));
   }
 
-  /** Files the derived edge `type` from node `from` (which keeps none of the type) to `to` under `key`: its key, and `from` among `to`'s sources. */
-  private fileDerived(type: DerivedEdgeType, from: GraphNode, to: string, key: number): void {
-    this.sourcesOf(type, to).push(from.id);
+  /** Files the derived edge `type` from node `from` (which keeps none of the type) under `key`: its key, and `from` among its target's `sources` (`sourcesOf`). */
+  private fileDerived(type: DerivedEdgeType, from: GraphNode, key: number, sources: string[]): void {
+    sources.push(from.id);
     this.derivedKeys.set(type, from, key);
   }
 

@@ -50,4 +50,22 @@ describe('BM25 candidates of one layer (scoreCandidates)', () => {
       }
     }
   });
+
+  it('scores alike documents far apart in the index: lists spread over ~200,000 ordinals, across every power of two', () => {
+    const random = mulberry32(11);
+    const edges = Array.from({ length: 8 }, (_, i) => 2 ** (10 + i)).flatMap((edge) => [edge - 1, edge, edge + 1]);
+    for (let round = 0; round < 40; round++) {
+      const terms = 1 + Math.floor(random() * 4);
+      const hits: LayerHits[] = Array.from({ length: terms }, () => {
+        const spread = Array.from({ length: 20 + Math.floor(random() * 150) }, () => Math.floor(random() * 200_000));
+        const ordinals = [...new Set([...spread, ...edges.filter(() => random() < 0.5)])].sort((a, b) => a - b);
+        return { ordinals: Int32Array.from(ordinals), scores: Float64Array.from(ordinals, () => Math.ceil(random() * 6) / 4) };
+      });
+      const positions = Array.from({ length: terms + Math.floor(random() * 3) }, (_, i) => (i < terms ? i : Math.floor(random() * terms)));
+      const unitOf = (ordinal: number) => (round % 3 === 0 && ordinal % 5 === 0 ? null : `u${Math.floor(ordinal / [1, 7, 5000][round % 3]!)}`);
+      for (const k of [1, 5, 30, Number.POSITIVE_INFINITY]) {
+        expect(scoreCandidates({ hits, positions }, k, unitOf), `round ${round}, k ${k}`).toEqual(bruteForce({ hits, positions }, k, unitOf));
+      }
+    }
+  });
 });

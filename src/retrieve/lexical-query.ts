@@ -184,19 +184,20 @@ class TopUnits {
 }
 
 /**
- * Each document's sum of its terms' scores (at 2 × its ordinal) and count of distinct query terms
- * (at 2 × its ordinal + 1) as a query adds them up: side by side, so that a posting reads and
- * writes one place (at 100K messages of chat a question's postings are spread over ~600,000
- * documents, and reaching them is most of what adding them up costs). Zero wherever no query is
- * being scored: each query sets back what it touched. Kept between queries and grown to the
- * largest ordinal met (at 100K messages ~10 MB).
+ * Documents a block of the accumulation covers: their sums and counts (`sums`, 16 bytes a
+ * document) stay in the core's cache while every query position adds into them.
  */
-let sums = new Float64Array(0);
+const BLOCK_DOCUMENTS = 1 << 14;
 
-function reserveSums(ordinals: number): void {
-  if (sums.length >= 2 * ordinals) return;
-  sums = new Float64Array(Math.max(2 * ordinals, 2 * sums.length, 2048));
-}
+/**
+ * Each document of the block being added up: its sum of its terms' scores (at 2 × its place in
+ * the block) and count of distinct query terms (at 2 × its place + 1), side by side, so that a
+ * posting reads and writes one place. Zero wherever no block is being added up: each block sets
+ * back what it touched. At 100K messages of chat a question's postings are spread over ~600,000
+ * documents; sums by ordinal for all of them (~10 MB) missed the cache at most postings, and
+ * reaching them was most of what adding them up cost.
+ */
+const sums = new Float64Array(2 * BLOCK_DOCUMENTS);
 
 /**
  * A query's documents in the order it first reaches them, the position it reaches each at, and
@@ -283,12 +284,13 @@ function bestPlaces(scores: Float64Array, count: number): Int32Array {
  * included whatever breaks them, and each one's best document are all here. `k` = ∞ scores every
  * document the query reaches.
  *
- * Term at a time: each query position's list adds its scores into the documents' sums, in query
- * order, so every sum is the one a document-at-a-time walk takes, to the last bit. A posting
- * costs an add; walking the lists document by document, skipping the common words' lists once
- * they could no longer rank a document (MaxScore), cost about a microsecond a document, and at
- * 100K messages a question's walk went through 4,000–34,000 of them, since a top of 30 units
- * often needs the documents that hold one common word alone.
+ * Term at a time, a block of documents at a time: within each block of `BLOCK_DOCUMENTS`
+ * ordinals, each query position's list adds its scores into the documents' sums, in query order,
+ * so every sum is the one a document-at-a-time walk takes, to the last bit. A posting costs an
+ * add into a block that stays in the cache; walking the lists document by document, skipping the
+ * common words' lists once they could no longer rank a document (MaxScore), cost about a
+ * microsecond a document, and at 100K messages a question's walk went through 4,000–34,000 of
+ * them, since a top of 30 units often needs the documents that hold one common word alone.
  */
 export function scoreCandidates(query: LayerQuery, k: number, unitOf: (ordinal: number) => string | null): ScoredDocument[] {
   const { hits, positions } = query;
@@ -299,39 +301,52 @@ export function scoreCandidates(query: LayerQuery, k: number, unitOf: (ordinal: 
     if (held > 0) end = Math.max(end, (list.ordinals[held - 1] as number) + 1);
     postings += held;
   }
-  reserveSums(end);
   reserveDocuments(postings);
   const touched = touchedRoom;
   const reachedAt = reachedAtRoom;
+  const documentScores = scoresRoom;
   let reached = 0;
+  // Where each distinct term's list enters the block, and where it leaves it (every position of a repeated term reads the same stretch).
+  const entered = new Int32Array(hits.length);
+  const left = new Int32Array(hits.length);
   const counted = new Uint8Array(hits.length);
-  positions.forEach((term, position) => {
-    const { ordinals, scores } = hits[term] ?? NONE;
-    // A repeated term adds its score again, but counts once.
-    const firstTime = counted[term] === 0;
-    counted[term] = 1;
-    for (let i = 0; i < ordinals.length; i++) {
-      const ordinal = ordinals[i] as number;
-      const at = 2 * ordinal;
-      if (sums[at + 1] === 0) {
-        touched[reached] = ordinal;
-        reachedAt[reached++] = position;
+  for (let blockStart = 0; blockStart < end; blockStart += BLOCK_DOCUMENTS) {
+    const blockEnd = blockStart + BLOCK_DOCUMENTS;
+    const firstOfBlock = reached;
+    counted.fill(0);
+    for (let position = 0; position < positions.length; position++) {
+      const term = positions[position] as number;
+      const { ordinals, scores } = hits[term] ?? NONE;
+      // A repeated term adds its score again, but counts once.
+      const firstTime = counted[term] === 0;
+      counted[term] = 1;
+      let i = entered[term] as number;
+      for (; i < ordinals.length; i++) {
+        const ordinal = ordinals[i] as number;
+        if (ordinal >= blockEnd) break;
+        const at = 2 * (ordinal - blockStart);
+        if (sums[at + 1] === 0) {
+          touched[reached] = ordinal;
+          reachedAt[reached++] = position;
+        }
+        sums[at] = (sums[at] as number) + (scores[i] as number);
+        if (firstTime) sums[at + 1] = (sums[at + 1] as number) + 1;
       }
-      sums[at] = (sums[at] as number) + (scores[i] as number);
-      if (firstTime) sums[at + 1] = (sums[at + 1] as number) + 1;
+      left[term] = i;
     }
-  });
-  const documentScores = scoresRoom.subarray(0, reached);
-  for (let i = 0; i < reached; i++) {
-    const at = 2 * (touched[i] as number);
-    documentScores[i] = (sums[at] as number) * (sums[at + 1] as number);
-    sums[at] = 0;
-    sums[at + 1] = 0;
+    entered.set(left);
+    for (let d = firstOfBlock; d < reached; d++) {
+      const at = 2 * ((touched[d] as number) - blockStart);
+      documentScores[d] = (sums[at] as number) * (sums[at + 1] as number);
+      sums[at] = 0;
+      sums[at + 1] = 0;
+    }
   }
-  const threshold = k === Number.POSITIVE_INFINITY ? Number.NEGATIVE_INFINITY : unitThreshold(documentScores, touched, k, unitOf);
+  const scoresOfReached = documentScores.subarray(0, reached);
+  const threshold = k === Number.POSITIVE_INFINITY ? Number.NEGATIVE_INFINITY : unitThreshold(scoresOfReached, touched, k, unitOf);
   const scored: ScoredDocument[] = [];
   for (let i = 0; i < reached; i++) {
-    const score = documentScores[i] as number;
+    const score = scoresOfReached[i] as number;
     if (score >= threshold && unitOf(touched[i] as number) !== null) scored.push({ ordinal: touched[i] as number, score, reachedAt: reachedAt[i] as number });
   }
   return scored.sort((a, b) => a.ordinal - b.ordinal);

@@ -48,10 +48,12 @@ export interface EpisodeFacts {
 export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): EpisodeFacts {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
-  const points = factPoints(graph, episodeId);
-  // Each cosine straight from the kept vector (an i8 record is not decoded): the same doubles as `dot`.
-  const cosines = new Float64Array(points.length);
-  points.forEach((point, i) => (cosines[i] = vectorDot(graph.vectors, point.id, evidence.queryVector) ?? 0));
+  const all = graph.facetPointsOf(episodeId);
+  // Each cosine straight from the kept vector (an i8 record is not decoded): the same doubles as
+  // `dot`. One lookup a FacetPoint: one without a vector (undefined) is left out after.
+  const dots = all.map((point) => vectorDot(graph.vectors, point.id, evidence.queryVector));
+  const points = dots.every((cosine) => cosine !== undefined) ? all : all.filter((_, i) => dots[i] !== undefined);
+  const cosines = Float64Array.from(dots.filter((cosine) => cosine !== undefined));
   const facts = { points, cosines };
   evidence.factCosines.set(episodeId, facts);
   return facts;

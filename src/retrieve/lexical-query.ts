@@ -200,7 +200,8 @@ const BLOCK_DOCUMENTS = 1 << 14;
 const sums = new Float64Array(2 * BLOCK_DOCUMENTS);
 
 /**
- * A query's documents in the order it first reaches them, the position it reaches each at, and
+ * A query's documents in the order it reaches them (block by block, and within a block in the
+ * order it first reaches them), the first query position that reaches each, and
  * their scores: room for as many as the longest query's postings, kept between queries (a
  * search at 100K messages reached ~60,000 documents, and made ~1 MB of these for the collector).
  * `unitOf` only names a document's unit: scoring is never re-entered while they are in use.

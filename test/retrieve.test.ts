@@ -8,6 +8,7 @@ import { createLlmClient } from '../src/llm/client.ts';
 import { fuseAnchors } from '../src/retrieve/anchor-fusion.ts';
 import { bundleSearch, enumeratePaths, formatTrace } from '../src/retrieve/bundle-search.ts';
 import { localPrecision, rerankWithLlm } from '../src/retrieve/compress.ts';
+import { factCosines } from '../src/retrieve/evidence.ts';
 import { edgeCost, type EdgeCostContext } from '../src/retrieve/edge-cost.ts';
 import {
   CAUSAL_TRIGGERS,
@@ -940,6 +941,27 @@ describe('zero-LLM precision, units and packing', () => {
     expect(localPrecision(bundle, graph, evidence, config).ranked.map((e) => e.episodeId)).toEqual(['fact', 'near']);
     const pathOnly = resolveConfig({ retrieval: { localPrecision: { fact: 0, lexical: 0 } } });
     expect(localPrecision(bundle, graph, evidence, pathOnly).ranked.map((e) => e.episodeId)).toEqual(['near', 'fact']);
+  });
+
+  it("an Episode's fact cosines are those of its FacetPoints that have a vector, in their order", () => {
+    const graph = new GraphBuilder()
+      .episode('ep', 1, atCos(0.5, 1), [['D1:1', 'A', 'three facts']])
+      .facet('fc', 'ep', 'theme', unrelated())
+      .point('fp1', 'fc', 'first', atCos(0.9, 2))
+      .point('fp2', 'fc', 'second', atCos(0.7, 3))
+      .point('fp3', 'fc', 'third', atCos(0.3, 4))
+      .build();
+    const evidenceOf = () => ({ queryVector: Q, lexicalTurns: NO_TURN_SCORES, queryTerms: new Set<string>(), speakerTerms: new Map<string, number>(), pronounSpeakers: new Set<string>(), dates: [], lexicalWeight: 1, turnAnchors: new Map(), anchorWeight: 1, byMeaning: false, factCosines: new Map() });
+    const all = factCosines(graph, 'ep', evidenceOf());
+    expect(all.points.map((p) => p.id)).toEqual(['fp1', 'fp2', 'fp3']);
+    expect([...all.cosines]).toEqual(['fp1', 'fp2', 'fp3'].map((id) => dot(graph.vectors.get(id) as Float32Array, Q)));
+    graph.vectors.delete('fp2');
+    const someless = factCosines(graph, 'ep', evidenceOf());
+    expect(someless.points.map((p) => p.id)).toEqual(['fp1', 'fp3']);
+    expect([...someless.cosines]).toEqual([all.cosines[0], all.cosines[2]]);
+    graph.vectors.delete('fp1');
+    graph.vectors.delete('fp3');
+    expect(factCosines(graph, 'ep', evidenceOf())).toEqual({ points: [], cosines: new Float64Array(0) });
   });
 
   /** Ten Episodes of twelve turns; the first turn of each holds its fact. */

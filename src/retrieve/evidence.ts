@@ -50,11 +50,18 @@ export function factCosines(graph: MemoryGraph, episodeId: string, evidence: Que
   if (known) return known;
   const all = graph.facetPointsOf(episodeId);
   // Each cosine straight from the kept vector (an i8 record is not decoded): the same doubles as
-  // `dot`. One lookup a FacetPoint: one without a vector (undefined) is left out after.
-  const dots = all.map((point) => vectorDot(graph.vectors, point.id, evidence.queryVector));
-  const points = dots.every((cosine) => cosine !== undefined) ? all : all.filter((_, i) => dots[i] !== undefined);
-  const cosines = Float64Array.from(dots.filter((cosine) => cosine !== undefined));
-  const facts = { points, cosines };
+  // `dot`, one lookup a FacetPoint. Usually every FacetPoint has a vector; only when one has none
+  // (the dot is undefined) is a list of those that have one made.
+  const cosines = new Float64Array(all.length);
+  let kept: FacetPointNode[] | null = null;
+  for (let i = 0; i < all.length; i++) {
+    const point = all[i] as FacetPointNode;
+    const cosine = vectorDot(graph.vectors, point.id, evidence.queryVector);
+    if (cosine === undefined) kept ??= all.slice(0, i);
+    else if (kept === null) cosines[i] = cosine;
+    else cosines[kept.push(point) - 1] = cosine;
+  }
+  const facts: EpisodeFacts = kept === null ? { points: all, cosines } : { points: kept, cosines: cosines.slice(0, kept.length) };
   evidence.factCosines.set(episodeId, facts);
   return facts;
 }

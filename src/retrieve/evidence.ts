@@ -48,22 +48,25 @@ export interface EpisodeFacts {
 export function factCosines(graph: MemoryGraph, episodeId: string, evidence: QueryEvidence): EpisodeFacts {
   const known = evidence.factCosines.get(episodeId);
   if (known) return known;
-  const all = graph.facetPointsOf(episodeId);
-  // Each cosine straight from the kept vector (an i8 record is not decoded): the same doubles as
-  // `dot`, one lookup a FacetPoint. Usually every FacetPoint has a vector; only when one has none
-  // (the dot is undefined) is a list of those that have one made.
-  const cosines = new Float64Array(all.length);
-  let kept: FacetPointNode[] | null = null;
-  for (let i = 0; i < all.length; i++) {
-    const point = all[i] as FacetPointNode;
-    const cosine = vectorDot(graph.vectors, point.id, evidence.queryVector);
-    if (cosine === undefined) kept ??= all.slice(0, i);
-    else if (kept === null) cosines[i] = cosine;
-    else cosines[kept.push(point) - 1] = cosine;
-  }
-  const facts: EpisodeFacts = kept === null ? { points: all, cosines } : { points: kept, cosines: cosines.slice(0, kept.length) };
+  // Usually every FacetPoint has a vector, and each is looked up once, by its dot; only when one
+  // has none are the FacetPoints that have one (`factPoints`) scored instead.
+  const facts = cosinesOf(graph, graph.facetPointsOf(episodeId), evidence.queryVector) ?? (cosinesOf(graph, factPoints(graph, episodeId), evidence.queryVector) as EpisodeFacts);
   evidence.factCosines.set(episodeId, facts);
   return facts;
+}
+
+/**
+ * The cosine of each of `points` to `query`, straight from the kept vector (an i8 record is not
+ * decoded): the same doubles as `dot`. Null when one of them has no vector.
+ */
+function cosinesOf(graph: MemoryGraph, points: readonly FacetPointNode[], query: Float32Array): EpisodeFacts | null {
+  const cosines = new Float64Array(points.length);
+  for (let i = 0; i < points.length; i++) {
+    const cosine = vectorDot(graph.vectors, (points[i] as FacetPointNode).id, query);
+    if (cosine === undefined) return null;
+    cosines[i] = cosine;
+  }
+  return { points, cosines };
 }
 
 /** The Episode's FacetPoints that have a vector (`EpisodeFacts.points`), without their cosines. */

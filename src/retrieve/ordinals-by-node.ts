@@ -48,10 +48,7 @@ export class OrdinalsByNode {
 
   /** Unfiles the document at `position` of `nodeKey`. */
   unregister(nodeKey: number, position: number): void {
-    if (this.documents.get(nodeKey) !== undefined) {
-      this.documents.delete(nodeKey);
-      return;
-    }
+    if (this.documents.delete(nodeKey)) return;
     const held = this.turns.get(nodeKey);
     if (held === undefined || held[position] === undefined) return;
     held[position] = undefined;

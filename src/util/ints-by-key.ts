@@ -52,11 +52,12 @@ export class IntsByKey {
     this.held++;
   }
 
-  delete(key: number): void {
-    if (this.slot(key) > 0) {
-      this.table[key] = 0;
-      this.held--;
-    } else if (this.beyond.delete(key)) this.held--;
+  /** Takes out `key`'s number; whether it held one. */
+  delete(key: number): boolean {
+    if (this.slot(key) > 0) this.table[key] = 0;
+    else if (!this.beyond.delete(key)) return false;
+    this.held--;
+    return true;
   }
 
   /** `key`'s slot in the table (0 when it holds none or lies beyond it). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { chunkText, speakerLead, turnTheme } from '../src/graph/chunk-text.ts';
 import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
-import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, withoutFoldedEdge } from '../src/store/record-codec.ts';
+import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, TurnDialogIds, withoutFoldedEdge } from '../src/store/record-codec.ts';
 import { checkChunk, checkNode } from '../src/store/validate-snapshot.ts';
 
 const CHUNK_ID = 'a3f1c2d4e5b60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';
@@ -115,6 +115,25 @@ describe('the record codec', () => {
     const decoded = decodeNode(older, chunks);
     expect(JSON.stringify(decoded.node)).toBe(JSON.stringify({ ...point, content: 'Assistant: Congratulations on Rex! Puppies' }));
     expect(derivedEdgesOf(decoded.node, decoded.edgeKeys)).toEqual(pointEdges);
+  });
+
+  it('gives the facts of one turn one frozen list of its dialog id, read after read of a chunk', () => {
+    const turnIds = new TurnDialogIds();
+    const second: FacetPointNode = { ...point, id: 'fp:a3f1c2d4e5b6:1', key: 9, content: 'Assistant: Congratulations on Rex!' };
+    const first: FacetPointNode = { ...point, id: 'fp:a3f1c2d4e5b6:2', key: 10, content: 'User: I adopted a puppy named Rex last week.', dialogIds: ['s1:1'] };
+    const read = (node: FacetPointNode, from: ReadonlyMap<string, Chunk> = chunks) => decodeNode(encodeNode(node, [], chunk).json, from, undefined, undefined, turnIds).node as FacetPointNode;
+    const [a, b, c] = [read(point), read(second), read(first)];
+    expect([a.dialogIds, b.dialogIds, c.dialogIds]).toEqual([['s1:2'], ['s1:2'], ['s1:1']]);
+    expect(b.dialogIds).toBe(a.dialogIds);
+    expect(c.dialogIds).not.toBe(a.dialogIds);
+    expect(Object.isFrozen(a.dialogIds)).toBe(true);
+    // Another chunk object (a later read) starts its own lists; a list given out is never changed.
+    const again = read(point, new Map([[CHUNK_ID, { ...chunk }]]));
+    expect(again.dialogIds).toEqual(['s1:2']);
+    expect(again.dialogIds).not.toBe(a.dialogIds);
+    expect(a.dialogIds).toEqual(['s1:2']);
+    // Without a read's lists, each fact gets its own.
+    expect((decodeNode(encodeNode(point, [], chunk).json, chunks).node as FacetPointNode).dialogIds).not.toBe(a.dialogIds);
   });
 
   it('takes one folded edge out of an array record, leaving the other', () => {

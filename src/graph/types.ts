@@ -80,8 +80,8 @@ export interface FacetPointNode extends NodeBase {
   /** The time expression as written, and its normalised ISO date when resolvable. */
   timeText: string | null;
   time: string | null;
-  /** Dialog ids (`D3:12`) of the turns this fact was taken from, when known. */
-  dialogIds: string[];
+  /** Dialog ids (`D3:12`) of the turns this fact was taken from, when known. Never changed in place: a read shares one list among a turn's facts. */
+  dialogIds: readonly string[];
 }
 
 export interface EntityNode extends NodeBase {

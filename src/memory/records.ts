@@ -59,7 +59,7 @@ export function memoryTurn(chunk: Chunk, turn: ChunkTurn, scope: ResolvedScope):
 }
 
 function factInfo(node: FacetPointNode, chunk: Chunk | undefined): FactInfo {
-  return { id: node.id, text: node.content, time: node.time, sessionId: chunk?.sessionId ?? '', dialogIds: node.dialogIds };
+  return { id: node.id, text: node.content, time: node.time, sessionId: chunk?.sessionId ?? '', dialogIds: [...node.dialogIds] };
 }
 
 /** Chunks grouped by session, each group in ingestion order, sessions by first chunk. */

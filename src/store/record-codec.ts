@@ -224,10 +224,33 @@ function storedFields(node: GraphNode, chunk: Chunk | undefined, paged: WrittenL
 }
 
 /**
+ * The `dialogIds` of the FacetPoints a read rebuilds from their turn's index, one frozen list per
+ * turn: a turn's facts (four of an assistant's message, on chat) name just that turn, and a list
+ * each was ~18 MB of heap at 100K messages. Lists are kept for the chunk last asked about: a read
+ * meets a chunk's records together (a chunk met again only makes new lists).
+ */
+export class TurnDialogIds {
+  private chunk: Chunk | null = null;
+  private lists: Array<readonly string[] | undefined> = [];
+
+  of(chunk: Chunk, turn: number, dialogId: string): readonly string[] {
+    if (chunk !== this.chunk) {
+      this.chunk = chunk;
+      this.lists = [];
+    }
+    const known = this.lists[turn];
+    if (known?.[0] === dialogId) return known;
+    const list = Object.freeze([dialogId]);
+    this.lists[turn] = list;
+    return list;
+  }
+}
+
+/**
  * `fields` with the stand-ins of fields its chunk (or its pages) rebuild replaced; a stand-in that
  * cannot be rebuilt stays, for validation to reject.
  */
-function rebuiltNode(fields: Record<string, unknown>, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>): GraphNode {
+function rebuiltNode(fields: Record<string, unknown>, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>, turnIds?: TurnDialogIds): GraphNode {
   const paged = fields['chunkIds'];
   const own = isPagedChunkIds(paged) && typeof fields['id'] === 'string' ? pages?.get(fields['id']) : undefined;
   if (isPagedChunkIds(paged) && own !== undefined) {
@@ -246,7 +269,10 @@ function rebuiltNode(fields: Record<string, unknown>, chunks: ReadonlyMap<string
   const turns = turnsOf(chunk);
   const { theme, dialogIds, content } = fields;
   if (typeof theme === 'number' && turns[theme]) fields['theme'] = turnTheme(turns[theme].speaker, turns[theme].text);
-  if (typeof dialogIds === 'number' && turns[dialogIds]) fields['dialogIds'] = [turns[dialogIds].dialogId];
+  if (typeof dialogIds === 'number' && turns[dialogIds]) {
+    const { dialogId } = turns[dialogIds];
+    fields['dialogIds'] = turnIds && chunk ? turnIds.of(chunk, dialogIds, dialogId) : [dialogId];
+  }
   const dialogId = fields['dialogIds'];
   const turn = Array.isArray(dialogId) && typeof dialogId[0] === 'string' ? turns[turnIndex(turns, dialogId[0])] : undefined;
   if (isOffsets(content) && turn) fields['content'] = speakerLead(turn.speaker) + turn.text.slice(content[0], content[1]);
@@ -345,9 +371,15 @@ export function withoutFoldedEdge(json: string, id: string, rowKey?: string): st
  * fields do not fit (or whose pages do not) is returned as it reads, for snapshot validation to
  * reject.
  */
-export function decodeNode(json: string, chunks: ReadonlyMap<string, Chunk>, pages?: ReadonlyMap<string, readonly string[]>, rowKey?: string): { node: GraphNode; edgeKeys: NodeEdgeKeys } {
+export function decodeNode(
+  json: string,
+  chunks: ReadonlyMap<string, Chunk>,
+  pages?: ReadonlyMap<string, readonly string[]>,
+  rowKey?: string,
+  turnIds?: TurnDialogIds,
+): { node: GraphNode; edgeKeys: NodeEdgeKeys } {
   const { fields, edgeKeys } = readStored(json, rowKey);
-  return { node: rebuiltNode(fields, chunks, pages), edgeKeys };
+  return { node: rebuiltNode(fields, chunks, pages, turnIds), edgeKeys };
 }
 
 /**

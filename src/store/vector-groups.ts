@@ -162,7 +162,11 @@ export class GroupEdits<M> {
   }
 }
 
-/** The id of a group's member. */
+/**
+ * The id of a group's member. Joined, not concatenated: a concatenation is a rope that hashing
+ * flattens into a second string, and an open keys its vector table by every member's id (at
+ * 100K messages ~464K of them, the two strings ~15 MB more than one).
+ */
 export function memberId(stem: string, member: string | null): string {
-  return member === null ? stem : `${stem}:${member}`;
+  return member === null ? stem : [stem, member].join(':');
 }

@@ -575,6 +575,23 @@ describe('SqlStore on SQLite', () => {
     expect((await store.load(P))!.vectors.get('ep:0')).toEqual(exact);
   });
 
+  it('reads a partition of more nodes than a page of rows holds: every node once, as the reference store holds them, also as a working set', async () => {
+    const sql = await openSqlite();
+    const reference = new MemoryStore();
+    const chunkId = sample.chunks[0]!.id;
+    let key = sample.meta.nextKey;
+    // Ids out of key order, some differing only past a page's last id (`en:p:1` < `en:p:10` < `en:p:2`).
+    const many: EntityNode[] = Array.from({ length: 5000 }, (_, i) => ({ id: `en:p:${(i * 7919) % 5000}`, key: key++, layer: 'entity', name: `Name ${i}`, entityType: 'other', chunkIds: [chunkId] }));
+    const batch: WriteBatch = { ...snapshotAsBatch(sample), putNodes: [...sample.nodes, ...many], meta: { ...sample.meta, nextKey: key } };
+    await sql.commit(P, batch);
+    await reference.commit(P, batch);
+    const loaded = (await sql.load(P))!;
+    expect(loaded.nodes.length).toBe(sample.nodes.length + many.length);
+    expect(loaded).toEqual(await reference.load(P));
+    const working = (await sql.loadWorkingSet!(P))!;
+    expect(working.nodes.map((node) => node.id)).toEqual([...loaded.nodes.map((node) => node.id)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+
   it("keeps a chunk's vectors of one layer in one row, and applies puts and deletes of single members exactly as the reference store does", async () => {
     const sql = await openSqlite();
     const reference = new MemoryStore();

@@ -55,6 +55,14 @@ class DurableObjectSqlDriver implements SqlDriver {
     return steppedRows(() => this.storage.sql.exec(sql, ...params.map(bindable)).raw(), (err) => storeError('querying', err));
   }
 
+  rows(sql: string, params: readonly SqlValue[] = []): Array<readonly SqlValue[]> {
+    try {
+      return Array.from({ [Symbol.iterator]: () => this.storage.sql.exec(sql, ...params.map(bindable)).raw() });
+    } catch (err) {
+      throw storeError('querying', err);
+    }
+  }
+
   /** One object has one connection, so reading and writing transactions are the same. */
   transaction<T>(_mode: 'read' | 'write', fn: () => T): T {
     try {

@@ -33,6 +33,12 @@ export interface SqlDriver {
    */
   each(sql: string, params?: readonly SqlValue[]): Iterable<readonly SqlValue[]>;
   /**
+   * Runs one statement and returns its rows at once, each as its values (as `each` hands them):
+   * for a read of many rows in pages (`SqlStore.pagedRows`), where stepping row by row cost more
+   * than reading them.
+   */
+  rows(sql: string, params?: readonly SqlValue[]): Array<readonly SqlValue[]>;
+  /**
    * Runs `fn` in one transaction: committed when it returns, rolled back when it throws. A
    * `write` transaction takes the write lock up front, so a read inside it can never go stale
    * and fail the upgrade to writing when another connection commits meanwhile.
@@ -71,6 +77,18 @@ export function* steppedRows(open: () => Iterator<unknown>, failed: (err: unknow
     // A caller that stops early (a record it cannot decode) ends the statement, which would keep the connection busy.
     rows.return?.();
   }
+}
+
+/**
+ * Rows `SqlStore` reads a page at a time: measured on the nodes of 100K messages, pages of 1K–4K
+ * rows read in 265–320 ms, of 16K and more in 440–840 ms (a page that big leaves the young generation).
+ */
+const ROWS_A_PAGE = 2048;
+
+/** A row of `id` and `json` as a record's; CORRUPT_CHECKPOINT where either is not text. The row is the pair itself: no copy of ~750K of them at 100K messages. */
+function storedRow(row: readonly SqlValue[]): StoredRow {
+  if (typeof row[0] !== 'string' || typeof row[1] !== 'string') throw new PrismError('CORRUPT_CHECKPOINT', `a record's id or JSON is stored as ${typeof row[0]} and ${typeof row[1]}, not text`);
+  return row as StoredRow;
 }
 
 /** The partition writer lock of one runtime (see `GraphStore.withWriteLock`). */
@@ -328,10 +346,25 @@ export class SqlStore implements GraphStore {
 
   /** The rows of a query of `id` and `json` (in that order), read as the caller reaches each. */
   private *keyedRows(sql: string, params: readonly SqlValue[]): Iterable<StoredRow> {
-    for (const row of this.driver.each(sql, params)) {
-      if (typeof row[0] !== 'string' || typeof row[1] !== 'string') throw new PrismError('CORRUPT_CHECKPOINT', `a record's id or JSON is stored as ${typeof row[0]} and ${typeof row[1]}, not text`);
-      // The row is the pair itself: no copy of ~750K of them at 100K messages.
-      yield row as StoredRow;
+    for (const row of this.driver.each(sql, params)) yield storedRow(row);
+  }
+
+  /**
+   * The `id` and `json` rows of a partition's nodes in id order (their key's), read a page of
+   * `ROWS_A_PAGE` at a time, each page after the last id of the one before: an open reads every
+   * node (~464K rows at 100K messages), and stepping them one by one took ~0.4 s of it where
+   * pages take ~0.27 s. The pages are read in the caller's transaction, so they are of one snapshot.
+   */
+  private *pagedNodeRows(partition: string): Iterable<StoredRow> {
+    let after: string | null = null;
+    for (;;) {
+      const rows: Array<readonly SqlValue[]> =
+        after === null
+          ? this.driver.rows(`SELECT id, json FROM nodes WHERE partition = ? ORDER BY id LIMIT ${ROWS_A_PAGE}`, [partition])
+          : this.driver.rows(`SELECT id, json FROM nodes WHERE partition = ? AND id > ? ORDER BY id LIMIT ${ROWS_A_PAGE}`, [partition, after]);
+      for (const row of rows) yield storedRow(row);
+      if (rows.length < ROWS_A_PAGE) return;
+      after = (rows[rows.length - 1] as StoredRow)[0];
     }
   }
 
@@ -381,7 +414,7 @@ export class SqlStore implements GraphStore {
       for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.addStored(id, bytes, meta.dim);
       const edgeRows = form === 'whole' ? this.keyedRows('SELECT id, json FROM edges WHERE partition = ?', [partition]) : this.workingEdgeRows(partition, indexedRelations);
       const records = readStoredRecords(
-        this.keyedRows('SELECT id, json FROM nodes WHERE partition = ?', [partition]),
+        this.pagedNodeRows(partition),
         edgeRows,
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
         this.entityPages(partition),

@@ -206,6 +206,14 @@ class BetterSqliteDriver implements SqlDriver {
     }
   }
 
+  rows(sql: string, params: readonly SqlValue[] = []): Array<readonly SqlValue[]> {
+    try {
+      return this.statement(sql, 'raw').all(...bindable(params)) as Array<readonly SqlValue[]>;
+    } catch (err) {
+      throw storeError(this.path, 'reading', err);
+    }
+  }
+
   each(sql: string, params: readonly SqlValue[] = []): Iterable<readonly SqlValue[]> {
     return steppedRows(() => this.statement(sql, 'raw').iterate(...bindable(params)), (err) => storeError(this.path, 'reading', err));
   }

@@ -225,8 +225,8 @@ function storedFields(node: GraphNode, chunk: Chunk | undefined, paged: WrittenL
 
 /**
  * The `dialogIds` of the FacetPoints a read rebuilds from their turn's index, one frozen list per
- * turn: a turn's facts (four of an assistant's message, on chat) name just that turn, and a list
- * each was ~18 MB of heap at 100K messages. Lists are kept for the chunk last asked about: a read
+ * turn: a turn's facts (2.6 a turn on LongMemEval chat) name just that turn, and a list
+ * each was ~10 MB of heap at 100K messages. Lists are kept for the chunk last asked about: a read
  * meets a chunk's records together (a chunk met again only makes new lists).
  */
 export class TurnDialogIds {

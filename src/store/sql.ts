@@ -34,7 +34,7 @@ export interface SqlDriver {
   each(sql: string, params?: readonly SqlValue[]): Iterable<readonly SqlValue[]>;
   /**
    * Runs one statement and returns its rows at once, each as its values (as `each` hands them):
-   * for a read of many rows in pages (`SqlStore.pagedRows`), where stepping row by row cost more
+   * for a read of many rows in pages (`SqlStore.pagedNodeRows`), where stepping row by row costs more
    * than reading them.
    */
   rows(sql: string, params?: readonly SqlValue[]): Array<readonly SqlValue[]>;

@@ -10,7 +10,7 @@ type SqlStorageValue = ArrayBuffer | string | number | null;
 interface SqlStorageCursor extends Iterator<Record<string, SqlStorageValue>> {
   toArray(): Array<Record<string, SqlStorageValue>>;
   /** The rows as arrays of their values, in column order. */
-  raw(): Iterator<SqlStorageValue[]>;
+  raw(): IterableIterator<SqlStorageValue[]>;
 }
 export interface DurableObjectStorageLike {
   readonly sql: { exec(query: string, ...bindings: SqlStorageValue[]): SqlStorageCursor };
@@ -57,7 +57,7 @@ class DurableObjectSqlDriver implements SqlDriver {
 
   rows(sql: string, params: readonly SqlValue[] = []): Array<readonly SqlValue[]> {
     try {
-      return Array.from({ [Symbol.iterator]: () => this.storage.sql.exec(sql, ...params.map(bindable)).raw() });
+      return Array.from(this.storage.sql.exec(sql, ...params.map(bindable)).raw());
     } catch (err) {
       throw storeError('querying', err);
     }

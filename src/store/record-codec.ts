@@ -238,11 +238,7 @@ export class TurnDialogIds {
       this.chunk = chunk;
       this.lists = [];
     }
-    const known = this.lists[turn];
-    if (known?.[0] === dialogId) return known;
-    const list = Object.freeze([dialogId]);
-    this.lists[turn] = list;
-    return list;
+    return (this.lists[turn] ??= Object.freeze([dialogId]));
   }
 }
 

@@ -34,7 +34,7 @@ export interface SqlDriver {
   each(sql: string, params?: readonly SqlValue[]): Iterable<readonly SqlValue[]>;
   /**
    * Runs one statement and returns its rows at once, each as its values (as `each` hands them):
-   * for a read of many rows in pages (`SqlStore.pagedNodeRows`), where stepping row by row costs more
+   * for a read of many rows in pages (`SqlStore.pagedRows`), where stepping row by row costs more
    * than reading them.
    */
   rows(sql: string, params?: readonly SqlValue[]): Array<readonly SqlValue[]>;
@@ -350,18 +350,16 @@ export class SqlStore implements GraphStore {
   }
 
   /**
-   * The `id` and `json` rows of a partition's nodes in id order (their key's), read a page of
+   * The `id` and `json` rows of a partition's records of `table` in id order, read a page of
    * `ROWS_A_PAGE` at a time, each page after the last id of the one before: an open reads every
    * node (~464K rows at 100K messages), and stepping them one by one took ~0.4 s of it where
    * pages take ~0.27 s. The pages are read in the caller's transaction, so they are of one snapshot.
    */
-  private *pagedNodeRows(partition: string): Iterable<StoredRow> {
+  private *pagedRows(table: 'nodes' | 'edges', partition: string): Iterable<StoredRow> {
     let after: string | null = null;
     for (;;) {
-      const rows: Array<readonly SqlValue[]> =
-        after === null
-          ? this.driver.rows(`SELECT id, json FROM nodes WHERE partition = ? ORDER BY id LIMIT ${ROWS_A_PAGE}`, [partition])
-          : this.driver.rows(`SELECT id, json FROM nodes WHERE partition = ? AND id > ? ORDER BY id LIMIT ${ROWS_A_PAGE}`, [partition, after]);
+      const sql = `SELECT id, json FROM ${table} WHERE partition = ?${after === null ? '' : ' AND id > ?'} ORDER BY id LIMIT ${ROWS_A_PAGE}`;
+      const rows = this.driver.rows(sql, after === null ? [partition] : [partition, after]);
       for (const row of rows) yield storedRow(row);
       if (rows.length < ROWS_A_PAGE) return;
       after = (rows[rows.length - 1] as StoredRow)[0];
@@ -412,9 +410,9 @@ export class SqlStore implements GraphStore {
         }
       }
       for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.addStored(id, bytes, meta.dim);
-      const edgeRows = form === 'whole' ? this.keyedRows('SELECT id, json FROM edges WHERE partition = ?', [partition]) : this.workingEdgeRows(partition, indexedRelations);
+      const edgeRows = form === 'whole' ? this.pagedRows('edges', partition) : this.workingEdgeRows(partition, indexedRelations);
       const records = readStoredRecords(
-        this.pagedNodeRows(partition),
+        this.pagedRows('nodes', partition),
         edgeRows,
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
         this.entityPages(partition),

@@ -40,7 +40,7 @@ export { loadTokenCounter } from './util/tokens.ts';
 // vector indexes
 export type { VectorIndex, SearchHit, IndexKind, IndexRows, RecordForm } from './vector/types.ts';
 export type { IndexSpace } from './vector/index-set.ts';
-export { loadUsearchWasm, type UsearchWasm, type UsearchWasmSource, type IndexOptions } from './vector/usearch-wasm.ts';
+export { DEFAULT_PREFILTER, loadUsearchWasm, type Prefilter, type UsearchWasm, type UsearchWasmSource, type IndexOptions } from './vector/usearch-wasm.ts';
 export { bruteForceSearch } from './vector/brute-force.ts';
 export { flatIndex } from './vector/flat-index.ts';
 

@@ -474,6 +474,89 @@ function packRows(rows: Float32Array[], dim: number): Float32Array {
   return packed;
 }
 
+/** How many signs of `a` and `b` differ: the prefilter's sketch distance (a bit a dimension, set where the component is positive). */
+function signDistance(a: Float32Array, b: Float32Array): number {
+  let differ = 0;
+  for (let d = 0; d < a.length; d++) if (a[d]! > 0 !== b[d]! > 0) differ++;
+  return differ;
+}
+
+/**
+ * What a prefiltered search for `k` hits returns when the index's rows hold `order` in that order:
+ * the `candidates` keys whose vectors' signs are nearest the query's (ties to the earlier row),
+ * ranked by inner product as an exact search ranks them.
+ */
+function prefilteredReference(order: number[], vectorOf: (key: number) => Float32Array, query: Float32Array, k: number, candidates: number): SearchHit[] {
+  const chosen = order
+    .map((key, row) => ({ key, row, distance: signDistance(vectorOf(key), query) }))
+    .sort((a, b) => a.distance - b.distance || a.row - b.row)
+    .slice(0, candidates)
+    .map(({ key }) => key);
+  return bruteForceSearch(packRows(chosen.map(vectorOf), query.length), query.length, chosen, query, k)[0]!;
+}
+
+describe('the flat index\'s sketch prefilter', () => {
+  it.each(['f32', 'i4'] as const)('searches exactly up to exactUpTo rows, and past it scores only the rows whose signs are nearest the query\'s (%s rows)', (form) => {
+    const dim = 384;
+    const raw = randomUnitVectors(6_000, dim, 81);
+    const rows = keysFrom(0, 6_000).map((row) => (form === 'f32' ? rowOf(raw, dim, row) : roundVector(rowOf(raw, dim, row), 'i4')));
+    const vectorOf = (key: number) => rows[key - 1]!;
+    const keys = keysFrom(1, 6_000);
+    const index = wasm.createIndex({ dim, prefilter: { exactUpTo: 5_000, perHit: 2, least: 50 } });
+    index.add(keys.slice(0, 5_000), packRows(keys.slice(0, 5_000).map(vectorOf), dim));
+    expect(index.rowForm).toBe(form);
+    const queries = randomUnitVectors(8, dim, 82);
+    const exactly = (held: number[], k: number) => bruteForceSearch(packRows(held.map(vectorOf), dim), dim, held, queries, k);
+    const keysOf = (found: SearchHit[][]) => found.map((hits) => hits.map((hit) => hit.key));
+    expectSameTopK(index.search(queries, 10), exactly(keys.slice(0, 5_000), 10), vectorOf, queries, dim);
+
+    // Past exactUpTo: every row, those added before too, is sketched, and max(50, 2 × k) are scored.
+    index.add(keys.slice(5_000), packRows(keys.slice(5_000).map(vectorOf), dim));
+    for (const k of [10, 40]) {
+      const found = index.search(queries, k);
+      const expected = Array.from({ length: queries.length / dim }, (_, q) => prefilteredReference(keys, vectorOf, rowOf(queries, dim, q), k, Math.max(50, 2 * k)));
+      expectSameTopK(found, expected, vectorOf, queries, dim);
+      expect(keysOf(found)).toEqual(keysOf(expected));
+      // So few candidates miss some of the exact hits of random vectors: the prefilter is in effect.
+      expect(keysOf(found)).not.toEqual(keysOf(exactly(keys, k)));
+    }
+    index.dispose();
+  });
+
+  it('keeps each row\'s sketch with it through removes that move rows, and never returns a removed key', () => {
+    const dim = 384;
+    const raw = randomUnitVectors(4_000, dim, 83);
+    const all = keysFrom(1, 4_000);
+    const vector = (key: number) => rowOf(raw, dim, key - 1);
+    const index = wasm.createIndex({ dim, prefilter: { exactUpTo: 1_000, perHit: 1, least: 0 } });
+    index.add(all, raw);
+    const removed = all.filter((key) => key % 3 === 0 || key > 3_900);
+    expect(index.remove(removed)).toBe(removed.length);
+    const readded = removed.filter((key) => key % 2 === 0).slice(0, 300);
+    index.add(readded, packRows(readded.map(vector), dim));
+    const held = all.filter((key) => !removed.includes(key) || readded.includes(key));
+    const queries = randomUnitVectors(10, dim, 84);
+    index.search(queries, 20).forEach((hits, q) => {
+      const query = rowOf(queries, dim, q);
+      // With one candidate a hit, the hits are the 20 held rows nearest by sign, whatever their order.
+      const nearest = held.map((key) => signDistance(vector(key), query)).sort((a, b) => a - b);
+      expect(hits).toHaveLength(20);
+      for (const hit of hits) {
+        expect(held).toContain(hit.key);
+        expect(signDistance(vector(hit.key), query)).toBeLessThanOrEqual(nearest[19]!);
+        expect(Math.abs(hit.score - dot(vector(hit.key), query))).toBeLessThanOrEqual(SCORE_TOLERANCE);
+      }
+    });
+    index.dispose();
+  });
+
+  it('rejects a prefilter that is not counts of rows', () => {
+    for (const prefilter of [{ perHit: -1 }, { least: 1.5 }, { exactUpTo: Number.NaN }]) {
+      expect(() => wasm.createIndex({ dim: 8, prefilter })).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+    }
+  });
+});
+
 describe('reading vectors back by key (VectorIndex.rows)', () => {
   it.each(['i4', 'i8'] as const)('gives each vector bit for bit as added, and its inner product as the floats give it, while %s rows move and after they widen', (form) => {
     const dim = 384;

@@ -1,8 +1,8 @@
 // A plain C ABI over usearch for PRISM, compiled to WASM by wasm/build.sh. Two index kinds:
 //
-// - flat (exact search; what every memory opens): the vectors as packed rows in blocks of ~4 MB,
-//   their keys, and a key→row lookup, scanned in full with usearch's own inner-product kernel
-//   (`metric_punned_t`), so scores are the ones `index_dense_t` computes. A row is the vector's i4
+// - flat (exact search, prefiltered past a size; what every memory opens): the vectors as packed
+//   rows in blocks of ~4 MB, their keys, and a key→row lookup, scanned in full with usearch's own
+//   inner-product kernel (`metric_punned_t`), so scores are the ones `index_dense_t` computes. A row is the vector's i4
 //   record (4 + ⌈dim / 2⌉ bytes) while every vector added is one, as every vector of a memory on a
 //   SQL or IndexedDB store at their default precision is; else its i8 encoding (dim + 4 bytes) while
 //   every vector rebuilds bit for bit from one; a row is decoded to its floats to be scored. The
@@ -11,7 +11,10 @@
 //   key and lookup (a 10K-message memory's 57K vectors: 100 MB of WASM memory as f32 rows,
 //   measured; 100K messages' 464K vectors: 248 MB as i8 rows, 120 MB as i4 rows). It used to be
 //   an `index_dense_t` with a minimal graph searched with `exact = true`: every add paid a graph
-//   insertion and the graph and usearch's arenas cost memory a scan never reads.
+//   insertion and the graph and usearch's arenas cost memory a scan never reads. Past a size the
+//   caller sets (`prism_index_set_prefilter`), a search scores only the rows whose sign sketches
+//   are nearest the query's (`sketches`), as the scan would: approximate only where one of the
+//   exact hits is not among them.
 // - hnsw (approximate): usearch's `index_dense_t`.
 //
 // Metric: inner product over f32 (callers pass L2-normalised vectors, so this is cosine); a score
@@ -425,6 +428,58 @@ void estimate_rows(std::uint8_t const* record, std::size_t stride, std::int16_t 
 
 } // namespace i4_records
 
+/// A vector's sketch: one bit a dimension, set where the component is positive, in 64-bit words
+/// (the last padded with zeros). Two sketches differ in as many bits as their vectors differ in
+/// signs, which ranks rows by the angle to a query roughly (random-hyperplane hashing, one
+/// hyperplane a coordinate axis) at 1/32 of the bytes of an i4 row of MiniLM: what a search of a
+/// large index ranks every row by before it scores the nearest (`flat_index_t::set_prefilter`).
+namespace sketches {
+
+std::size_t words(std::size_t dimensions) { return (dimensions + 63) / 64; }
+std::size_t bytes(std::size_t dimensions) { return words(dimensions) * sizeof(std::uint64_t); }
+
+/// The sketch of a vector given as i8 codes (scales are positive, so a code's sign is its component's).
+void of_codes(std::uint8_t const* codes, std::size_t dimensions, std::uint64_t* out) {
+    std::memset(out, 0, bytes(dimensions));
+    std::size_t d = 0;
+    for (; d + 16 <= dimensions; d += 16) {
+        // Lane i's bit is bit i of the mask, so on little-endian WASM these 16 bits land as dimensions d … d + 15.
+        std::uint16_t const bits = static_cast<std::uint16_t>(wasm_i8x16_bitmask(wasm_i8x16_gt(wasm_v128_load(codes + d), wasm_i8x16_splat(0))));
+        std::memcpy(reinterpret_cast<std::uint8_t*>(out) + d / 8, &bits, sizeof(bits));
+    }
+    for (; d != dimensions; ++d)
+        if (static_cast<std::int8_t>(codes[d]) > 0)
+            out[d / 64] |= std::uint64_t(1) << (d % 64);
+}
+
+/// The sketch of a vector given as floats.
+void of_floats(float const* vector, std::size_t dimensions, std::uint64_t* out) {
+    std::memset(out, 0, bytes(dimensions));
+    for (std::size_t d = 0; d != dimensions; ++d)
+        if (vector[d] > 0)
+            out[d / 64] |= std::uint64_t(1) << (d % 64);
+}
+
+/// How many bits two sketches of `count` words differ in: two words at a time in WASM SIMD (a
+/// byte's count of each 16-byte step added up, at most 8 × 31 steps before a byte could overflow, so
+/// the sums are widened every 16 steps), then any last word alone.
+inline std::uint32_t distance(std::uint64_t const* a, std::uint64_t const* b, std::size_t count) {
+    std::uint32_t bits = 0;
+    std::size_t w = 0;
+    while (w + 2 <= count) {
+        v128_t counts = wasm_i8x16_splat(0);
+        for (std::size_t steps = 0; steps != 16 && w + 2 <= count; ++steps, w += 2)
+            counts = wasm_i8x16_add(counts, wasm_i8x16_popcnt(wasm_v128_xor(wasm_v128_load(a + w), wasm_v128_load(b + w))));
+        v128_t const wide = wasm_u32x4_extadd_pairwise_u16x8(wasm_u16x8_extadd_pairwise_u8x16(counts));
+        bits += wasm_i32x4_extract_lane(wide, 0) + wasm_i32x4_extract_lane(wide, 1) + wasm_i32x4_extract_lane(wide, 2) + wasm_i32x4_extract_lane(wide, 3);
+    }
+    if (w != count)
+        bits += static_cast<std::uint32_t>(__builtin_popcountll(a[w] ^ b[w]));
+    return bits;
+}
+
+} // namespace sketches
+
 /// `realloc` for `count` elements of `element_at`: null on overflow or exhaustion, when the old
 /// block stays valid, so a failed growth leaves what it held as it was.
 template <typename element_at> element_at* grow(element_at* old, std::size_t count) {
@@ -561,6 +616,16 @@ class flat_index_t final : public prism_index_t {
     std::size_t key_capacity_ = 0;
     std::size_t size_ = 0;
     flat_hash_multi_set_gt<key_and_row_t, key_hash_t, key_same_t> row_of_;
+    /// The sketch prefilter (`set_prefilter`): above `exact_up_to_` rows a search scores only the
+    /// rows whose sketches are nearest the query's, `candidates_per_hit_` a hit wanted and at least
+    /// `least_candidates_`. Off until set.
+    std::size_t exact_up_to_ = std::numeric_limits<std::uint32_t>::max();
+    std::size_t candidates_per_hit_ = 0;
+    std::size_t least_candidates_ = 0;
+    /// Row r's sketch (`sketches::of_row`), kept from the add that takes the index over
+    /// `exact_up_to_` rows on: a search ranks rows by it before scoring any.
+    row_blocks_t sketches_;
+    bool sketched_ = false;
 
     /// Blocks that hold vectors, and how many rows of block b do.
     std::size_t used_blocks() const { return size_ == 0 ? 0 : (size_ - 1) / rows_.rows_per_block() + 1; }
@@ -647,6 +712,8 @@ class flat_index_t final : public prism_index_t {
         keys_[r] = key;
         if (form_ != row_form_t::f32)
             max_scale_ = std::max(max_scale_, std::fabs(read_le<float>(rows_.row(r))));
+        if (sketched_)
+            write_sketch(r);
         return status_ok;
     }
 
@@ -673,7 +740,29 @@ class flat_index_t final : public prism_index_t {
             return add_rows(count, key_of, write);
         }
         size_ += count;
+        if (!sketched_ && size_ > exact_up_to_)
+            start_sketches();
         return status_ok;
+    }
+
+    /// Row r's sketch, from its row as it is now (a widening keeps every component, so every sketch).
+    void write_sketch(std::size_t r) {
+        std::uint8_t const* const row = rows_.row(r);
+        std::uint64_t* const out = reinterpret_cast<std::uint64_t*>(sketches_.row(r));
+        if (form_ == row_form_t::f32)
+            sketches::of_floats(reinterpret_cast<float const*>(row), dimensions_, out);
+        else
+            sketches::of_codes(i8_record_of(row) + sizeof(float), dimensions_, out);
+    }
+
+    /// Sketches every row, once the index has grown past `exact_up_to_` rows. Only speed is at
+    /// stake: where their memory cannot be had, searches stay full scans.
+    void start_sketches() {
+        if (!sketches_.reserve(std::max(size_, key_capacity_)))
+            return;
+        sketched_ = true;
+        for (std::size_t r = 0; r != size_; ++r)
+            write_sketch(r);
     }
 
     /// `add_rows` of row-major floats: each vector as a row of the narrowest form that holds it exactly.
@@ -702,7 +791,7 @@ class flat_index_t final : public prism_index_t {
     explicit flat_index_t(std::size_t dimensions)
         : metric_(inner_product(dimensions)), dimensions_(dimensions), form_(narrowest_form(dimensions)),
           i8_scratch_(grow(static_cast<std::uint8_t*>(nullptr), i8_rows::row_bytes(dimensions))),
-          rows_(row_bytes_of(form_, dimensions)) {}
+          rows_(row_bytes_of(form_, dimensions)), sketches_(sketches::bytes(dimensions)) {}
     ~flat_index_t() override {
         std::free(keys_);
         std::free(i8_scratch_);
@@ -718,7 +807,7 @@ class flat_index_t final : public prism_index_t {
 
     bool reserve(std::size_t extra) override {
         checked_size_result_t needed = checked_add(size_, extra);
-        return needed && reserve_keys(needed.value) && rows_.reserve(needed.value) &&
+        return needed && reserve_keys(needed.value) && rows_.reserve(needed.value) && (!sketched_ || sketches_.reserve(needed.value)) &&
                (needed.value <= row_of_.capacity() || row_of_.try_reserve(needed.value));
     }
 
@@ -761,6 +850,8 @@ class flat_index_t final : public prism_index_t {
             std::size_t const last = --size_;
             if (gone.row != last) {
                 std::memcpy(rows_.row(gone.row), rows_.row(last), row_bytes());
+                if (sketched_)
+                    std::memcpy(sketches_.row(gone.row), sketches_.row(last), sketches_.row_bytes());
                 keys_[gone.row] = keys_[last];
                 row_of_.find(keys_[last])->row = gone.row;
             }
@@ -829,8 +920,12 @@ class flat_index_t final : public prism_index_t {
                     offer(hit, top, held, wanted);
             }
         }
-        if (held < wanted || wanted == 0)
-            return -std::numeric_limits<float>::infinity();
+        return held < wanted || wanted == 0 ? -std::numeric_limits<float>::infinity() : floor_below(top[0].score, query, quantized);
+    }
+
+    /// The lowest estimate a row can have and still score at least as well as a row estimated at
+    /// `kth` (see `estimate_floor`).
+    float floor_below(float kth, float const* query, i8_rows::quantized_query_t const& quantized) const {
         double l1 = 0;
         for (std::size_t d = 0; d != dimensions_; ++d)
             l1 += std::fabs(query[d]);
@@ -838,15 +933,129 @@ class flat_index_t final : public prism_index_t {
         double const estimate_error = largest * static_cast<double>(dimensions_) * quantized.step / 2;
         double const kernel_error = static_cast<double>(dimensions_ + 8) * std::ldexp(1.0, -24) * (largest * l1 + 1.0);
         // Twice the two bounds, with room for the roundings of the estimate's own last products.
-        return static_cast<float>(top[0].score - 2.5 * (estimate_error + kernel_error) - 1e-6);
+        return static_cast<float>(kth - 2.5 * (estimate_error + kernel_error) - 1e-6);
+    }
+
+    /// Sets the sketch prefilter: a search of more than `exact_up_to` rows ranks every row by its
+    /// sketch's distance to the query's and scores only the nearest max(`least`, `per_hit` × k) as
+    /// a full scan would (so its hits are the exact ones unless a row of the exact top k was not
+    /// among those); at most `exact_up_to` rows, every row is scored. Sketches are kept from when
+    /// the index first holds more than `exact_up_to` rows (one more row of 8 bytes a 64 dimensions).
+    /// An index of more than 65,535 dimensions (its distances would not fit their 16 bits) stays exact.
+    void set_prefilter(std::size_t exact_up_to, std::size_t per_hit, std::size_t least) {
+        if (dimensions_ > std::numeric_limits<std::uint16_t>::max())
+            return;
+        exact_up_to_ = exact_up_to;
+        candidates_per_hit_ = per_hit;
+        least_candidates_ = least;
+        if (!sketched_ && size_ > exact_up_to_)
+            start_sketches();
+    }
+
+    /// How many rows a search for `wanted` hits scores: every row, or the prefilter's candidates.
+    std::size_t scored_rows(std::size_t wanted) const {
+        if (!sketched_ || size_ <= exact_up_to_ || wanted == 0)
+            return size_;
+        std::size_t const by_hits = candidates_per_hit_ != 0 && wanted > size_ / candidates_per_hit_ ? size_ : wanted * candidates_per_hit_;
+        return std::min(size_, std::max(least_candidates_, by_hits));
+    }
+
+    /// `search` of the `candidates` rows whose sketches are nearest each query's, ties to the
+    /// earlier row: they are ranked as a full scan ranks every row (estimates first where rows are
+    /// i4 or i8, then usearch's kernel on those that can make the cut).
+    std::int32_t search_candidates(float const* queries, std::size_t count, std::size_t k, std::size_t wanted, std::size_t candidates,
+                                   double* out_keys, float* out_scores, std::uint32_t* out_found) const {
+        std::size_t const words = sketches::words(dimensions_);
+        bool const narrow = form_ != row_form_t::f32;
+        hit_t* const top = grow(static_cast<hit_t*>(nullptr), wanted);
+        float* const scratch = grow(static_cast<float*>(nullptr), dimensions_);
+        std::uint16_t* const distances = grow(static_cast<std::uint16_t*>(nullptr), size_);
+        std::uint32_t* const histogram = grow(static_cast<std::uint32_t*>(nullptr), 4 * (dimensions_ + 1));
+        std::uint32_t* const chosen = grow(static_cast<std::uint32_t*>(nullptr), candidates);
+        std::uint64_t* const query_sketch = grow(static_cast<std::uint64_t*>(nullptr), words);
+        float* const estimates = narrow ? grow(static_cast<float*>(nullptr), candidates) : nullptr;
+        std::int16_t* const steps = narrow ? grow(static_cast<std::int16_t*>(nullptr), dimensions_) : nullptr;
+        auto release = [&] {
+            std::free(top);
+            std::free(scratch);
+            std::free(distances);
+            std::free(histogram);
+            std::free(chosen);
+            std::free(query_sketch);
+            std::free(estimates);
+            std::free(steps);
+        };
+        if (!top || !scratch || !distances || !histogram || !chosen || !query_sketch || (narrow && (!estimates || !steps))) {
+            release();
+            return fail(status_out_of_memory, "cannot allocate the search buffer");
+        }
+        for (std::size_t q = 0; q != count; ++q) {
+            float const* query = queries + q * dimensions_;
+            sketches::of_floats(query, dimensions_, query_sketch);
+            for (std::size_t b = 0, r = 0; r != size_; ++b) {
+                std::uint64_t const* sketch = reinterpret_cast<std::uint64_t const*>(sketches_.block(b));
+                for (std::size_t end = std::min(size_, r + sketches_.rows_per_block()); r != end; ++r, sketch += words)
+                    distances[r] = static_cast<std::uint16_t>(sketches::distance(sketch, query_sketch, words));
+            }
+            // Counted apart from the distances, into four histograms in turn: rows in a run often
+            // share a distance, and one histogram's increments would then wait on each other.
+            std::fill(histogram, histogram + 4 * (dimensions_ + 1), 0u);
+            for (std::size_t r = 0; r != size_; ++r)
+                ++histogram[(r % 4) * (dimensions_ + 1) + distances[r]];
+            for (std::size_t d = 0; d <= dimensions_; ++d)
+                histogram[d] += histogram[dimensions_ + 1 + d] + histogram[2 * (dimensions_ + 1) + d] + histogram[3 * (dimensions_ + 1) + d];
+            // The nearest distance within which `candidates` rows lie; every row nearer is chosen,
+            // then the first rows at it until there are `candidates`.
+            std::size_t nearer = 0, at = 0;
+            while (nearer + histogram[at] < candidates)
+                nearer += histogram[at++];
+            std::size_t chosen_count = 0, left_at = candidates - nearer;
+            for (std::size_t r = 0; r != size_ && chosen_count != candidates; ++r) {
+                if (distances[r] > at || (distances[r] == at && left_at == 0))
+                    continue;
+                if (distances[r] == at)
+                    --left_at;
+                chosen[chosen_count++] = static_cast<std::uint32_t>(r);
+            }
+            std::size_t held = 0;
+            float floor = -std::numeric_limits<float>::infinity();
+            if (narrow) {
+                i8_rows::quantized_query_t const quantized = i8_rows::quantize(query, dimensions_, steps);
+                for (std::size_t i = 0; i != chosen_count; ++i) {
+                    estimates[i] = i8_rows::estimate(i8_record_of(rows_.row(chosen[i])), quantized, dimensions_);
+                    offer(hit_t{estimates[i], i}, top, held, wanted);
+                }
+                if (held == wanted)
+                    floor = floor_below(top[0].score, query, quantized);
+                held = 0;
+            }
+            for (std::size_t i = 0; i != chosen_count; ++i) {
+                if (narrow && estimates[i] < floor)
+                    continue;
+                byte_t const* vector = reinterpret_cast<byte_t const*>(floats_of(rows_.row(chosen[i]), scratch));
+                offer(hit_t{score_of(metric_(vector, reinterpret_cast<byte_t const*>(query))), keys_[chosen[i]]}, top, held, wanted);
+            }
+            std::sort_heap(top, top + held, better);
+            for (std::size_t i = 0; i != held; ++i) {
+                out_keys[q * k + i] = static_cast<double>(top[i].key);
+                out_scores[q * k + i] = top[i].score;
+            }
+            out_found[q] = static_cast<std::uint32_t>(held);
+        }
+        release();
+        return status_ok;
     }
 
     /// Scores every row with usearch's kernel (an i4 or i8 row decoded to its floats first; only the
     /// rows whose estimate reaches `estimate_floor`), keeping the k best; then sorts them best first.
-    /// So i4 and i8 rows give the very hits and scores their f32 rows would.
+    /// So i4 and i8 rows give the very hits and scores their f32 rows would. Past the prefilter's
+    /// size (`set_prefilter`), only its candidates are scored (`search_candidates`).
     std::int32_t search(float const* queries, std::size_t count, std::size_t k, double* out_keys, float* out_scores,
                         std::uint32_t* out_found) const override {
         std::size_t const wanted = std::min(k, size_);
+        std::size_t const scored = scored_rows(wanted);
+        if (scored < size_)
+            return search_candidates(queries, count, k, wanted, scored, out_keys, out_scores, out_found);
         hit_t* const top = grow(static_cast<hit_t*>(nullptr), std::max<std::size_t>(wanted, 1));
         float* const scratch = grow(static_cast<float*>(nullptr), dimensions_);
         bool const narrow = form_ != row_form_t::f32;
@@ -1180,6 +1389,15 @@ EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_add_i4(prism_index_t* handle, doub
 // the caller read a vector back instead of keeping a copy of its own.
 EMSCRIPTEN_KEEPALIVE std::uint8_t const* prism_index_row(prism_index_t const* handle, double key) {
     return key >= 0 && key <= static_cast<double>(max_key) ? handle->row_of(static_cast<default_key_t>(key)) : nullptr;
+}
+
+// The flat kind's sketch prefilter (`flat_index_t::set_prefilter`); status_invalid for hnsw.
+EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_set_prefilter(prism_index_t* handle, std::uint32_t exact_up_to, std::uint32_t per_hit,
+                                                            std::uint32_t least) {
+    if (handle->kind() != kind_flat)
+        return fail(status_invalid, "only a flat index takes a sketch prefilter");
+    static_cast<flat_index_t*>(handle)->set_prefilter(exact_up_to, per_hit, least);
+    return status_ok;
 }
 
 // Returns how many keys were present and removed, or a negative status.

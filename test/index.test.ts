@@ -550,6 +550,19 @@ describe('the flat index\'s sketch prefilter', () => {
     index.dispose();
   });
 
+  it('scores at least as many rows as hits wanted, whatever the settings', () => {
+    const dim = 64;
+    const vectors = randomUnitVectors(500, dim, 85);
+    const keys = keysFrom(0, 500);
+    const index = wasm.createIndex({ dim, prefilter: { exactUpTo: 0, perHit: 0, least: 0 } });
+    index.add(keys, vectors);
+    const query = randomUnitVectors(1, dim, 86);
+    const hits = index.search(query, 25)[0]!;
+    expect(hits).toHaveLength(25);
+    expect(hits.map((hit) => hit.key)).toEqual(prefilteredReference(keys, (key) => rowOf(vectors, dim, key), query, 25, 25).map((hit) => hit.key));
+    index.dispose();
+  });
+
   it('rejects a prefilter that is not counts of rows', () => {
     for (const prefilter of [{ perHit: -1 }, { least: 1.5 }, { exactUpTo: Number.NaN }]) {
       expect(() => wasm.createIndex({ dim: 8, prefilter })).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));

@@ -957,7 +957,8 @@ class flat_index_t final : public prism_index_t {
         if (!sketched_ || size_ <= exact_up_to_ || wanted == 0)
             return size_;
         std::size_t const by_hits = candidates_per_hit_ != 0 && wanted > size_ / candidates_per_hit_ ? size_ : wanted * candidates_per_hit_;
-        return std::min(size_, std::max(least_candidates_, by_hits));
+        // Never fewer than the hits wanted, whatever the settings.
+        return std::min(size_, std::max({wanted, least_candidates_, by_hits}));
     }
 
     /// `search` of the `candidates` rows whose sketches are nearest each query's, ties to the

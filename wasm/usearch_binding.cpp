@@ -431,8 +431,8 @@ void estimate_rows(std::uint8_t const* record, std::size_t stride, std::int16_t 
 /// A vector's sketch: one bit a dimension, set where the component is positive, in 64-bit words
 /// (the last padded with zeros). Two sketches differ in as many bits as their vectors differ in
 /// signs, which ranks rows by the angle to a query roughly (random-hyperplane hashing, one
-/// hyperplane a coordinate axis) at 1/32 of the bytes of an i4 row of MiniLM: what a search of a
-/// large index ranks every row by before it scores the nearest (`flat_index_t::set_prefilter`).
+/// hyperplane a coordinate axis) in a quarter of the bytes of an i4 row of MiniLM: what a search of
+/// a large index ranks every row by before it scores the nearest (`flat_index_t::set_prefilter`).
 namespace sketches {
 
 std::size_t words(std::size_t dimensions) { return (dimensions + 63) / 64; }
@@ -460,9 +460,9 @@ void of_floats(float const* vector, std::size_t dimensions, std::uint64_t* out) 
             out[d / 64] |= std::uint64_t(1) << (d % 64);
 }
 
-/// How many bits two sketches of `count` words differ in: two words at a time in WASM SIMD (a
-/// byte's count of each 16-byte step added up, at most 8 × 31 steps before a byte could overflow, so
-/// the sums are widened every 16 steps), then any last word alone.
+/// How many bits two sketches of `count` words differ in: two words at a time in WASM SIMD, each
+/// byte's counts added up over at most 16 steps (128 at most, so no byte overflows) before they are
+/// widened and summed, then any last word alone.
 inline std::uint32_t distance(std::uint64_t const* a, std::uint64_t const* b, std::size_t count) {
     std::uint32_t bits = 0;
     std::size_t w = 0;
@@ -622,7 +622,7 @@ class flat_index_t final : public prism_index_t {
     std::size_t exact_up_to_ = std::numeric_limits<std::uint32_t>::max();
     std::size_t candidates_per_hit_ = 0;
     std::size_t least_candidates_ = 0;
-    /// Row r's sketch (`sketches::of_row`), kept from the add that takes the index over
+    /// Row r's sketch (`write_sketch`), kept from the add that takes the index over
     /// `exact_up_to_` rows on: a search ranks rows by it before scoring any.
     row_blocks_t sketches_;
     bool sketched_ = false;

@@ -37,7 +37,7 @@ export interface UsearchModule {
   _prism_index_add_i8(handle: number, keys: number, records: number, count: number): number;
   _prism_index_add_i4(handle: number, keys: number, records: number, count: number): number;
   _prism_index_remove(handle: number, keys: number, count: number): number;
-  _prism_index_set_prefilter(handle: number, exactUpTo: number, perHit: number, least: number): number;
+  _prism_index_set_prefilter(handle: number, exactUpTo: number, perHit: number, least: number): void;
   _prism_index_row(handle: number, key: number): number;
   _prism_index_search(
     handle: number,

@@ -138,6 +138,8 @@ class prism_index_t {
     /// Where the row of `key` is (`row_bytes()` bytes, valid until the index next changes), or
     /// null when the key is absent or the kind does not keep rows it can hand out.
     virtual std::uint8_t const* row_of(default_key_t) const { return nullptr; }
+    /// The flat kind's sketch prefilter (`flat_index_t::set_prefilter`); an HNSW graph has no scan to prefilter.
+    virtual void set_prefilter(std::size_t, std::size_t, std::size_t) {}
     /// Up to `k` hits, best first, written at out_keys/out_scores; `found` gets their count.
     virtual std::int32_t search(float const* queries, std::size_t count, std::size_t k, double* out_keys,
                                 float* out_scores, std::uint32_t* out_found) const = 0;
@@ -865,6 +867,16 @@ class flat_index_t final : public prism_index_t {
         return found == row_of_.end() ? nullptr : rows_.row(found->row);
     }
 
+    /// Writes query q's `held` hits of the heap `top`, best first, at row q of the outputs (`search`'s).
+    static void write_hits(hit_t* top, std::size_t held, std::size_t q, std::size_t k, double* out_keys, float* out_scores, std::uint32_t* out_found) {
+        std::sort_heap(top, top + held, better);
+        for (std::size_t i = 0; i != held; ++i) {
+            out_keys[q * k + i] = static_cast<double>(top[i].key);
+            out_scores[q * k + i] = top[i].score;
+        }
+        out_found[q] = static_cast<std::uint32_t>(held);
+    }
+
     /// Keeps `hit` if it is among the `wanted` best so far: a bounded heap whose front is the worst.
     static void offer(hit_t const& hit, hit_t* top, std::size_t& held, std::size_t wanted) {
         if (held < wanted) {
@@ -942,7 +954,7 @@ class flat_index_t final : public prism_index_t {
     /// among those); at most `exact_up_to` rows, every row is scored. Sketches are kept from when
     /// the index first holds more than `exact_up_to` rows (one more row of 8 bytes a 64 dimensions).
     /// An index of more than 65,535 dimensions (its distances would not fit their 16 bits) stays exact.
-    void set_prefilter(std::size_t exact_up_to, std::size_t per_hit, std::size_t least) {
+    void set_prefilter(std::size_t exact_up_to, std::size_t per_hit, std::size_t least) override {
         if (dimensions_ > std::numeric_limits<std::uint16_t>::max())
             return;
         exact_up_to_ = exact_up_to;
@@ -1036,12 +1048,7 @@ class flat_index_t final : public prism_index_t {
                 byte_t const* vector = reinterpret_cast<byte_t const*>(floats_of(rows_.row(chosen[i]), scratch));
                 offer(hit_t{score_of(metric_(vector, reinterpret_cast<byte_t const*>(query))), keys_[chosen[i]]}, top, held, wanted);
             }
-            std::sort_heap(top, top + held, better);
-            for (std::size_t i = 0; i != held; ++i) {
-                out_keys[q * k + i] = static_cast<double>(top[i].key);
-                out_scores[q * k + i] = top[i].score;
-            }
-            out_found[q] = static_cast<std::uint32_t>(held);
+            write_hits(top, held, q, k, out_keys, out_scores, out_found);
         }
         release();
         return status_ok;
@@ -1084,12 +1091,7 @@ class flat_index_t final : public prism_index_t {
                     offer(hit_t{score_of(metric_(vector, reinterpret_cast<byte_t const*>(query))), key[i]}, top, held, wanted);
                 }
             }
-            std::sort_heap(top, top + held, better);
-            for (std::size_t i = 0; i != held; ++i) {
-                out_keys[q * k + i] = static_cast<double>(top[i].key);
-                out_scores[q * k + i] = top[i].score;
-            }
-            out_found[q] = static_cast<std::uint32_t>(held);
+            write_hits(top, held, q, k, out_keys, out_scores, out_found);
         }
         std::free(top);
         std::free(scratch);
@@ -1392,13 +1394,9 @@ EMSCRIPTEN_KEEPALIVE std::uint8_t const* prism_index_row(prism_index_t const* ha
     return key >= 0 && key <= static_cast<double>(max_key) ? handle->row_of(static_cast<default_key_t>(key)) : nullptr;
 }
 
-// The flat kind's sketch prefilter (`flat_index_t::set_prefilter`); status_invalid for hnsw.
-EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_set_prefilter(prism_index_t* handle, std::uint32_t exact_up_to, std::uint32_t per_hit,
-                                                            std::uint32_t least) {
-    if (handle->kind() != kind_flat)
-        return fail(status_invalid, "only a flat index takes a sketch prefilter");
-    static_cast<flat_index_t*>(handle)->set_prefilter(exact_up_to, per_hit, least);
-    return status_ok;
+// The flat kind's sketch prefilter (`flat_index_t::set_prefilter`); an hnsw index ignores it.
+EMSCRIPTEN_KEEPALIVE void prism_index_set_prefilter(prism_index_t* handle, std::uint32_t exact_up_to, std::uint32_t per_hit, std::uint32_t least) {
+    handle->set_prefilter(exact_up_to, per_hit, least);
 }
 
 // Returns how many keys were present and removed, or a negative status.

@@ -196,16 +196,9 @@ class UsearchWasmRuntime implements UsearchWasm {
     return this.indexOf(handle, DEFAULT_PREFILTER);
   }
 
-  /** The index of a new handle, a flat one with `prefilter` set; the handle is destroyed when the binding refuses it. */
+  /** The index of a new handle, given `prefilter` (which only the flat kind acts on). */
   private indexOf(handle: number, prefilter: Prefilter): UsearchIndex {
-    if (KIND_BY_CODE[this.module._prism_index_kind(handle)] === 'flat') {
-      const status = this.module._prism_index_set_prefilter(handle, prefilter.exactUpTo, prefilter.perHit, prefilter.least);
-      if (status !== 0) {
-        const error = this.lastError(STATUS_ERROR[status] ?? 'INVALID_INPUT');
-        this.module._prism_index_destroy(handle);
-        throw error;
-      }
-    }
+    this.module._prism_index_set_prefilter(handle, prefilter.exactUpTo, prefilter.perHit, prefilter.least);
     return new UsearchIndex(this, handle);
   }
 

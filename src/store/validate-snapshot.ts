@@ -253,6 +253,46 @@ export interface UncheckedMemory {
 }
 
 /**
+ * Ids claimed one by one, each answered whether it is new. A store reads a memory's nodes in id
+ * order, so while the ids come in ascending order each is only compared with the one before,
+ * and they are kept as a sorted list that later ids (its edges') are looked up in by halving:
+ * a set of every id was half of an open's check at 100K messages (~0.2 s of ~0.4 s). The first
+ * id out of order turns the list into a set, which takes every id from then on.
+ */
+class IdClaims {
+  private readonly ascending: string[] = [];
+  private unordered: Set<string> | null = null;
+
+  /** Claims `id`: true when it was not claimed before. */
+  claim(id: string): boolean {
+    const { ascending } = this;
+    const last = ascending[ascending.length - 1];
+    if (this.unordered === null && (last === undefined || last < id)) {
+      ascending.push(id);
+      return true;
+    }
+    if (this.unordered === null) this.unordered = new Set();
+    if (this.unordered.has(id) || sortedHolds(ascending, id)) return false;
+    this.unordered.add(id);
+    return true;
+  }
+}
+
+/** Whether `sorted` (ascending, no repeats) holds `id`. */
+function sortedHolds(sorted: readonly string[], id: string): boolean {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    const at = sorted[middle] as string;
+    if (at === id) return true;
+    if (at < id) low = middle + 1;
+    else high = middle;
+  }
+  return false;
+}
+
+/**
  * Everything the working set and its vector indexes rely on: well-formed records, unique ids
  * (node and edge ids share the vector namespace), index keys unique across nodes and edges and
  * below `meta.nextKey` (new records take keys from there), chunk orders unique and below
@@ -263,10 +303,9 @@ export interface UncheckedMemory {
 export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): MemorySnapshot {
   const { meta } = memory;
   checkMeta(meta, fail);
-  const ids = new Set<string>();
+  const ids = new IdClaims();
   const claimId = (what: string, id: string) => {
-    if (ids.has(id)) fail(`${what} id ${shown(id)} occurs twice`);
-    ids.add(id);
+    if (!ids.claim(id)) fail(`${what} id ${shown(id)} occurs twice`);
   };
   // Keys alone, owners named only on failure: an open checks every record's key.
   const taken = takenKeys(meta.nextKey);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FacetPointNode, GraphEdge, MemorySnapshot } from '../src/graph/types.ts';
+import type { FacetPointNode, GraphEdge, GraphNode, MemorySnapshot } from '../src/graph/types.ts';
 import type { MemoryState } from '../src/ingest/pipeline.ts';
 import { inKeyOrder, stateFrom, type PartitionHost } from '../src/memory/partition.ts';
 import { nodeUsearch } from '../src/node.ts';
@@ -211,6 +211,21 @@ describe('checking a working set', () => {
     twice.meta = { ...sample.meta, nextKey: nextKey + 1 };
     (twice.edges as GraphEdge[]).push({ ...(sample.edges.find((edge) => edge.id === 'belongs_to:point:1>facet:1') as GraphEdge), key: nextKey, description: 'again' });
     expect(failure(twice)).toMatch(/node or edge id belongs_to:point:1>facet:1 occurs twice/);
+  });
+
+  it('refuses a node id met twice, whether the ids come in order (a store\'s read) or not, and an edge under a node\'s id', () => {
+    const inOrder = [...sample.nodes].sort((a, b) => (a.id < b.id ? -1 : 1));
+    expect(failure({ ...sample, nodes: inOrder })).toBe('passed');
+    expect(failure({ ...sample, nodes: [...sample.nodes].reverse() })).toBe('passed');
+    const [first, second] = inOrder as [GraphNode, GraphNode];
+    const last = inOrder[inOrder.length - 1] as GraphNode;
+    // Next to itself while in order; after the order broke, one of the ordered ids, then one of the unordered ones.
+    expect(failure({ ...sample, nodes: [first, { ...first }, ...inOrder.slice(1)] })).toBe(`node id ${first.id} occurs twice`);
+    expect(failure({ ...sample, nodes: [...inOrder, { ...second }] })).toBe(`node id ${second.id} occurs twice`);
+    expect(failure({ ...sample, nodes: [...inOrder.slice(1), first, { ...first }] })).toBe(`node id ${first.id} occurs twice`);
+    expect(failure({ ...sample, nodes: [...inOrder.slice(0, -1), { ...last }, last] })).toBe(`node id ${last.id} occurs twice`);
+    const edge = sample.edges[0] as GraphEdge;
+    expect(failure({ ...sample, nodes: inOrder, edges: [...sample.edges, { ...edge, id: second.id }] })).toBe(`node or edge id ${second.id} occurs twice`);
   });
 
   it('refuses a kept derived edge whose ends hold ">"', () => {

@@ -72,10 +72,13 @@ function checkStringOrNull(value: unknown, what: string, fail: Fail, field?: str
 
 function checkIdList(value: unknown, what: string, fail: Fail, field?: string): void {
   if (!Array.isArray(value)) fail(`${named(what, field)} must be an array`);
-  // An item is named only when it is bad: every add checks a speaker's Entity, which names every chunk.
-  value.forEach((item: unknown, i) => {
+  // An item is named only when it is bad, and the list walked by index, no callback an item: every
+  // add checks a speaker's Entity, which names every chunk (~9.7K ids at 100K messages of chat).
+  const items: readonly unknown[] = value;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
     if (typeof item !== 'string' || item.length === 0) checkId(item, `${named(what, field)}[${i}]`, fail);
-  });
+  }
 }
 
 function isCount(value: unknown): value is number {

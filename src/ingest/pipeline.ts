@@ -379,12 +379,10 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   // A batch's node ids are distinct (checked), so into a graph that holds no node (an open's) each is new.
   const intoEmpty = graph.nodes.size === 0;
   for (const node of batch.putNodes ?? []) {
-    if (intoEmpty) {
-      graph.putNewNode(node);
-      queue(node.layer, node.key, node.id);
-    }
+    if (intoEmpty) graph.putNewNode(node);
     // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
-    else if (graph.putNode(node)) queue(node.layer, node.key, node.id);
+    else if (!graph.putNode(node)) continue;
+    queue(node.layer, node.key, node.id);
   }
   for (const edge of batch.putEdges ?? []) {
     graph.putEdge(edge);

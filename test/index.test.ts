@@ -741,6 +741,10 @@ describe('typed errors', () => {
       expectPrismError(() => index.add([key], randomUnitVectors(1, dim, 56)), 'INVALID_INPUT');
     }
     expectPrismError(() => index.add([7, 7], randomUnitVectors(2, dim, 57)), 'INVALID_INPUT');
+    // A repeat after keys that ascend (each compared with the one before), and after the order broke (looked up among all before).
+    for (const keys of [[8, 9, 10, 9], [12, 11, 13, 11], [20, 21, 19, 22, 21]]) {
+      expect(() => index.add(keys, randomUnitVectors(keys.length, dim, 58))).toThrow(/appears twice in one batch/);
+    }
     expectPrismError(() => wasm.createIndex({ dim: 0 }), 'INVALID_INPUT');
     expect(index.size).toBe(3);
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { chunkText, speakerLead, turnTheme } from '../src/graph/chunk-text.ts';
 import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
-import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, TurnDialogIds, withoutFoldedEdge } from '../src/store/record-codec.ts';
+import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, ReadSharing, withoutFoldedEdge } from '../src/store/record-codec.ts';
 import { checkChunk, checkNode } from '../src/store/validate-snapshot.ts';
 
 const CHUNK_ID = 'a3f1c2d4e5b60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';
@@ -118,10 +118,10 @@ describe('the record codec', () => {
   });
 
   it('gives the facts of one turn one frozen list of its dialog id, read after read of a chunk', () => {
-    const turnIds = new TurnDialogIds();
+    const sharing = new ReadSharing();
     const second: FacetPointNode = { ...point, id: 'fp:a3f1c2d4e5b6:1', key: 9, content: 'Assistant: Congratulations on Rex!' };
     const first: FacetPointNode = { ...point, id: 'fp:a3f1c2d4e5b6:2', key: 10, content: 'User: I adopted a puppy named Rex last week.', dialogIds: ['s1:1'] };
-    const read = (node: FacetPointNode, from: ReadonlyMap<string, Chunk> = chunks) => decodeNode(encodeNode(node, [], chunk).json, from, undefined, undefined, turnIds).node as FacetPointNode;
+    const read = (node: FacetPointNode, from: ReadonlyMap<string, Chunk> = chunks) => decodeNode(encodeNode(node, [], chunk).json, from, undefined, undefined, sharing).node as FacetPointNode;
     const [a, b, c] = [read(point), read(second), read(first)];
     expect([a.dialogIds, b.dialogIds, c.dialogIds]).toEqual([['s1:2'], ['s1:2'], ['s1:1']]);
     expect(b.dialogIds).toBe(a.dialogIds);
@@ -134,6 +134,19 @@ describe('the record codec', () => {
     expect(a.dialogIds).toEqual(['s1:2']);
     // Without a read's lists, each fact gets its own.
     expect((decodeNode(encodeNode(point, [], chunk).json, chunks).node as FacetPointNode).dialogIds).not.toBe(a.dialogIds);
+  });
+
+  it('names the Episode, Facet and Entity each record of a read names, chunk after chunk', () => {
+    const sharing = new ReadSharing();
+    const otherId = `b${CHUNK_ID.slice(1)}`;
+    const other: Chunk = { ...chunk, id: otherId };
+    const both = new Map([...chunks, [otherId, other]]);
+    const ofOther = (node: FacetPointNode): FacetPointNode => ({ ...node, chunkId: otherId, episodeId: episodeIdOf(otherId), facetId: 'fc:b3f1c2d4e5b6:0', entityId: null });
+    const nextFacet: FacetPointNode = { ...point, id: 'fp:a3f1c2d4e5b6:1', key: 9, facetId: 'fc:a3f1c2d4e5b6:2', entityId: 'en:a3f1c2d4e5b6:3' };
+    // Records of one chunk, another's, then the first's again: each named as written, whatever the record before it named.
+    const written = [point, nextFacet, point, ofOther(point), ofOther(nextFacet), nextFacet];
+    const read = written.map((node) => decodeNode(encodeNode(node, [], node.chunkId === otherId ? other : chunk).json, both, undefined, undefined, sharing).node as FacetPointNode);
+    expect(read.map(({ episodeId, facetId, entityId }) => ({ episodeId, facetId, entityId }))).toEqual(written.map(({ episodeId, facetId, entityId }) => ({ episodeId, facetId, entityId })));
   });
 
   it('takes one folded edge out of an array record, leaving the other', () => {

@@ -1,6 +1,6 @@
 import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget } from '../graph/derived-edges.ts';
 import { edgeId, type Chunk, type GraphEdge, type GraphNode } from '../graph/types.ts';
-import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, TurnDialogIds, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
+import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, ReadSharing, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
 import { noFoldedEdges, type FoldedEdgeLists } from './types.ts';
 
 /**
@@ -206,9 +206,9 @@ export function readStoredRecords(
   const edges = new Map<string, GraphEdge>();
   const folded = noFoldedEdges();
   const nodes: GraphNode[] = [];
-  const turnIds = new TurnDialogIds();
+  const sharing = new ReadSharing();
   for (const [rowKey, json] of nodeRows) {
-    const { node, edgeKeys } = decodeNode(json, chunks, pages, rowKey, turnIds);
+    const { node, edgeKeys } = decodeNode(json, chunks, pages, rowKey, sharing);
     const at = nodes.push(node) - 1;
     for (const type of DERIVED_EDGE_TYPES) {
       const key = edgeKeys[type];

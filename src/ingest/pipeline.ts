@@ -4,7 +4,7 @@ import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { turnLine } from '../graph/chunk-text.ts';
 import { VectorTable } from '../graph/vector-table.ts';
-import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type ChunkTurn, type EpisodeNode, type GraphEdge, type MemoryMeta } from '../graph/types.ts';
+import { COMPOSABLE_EDGE_TYPES, edgeId, type Chunk, type ChunkTurn, type EpisodeNode, type GraphEdge, type GraphNode, type MemoryMeta } from '../graph/types.ts';
 import { edgeSpace, type IndexSet, type IndexSpace, type IndexVectors } from '../vector/index-set.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { usageTotals } from '../llm/usage.ts';
@@ -378,13 +378,18 @@ export function applyBatch(state: MemoryState, batch: WriteBatch, indexVectors: 
   };
   // A batch's node ids are distinct (checked), so into a graph that holds no node (an open's) each is new.
   const intoEmpty = graph.nodes.size === 0;
-  for (const node of batch.putNodes ?? []) {
+  // Indexed, not `for…of`: an open puts every record of a memory here, and an iterator's step was garbage for the collector.
+  const putNodes = batch.putNodes ?? [];
+  for (let i = 0; i < putNodes.length; i++) {
+    const node = putNodes[i] as GraphNode;
     if (intoEmpty) graph.putNewNode(node);
     // A re-put node (an Entity gaining a chunk) keeps its indexed vector.
     else if (!graph.putNode(node)) continue;
     queue(node.layer, node.key, node.id);
   }
-  for (const edge of batch.putEdges ?? []) {
+  const putEdges = batch.putEdges ?? [];
+  for (let i = 0; i < putEdges.length; i++) {
+    const edge = putEdges[i] as GraphEdge;
     graph.putEdge(edge);
     queue(edgeSpace(edge.type), edge.key, edge.id);
   }

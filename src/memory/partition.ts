@@ -162,7 +162,10 @@ export function inKeyOrder<T extends { key: number }>(records: readonly T[]): T[
 function keyOrder(keys: readonly number[]): number[] {
   const sorted = () => keys.map((_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number));
   let last = -1;
-  for (const key of keys) {
+  // Indexed loops here and below: each runs over every record of an open once, and an iterator's
+  // step left garbage for the collector before the loop was optimized.
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as number;
     if (!Number.isSafeInteger(key) || key < 0) return sorted();
     last = Math.max(last, key);
   }
@@ -201,8 +204,10 @@ function derivedInKeyOrder(nodes: readonly GraphNode[], folded: FoldedEdgeLists,
     const from: GraphNode[] = [];
     const keys: number[] = [];
     // Only an involves_entity edge may be indexed (`belongs_to` never is): ids are made only when some vector is one's.
-    const mayBeIndexed = type !== 'belongs_to' && someIdStartsWith(vectors.keys(), `${type}:`);
-    for (const i of keyOrder(list.keys)) {
+    const mayBeIndexed = type !== 'belongs_to' && vectors.hasIdStartingWith(`${type}:`);
+    const order = keyOrder(list.keys);
+    for (let at = 0; at < order.length; at++) {
+      const i = order[at] as number;
       const node = nodes[list.nodes[i] as number] as GraphNode;
       const key = list.keys[i] as number;
       const to = derivedTarget(node, type);
@@ -216,11 +221,6 @@ function derivedInKeyOrder(nodes: readonly GraphNode[], folded: FoldedEdgeLists,
     return { type, from, keys };
   });
   return { kept, indexed };
-}
-
-function someIdStartsWith(ids: Iterable<string>, prefix: string): boolean {
-  for (const id of ids) if (id.startsWith(prefix)) return true;
-  return false;
 }
 
 /**

@@ -132,9 +132,12 @@ const LAYER_FIELDS: Record<Layer, (node: Fields, what: string, fail: Fail) => vo
     checkStringOrNull(node.timeText, what, fail, 'timeText');
     checkStringOrNull(node.time, what, fail, 'time');
     if (!Array.isArray(node.dialogIds)) fail(`${what} dialogIds must be an array`);
-    node.dialogIds.forEach((id, i) => {
+    // Indexed, not `forEach`: a callback made for each of an open's ~318K facts (100K messages) was ~30 MB for the collector.
+    const dialogIds: readonly unknown[] = node.dialogIds;
+    for (let i = 0; i < dialogIds.length; i++) {
+      const id = dialogIds[i];
       if (typeof id !== 'string') checkString(id, `${what} dialogIds[${i}]`, fail);
-    });
+    }
   },
   entity: (node: Fields, what: string, fail: Fail) => {
     checkString(node.name, what, fail, 'name');
@@ -390,8 +393,13 @@ function checkFoldedEdges(folded: FoldedEdgeLists, nodes: readonly GraphNode[], 
     const { keys, byId } = kept;
     return keptDerivedEdge(id, (type, node) => keys[type].has(node.id), byId) !== undefined;
   };
-  for (const { id } of nodes) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
-  for (const { id } of edges) if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
+  // Indexed: every record of an open is walked here once, and an iterator's step was garbage for the collector.
+  for (const records of [nodes, edges]) {
+    for (let i = 0; i < records.length; i++) {
+      const { id } = records[i] as GraphNode | GraphEdge;
+      if (clashes(id)) fail(`node or edge id ${shown(id)} occurs twice`);
+    }
+  }
 }
 
 /** The ids of the nodes that keep a derived edge's key, by type. */

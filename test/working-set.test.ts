@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FacetPointNode, GraphEdge, GraphNode, MemorySnapshot } from '../src/graph/types.ts';
+import type { EntityNode, FacetPointNode, GraphEdge, GraphNode, MemorySnapshot } from '../src/graph/types.ts';
 import type { MemoryState } from '../src/ingest/pipeline.ts';
 import { inKeyOrder, stateFrom, type PartitionHost } from '../src/memory/partition.ts';
 import { nodeUsearch } from '../src/node.ts';
@@ -226,6 +226,16 @@ describe('checking a working set', () => {
     expect(failure({ ...sample, nodes: [...inOrder.slice(0, -1), { ...last }, last] })).toBe(`node id ${last.id} occurs twice`);
     const edge = sample.edges[0] as GraphEdge;
     expect(failure({ ...sample, nodes: inOrder, edges: [...sample.edges, { ...edge, id: second.id }] })).toBe(`node or edge id ${second.id} occurs twice`);
+  });
+
+  it('names the bad item of an Entity\'s chunk list or a fact\'s dialog ids, or the list that is none', () => {
+    const entity = sample.nodes.find((node) => node.layer === 'entity') as EntityNode;
+    const fact = sample.nodes.find((node) => node.layer === 'facetPoint') as FacetPointNode;
+    const withNode = (changed: GraphNode) => ({ ...sample, nodes: sample.nodes.map((node) => (node.id === changed.id ? changed : node)) });
+    expect(failure(withNode({ ...entity, chunkIds: [...entity.chunkIds, ''] }))).toBe(`node ${entity.id} chunkIds[${entity.chunkIds.length}] must be a non-empty string`);
+    expect(failure(withNode({ ...entity, chunkIds: 'c' as unknown as string[] }))).toBe(`node ${entity.id} chunkIds must be an array`);
+    expect(failure(withNode({ ...fact, dialogIds: [...fact.dialogIds, 7 as unknown as string] }))).toBe(`node ${fact.id} dialogIds[${fact.dialogIds.length}] must be a string`);
+    expect(failure(withNode({ ...fact, dialogIds: null as unknown as string[] }))).toBe(`node ${fact.id} dialogIds must be an array`);
   });
 
   it('refuses a kept derived edge whose ends hold ">"', () => {

@@ -239,7 +239,8 @@ function storedFields(node: GraphNode, chunk: Chunk | undefined, paged: WrittenL
 export class ReadSharing {
   private chunk: Chunk | null = null;
   private lists: Array<readonly string[] | undefined> = [];
-  private episode = { chunkId: '', id: '' };
+  private episodeChunkId = '';
+  private episodeId = '';
   private readonly last = { facetId: '', entityId: '' };
 
   dialogIds(chunk: Chunk, turn: number, dialogId: string): readonly string[] {
@@ -252,8 +253,11 @@ export class ReadSharing {
 
   /** `episodeIdOf(chunkId)`, the same string while the chunk is the same. */
   episodeIdOf(chunkId: string): string {
-    if (chunkId !== this.episode.chunkId) this.episode = { chunkId, id: episodeIdOf(chunkId) };
-    return this.episode.id;
+    if (chunkId !== this.episodeChunkId) {
+      this.episodeChunkId = chunkId;
+      this.episodeId = episodeIdOf(chunkId);
+    }
+    return this.episodeId;
   }
 
   /** `id`, or the equal string the last record read named in `field`. */

@@ -70,15 +70,24 @@ function checkStringOrNull(value: unknown, what: string, fail: Fail, field?: str
   if (value !== null) checkString(value, what, fail, field);
 }
 
-function checkIdList(value: unknown, what: string, fail: Fail, field?: string): void {
+/**
+ * Checks that `value` is an array whose every item passes `check` (`checkId`, `checkString`): the
+ * list walked by index with no callback made for it, and an item named only when `good` says it
+ * is bad. Every add checks a speaker's Entity, which names every chunk (~9.7K ids at 100K messages
+ * of chat), and an open checks every fact's dialog ids (~318K lists).
+ */
+function checkList(value: unknown, what: string, fail: Fail, field: string, good: (item: unknown) => boolean, check: (item: unknown, what: string, fail: Fail) => void): void {
   if (!Array.isArray(value)) fail(`${named(what, field)} must be an array`);
-  // An item is named only when it is bad, and the list walked by index, no callback an item: every
-  // add checks a speaker's Entity, which names every chunk (~9.7K ids at 100K messages of chat).
   const items: readonly unknown[] = value;
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    if (typeof item !== 'string' || item.length === 0) checkId(item, `${named(what, field)}[${i}]`, fail);
-  }
+  for (let i = 0; i < items.length; i++) if (!good(items[i])) check(items[i], `${named(what, field)}[${i}]`, fail);
+}
+
+function isId(value: unknown): boolean {
+  return typeof value === 'string' && value.length > 0;
+}
+
+function isString(value: unknown): boolean {
+  return typeof value === 'string';
 }
 
 function isCount(value: unknown): value is number {
@@ -131,18 +140,12 @@ const LAYER_FIELDS: Record<Layer, (node: Fields, what: string, fail: Fail) => vo
     if (node.entityId !== null) checkId(node.entityId, what, fail, 'entityId');
     checkStringOrNull(node.timeText, what, fail, 'timeText');
     checkStringOrNull(node.time, what, fail, 'time');
-    if (!Array.isArray(node.dialogIds)) fail(`${what} dialogIds must be an array`);
-    // Indexed, not `forEach`: a callback made for each of an open's ~318K facts (100K messages) was ~30 MB for the collector.
-    const dialogIds: readonly unknown[] = node.dialogIds;
-    for (let i = 0; i < dialogIds.length; i++) {
-      const id = dialogIds[i];
-      if (typeof id !== 'string') checkString(id, `${what} dialogIds[${i}]`, fail);
-    }
+    checkList(node.dialogIds, what, fail, 'dialogIds', isString, checkString);
   },
   entity: (node: Fields, what: string, fail: Fail) => {
     checkString(node.name, what, fail, 'name');
     if (typeof node.entityType !== 'string' || !Object.hasOwn(ENTITY_TYPES, node.entityType)) fail(`${what} has unknown entityType ${shown(node.entityType)}`);
-    checkIdList(node.chunkIds, what, fail, 'chunkIds');
+    checkList(node.chunkIds, what, fail, 'chunkIds', isId, checkId);
   },
 };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeStoredVector, decodeVector, encodedBytes, encodeVector, i4RecordDot, i4RecordPairDot, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
+import { decodeStoredVector, decodeVector, encodedBytes, encodeVector, i4RecordDot, i4RecordPairDot, isValidI4Record, roundVector, type VectorPrecision } from '../src/store/vector-codec.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
 import { VectorTable, vectorDot } from '../src/graph/vector-table.ts';
 import { dot as exactDot } from '../src/util/vectors.ts';
@@ -82,6 +82,23 @@ describe('stored vector precision', () => {
     const bytes = encodeVector(vectors[0] as Float32Array, 'i4');
     bytes[100] = 0xf0 | (bytes[100]! & 0x0f);
     expect(() => decodeVector(bytes, 384)).toThrow(expect.objectContaining({ code: 'CORRUPT_CHECKPOINT' }));
+  });
+
+  it('isValidI4Record finds a half byte of 15 at any place, in a record at an aligned offset (read four bytes at a time) and at an unaligned one', () => {
+    const record = encodeVector(vectors[0] as Float32Array, 'i4');
+    for (const offset of [0, 4, 1, 3]) {
+      const view = new Uint8Array(offset + record.length).subarray(offset);
+      view.set(record);
+      expect(isValidI4Record(view, 384)).toBe(true);
+      for (let j = 4; j < view.length; j++) {
+        for (const half of [0x0f, 0xf0]) {
+          const kept = view[j] as number;
+          view[j] = kept | half;
+          expect(isValidI4Record(view, 384)).toBe(false);
+          view[j] = kept;
+        }
+      }
+    }
   });
 
   it('f16 rounds to the nearest half float, including subnormals, overflow and signed zero', () => {

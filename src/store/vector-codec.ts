@@ -299,10 +299,22 @@ export function expandI4Into(source: Uint8Array, from: number, dim: number, reco
 /** Whether stored bytes of `dim` dimensions are an i4 record whose every half byte names a level (see `expandI4Record`). */
 export function isValidI4Record(bytes: Uint8Array, dim: number): boolean {
   if (!isI4Record(bytes, dim)) return false;
-  const { invalid } = i4ByteTables();
   const pairs = dim >> 1;
   let bad = 0;
-  for (let j = 4; j < 4 + pairs; j++) bad |= invalid[bytes[j]!]!;
+  let j = 4;
+  // Four bytes at a time where they are aligned (a stored group's records are): a half byte is 15
+  // when its four bits are all set, which ANDing the word with itself shifted by 1, 2 and 3 leaves
+  // in the half's low bit. An open checks every vector of a memory (~464K at 100K messages).
+  if ((bytes.byteOffset & 3) === 0) {
+    const words = new Int32Array(bytes.buffer, bytes.byteOffset + 4, pairs >> 2);
+    for (let w = 0; w < words.length; w++) {
+      const word = words[w] as number;
+      bad |= word & (word >>> 1) & (word >>> 2) & (word >>> 3) & 0x11111111;
+    }
+    j += words.length * 4;
+  }
+  const { invalid } = i4ByteTables();
+  for (; j < 4 + pairs; j++) bad |= invalid[bytes[j]!]!;
   if (dim & 1) bad |= invalid[(bytes[4 + pairs]! & 0x0f) | 0x70]!;
   return bad === 0;
 }

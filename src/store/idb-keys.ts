@@ -46,11 +46,19 @@ function randomHex(bytes: number): string {
 }
 
 function toBase64(bytes: Uint8Array): string {
-  return btoa(Array.from(bytes, (b) => String.fromCharCode(b)).join(''));
+  return btoa(String.fromCharCode(...bytes));
 }
 
+/**
+ * A key's bytes from its base64, by index: a ring holds a key per chunk and is read at every open,
+ * and `Uint8Array.from` over the string's iterator with a callback a character was ~80 ms of
+ * opening 30K messages of chat in Chromium.
+ */
 function fromBase64(text: string): Uint8Array<ArrayBuffer> {
-  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  const chars = atob(text);
+  const bytes = new Uint8Array(chars.length);
+  for (let i = 0; i < chars.length; i++) bytes[i] = chars.charCodeAt(i);
+  return bytes;
 }
 
 /** The keys of one partition (or of the cache), as its file in the key folder holds them. */

@@ -39,7 +39,12 @@ export async function loadTokenCounter(custom?: TokenCounter): Promise<TokenCoun
   }
   // Text that spells a special token ("<|endoftext|>") is counted as the text it is: the
   // library's default throws on it, and a user may well paste one into a message.
-  loadingDefault ??= import('gpt-tokenizer/encoding/o200k_base').then((o200k) => (text: string) => o200k.countTokens(text, { disallowedSpecial: NO_SPECIAL_TOKENS }));
+  loadingDefault ??= import('gpt-tokenizer/encoding/o200k_base').then((o200k) => {
+    const count = (text: string) => o200k.countTokens(text, { disallowedSpecial: NO_SPECIAL_TOKENS });
+    // Its tables are built at the first count (~80 ms in Chromium): here, while an open's reads are in flight, not in its first search.
+    count(' ');
+    return count;
+  });
   loadingDefault.catch(() => (loadingDefault = null));
   const o200k = await loadingDefault;
   if (!active) install(o200k, true);

@@ -59,11 +59,11 @@ function named(what: string, field: string | undefined): string {
 }
 
 export function checkId(value: unknown, what: string, fail: Fail, field?: string): asserts value is string {
-  if (typeof value !== 'string' || value.length === 0) fail(`${named(what, field)} must be a non-empty string`);
+  if (!isId(value)) fail(`${named(what, field)} must be a non-empty string`);
 }
 
 function checkString(value: unknown, what: string, fail: Fail, field?: string): asserts value is string {
-  if (typeof value !== 'string') fail(`${named(what, field)} must be a string`);
+  if (!isString(value)) fail(`${named(what, field)} must be a string`);
 }
 
 function checkStringOrNull(value: unknown, what: string, fail: Fail, field?: string): void {
@@ -82,11 +82,11 @@ function checkList(value: unknown, what: string, fail: Fail, field: string, good
   for (let i = 0; i < items.length; i++) if (!good(items[i])) check(items[i], `${named(what, field)}[${i}]`, fail);
 }
 
-function isId(value: unknown): boolean {
+function isId(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0;
 }
 
-function isString(value: unknown): boolean {
+function isString(value: unknown): value is string {
   return typeof value === 'string';
 }
 

@@ -10,7 +10,10 @@
  * Growth uses stand-in vectors (sizes, counts and costs do not depend on them); the probe's
  * queries and adds use the real MiniLM. Sizes: `PRISM_GROWTH_SIZES` (messages, comma-separated),
  * default 1000,10000,30000,100000. Also the zero-LLM ingest of real chat with the real
- * embedder against embedding each of its turns once, in the same run.
+ * embedder against embedding each of its turns once, in the same run, and the resident memory a
+ * fresh process keeps after one `add()` of a long session (those sessions' messages as one), with
+ * the embedder's default batches against batches of 32 texts and no token cap (as before they
+ * had one), each in its own process, taking turns.
  *
  * Standalone: `npx tsx bench/growth.bench.ts`.
  */
@@ -24,6 +27,7 @@ import { Memory } from '../src/memory.ts';
 import { createNodeMiniLmEmbedder, nodeEmbedder, nodeUsearch, openSqliteStore } from '../src/node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import type { FirstOpenResult, ProbeResult } from './growth-probe.ts';
+import type { IngestResidentResult } from './ingest-resident-probe.ts';
 import { fastestOfAlternating } from './fastest.ts';
 import { longMemEvalChat, type ChatSession } from './longmemeval-chat.ts';
 import { standInEmbedder } from './stand-in.ts';
@@ -35,6 +39,8 @@ export const PROBE_QUERIES = 41;
 const REAL_INGEST_SESSIONS = 12;
 /** Runs of each side of that comparison, taking turns; each keeps its fastest. */
 const REAL_INGEST_REPEATS = 2;
+/** The batches before `MiniLmOptions.batchTokens`: 32 texts (the default `batchSize`) of up to 256 word pieces. */
+const UNCAPPED_BATCH_TOKENS = 32 * 256;
 
 /** Session `i` of an endless stream: the file's sessions, then again under new ids a year later per round. */
 export function sessionAt(sessions: readonly ChatSession[], i: number): ChatSession {
@@ -94,6 +100,37 @@ async function realChatIngest(sessions: readonly ChatSession[]): Promise<Row[]> 
   ];
 }
 
+/**
+ * Resident memory of a fresh process after one `add()` of the ingest comparison's sessions as one
+ * long session (bench/ingest-resident-probe.ts): the embedder's default batches against
+ * `UNCAPPED_BATCH_TOKENS`, each side `REAL_INGEST_REPEATS` processes taking turns, each keeping its least.
+ */
+async function longSessionResident(sessions: readonly ChatSession[], dir: string): Promise<Row[]> {
+  const messages = sessions.slice(0, REAL_INGEST_SESSIONS).flatMap((s) => s.messages);
+  const messagesPath = join(dir, 'long-session.json');
+  await writeFile(messagesPath, JSON.stringify(messages));
+  const script = join(import.meta.dirname, 'ingest-resident-probe.ts');
+  const run = async (batchTokens: number): Promise<IngestResidentResult> => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', script, messagesPath, String(batchTokens)], { maxBuffer: 1 << 20 });
+    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as IngestResidentResult;
+  };
+  const least = { capped: [] as IngestResidentResult[], uncapped: [] as IngestResidentResult[] };
+  for (let i = 0; i < REAL_INGEST_REPEATS; i++) {
+    least.capped.push(await run(0));
+    least.uncapped.push(await run(UNCAPPED_BATCH_TOKENS));
+  }
+  const min = (results: IngestResidentResult[], field: keyof IngestResidentResult) => Math.min(...results.map((r) => r[field]));
+  const what = `one add() of ${messages.length} LongMemEval messages as one session, real MiniLM, least of ${REAL_INGEST_REPEATS} processes`;
+  const before = `batches of 32 texts, no token cap`;
+  return [
+    { name: `${what}: resident memory, model loaded`, metric: 'MB', value: min(least.capped, 'modelRssMb') },
+    { name: `${what}: resident memory after, ${before}`, metric: 'MB', value: min(least.uncapped, 'rssMb') },
+    { name: `${what}: resident memory after, default batches`, metric: 'MB', value: min(least.capped, 'rssMb'), baseline: before, ratio: min(least.capped, 'rssMb') / min(least.uncapped, 'rssMb') },
+    { name: `${what}: add() time, ${before}`, metric: 'ms', value: min(least.uncapped, 'addMs') },
+    { name: `${what}: add() time, default batches`, metric: 'ms', value: min(least.capped, 'addMs'), baseline: before, ratio: min(least.capped, 'addMs') / min(least.uncapped, 'addMs') },
+  ];
+}
+
 export async function benchGrowth(): Promise<Row[]> {
   const { sessions, questions } = await longMemEvalChat();
   const rows = await realChatIngest(sessions);
@@ -109,6 +146,7 @@ export async function benchGrowth(): Promise<Row[]> {
   let next = 0;
   let addAt1k: number | null = null;
   try {
+    rows.push(...(await longSessionResident(sessions, dir)));
     for (const size of [...SIZES].sort((a, b) => a - b)) {
       const memory = await Memory.open({ store: await openSqliteStore(path), embedder: standInEmbedder(real.id, real.dim), createIndex: (dim) => usearch.createIndex({ dim }) });
       while (messages < size) {

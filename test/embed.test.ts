@@ -144,6 +144,12 @@ describe('MiniLM embedder', () => {
     for (const v of vectors) expectUnitVector(v);
   });
 
+  it('rejects a batch size or token cap that is not a positive integer with INVALID_INPUT, before reading the model', async () => {
+    for (const bad of [{ batchSize: 0 }, { batchTokens: 0 }, { batchTokens: 1.5 }]) {
+      await expectPrismError(createNodeMiniLmEmbedder({ ...bad, cacheSize: 0 }), 'INVALID_INPUT');
+    }
+  });
+
   it('rejects non-string input with INVALID_INPUT', async () => {
     await expectPrismError(embedder('int8').embed(['ok', 7 as unknown as string]), 'INVALID_INPUT');
     await expectPrismError(embedder('int8').embed('not an array' as unknown as string[]), 'INVALID_INPUT');
@@ -258,7 +264,7 @@ describe('weightOnlyInt8', () => {
 describe('length buckets', () => {
   it('sorts longest first, caps batch size and closes a batch where lengths drop under the fill ratio', () => {
     const lengths = [10, 150, 12, 140, 11, 9, 120, 30];
-    const batches = lengthBuckets(lengths, 3);
+    const batches = lengthBuckets(lengths, { texts: 3, tokens: Number.POSITIVE_INFINITY });
     expect(batches.flat().sort((a, b) => a - b)).toEqual(lengths.map((_, i) => i));
     for (const batch of batches) {
       const widths = batch.map((i) => lengths[i] ?? 0);
@@ -269,6 +275,19 @@ describe('length buckets', () => {
     // 150, 140, 120 fill one batch; 30 cannot share it and is alone above the short ones.
     expect(batches[0]).toEqual([1, 3, 6]);
     expect(batches[1]).toEqual([7]);
+  });
+
+  it('closes a batch before its rows times its widest row pass the token cap; a longer row goes alone', () => {
+    const lengths = [256, 250, 240, 230, 60, 60, 58, 57, 56, 55, 900];
+    const tokens = 512;
+    const batches = lengthBuckets(lengths, { texts: 32, tokens });
+    expect(batches.flat().sort((a, b) => a - b)).toEqual(lengths.map((_, i) => i));
+    for (const batch of batches) {
+      const width = lengths[batch[0]!]!;
+      if (batch.length > 1) expect(batch.length * width).toBeLessThanOrEqual(tokens);
+    }
+    // 900 alone; the 256-wide rows two a batch; the six 60-wide rows in one (eight would fit).
+    expect(batches).toEqual([[10], [0, 1], [2, 3], [4, 5, 6, 7, 8, 9]]);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { Tokenizer } from '@huggingface/tokenizers';
 import { PrismError, throwIfAborted } from '../errors.ts';
-import { lengthBuckets } from './batching.ts';
+import { lengthBuckets, type BatchLimits } from './batching.ts';
 import type { EngineSession, InferenceEngine } from './engine.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { MINILM_HUB_ID, huggingFaceModelSource, type ModelSource } from './model-source.ts';
@@ -17,6 +17,15 @@ export const MINILM_MAX_TOKENS = 256;
 /** BERT's position table has 512 rows; longer inputs cannot be encoded at all. */
 const BERT_POSITION_LIMIT = 512;
 const DEFAULT_BATCH_SIZE = 32;
+/**
+ * Padded tokens a call (`MiniLmOptions.batchTokens`). A call's activations (the attention scores
+ * alone are rows × 12 heads × width² floats) set the runtime's peak memory, which it keeps:
+ * onnxruntime-node's CPU arena never returns it, and onnxruntime-web's WASM memory never shrinks.
+ * Batches of 32 replies of 256 tokens left a Node process ~400 MB larger for good (resident 606–665
+ * against ~200 MB with the model alone); at 8 a call (2,048 tokens), ~90 MB larger, and no slower:
+ * a long text's cost is its own attention, which a larger batch does not share out.
+ */
+const DEFAULT_BATCH_TOKENS = 2048;
 const DEFAULT_CACHE_SIZE = 4096;
 
 /** Model file per precision, in the Xenova/Optimum layout. */
@@ -37,6 +46,12 @@ export interface MiniLmOptions extends Omit<WebEngineOptions, 'load'> {
   maxTokens?: number;
   /** Most texts per inference call (batches also close where lengths drop, see `lengthBuckets`). Default 32. */
   batchSize?: number;
+  /**
+   * Most padded tokens per inference call: texts × the longest one's word pieces (a text longer
+   * than this goes alone). Default 2,048 (32 texts of 64 word pieces, 8 of 256): a call's
+   * activations set how much memory the runtime holds from then on.
+   */
+  batchTokens?: number;
   /** Vectors kept in the per-embedder LRU cache, keyed by text. Default 4096; 0 disables it. */
   cacheSize?: number;
   /**
@@ -94,12 +109,16 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
   const precision = options.precision ?? 'int8';
   const maxTokens = options.maxTokens ?? MINILM_MAX_TOKENS;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const batchTokens = options.batchTokens ?? DEFAULT_BATCH_TOKENS;
   const cacheSize = options.cacheSize ?? DEFAULT_CACHE_SIZE;
   if (!Number.isInteger(maxTokens) || maxTokens < 2 || maxTokens > BERT_POSITION_LIMIT) {
     throw new PrismError('INVALID_INPUT', `maxTokens must be an integer in [2, ${BERT_POSITION_LIMIT}], got ${maxTokens}`);
   }
   if (!Number.isInteger(batchSize) || batchSize < 1) {
     throw new PrismError('INVALID_INPUT', `batchSize must be a positive integer, got ${batchSize}`);
+  }
+  if (!Number.isInteger(batchTokens) || batchTokens < 1) {
+    throw new PrismError('INVALID_INPUT', `batchTokens must be a positive integer, got ${batchTokens}`);
   }
   if (!Number.isInteger(cacheSize) || cacheSize < 0) {
     throw new PrismError('INVALID_INPUT', `cacheSize must be a non-negative integer, got ${cacheSize}`);
@@ -130,7 +149,7 @@ export async function createMiniLmEmbedder(options: MiniLmOptions = {}): Promise
     id: miniLmEmbedderId(precision, maxTokens),
     precision,
     maxTokens,
-    batchSize,
+    batch: { texts: batchSize, tokens: batchTokens },
     cacheSize,
   });
 }
@@ -151,7 +170,7 @@ interface Settings {
   id: string;
   precision: MiniLmPrecision;
   maxTokens: number;
-  batchSize: number;
+  batch: BatchLimits;
   cacheSize: number;
 }
 
@@ -161,7 +180,7 @@ class MiniLm implements MiniLmEmbedder {
   readonly precision: MiniLmPrecision;
   readonly maxTokens: number;
   readonly #model: Model;
-  readonly #batchSize: number;
+  readonly #batch: BatchLimits;
   readonly #cache: LruCache<string, Float32Array>;
   /** onnxruntime sessions must not run concurrently; each run waits for the previous one. */
   #lastRun: Promise<unknown> = Promise.resolve();
@@ -171,7 +190,7 @@ class MiniLm implements MiniLmEmbedder {
     this.id = settings.id;
     this.precision = settings.precision;
     this.maxTokens = settings.maxTokens;
-    this.#batchSize = settings.batchSize;
+    this.#batch = settings.batch;
     this.#cache = new LruCache(settings.cacheSize);
   }
 
@@ -248,7 +267,7 @@ class MiniLm implements MiniLmEmbedder {
     onVector: (index: number, vector: Float32Array) => void,
     onBatch: () => void,
   ): Promise<void> {
-    for (const indices of lengthBuckets(sequences.map((ids) => ids.length), this.#batchSize)) {
+    for (const indices of lengthBuckets(sequences.map((ids) => ids.length), this.#batch)) {
       throwIfAborted(signal);
       const vectors = await this.#infer(indices.map((i) => sequences[i] ?? []));
       indices.forEach((index, row) => {

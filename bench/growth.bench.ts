@@ -57,12 +57,16 @@ async function storeBytes(dir: string): Promise<number> {
   return total;
 }
 
+/** Runs `script` (of this folder) in a fresh process and returns the JSON of its last line of output. */
+async function freshProcess<Result>(script: string, args: readonly string[]): Promise<Result> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', join(import.meta.dirname, script), ...args], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as Result;
+}
+
 async function probe(path: string, queriesPath: string): Promise<ProbeResult>;
 async function probe(path: string, queriesPath: string, mode: 'first'): Promise<FirstOpenResult>;
 async function probe(path: string, queriesPath: string, mode?: 'first'): Promise<ProbeResult | FirstOpenResult> {
-  const script = join(import.meta.dirname, 'growth-probe.ts');
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', script, path, queriesPath, ...(mode ? [mode] : [])], { maxBuffer: 1 << 20 });
-  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as ProbeResult | FirstOpenResult;
+  return freshProcess('growth-probe.ts', [path, queriesPath, ...(mode ? [mode] : [])]);
 }
 
 /** Zero-LLM ingest of real chat (long assistant turns) against embedding each turn once, same embedder build. */
@@ -109,11 +113,7 @@ async function longSessionResident(sessions: readonly ChatSession[], dir: string
   const messages = sessions.slice(0, REAL_INGEST_SESSIONS).flatMap((s) => s.messages);
   const messagesPath = join(dir, 'long-session.json');
   await writeFile(messagesPath, JSON.stringify(messages));
-  const script = join(import.meta.dirname, 'ingest-resident-probe.ts');
-  const run = async (batchTokens: number): Promise<IngestResidentResult> => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', script, messagesPath, String(batchTokens)], { maxBuffer: 1 << 20 });
-    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as IngestResidentResult;
-  };
+  const run = (batchTokens: number) => freshProcess<IngestResidentResult>('ingest-resident-probe.ts', [messagesPath, String(batchTokens)]);
   const least = { capped: [] as IngestResidentResult[], uncapped: [] as IngestResidentResult[] };
   for (let i = 0; i < REAL_INGEST_REPEATS; i++) {
     least.capped.push(await run(0));

@@ -44,9 +44,11 @@ function loadEmbedder(storage: DurableObjectStorageLike, env: Env): Promise<Mini
     precision: 'int8',
     // The int8 weights stay int8 in memory and become float per run: 77 MB of WASM instead of 134 MB.
     dequantize: 'per-run',
-    // onnxruntime's WASM memory grows to its largest batch and never shrinks: two texts of up to
-    // 256 tokens fit in what loading the model left free (77 MB in all); larger batches add 15 MB and more.
-    batchSize: 2,
+    // onnxruntime's WASM memory grows to its largest call and never shrinks: 512 padded tokens a
+    // call (two texts of 256 tokens, eight of 64) fit in what loading the model left free (77 MB
+    // in all); larger calls add 15 MB and more. Each call also dequantizes the weights once, so
+    // short texts share one.
+    batchTokens: 512,
     // Fewer vectors kept for repeated texts (default 4,096, 6 MB): memory counts more than the odd repeat.
     cacheSize: 256,
     // Workers compile no WebAssembly at run time: onnxruntime gets the module the runtime compiled.

@@ -44,7 +44,7 @@ export interface MiniLmOptions extends Omit<WebEngineOptions, 'load'> {
   precision?: MiniLmPrecision;
   /** Word pieces per text including [CLS]/[SEP]; longer texts are cut. Default 256, at most 512. */
   maxTokens?: number;
-  /** Most texts per inference call (batches also close where lengths drop, see `lengthBuckets`). Default 32. */
+  /** Most texts per inference call (batches also close where lengths drop, see `lengthBuckets`, and at `batchTokens`). Default 32. */
   batchSize?: number;
   /**
    * Most padded tokens per inference call: texts × the longest one's word pieces (a text longer

@@ -69,10 +69,9 @@ async function probe(path: string, queriesPath: string, mode?: 'first'): Promise
   return freshProcess('growth-probe.ts', [path, queriesPath, ...(mode ? [mode] : [])]);
 }
 
-/** Zero-LLM ingest of real chat (long assistant turns) against embedding each turn once, same embedder build. */
-async function realChatIngest(sessions: readonly ChatSession[]): Promise<Row[]> {
+/** Zero-LLM ingest of real chat (long assistant turns, `sample`) against embedding each turn once, same embedder build. */
+async function realChatIngest(sample: readonly ChatSession[]): Promise<Row[]> {
   const usearch = await nodeUsearch();
-  const sample = sessions.slice(0, REAL_INGEST_SESSIONS);
   const turns = sample.flatMap((s) => s.messages.map((m) => `${m.role}: ${m.content}`));
   // As the conv-26 ingest bench does: fresh embedders every run, one warm-up batch each.
   const { dense: denseMs, prism: prismMs } = await fastestOfAlternating(REAL_INGEST_REPEATS, {
@@ -105,35 +104,37 @@ async function realChatIngest(sessions: readonly ChatSession[]): Promise<Row[]> 
 }
 
 /**
- * Resident memory of a fresh process after one `add()` of the ingest comparison's sessions as one
- * long session (bench/ingest-resident-probe.ts): the embedder's default batches against
- * `UNCAPPED_BATCH_TOKENS`, each side `REAL_INGEST_REPEATS` processes taking turns, each keeping its least.
+ * Resident memory of a fresh process after one `add()` of the ingest comparison's sessions
+ * (`sample`) as one long session (bench/ingest-resident-probe.ts): the embedder's default batches
+ * against `UNCAPPED_BATCH_TOKENS`, each side `REAL_INGEST_REPEATS` processes taking turns, each keeping its least.
  */
-async function longSessionResident(sessions: readonly ChatSession[], dir: string): Promise<Row[]> {
-  const messages = sessions.slice(0, REAL_INGEST_SESSIONS).flatMap((s) => s.messages);
+async function longSessionResident(sample: readonly ChatSession[], dir: string): Promise<Row[]> {
+  const messages = sample.flatMap((s) => s.messages);
   const messagesPath = join(dir, 'long-session.json');
   await writeFile(messagesPath, JSON.stringify(messages));
   const run = (batchTokens: number) => freshProcess<IngestResidentResult>('ingest-resident-probe.ts', [messagesPath, String(batchTokens)]);
-  const least = { capped: [] as IngestResidentResult[], uncapped: [] as IngestResidentResult[] };
+  const capped: IngestResidentResult[] = [];
+  const uncapped: IngestResidentResult[] = [];
   for (let i = 0; i < REAL_INGEST_REPEATS; i++) {
-    least.capped.push(await run(0));
-    least.uncapped.push(await run(UNCAPPED_BATCH_TOKENS));
+    capped.push(await run(0));
+    uncapped.push(await run(UNCAPPED_BATCH_TOKENS));
   }
-  const min = (results: IngestResidentResult[], field: keyof IngestResidentResult) => Math.min(...results.map((r) => r[field]));
+  const least = (results: IngestResidentResult[], field: keyof IngestResidentResult) => Math.min(...results.map((r) => r[field]));
   const what = `one add() of ${messages.length} LongMemEval messages as one session, real MiniLM, least of ${REAL_INGEST_REPEATS} processes`;
-  const before = `batches of 32 texts, no token cap`;
+  const before = 'batches of 32 texts, no token cap';
   return [
-    { name: `${what}: resident memory, model loaded`, metric: 'MB', value: min(least.capped, 'modelRssMb') },
-    { name: `${what}: resident memory after, ${before}`, metric: 'MB', value: min(least.uncapped, 'rssMb') },
-    { name: `${what}: resident memory after, default batches`, metric: 'MB', value: min(least.capped, 'rssMb'), baseline: before, ratio: min(least.capped, 'rssMb') / min(least.uncapped, 'rssMb') },
-    { name: `${what}: add() time, ${before}`, metric: 'ms', value: min(least.uncapped, 'addMs') },
-    { name: `${what}: add() time, default batches`, metric: 'ms', value: min(least.capped, 'addMs'), baseline: before, ratio: min(least.capped, 'addMs') / min(least.uncapped, 'addMs') },
+    { name: `${what}: resident memory, model loaded`, metric: 'MB', value: least(capped, 'modelRssMb') },
+    { name: `${what}: resident memory after, ${before}`, metric: 'MB', value: least(uncapped, 'rssMb') },
+    { name: `${what}: resident memory after, default batches`, metric: 'MB', value: least(capped, 'rssMb'), baseline: before, ratio: least(capped, 'rssMb') / least(uncapped, 'rssMb') },
+    { name: `${what}: add() time, ${before}`, metric: 'ms', value: least(uncapped, 'addMs') },
+    { name: `${what}: add() time, default batches`, metric: 'ms', value: least(capped, 'addMs'), baseline: before, ratio: least(capped, 'addMs') / least(uncapped, 'addMs') },
   ];
 }
 
 export async function benchGrowth(): Promise<Row[]> {
   const { sessions, questions } = await longMemEvalChat();
-  const rows = await realChatIngest(sessions);
+  const sample = sessions.slice(0, REAL_INGEST_SESSIONS);
+  const rows = await realChatIngest(sample);
   const dir = await mkdtemp(join(tmpdir(), 'prism-bench-growth-'));
   const path = join(dir, 'memory.sqlite');
   const queriesPath = join(dir, 'queries.json');
@@ -146,7 +147,7 @@ export async function benchGrowth(): Promise<Row[]> {
   let next = 0;
   let addAt1k: number | null = null;
   try {
-    rows.push(...(await longSessionResident(sessions, dir)));
+    rows.push(...(await longSessionResident(sample, dir)));
     for (const size of [...SIZES].sort((a, b) => a - b)) {
       const memory = await Memory.open({ store: await openSqliteStore(path), embedder: standInEmbedder(real.id, real.dim), createIndex: (dim) => usearch.createIndex({ dim }) });
       while (messages < size) {

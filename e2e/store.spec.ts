@@ -96,6 +96,20 @@ test('a key ring kept in memory is read again once another tab wrote it; a ring 
   expect(result).toEqual({ seenByOther: true, seenBack: [true, true], legacyRead: true });
 });
 
+test('a working set leaves its relation edges as the open read them: the same graph as the whole load, and the same after a write that holds them first', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.relationsAsOpened('e2e-relations'));
+  expect(result.asOpened).toBe(true);
+  expect(result.relationEdges).toBeGreaterThan(0);
+  expect(result.sameEdges).toBe(true);
+  expect(result.sameCounts).toBe(true);
+  expect(result.heldWithoutVector).toBe(0);
+  expect(result.atOpen.length).toBeGreaterThan(5);
+  expect(result.atOpen.every(Boolean)).toBe(true);
+  expect(result.held.every(Boolean)).toBe(true);
+  // A graph that does not hold them first misses what the batches changing relation edges did.
+  expect(result.unheld.filter((same) => !same).length).toBeGreaterThanOrEqual(2);
+});
+
 test('checkpoint bytes exported from IndexedDB import into a MemoryStore unchanged', async ({ page }) => {
   await page.evaluate(() => window.storeHarness.write('e2e-export'));
   const moved = await page.evaluate(() => window.storeHarness.exportToMemory('e2e-export'));

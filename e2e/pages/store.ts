@@ -1,7 +1,7 @@
 import { openDB } from 'idb';
 import { PrismError } from '../../src/errors.ts';
 import { MemoryGraph } from '../../src/graph/memory-graph.ts';
-import type { GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
+import type { GraphEdge, GraphNode, MemorySnapshot } from '../../src/graph/types.ts';
 import { deletionBatch } from '../../src/ingest/chunk-removal.ts';
 import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import { encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../../src/store/checkpoint.ts';
@@ -12,12 +12,18 @@ import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import { decodeEdge, encodeEdge } from '../../src/store/record-codec.ts';
 import { splitGroupValues } from '../../src/store/vector-groups.ts';
 import { encodedBytes } from '../../src/store/vector-codec.ts';
-import type { GraphStore, WriteBatch } from '../../src/store/types.ts';
+import type { GraphStore, WorkingSnapshot, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
 import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector, vectorGroupBatches } from '../support/sample-memory.ts';
 import { sha256Hex } from '../support/site.ts';
 import { withStore } from './with-store.ts';
+import { isRelationEdgeId } from '../../src/graph/derived-edges.ts';
+import type { PartitionHost } from '../../src/memory/partition.ts';
+import { loadUsearchWasm } from '../../src/vector/usearch-wasm.ts';
+import usearchWasmUrl from '../../wasm/usearch.wasm?url';
+import { hashEmbedder } from '../../test/helpers/hash-embedder.ts';
+import { relationsAsOpenedSteps, type RelationsAsOpenedSteps } from '../support/graph-view.ts';
 
 /** A PrismError as plain data, to cross from the page to the test. */
 export interface Failure {
@@ -357,6 +363,36 @@ const storeHarness = {
   },
 
   /** Exports the IndexedDB memory and imports the bytes into a MemoryStore. */
+  /**
+   * The working set leaves its relation edges as the open read them (`relationsAsOpened`): the
+   * graphs built from it against the whole load's, batch after batch (`relationsAsOpenedSteps`),
+   * and what it holds of those edges against what the whole load holds.
+   */
+  async relationsAsOpened(name: string): Promise<RelationsAsOpenedSteps & { asOpened: boolean; sameEdges: boolean; sameCounts: boolean; relationEdges: number; heldWithoutVector: number }> {
+    const usearch = await loadUsearchWasm(new URL(usearchWasmUrl, location.href));
+    return withStore(name, async (store) => {
+      await store.clear();
+      const host: PartitionHost = { store, embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }) };
+      const steps = await relationsAsOpenedSteps(store, host, async () => (await store.loadWorkingSet(P)) as WorkingSnapshot);
+      const working = (await store.loadWorkingSet(P)) as WorkingSnapshot;
+      const whole = (await store.load(P)) as MemorySnapshot;
+      const rows = (edges: readonly GraphEdge[]) => edges.map((edge) => JSON.stringify(edge)).sort();
+      const left = working.relations;
+      const wholeRelations = whole.edges.filter((edge) => isRelationEdgeId(edge.id));
+      const counted: Record<string, number> = {};
+      for (const edge of wholeRelations) counted[edge.type] = (counted[edge.type] ?? 0) + 1;
+      const counts = Object.fromEntries(Object.entries(left?.counts() ?? {}).filter(([, count]) => count > 0));
+      return {
+        ...steps,
+        asOpened: left?.asOpened === true,
+        sameEdges: JSON.stringify(rows(left?.all().edges ?? [])) === JSON.stringify(rows(wholeRelations)),
+        sameCounts: JSON.stringify(Object.entries(counts).sort()) === JSON.stringify(Object.entries(counted).sort()),
+        relationEdges: wholeRelations.length,
+        heldWithoutVector: working.edges.filter((edge) => isRelationEdgeId(edge.id) && !working.vectors.has(edge.id)).length,
+      };
+    });
+  },
+
   async exportToMemory(name: string): Promise<{ idbDigest: string; memoryDigest: string; bytes: number }> {
     return withStore(name, async (store) => {
       const bytes = await exportCheckpoint(store, P);

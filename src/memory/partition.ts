@@ -127,6 +127,7 @@ function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: 
     return inKeyOrder(edges);
   };
   return {
+    ...(stored.asOpened ? { asOpened: true } : {}),
     all: () => checked(stored.all()),
     owned: (chunkIds, nodeIds) => checked(stored.owned(chunkIds, nodeIds)),
     get: (id) => {
@@ -294,8 +295,9 @@ export function replaceState(host: PartitionHost, partition: Partition, snapshot
 
 /**
  * Commits go to the partition's store and then into its working set; `locked` catches up
- * first. With `lockHeld` the caller already holds the partition's writer lock (and caught up
- * under it), so `locked` runs its task at once: the lock is not reentrant.
+ * first, and has the graph hold the relation edges it left as the open read them. With
+ * `lockHeld` the caller already holds the partition's writer lock (and did both under it), so
+ * `locked` runs its task at once: the lock is not reentrant.
  */
 export function writerFor(host: PartitionHost, partition: Partition, lockHeld = false): BatchWriter {
   return {
@@ -304,6 +306,8 @@ export function writerFor(host: PartitionHost, partition: Partition, lockHeld = 
         ? task()
         : host.store.withWriteLock(partition.name, async () => {
             await catchUp(host, partition);
+            // Before anything is planned or committed: a damaged edge fails the write here, not halfway through applying it.
+            partition.state.graph.holdRelationsAsOpened();
             return task();
           }),
     commit: async (written) => {

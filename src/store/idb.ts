@@ -1,13 +1,15 @@
 import { openDB } from 'idb';
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import { PrismError } from '../errors.ts';
+import { isRelationEdgeId } from '../graph/derived-edges.ts';
 import type { Chunk, GraphEdge, GraphNode, Layer, EdgeType, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { DEFAULT_PARTITION } from '../scope.ts';
 import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
-import { decodeChunk, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
+import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
+import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -598,18 +600,28 @@ export class IndexedDbStore implements GraphStore {
   }
 
   async load(partition: string): Promise<MemorySnapshot | null> {
-    const memory = await this.loadWorkingSet(partition);
+    const memory = await this.read(partition, 'whole');
     if (memory === null) return null;
-    const { folded: _folded, ...snapshot } = memory;
+    const { folded: _folded, relations: _relations, ...snapshot } = memory;
     return { ...snapshot, edges: sortById(allStoredEdges(memory)) };
   }
 
+  /**
+   * The working set leaves the relation edges without a vector undecoded, as the open read them
+   * (`WorkingSnapshot.relations`, `asOpened`): no search lists them by default, and decoding and
+   * building ~77K of them was ~0.3 s of a cold open at 30K messages of chat in Chromium.
+   */
   async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
+    return this.read(partition, 'working');
+  }
+
+  /** The partition's records, derived edges as keys: with every edge (`whole`), or with the relation edges left as `relationsAsOpened` rows (`working`). */
+  private async read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
     try {
       return await this.withKeys('shared', async () => {
         const token = (await this.liveTokens()).get(partition);
         if (token === undefined) return null;
-        const tx = this.usable('loading').transaction(['meta', ...RECORD_STORES], 'readonly');
+        const tx = this.usable('loading').transaction(['meta', 'revisions', ...RECORD_STORES], 'readonly');
         const range = partitionRange(token);
         // Every read goes out at once, and each store's values are unsealed and decoded as they
         // arrive while the reads behind them go on: taken only once every read had returned, the
@@ -633,7 +645,11 @@ export class IndexedDbStore implements GraphStore {
         const chunks = unsealed(store('chunks').getAll(range), (plain) => decodeChunk(text(plain)));
         const nodeRows = Promise.all([keyedRows('nodes'), groupedRows('nodeGroups')]);
         const pages = Promise.all([store('entityPages').getAllKeys(range), unsealed(store('entityPages').getAll(range), text)]);
-        const edgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]);
+        // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
+        const allEdgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]).then((lists) => lists.flat());
+        const edgeRows = form === 'whole' ? allEdgeRows : allEdgeRows.then((rows) => rows.filter(([id]) => !isRelationEdgeId(id)));
+        const relationRows = form === 'whole' ? Promise.resolve([]) : allEdgeRows.then((rows) => rows.filter(([id]) => isRelationEdgeId(id)));
+        const revision = tx.objectStore('revisions').get(token);
         const vectorRows = Promise.all([store('vectors').getAllKeys(range), unsealed(store('vectors').getAll(range), (plain) => plain)]);
         const vectorGroups = unsealed(store('vectorGroups').getAll(range), (plain, group) => valuesOfGroup('vectorGroups', group, plain));
         const hashKeys = store('hashes').getAllKeys(range);
@@ -646,7 +662,7 @@ export class IndexedDbStore implements GraphStore {
             list.push(pageJson[i] as string);
             pagesById.set(id, list);
           });
-          return readStoredRecords(nodeRows.flat(), edgeRows.flat(), new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
+          return readStoredRecords(nodeRows.flat(), edgeRows, new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
         });
         const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, [vectorKeys, vectorBytes], groups]) =>
           meta === null
@@ -656,14 +672,20 @@ export class IndexedDbStore implements GraphStore {
                 .sort((a, b) => compareIds(a[0], b[0]))
                 .reduce((table, [id, bytes]) => table.addStored(id, bytes, meta.meta.dim), new VectorTable()),
         );
-        const [opened, loaded, openedChunks, table, hashes] = await Promise.all([partitionMeta, records, chunks, vectors, hashKeys, tx.done]);
+        const [opened, loaded, openedChunks, table, hashes, relations, openRevision] = await Promise.all([partitionMeta, records, chunks, vectors, hashKeys, relationRows, revision, tx.done]);
         if (opened === null) return null;
+        // As a SQL store's working set: the relation edges with a vector are held as any edge too
+        // (an index names their keys), and `relations` holds every relation edge.
+        const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
+        const indexed = [...new Map(relations)].filter(([id]) => table.has(id));
         return {
           meta: opened.meta,
           ...loaded,
+          edges: indexed.length === 0 ? loaded.edges : [...loaded.edges, ...indexed.map(([id, json]) => decodeEdge(json, id))],
           chunks: openedChunks,
           vectors: table,
           hashes: new Set(hashes.map(([, hash]) => hash)),
+          ...(left ? { relations: left } : {}),
         };
       });
     } catch (err) {

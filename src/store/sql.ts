@@ -3,6 +3,7 @@ import { isRelationEdgeId, RELATION_EDGE_TYPES } from '../graph/derived-edges.ts
 import type { Chunk, EdgeType, GraphEdge, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, decodeEdge, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
+import { ownedRows } from './relation-rows.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
@@ -198,16 +199,6 @@ const RELATION_ID_RANGES: readonly IdRange[] = [...RELATION_EDGE_TYPES].sort().m
 
 /** The id ranges between and around `RELATION_ID_RANGES`: every other edge row's (each gap runs from one range's end to the next one's start). */
 const OTHER_ID_RANGES: readonly IdRange[] = [null, ...RELATION_ID_RANGES.map(([, to]) => to)].map((from, i) => [from, RELATION_ID_RANGES[i]?.[0] ?? null]);
-
-/**
- * Whether the edge `id` (`type:from>to`) may end at one of `nodeIds`: its ends, where it holds one
- * `>`; any edge whose ends hold one themselves.
- */
-function mayEndAt(id: string, nodeIds: ReadonlySet<string>): boolean {
-  const arrow = id.indexOf('>');
-  if (arrow < 0 || id.indexOf('>', arrow + 1) >= 0) return true;
-  return nodeIds.has(id.slice(id.indexOf(':') + 1, arrow)) || nodeIds.has(id.slice(arrow + 1));
-}
 
 /** Bytes of derived state a row holds (a Durable Object's limit on one value is 2 MB). */
 const DERIVED_PAGE_BYTES = 1 << 20;
@@ -443,13 +434,9 @@ export class SqlStore implements GraphStore {
       });
     return {
       all: () => read(() => true),
-      // A delete's: of ~280K rows at 100K messages, only those whose JSON holds a chunk id, or whose id may name an end, are decoded.
       owned: (chunkIds, nodeIds) => {
-        const chunks = [...chunkIds];
-        return read(
-          (edge) => chunkIds.has(edge.chunkId) || nodeIds.has(edge.from) || nodeIds.has(edge.to),
-          (id, json) => chunks.some((chunkId) => json.includes(chunkId)) || mayEndAt(id, nodeIds),
-        );
+        const { mayOwn, owns } = ownedRows(chunkIds, nodeIds);
+        return read(owns, mayOwn);
       },
       get: (id) =>
         this.driver.transaction('read', () => {

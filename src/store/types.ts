@@ -30,7 +30,8 @@ export interface WorkingSnapshot extends MemorySnapshot {
   /**
    * Where the relation edges (graph/derived-edges.ts's `RELATION_EDGE_TYPES`) are, when the store
    * left them out of `edges` (those with a vector excepted): read synchronously, as the store
-   * holds them at the time. Absent where `edges` holds them all.
+   * holds them at the time, or as the open read them (`asOpened`). Absent where `edges` holds
+   * them all.
    */
   relations?: StoredRelationEdges;
 }
@@ -40,6 +41,13 @@ export interface WorkingSnapshot extends MemorySnapshot {
  * store's: ~280K at 100K messages). Each read sees the store as it is then, committed writes only.
  */
 export interface StoredRelationEdges {
+  /**
+   * True when these are the edges as the open read them, kept undecoded (a store whose reads
+   * cannot wait, IndexedDB's): later commits, this writer's too, do not change them, so the graph
+   * reads them all before a writer first changes it (`MemoryGraph.holdRelationsAsOpened`). Absent: read from the
+   * store as it is at each call (a SQL store's).
+   */
+  readonly asOpened?: boolean;
   /** Every relation edge the partition holds, as decoded (unchecked), in no particular order, and the revision they were read at. */
   all(): { revision: number; edges: GraphEdge[] };
   /** The relation edge `id` as decoded (unchecked), when the partition holds it, and the revision it was read at. */

@@ -11,7 +11,6 @@ import type { LlmClient } from './llm/types.ts';
 import { Memory } from './memory.ts';
 import { llmConfigFromSettings, type LlmSettings, type MemorySettings } from './open-options.ts';
 import { IndexedDbStore } from './store/idb.ts';
-import type { TokenCounter } from './util/tokens.ts';
 
 /** Where a page gets the model and the vector index from (both served by the site itself). */
 export interface BrowserRuntimeOptions {

@@ -107,7 +107,7 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
 
   it('re-ingesting is a no-op', async () => {
     const memory = await Memory.open(options(new MemoryStore()));
-    const view = await memory.inspect();
+    await memory.inspect();
     await memory.add(conversation);
     const before = await fingerprint(memory);
     const again = await memory.add(conversation);
@@ -246,7 +246,7 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
 
   it('export → import moves the memory between stores', async () => {
     const memory = await Memory.open(options(new MemoryStore()));
-    const view = await memory.inspect();
+    await memory.inspect();
     await memory.add(conversation);
     const other = await Memory.open(options(new MemoryStore()));
     await other.import(await memory.export());
@@ -302,7 +302,7 @@ describe('zero-LLM ingestion of a hand-written conversation', () => {
 
     const store = new MemoryStore();
     const memory = await Memory.open(options(store));
-    const view = await memory.inspect();
+    await memory.inspect();
     const controller = new AbortController();
     const seen: string[] = [];
     const run = memory.add(conversation, {
@@ -436,7 +436,7 @@ describe('LLM-mode ingestion over real HTTP', () => {
     const store = new MemoryStore();
     const llm = createLlmClient({ baseURL: server.baseURL, models: { default: 'test-model' }, retry: { maxRetries: 1, baseDelayMs: 1 } });
     const memory = await Memory.open(options(store, { llm, extraction: 'llm' }));
-    const view = await memory.inspect();
+    await memory.inspect();
     await expect(memory.add(conversation)).rejects.toMatchObject({ code: 'LLM_HTTP', status: 503 });
     expect((await store.load(DEFAULT_PARTITION))?.chunks).toHaveLength(1);
 
@@ -548,7 +548,7 @@ describe('bad and extreme input', () => {
   it('refuses input with nothing to add or of the wrong shape, and writes nothing', async () => {
     const store = new MemoryStore();
     const memory = await Memory.open(options(store));
-    const view = await memory.inspect();
+    await memory.inspect();
     const invalid = (message: string) => ({ code: 'INVALID_INPUT', message: expect.stringContaining(message) });
     await expect(memory.add({ sessionId: 's', messages: [] })).rejects.toMatchObject(invalid('nothing to add'));
     await expect(memory.add({ sessionId: 's', messages: [{ speaker: 'A', text: ' \n\t' }] })).rejects.toMatchObject(invalid('nothing to add'));

@@ -142,7 +142,6 @@ describe('search with now', () => {
   });
 
   const scoreOf = (result: SearchResult, dialogId: string) => result.units.find((u) => u.dialogIds.includes(dialogId))?.score;
-  const ask = (query: string, options: SearchOptions) => memory.search(query, { userId: 'garden', budget: 2048, ...options });
 
   it('lifts the session the relative time points at, by the date term, and nothing else', async () => {
     // Compared on the structure route: unresolved, the query may take the meaning route, which ranks by cosine alone.

@@ -90,7 +90,6 @@ async function replaceChunk(
     const build = await buildChunk(deps, chunk, extraction, vectors, signal);
     let { nextKey } = build;
     const evolution = evolutionInTimeOrder(state.graph, chunk, build.built.nodes, build.built.edges, () => nextKey++);
-    const nodeVector = new Map(build.built.nodeVectors);
     const addedVectors = await edgeVectorsFor(evolution.added, deps.embedder, deps.config.ingest.edgeVectors, signal);
     throwIfAborted(signal);
     // Edges of other chunks (the chain edge the next chunk made, causal edges into this Episode)

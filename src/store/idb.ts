@@ -2,7 +2,7 @@ import { openDB } from 'idb';
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import { PrismError } from '../errors.ts';
 import { isRelationEdgeId } from '../graph/derived-edges.ts';
-import type { Chunk, GraphEdge, GraphNode, Layer, EdgeType, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { DEFAULT_PARTITION } from '../scope.ts';
 import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';

@@ -1,4 +1,4 @@
-import { inTempDir, type Fault, type FaultOutcome } from './fault.ts';
+import { inTempDir, type Fault } from './fault.ts';
 import { corruptFile, diskFull, killDuringCommit, missing, twoProcesses, type Damage } from './store-scenarios.ts';
 
 

@@ -1,9 +1,9 @@
 import { isRelationEdgeId } from '../../src/graph/derived-edges.ts';
-import type { GraphEdge, MemoryMeta, MemorySnapshot } from '../../src/graph/types.ts';
+import type { GraphEdge, MemorySnapshot } from '../../src/graph/types.ts';
 import { applyBatch, type MemoryState } from '../../src/ingest/pipeline.ts';
 import { stateFrom, type PartitionHost } from '../../src/memory/partition.ts';
 import { DEFAULT_PARTITION } from '../../src/scope.ts';
-import type { GraphStore, WorkingSnapshot, WriteBatch } from '../../src/store/types.ts';
+import type { GraphStore, StoredRelationEdges, WorkingSnapshot, WriteBatch } from '../../src/store/types.ts';
 import type { IndexSpace } from '../../src/vector/index-set.ts';
 import { foldingBatches, ingestShapedSample } from './sample-memory.ts';
 
@@ -40,50 +40,53 @@ function relationBatches(sample: MemorySnapshot): WriteBatch[] {
 export interface RelationsAsOpenedSteps {
   /** After each batch: the graph a working set builds is the whole load's. */
   atOpen: boolean[];
-  /** The next batch applied to that graph after it held its relation edges (as a writer does under its lock): the whole load's after the batch. */
-  held: boolean[];
-  /** The same without holding them first: whether it still was (not where the batch changed relation edges). */
-  unheld: boolean[];
+  /** The next batch applied to that graph, as a writer does after its commit: the whole load's after the batch. */
+  afterWrite: boolean[];
+  /** The same with the graph's changes not told to the rows (`asOpened` taken away): whether it still was (not where the batch changed relation edges). */
+  untold: boolean[];
 }
 
 /**
  * Commits the ingest-shaped sample's folding batches, then two that change relation edges, to
  * `store`; after each, builds a graph from `workingSet` (the store's working set, its relation
  * edges as the open read them) and compares it with the one the whole load builds; then applies
- * the next batch to it, holding those edges first and not, and compares again after the commit.
+ * the next batch to it, and to one whose rows are not told the graph's changes, and compares
+ * both again after the commit.
  */
 export async function relationsAsOpenedSteps(store: GraphStore, host: PartitionHost, workingSet: () => Promise<WorkingSnapshot>): Promise<RelationsAsOpenedSteps> {
   const sample = ingestShapedSample();
   const batches = [...foldingBatches(sample), ...relationBatches(sample)];
-  const steps: RelationsAsOpenedSteps = { atOpen: [], held: [], unheld: [] };
-  // A fresh read for every graph: a graph takes over the records and the vector table it is built from.
-  const now = async () => {
+  const steps: RelationsAsOpenedSteps = { atOpen: [], afterWrite: [], untold: [] };
+  // A fresh read for every graph (a graph takes over the records and the vector table it is built
+  // from), and what it is checked against as a partition has it: the revision read first, the meta the state's own.
+  const stateOf = async (read: () => Promise<MemorySnapshot>): Promise<MemoryState> => {
     const revision = await store.revision(DEFAULT_PARTITION);
-    return (meta: MemoryMeta) => ({ name: DEFAULT_PARTITION, revision: () => revision, meta: () => meta });
+    const snapshot = await read();
+    let state: MemoryState | null = null;
+    state = stateFrom(snapshot, host, { name: DEFAULT_PARTITION, revision: () => revision, meta: () => state?.meta ?? snapshot.meta });
+    return state;
   };
-  const built = async (): Promise<MemoryState> => {
-    const at = await now();
-    const working = await workingSet();
-    return stateFrom(working, host, at(working.meta));
-  };
-  const wholeView = async (): Promise<string> => {
-    const at = await now();
-    const whole = (await store.load(DEFAULT_PARTITION)) as MemorySnapshot;
-    return JSON.stringify(graphView(stateFrom(whole, host, at(whole.meta))));
-  };
+  const built = (told = true): Promise<MemoryState> =>
+    stateOf(async () => {
+      const working = await workingSet();
+      const relations = working.relations;
+      if (told || !relations) return working;
+      const untold: StoredRelationEdges = { all: () => relations.all(), get: (id) => relations.get(id), owned: (chunkIds, nodeIds) => relations.owned(chunkIds, nodeIds), counts: () => relations.counts() };
+      return { ...working, relations: untold };
+    });
+  const wholeView = async (): Promise<string> => JSON.stringify(graphView(await stateOf(async () => (await store.load(DEFAULT_PARTITION)) as MemorySnapshot)));
   await store.commit(DEFAULT_PARTITION, batches[0] as WriteBatch);
   for (const next of [...batches.slice(1), null]) {
     steps.atOpen.push(JSON.stringify(graphView(await built())) === (await wholeView()));
     if (next === null) break;
-    const held = await built();
-    held.graph.holdRelationsAsOpened();
-    const unheld = await built();
+    const written = await built();
+    const untold = await built(false);
     await store.commit(DEFAULT_PARTITION, next);
-    applyBatch(held, next);
-    applyBatch(unheld, next);
+    applyBatch(written, next);
+    applyBatch(untold, next);
     const after = await wholeView();
-    steps.held.push(JSON.stringify(graphView(held)) === after);
-    steps.unheld.push(JSON.stringify(graphView(unheld)) === after);
+    steps.afterWrite.push(JSON.stringify(graphView(written)) === after);
+    steps.untold.push(JSON.stringify(graphView(untold)) === after);
   }
   return steps;
 }

@@ -20,9 +20,17 @@ export interface GraphChanges {
  * The relation edges (`RELATION_EDGE_TYPES`) a graph leaves in its store until something reads
  * them (`MemoryGraph.leaveRelations`): the store's as they are now, read synchronously.
  */
+/** The graph's changes to relation edges left as the open read them (`StoredRelations.asOpened`). */
+export interface RelationChanges {
+  /** `edge` (a relation type's) was put, in place of any edge of its id. */
+  put(edge: GraphEdge): void;
+  /** The relation edge `id`, if any, was deleted. */
+  delete(id: string): void;
+}
+
 export interface StoredRelations {
-  /** The edges as the open read them, which later commits do not change (see `holdRelationsAsOpened`); absent: read as the store holds them at each call. */
-  readonly asOpened?: boolean;
+  /** Where these are the edges as the open read them: told each relation edge the graph puts or deletes since (see `StoredRelationEdges.asOpened`). Absent: read as the store holds them at each call. */
+  readonly asOpened?: RelationChanges;
   /** Every relation edge the store holds, in key order, each checked against the graph. */
   all(): GraphEdge[];
   /** The relation edge `id`, checked, when the store holds it. */
@@ -381,7 +389,10 @@ export class MemoryGraph {
   }
 
   putEdge(edge: GraphEdge): void {
-    if (this.storedRelations && this.leftStored(edge)) return;
+    if (this.storedRelations) {
+      if (!isDerivedEdgeType(edge.type)) this.storedRelations.asOpened?.put(edge);
+      if (this.leftStored(edge)) return;
+    }
     // The start node is looked up once, for its id string and for what it derives (an open puts ~280K edges at 100K messages).
     const from = this.nodes.get(edge.from);
     if (from) edge.from = from.id;
@@ -466,16 +477,6 @@ export class MemoryGraph {
   }
 
   /**
-   * Holds the relation edges left as the open read them (`StoredRelations.asOpened`), if any: a
-   * writer calls it before it changes the memory, which those edges would not follow (edges left
-   * in a store that reads them live do). The first write after such an open pays for reading
-   * them (~77K at 30K messages of chat); a memory that is only searched never does.
-   */
-  holdRelationsAsOpened(): void {
-    if (this.storedRelations?.asOpened) this.holdRelations();
-  }
-
-  /**
    * Holds every relation edge from now on, reading those the graph left in its store: for a
    * caller about to change the graph ahead of its store (re-extraction takes a chunk's records
    * out before it commits), which the edges left there would not follow.
@@ -498,6 +499,7 @@ export class MemoryGraph {
   deleteEdge(id: string): void {
     this.forgetPoints();
     this.vectors.delete(id);
+    if (this.storedRelations && isRelationEdgeId(id)) this.storedRelations.asOpened?.delete(id);
     if (!this.dropHeld(id)) this.dropDerived(id);
   }
 

@@ -105,7 +105,8 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
  */
 function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: PartitionNow): StoredRelations {
   const checked = (read: { revision: number; edges: GraphEdge[] }): GraphEdge[] => {
-    const stale = read.revision !== now.revision();
+    // Edges as the open read them move with the graph (`asOpened`): never another writer's.
+    const stale = stored.asOpened === undefined && read.revision !== now.revision();
     const keys = new Map<number, string>();
     const fail = damaged(now.name);
     const check: RelationEdgeContext = {
@@ -127,7 +128,7 @@ function checkedRelations(stored: StoredRelationEdges, graph: MemoryGraph, now: 
     return inKeyOrder(edges);
   };
   return {
-    ...(stored.asOpened ? { asOpened: true } : {}),
+    ...(stored.asOpened ? { asOpened: stored.asOpened } : {}),
     all: () => checked(stored.all()),
     owned: (chunkIds, nodeIds) => checked(stored.owned(chunkIds, nodeIds)),
     get: (id) => {
@@ -295,9 +296,8 @@ export function replaceState(host: PartitionHost, partition: Partition, snapshot
 
 /**
  * Commits go to the partition's store and then into its working set; `locked` catches up
- * first, and has the graph hold the relation edges it left as the open read them. With
- * `lockHeld` the caller already holds the partition's writer lock (and did both under it), so
- * `locked` runs its task at once: the lock is not reentrant.
+ * first. With `lockHeld` the caller already holds the partition's writer lock (and caught up
+ * under it), so `locked` runs its task at once: the lock is not reentrant.
  */
 export function writerFor(host: PartitionHost, partition: Partition, lockHeld = false): BatchWriter {
   return {
@@ -306,8 +306,6 @@ export function writerFor(host: PartitionHost, partition: Partition, lockHeld = 
         ? task()
         : host.store.withWriteLock(partition.name, async () => {
             await catchUp(host, partition);
-            // Before anything is planned or committed: a damaged edge fails the write here, not halfway through applying it.
-            partition.state.graph.holdRelationsAsOpened();
             return task();
           }),
     commit: async (written) => {

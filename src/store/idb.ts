@@ -608,8 +608,9 @@ export class IndexedDbStore implements GraphStore {
 
   /**
    * The working set leaves the relation edges without a vector undecoded, as the open read them
-   * (`WorkingSnapshot.relations`, `asOpened`): no search lists them by default, and decoding and
-   * building ~77K of them was ~0.3 s of a cold open at 30K messages of chat in Chromium.
+   * (`WorkingSnapshot.relations`, which the graph tells its changes: `asOpened`): no search
+   * lists them by default, and decoding and building ~77K of them was ~0.3 s of a cold open at
+   * 30K messages of chat in Chromium.
    */
   async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
     return this.read(partition, 'working');

@@ -30,26 +30,31 @@ function mayEndAt(id: string, nodeIds: ReadonlySet<string>): boolean {
 /**
  * The relation edge rows an open read (each its edge's id and JSON, the later of two of one id
  * winning), left undecoded as `WorkingSnapshot.relations` until something reads them: for a
- * store whose reads cannot wait for a caller that reads synchronously (IndexedDB's), so they are
- * the edges as of the open, at `revision` (`asOpened`). A row is decoded when read, each time.
+ * store whose reads cannot wait for a caller that reads synchronously (IndexedDB's). The store's
+ * later commits do not reach them, so the graph tells them its own changes (`asOpened`): an edge
+ * put is kept as it is, a deleted one leaves. A row is decoded when read, each time.
  */
 export function relationsAsOpened(rows: Iterable<StoredRow>, revision: number): StoredRelationEdges {
-  const byId = new Map<string, string>(rows);
-  const decoded = (keep: (id: string, json: string) => boolean): GraphEdge[] => {
+  const byId = new Map<string, string | GraphEdge>(rows);
+  const edgeOf = (id: string, held: string | GraphEdge): GraphEdge => (typeof held === 'string' ? decodeEdge(held, id) : held);
+  const decoded = (keep: (id: string, held: string | GraphEdge) => boolean): GraphEdge[] => {
     const edges: GraphEdge[] = [];
-    for (const [id, json] of byId) if (keep(id, json)) edges.push(decodeEdge(json, id));
+    for (const [id, held] of byId) if (keep(id, held)) edges.push(edgeOf(id, held));
     return edges;
   };
   return {
-    asOpened: true,
+    asOpened: {
+      put: (edge) => void byId.set(edge.id, edge),
+      delete: (id) => void byId.delete(id),
+    },
     all: () => ({ revision, edges: decoded(() => true) }),
     owned: (chunkIds, nodeIds) => {
       const { mayOwn, owns } = ownedRows(chunkIds, nodeIds);
-      return { revision, edges: decoded(mayOwn).filter(owns) };
+      return { revision, edges: decoded((id, held) => typeof held !== 'string' || mayOwn(id, held)).filter(owns) };
     },
     get: (id) => {
-      const json = byId.get(id);
-      return { revision, edge: json === undefined ? undefined : decodeEdge(json, id) };
+      const held = byId.get(id);
+      return { revision, edge: held === undefined ? undefined : edgeOf(id, held) };
     },
     counts: () => {
       const counts: Partial<Record<EdgeType, number>> = {};

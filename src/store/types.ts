@@ -1,4 +1,5 @@
 import type { DerivedEdgeType } from '../graph/derived-edges.ts';
+import type { RelationChanges } from '../graph/memory-graph.ts';
 import type { Chunk, EdgeType, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import type { VectorPrecision } from './vector-codec.ts';
 
@@ -30,8 +31,8 @@ export interface WorkingSnapshot extends MemorySnapshot {
   /**
    * Where the relation edges (graph/derived-edges.ts's `RELATION_EDGE_TYPES`) are, when the store
    * left them out of `edges` (those with a vector excepted): read synchronously, as the store
-   * holds them at the time, or as the open read them (`asOpened`). Absent where `edges` holds
-   * them all.
+   * holds them at the time, or as the open read them and changed since (`asOpened`). Absent
+   * where `edges` holds them all.
    */
   relations?: StoredRelationEdges;
 }
@@ -42,12 +43,12 @@ export interface WorkingSnapshot extends MemorySnapshot {
  */
 export interface StoredRelationEdges {
   /**
-   * True when these are the edges as the open read them, kept undecoded (a store whose reads
-   * cannot wait, IndexedDB's): later commits, this writer's too, do not change them, so the graph
-   * reads them all before a writer first changes it (`MemoryGraph.holdRelationsAsOpened`). Absent: read from the
-   * store as it is at each call (a SQL store's).
+   * Present where these are the edges as the open read them, kept undecoded (a store whose reads
+   * cannot wait, IndexedDB's), which the store's later commits do not reach: the graph tells them
+   * each relation edge it puts or deletes after the open, so that they stay what the store holds.
+   * Absent: read from the store as it is at each call (a SQL store's).
    */
-  readonly asOpened?: boolean;
+  readonly asOpened?: RelationChanges;
   /** Every relation edge the partition holds, as decoded (unchecked), in no particular order, and the revision they were read at. */
   all(): { revision: number; edges: GraphEdge[] };
   /** The relation edge `id` as decoded (unchecked), when the partition holds it, and the revision it was read at. */

@@ -16,10 +16,6 @@ export interface GraphChanges {
   readonly episodes: ReadonlySet<string>;
 }
 
-/**
- * The relation edges (`RELATION_EDGE_TYPES`) a graph leaves in its store until something reads
- * them (`MemoryGraph.leaveRelations`): the store's as they are now, read synchronously.
- */
 /** The graph's changes to relation edges left as the open read them (`StoredRelations.asOpened`). */
 export interface RelationChanges {
   /** `edge` (a relation type's) was put, in place of any edge of its id. */
@@ -28,6 +24,11 @@ export interface RelationChanges {
   delete(id: string): void;
 }
 
+/**
+ * The relation edges (`RELATION_EDGE_TYPES`) a graph leaves in its store until something reads
+ * them (`MemoryGraph.leaveRelations`): the store's as they are now, read synchronously, or as the
+ * open read them and told the graph's changes since (`asOpened`).
+ */
 export interface StoredRelations {
   /** Where these are the edges as the open read them: told each relation edge the graph puts or deletes since (see `StoredRelationEdges.asOpened`). Absent: read as the store holds them at each call. */
   readonly asOpened?: RelationChanges;

@@ -362,7 +362,6 @@ const storeHarness = {
     return { seenByOther: other.has(a), seenBack: [back.has(a), back.has(b)], legacyRead: legacy.has('k1') && legacy.keyOf(null) === 'k1' };
   },
 
-  /** Exports the IndexedDB memory and imports the bytes into a MemoryStore. */
   /**
    * The working set leaves its relation edges as the open read them (`relationsAsOpened`): the
    * graphs built from it against the whole load's, batch after batch, written to as well
@@ -393,6 +392,7 @@ const storeHarness = {
     });
   },
 
+  /** Exports the IndexedDB memory and imports the bytes into a MemoryStore. */
   async exportToMemory(name: string): Promise<{ idbDigest: string; memoryDigest: string; bytes: number }> {
     return withStore(name, async (store) => {
       const bytes = await exportCheckpoint(store, P);

@@ -65,9 +65,14 @@ export function isDerivedEdgeType(type: EdgeType): type is DerivedEdgeType {
  */
 export const RELATION_EDGE_TYPES = EDGE_TYPES.filter((type) => !isDerivedEdgeType(type));
 
+/** The relation type (`RELATION_EDGE_TYPES`) whose edge `id` names, told by its prefix; undefined for any other id. */
+export function relationTypeOf(id: string): EdgeType | undefined {
+  return RELATION_EDGE_TYPES.find((type) => id.startsWith(type) && id.charCodeAt(type.length) === COLON);
+}
+
 /** Whether `id` names an edge of a relation type (`RELATION_EDGE_TYPES`), told by its prefix. */
 export function isRelationEdgeId(id: string): boolean {
-  return RELATION_EDGE_TYPES.some((type) => id.startsWith(type) && id.charCodeAt(type.length) === COLON);
+  return relationTypeOf(id) !== undefined;
 }
 
 /** Whether a node of this layer can derive edges (Facets and FacetPoints). */

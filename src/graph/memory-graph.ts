@@ -391,7 +391,7 @@ export class MemoryGraph {
 
   putEdge(edge: GraphEdge): void {
     if (this.storedRelations) {
-      if (!isDerivedEdgeType(edge.type)) this.storedRelations.asOpened?.put(edge);
+      if (this.storedRelations.asOpened && !isDerivedEdgeType(edge.type)) this.storedRelations.asOpened.put(edge);
       if (this.leftStored(edge)) return;
     }
     // The start node is looked up once, for its id string and for what it derives (an open puts ~280K edges at 100K messages).
@@ -500,7 +500,7 @@ export class MemoryGraph {
   deleteEdge(id: string): void {
     this.forgetPoints();
     this.vectors.delete(id);
-    if (this.storedRelations && isRelationEdgeId(id)) this.storedRelations.asOpened?.delete(id);
+    if (this.storedRelations?.asOpened && isRelationEdgeId(id)) this.storedRelations.asOpened.delete(id);
     if (!this.dropHeld(id)) this.dropDerived(id);
   }
 

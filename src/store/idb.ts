@@ -647,9 +647,14 @@ export class IndexedDbStore implements GraphStore {
         const nodeRows = Promise.all([keyedRows('nodes'), groupedRows('nodeGroups')]);
         const pages = Promise.all([store('entityPages').getAllKeys(range), unsealed(store('entityPages').getAll(range), text)]);
         // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
-        const allEdgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]).then((lists) => lists.flat());
-        const edgeRows = form === 'whole' ? allEdgeRows : allEdgeRows.then((rows) => rows.filter(([id]) => !isRelationEdgeId(id)));
-        const relationRows = form === 'whole' ? Promise.resolve([]) : allEdgeRows.then((rows) => rows.filter(([id]) => isRelationEdgeId(id)));
+        const splitEdgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]).then((lists) => {
+          const others: StoredRow[] = [];
+          const relations: StoredRow[] = [];
+          for (const row of lists.flat()) (form === 'working' && isRelationEdgeId(row[0]) ? relations : others).push(row);
+          return { others, relations };
+        });
+        const edgeRows = splitEdgeRows.then(({ others }) => others);
+        const relationRows = splitEdgeRows.then(({ relations }) => relations);
         const revision = tx.objectStore('revisions').get(token);
         const vectorRows = Promise.all([store('vectors').getAllKeys(range), unsealed(store('vectors').getAll(range), (plain) => plain)]);
         const vectorGroups = unsealed(store('vectorGroups').getAll(range), (plain, group) => valuesOfGroup('vectorGroups', group, plain));
@@ -678,7 +683,8 @@ export class IndexedDbStore implements GraphStore {
         // As a SQL store's working set: the relation edges with a vector are held as any edge too
         // (an index names their keys), and `relations` holds every relation edge.
         const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
-        const indexed = [...new Map(relations)].filter(([id]) => table.has(id));
+        // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
+        const indexed = [...new Map(relations.filter(([id]) => table.has(id)))];
         return {
           meta: opened.meta,
           ...loaded,

@@ -1,4 +1,4 @@
-import { RELATION_EDGE_TYPES } from '../graph/derived-edges.ts';
+import { RELATION_EDGE_TYPES, relationTypeOf } from '../graph/derived-edges.ts';
 import type { EdgeType, GraphEdge } from '../graph/types.ts';
 import { decodeEdge } from './record-codec.ts';
 import type { StoredRow } from './record-plan.ts';
@@ -60,7 +60,7 @@ export function relationsAsOpened(rows: Iterable<StoredRow>, revision: number): 
       const counts: Partial<Record<EdgeType, number>> = {};
       for (const type of RELATION_EDGE_TYPES) counts[type] = 0;
       for (const id of byId.keys()) {
-        const type = RELATION_EDGE_TYPES.find((t) => id.startsWith(`${t}:`));
+        const type = relationTypeOf(id);
         if (type) counts[type] = (counts[type] ?? 0) + 1;
       }
       return counts;

@@ -96,6 +96,20 @@ test('a key ring kept in memory is read again once another tab wrote it; a ring 
   expect(result).toEqual({ seenByOther: true, seenBack: [true, true], legacyRead: true });
 });
 
+test('a bulk read unseals its values in a worker, in order, batch by batch; on this thread outside a read or without workers; an altered value or a missing key fails as before', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.unsealing('e2e-unsealing'));
+  expect(result.ways).toEqual({
+    inWorker: { same: true, handedOver: 300, kept: 0 },
+    outsideARead: { same: true, handedOver: 0, kept: 300 },
+    noWorker: { same: true, handedOver: 0, kept: 300 },
+  });
+  expect(result.altered).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
+  expect(result.altered?.message).toContain('does not decrypt');
+  expect(result.missingKey).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
+  expect(result.missingKey?.message).toContain('is missing from key ring');
+  expect(result.readAfterFailure).toBe(true);
+});
+
 test('a working set leaves its relation edges as the open read them: the same graph as the whole load, and the same after each write, which the graph tells them', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.relationsAsOpened('e2e-relations'));
   expect(result.asOpened).toBe(true);

@@ -363,6 +363,51 @@ const storeHarness = {
   },
 
   /**
+   * A bulk read's unsealing (`KeyFolder.unsealAll`): inside `whileReading`, by the worker (the
+   * sealed buffers are handed over, so they are left empty), in batches (values of ~3 MB in all, a
+   * batch holding ~1 MB); outside it, and where no `Worker` exists, on this thread (the buffers are
+   * kept). Each time every plaintext must come back in order, a value altered or sealed under a key
+   * the ring lacks must fail with CORRUPT_CHECKPOINT, and the same folder must read again after.
+   */
+  async unsealing(name: string): Promise<{ ways: Record<string, { same: boolean; handedOver: number; kept: number }>; altered: Failure | null; missingKey: Failure | null; readAfterFailure: boolean }> {
+    const folder = await KeyFolder.open(name);
+    const ring = await folder.read('unsealing');
+    const keys = [ring.add('chunk-a'), ring.add('chunk-b'), ring.add(null)];
+    const random = mulberry32(11);
+    const plains = Array.from({ length: 300 }, (_, i) => Uint8Array.from({ length: i % 50 === 0 ? 40_000 : 1 + Math.floor(random() * 12_000) }, () => Math.floor(random() * 256)));
+    const sealedValues = () => Promise.all(plains.map(async (plain, i) => ({ keyId: keys[i % keys.length] as string, sealed: await folder.seal(ring, keys[i % keys.length] as string, plain) })));
+    const digestOf = (plain: Uint8Array) => `${plain.length}:${plain.reduce((sum, byte, i) => (sum * 31 + byte + i) % 1_000_003, 7)}`;
+    const expected = plains.map(digestOf).join(',');
+    const run = async (values: Array<{ keyId: string; sealed: ArrayBuffer }>) => {
+      const same = (await folder.unsealAll(ring, values, digestOf)).join(',') === expected;
+      return { same, handedOver: values.filter((value) => value.sealed.byteLength === 0).length, kept: values.filter((value) => value.sealed.byteLength > 0).length };
+    };
+    const ways: Record<string, { same: boolean; handedOver: number; kept: number }> = {};
+    const inWorker = await sealedValues();
+    ways['inWorker'] = await folder.whileReading(() => run(inWorker));
+    ways['outsideARead'] = await run(await sealedValues());
+    const withoutWorker = await sealedValues();
+    const worker = globalThis.Worker;
+    Object.defineProperty(globalThis, 'Worker', { value: undefined, configurable: true, writable: true });
+    try {
+      ways['noWorker'] = await folder.whileReading(() => run(withoutWorker));
+    } finally {
+      Object.defineProperty(globalThis, 'Worker', { value: worker, configurable: true, writable: true });
+    }
+    const tampered = await sealedValues();
+    const scribbled = new Uint8Array(tampered[150]!.sealed);
+    scribbled[40] = (scribbled[40] as number) ^ 1;
+    const altered = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, tampered, digestOf)));
+    const unknown = await sealedValues();
+    unknown[7] = { keyId: 'not-in-the-ring', sealed: unknown[7]!.sealed };
+    const missingKey = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, unknown, digestOf)));
+    const again = await sealedValues();
+    const readAfterFailure = (await folder.whileReading(() => run(again))).same;
+    await folder.remove('unsealing');
+    return { ways, altered, missingKey, readAfterFailure };
+  },
+
+  /**
    * The working set leaves its relation edges as the open read them (`relationsAsOpened`): the
    * graphs built from it against the whole load's, batch after batch, written to as well
    * (`relationsAsOpenedSteps`), and what it holds of those edges against what the whole load holds.

@@ -619,82 +619,83 @@ export class IndexedDbStore implements GraphStore {
   /** The partition's records, derived edges as keys: with every edge (`whole`), or with the relation edges left as `relationsAsOpened` rows (`working`). */
   private async read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
     try {
-      return await this.withKeys('shared', async () => {
-        const token = (await this.liveTokens()).get(partition);
-        if (token === undefined) return null;
-        const tx = this.usable('loading').transaction(['meta', 'revisions', ...RECORD_STORES], 'readonly');
-        const range = partitionRange(token);
-        // Every read goes out at once, and each store's values are unsealed and decoded as they
-        // arrive while the reads behind them go on: taken only once every read had returned, the
-        // values of 30K messages of chat waited ~1.3 s of reads before the first was decoded.
-        const metaSealed = tx.objectStore('meta').get(token);
-        const partitionMeta = metaSealed.then(async (sealed) => (sealed === undefined ? null : this.openMeta(token, sealed)));
-        /** `values` unsealed and decoded one by one; none when the partition has no meta (nothing is read of it then). */
-        const unsealed = <V extends Sealed, T>(values: Promise<readonly V[]>, decode: (plain: Uint8Array<ArrayBuffer>, value: V) => T): Promise<T[]> =>
-          Promise.all([values, partitionMeta]).then(async ([sealed, meta]) => {
-            if (meta === null) return [];
-            const ring = await this.ringFor(ringOf(token), sealed);
-            return Promise.all(sealed.map(async (value) => decode(await this.keys.unseal(ring, value.keyId, value.sealed), value)));
+      return await this.withKeys('shared', () =>
+        this.keys.whileReading(async () => {
+          const token = (await this.liveTokens()).get(partition);
+          if (token === undefined) return null;
+          const tx = this.usable('loading').transaction(['meta', 'revisions', ...RECORD_STORES], 'readonly');
+          const range = partitionRange(token);
+          // Every read goes out at once, and each store's values are unsealed and decoded as they
+          // arrive while the reads behind them go on: taken only once every read had returned, the
+          // values of 30K messages of chat waited ~1.3 s of reads before the first was decoded.
+          const metaSealed = tx.objectStore('meta').get(token);
+          const partitionMeta = metaSealed.then(async (sealed) => (sealed === undefined ? null : this.openMeta(token, sealed)));
+          /** `values` unsealed (off the main thread where a worker runs: `KeyFolder.unsealAll`) and decoded; none when the partition has no meta (nothing is read of it then). */
+          const unsealed = <V extends Sealed, T>(values: Promise<readonly V[]>, decode: (plain: Uint8Array<ArrayBuffer>, value: V) => T): Promise<T[]> =>
+            Promise.all([values, partitionMeta]).then(async ([sealed, meta]) => {
+              if (meta === null) return [];
+              return this.keys.unsealAll(await this.ringFor(ringOf(token), sealed), sealed, decode);
+            });
+          const store = <Name extends (typeof RECORD_STORES)[number]>(name: Name) => tx.objectStore(name);
+          const text = (plain: Uint8Array): string => decoder.decode(plain);
+          // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
+          const keyedRows = (name: 'nodes' | 'edges'): Promise<StoredRow[]> =>
+            Promise.all([store(name).getAllKeys(range), unsealed(store(name).getAll(range), text)]).then(([keys, texts]) => texts.map((json, i): StoredRow => [(keys[i] as RecordKey)[1], json]));
+          const groupedRows = (name: 'nodeGroups' | 'edgeGroups'): Promise<StoredRow[]> =>
+            unsealed(store(name).getAll(range), (plain, group) => rowsOfGroup(name, group, plain)).then((groups) => groups.flat());
+          const chunks = unsealed(store('chunks').getAll(range), (plain) => decodeChunk(text(plain)));
+          const nodeRows = Promise.all([keyedRows('nodes'), groupedRows('nodeGroups')]);
+          const pages = Promise.all([store('entityPages').getAllKeys(range), unsealed(store('entityPages').getAll(range), text)]);
+          // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
+          const splitEdgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]).then((lists) => {
+            const others: StoredRow[] = [];
+            const relations: StoredRow[] = [];
+            for (const row of lists.flat()) (form === 'working' && isRelationEdgeId(row[0]) ? relations : others).push(row);
+            return { others, relations };
           });
-        const store = <Name extends (typeof RECORD_STORES)[number]>(name: Name) => tx.objectStore(name);
-        const text = (plain: Uint8Array): string => decoder.decode(plain);
-        // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
-        const keyedRows = (name: 'nodes' | 'edges'): Promise<StoredRow[]> =>
-          Promise.all([store(name).getAllKeys(range), unsealed(store(name).getAll(range), text)]).then(([keys, texts]) => texts.map((json, i): StoredRow => [(keys[i] as RecordKey)[1], json]));
-        const groupedRows = (name: 'nodeGroups' | 'edgeGroups'): Promise<StoredRow[]> =>
-          unsealed(store(name).getAll(range), (plain, group) => rowsOfGroup(name, group, plain)).then((groups) => groups.flat());
-        const chunks = unsealed(store('chunks').getAll(range), (plain) => decodeChunk(text(plain)));
-        const nodeRows = Promise.all([keyedRows('nodes'), groupedRows('nodeGroups')]);
-        const pages = Promise.all([store('entityPages').getAllKeys(range), unsealed(store('entityPages').getAll(range), text)]);
-        // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
-        const splitEdgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]).then((lists) => {
-          const others: StoredRow[] = [];
-          const relations: StoredRow[] = [];
-          for (const row of lists.flat()) (form === 'working' && isRelationEdgeId(row[0]) ? relations : others).push(row);
-          return { others, relations };
-        });
-        const edgeRows = splitEdgeRows.then(({ others }) => others);
-        const relationRows = splitEdgeRows.then(({ relations }) => relations);
-        const revision = tx.objectStore('revisions').get(token);
-        const vectorRows = Promise.all([store('vectors').getAllKeys(range), unsealed(store('vectors').getAll(range), (plain) => plain)]);
-        const vectorGroups = unsealed(store('vectorGroups').getAll(range), (plain, group) => valuesOfGroup('vectorGroups', group, plain));
-        const hashKeys = store('hashes').getAllKeys(range);
-        // The records are decoded once the stores they name have come, while the vectors may still be read.
-        const records = Promise.all([nodeRows, edgeRows, pages, chunks]).then(([nodeRows, edgeRows, [pageKeys, pageJson], chunks]) => {
-          // Keys sort by Entity id, then page number: each Entity's pages come in order.
-          const pagesById = new Map<string, string[]>();
-          pageKeys.forEach(([, id], i) => {
-            const list = pagesById.get(id) ?? [];
-            list.push(pageJson[i] as string);
-            pagesById.set(id, list);
+          const edgeRows = splitEdgeRows.then(({ others }) => others);
+          const relationRows = splitEdgeRows.then(({ relations }) => relations);
+          const revision = tx.objectStore('revisions').get(token);
+          const vectorRows = Promise.all([store('vectors').getAllKeys(range), unsealed(store('vectors').getAll(range), (plain) => plain)]);
+          const vectorGroups = unsealed(store('vectorGroups').getAll(range), (plain, group) => valuesOfGroup('vectorGroups', group, plain));
+          const hashKeys = store('hashes').getAllKeys(range);
+          // The records are decoded once the stores they name have come, while the vectors may still be read.
+          const records = Promise.all([nodeRows, edgeRows, pages, chunks]).then(([nodeRows, edgeRows, [pageKeys, pageJson], chunks]) => {
+            // Keys sort by Entity id, then page number: each Entity's pages come in order.
+            const pagesById = new Map<string, string[]>();
+            pageKeys.forEach(([, id], i) => {
+              const list = pagesById.get(id) ?? [];
+              list.push(pageJson[i] as string);
+              pagesById.set(id, list);
+            });
+            return readStoredRecords(nodeRows.flat(), edgeRows, new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
           });
-          return readStoredRecords(nodeRows.flat(), edgeRows, new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
-        });
-        const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, [vectorKeys, vectorBytes], groups]) =>
-          meta === null
-            ? new VectorTable()
-            : // In id order, as the other stores hand them over, whichever record kept them.
-              [...vectorKeys.map(([, id], i): [string, Uint8Array] => [id, vectorBytes[i] ?? new Uint8Array(0)]), ...groups.flatMap((values) => [...values])]
-                .sort((a, b) => compareIds(a[0], b[0]))
-                .reduce((table, [id, bytes]) => table.addStored(id, bytes, meta.meta.dim), new VectorTable()),
-        );
-        const [opened, loaded, openedChunks, table, hashes, relations, openRevision] = await Promise.all([partitionMeta, records, chunks, vectors, hashKeys, relationRows, revision, tx.done]);
-        if (opened === null) return null;
-        // As a SQL store's working set: the relation edges with a vector are held as any edge too
-        // (an index names their keys), and `relations` holds every relation edge.
-        const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
-        // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
-        const indexed = [...new Map(relations.filter(([id]) => table.has(id)))];
-        return {
-          meta: opened.meta,
-          ...loaded,
-          edges: indexed.length === 0 ? loaded.edges : [...loaded.edges, ...indexed.map(([id, json]) => decodeEdge(json, id))],
-          chunks: openedChunks,
-          vectors: table,
-          hashes: new Set(hashes.map(([, hash]) => hash)),
-          ...(left ? { relations: left } : {}),
-        };
-      });
+          const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, [vectorKeys, vectorBytes], groups]) =>
+            meta === null
+              ? new VectorTable()
+              : // In id order, as the other stores hand them over, whichever record kept them.
+                [...vectorKeys.map(([, id], i): [string, Uint8Array] => [id, vectorBytes[i] ?? new Uint8Array(0)]), ...groups.flatMap((values) => [...values])]
+                  .sort((a, b) => compareIds(a[0], b[0]))
+                  .reduce((table, [id, bytes]) => table.addStored(id, bytes, meta.meta.dim), new VectorTable()),
+          );
+          const [opened, loaded, openedChunks, table, hashes, relations, openRevision] = await Promise.all([partitionMeta, records, chunks, vectors, hashKeys, relationRows, revision, tx.done]);
+          if (opened === null) return null;
+          // As a SQL store's working set: the relation edges with a vector are held as any edge too
+          // (an index names their keys), and `relations` holds every relation edge.
+          const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
+          // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
+          const indexed = [...new Map(relations.filter(([id]) => table.has(id)))];
+          return {
+            meta: opened.meta,
+            ...loaded,
+            edges: indexed.length === 0 ? loaded.edges : [...loaded.edges, ...indexed.map(([id, json]) => decodeEdge(json, id))],
+            chunks: openedChunks,
+            vectors: table,
+            hashes: new Set(hashes.map(([, hash]) => hash)),
+            ...(left ? { relations: left } : {}),
+          };
+        }),
+      );
     } catch (err) {
       throw storeError(err, `loading ${this.name}`);
     }
@@ -1377,6 +1378,7 @@ export class IndexedDbStore implements GraphStore {
 
   async close(): Promise<void> {
     this.db.close();
+    this.keys.stopWorker();
   }
 }
 

@@ -190,9 +190,17 @@ export class KeyFolder {
   }
 
   /**
+   * Starts the unsealing worker ahead of a bulk read that is coming (a store's open, before the
+   * memory's first load): started by the read itself, its start delayed the read's first values.
+   */
+  prepareReading(): void {
+    this.worker ??= UnsealWorker.start();
+  }
+
+  /**
    * Runs `read`, a bulk read whose values are unsealed through `unsealAll`, with the unsealing
-   * worker running: started for it (it is ready within tens of milliseconds, while the read's
-   * first values are still on their way) and stopped once no such read is left in flight.
+   * worker running (started for it unless `prepareReading` started it) and stopped once no such
+   * read is left in flight.
    */
   async whileReading<T>(read: () => Promise<T>): Promise<T> {
     this.worker ??= UnsealWorker.start();

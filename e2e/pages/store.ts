@@ -376,10 +376,10 @@ const storeHarness = {
     const random = mulberry32(11);
     const plains = Array.from({ length: 300 }, (_, i) => Uint8Array.from({ length: i % 50 === 0 ? 40_000 : 1 + Math.floor(random() * 12_000) }, () => Math.floor(random() * 256)));
     const sealedValues = () => Promise.all(plains.map(async (plain, i) => ({ keyId: keys[i % keys.length] as string, sealed: await folder.seal(ring, keys[i % keys.length] as string, plain) })));
-    const digestOf = (plain: Uint8Array) => `${plain.length}:${plain.reduce((sum, byte, i) => (sum * 31 + byte + i) % 1_000_003, 7)}`;
-    const expected = plains.map(digestOf).join(',');
+    const checksumOf = (plain: Uint8Array) => `${plain.length}:${plain.reduce((sum, byte, i) => (sum * 31 + byte + i) % 1_000_003, 7)}`;
+    const expected = plains.map(checksumOf).join(',');
     const run = async (values: Array<{ keyId: string; sealed: ArrayBuffer }>) => {
-      const same = (await folder.unsealAll(ring, values, digestOf)).join(',') === expected;
+      const same = (await folder.unsealAll(ring, values, checksumOf)).join(',') === expected;
       return { same, handedOver: values.filter((value) => value.sealed.byteLength === 0).length, kept: values.filter((value) => value.sealed.byteLength > 0).length };
     };
     const ways: Record<string, { same: boolean; handedOver: number; kept: number }> = {};
@@ -397,10 +397,10 @@ const storeHarness = {
     const tampered = await sealedValues();
     const scribbled = new Uint8Array(tampered[150]!.sealed);
     scribbled[40] = (scribbled[40] as number) ^ 1;
-    const altered = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, tampered, digestOf)));
+    const altered = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, tampered, checksumOf)));
     const unknown = await sealedValues();
     unknown[7] = { keyId: 'not-in-the-ring', sealed: unknown[7]!.sealed };
-    const missingKey = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, unknown, digestOf)));
+    const missingKey = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, unknown, checksumOf)));
     const again = await sealedValues();
     const readAfterFailure = (await folder.whileReading(() => run(again))).same;
     await folder.remove('unsealing');

@@ -203,7 +203,7 @@ export class KeyFolder {
    * read is left in flight.
    */
   async whileReading<T>(read: () => Promise<T>): Promise<T> {
-    this.worker ??= UnsealWorker.start();
+    this.prepareReading();
     this.readers++;
     try {
       return await read();
@@ -313,7 +313,7 @@ export class KeyFolder {
       let end = start;
       for (let bytes = 0; end < values.length && (end === start || bytes < WORKER_BATCH_BYTES); end++) bytes += (values[end] as V).sealed.byteLength;
       const batch = values.slice(start, end);
-      const plains = worker.unseal(batch.map(({ keyId, sealed }) => [keyId, sealed] as const), (id) => ring.bytesOf(id));
+      const plains = worker.unseal(batch, (id) => ring.bytesOf(id));
       // Awaited below in order; a batch left behind by an earlier failure must not reject unheard.
       plains.catch(() => undefined);
       batches.push({ values: batch, plains });

@@ -69,13 +69,8 @@ export class UnsealWorker {
       this.pending.delete(data.batch);
       waiting?.resolve(data.plains);
     };
-    const fail = () => {
-      this.failure = new Error('the unsealing worker stopped');
-      for (const { reject } of this.pending.values()) reject(this.failure);
-      this.pending.clear();
-    };
-    worker.onerror = fail;
-    worker.onmessageerror = fail;
+    worker.onerror = () => this.fail(new Error('the unsealing worker stopped'));
+    worker.onmessageerror = () => this.fail(new Error('the unsealing worker stopped'));
   }
 
   /** A worker that has answered a first message, or null where none can run here. */
@@ -105,25 +100,31 @@ export class UnsealWorker {
   }
 
   /**
-   * The plaintexts of `values` (each its key's id and sealed bytes, which are transferred: the
-   * caller's buffers are left empty), in order, null where one did not decrypt. `keyBytes` gives
-   * a key's raw bytes by id (undefined: not a key the worker can be sent, so its values give null).
+   * The plaintexts of `values` (their sealed bytes are transferred: the caller's buffers are left
+   * empty), in order, null where one did not decrypt. `keyBytes` gives a key's raw bytes by id
+   * (undefined: not a key the worker can be sent, so its values give null).
    */
-  unseal(values: ReadonlyArray<readonly [string, ArrayBuffer]>, keyBytes: (id: string) => Uint8Array | undefined): Promise<Array<ArrayBuffer | null>> {
+  unseal(values: ReadonlyArray<{ keyId: string; sealed: ArrayBuffer }>, keyBytes: (id: string) => Uint8Array | undefined): Promise<Array<ArrayBuffer | null>> {
     const keys: Array<[string, ArrayBuffer]> = [];
-    for (const [id] of values) {
-      if (this.sent.has(id)) continue;
-      const bytes = keyBytes(id);
+    for (const { keyId } of values) {
+      if (this.sent.has(keyId)) continue;
+      const bytes = keyBytes(keyId);
       if (bytes === undefined) continue;
-      this.sent.add(id);
-      keys.push([id, bytes.slice().buffer]);
+      this.sent.add(keyId);
+      keys.push([keyId, bytes.slice().buffer]);
     }
-    return this.post(keys, values.map(([id, sealed]) => [id, sealed]));
+    // Only the id and bytes cross: a value's other fields (a group's member ids) would be cloned for nothing.
+    return this.post(keys, values.map(({ keyId, sealed }) => [keyId, sealed]));
   }
 
   terminate(): void {
     this.worker.terminate();
-    this.failure ??= new Error('the unsealing worker was closed');
+    this.fail(new Error('the unsealing worker was closed'));
+  }
+
+  /** Rejects every batch in flight, and every later one, with `error` (the first failure is kept). */
+  private fail(error: Error): void {
+    this.failure ??= error;
     for (const { reject } of this.pending.values()) reject(this.failure);
     this.pending.clear();
   }

@@ -97,11 +97,11 @@ export class MemoryGraph {
   private readonly turnsBySpeaker = new Map<string, number>();
   readonly vectors: Map<string, Float32Array>;
   /**
-   * Node and held edge ids by key: derived edges have no vector, so no index asks for theirs. An
+   * Nodes and held edges by key: derived edges have no vector, so no index asks for theirs. An
    * array by key, not a map: keys are small integers given out in order (an open puts them in key
    * order), and setting ~744K of them in a map was ~0.2 s of an open at 100K messages.
    */
-  private readonly byKey: Array<string | undefined> = [];
+  private readonly byKey: Array<GraphNode | GraphEdge | undefined> = [];
   /** How many nodes each layer holds. */
   private readonly layerCounts = new Map<Layer, number>();
   /**
@@ -264,7 +264,7 @@ export class MemoryGraph {
     if (previous?.layer === 'episode') this.unchain(previous);
     if (node.layer === 'episode') this.episodeChain.splice(searchChain(this.episodeChain, node, false), 0, node);
     this.nodes.set(node.id, node);
-    this.byKey[node.key] = node.id;
+    this.byKey[node.key] = node;
     if (previous?.layer !== node.layer) {
       if (previous) this.unlist(previous);
       this.countLayer(node.layer, 1);
@@ -507,7 +507,7 @@ export class MemoryGraph {
   /** Keeps `edge` as an object in place of `previous` (its id's held edge, if any); the typed lists are the caller's to change. */
   private hold(edge: GraphEdge, previous: GraphEdge | undefined): void {
     this.heldEdges.set(edge.id, edge);
-    this.byKey[edge.key] = edge.id;
+    this.byKey[edge.key] = edge;
     this.heldOfDerivedTypes += Number(isDerivedEdgeType(edge.type)) - Number(previous !== undefined && isDerivedEdgeType(previous.type));
   }
 
@@ -708,6 +708,11 @@ export class MemoryGraph {
 
   /** Node or edge id behind an index key. */
   idForKey(key: number): string | undefined {
+    return this.byKey[key]?.id;
+  }
+
+  /** The node or held edge behind an index key. */
+  recordForKey(key: number): GraphNode | GraphEdge | undefined {
     return this.byKey[key];
   }
 

@@ -364,6 +364,26 @@ export class VectorTable implements Map<string, Float32Array> {
     }
   }
 
+  /**
+   * Keeps the vectors of `ids`, which an index holds already under the key at the same place in
+   * `keys` and reads back through `rows`, with no record kept here first (`lend` without the
+   * record): an open that handed a store's records to the index by key (memory/keyed-vectors.ts).
+   * An id the table holds already is CORRUPT_CHECKPOINT, as a store's read that meets it twice.
+   */
+  addLent(ids: readonly string[], keys: readonly number[], rows: IndexRows): void {
+    let lender = this.lenders.indexOf(rows);
+    if (lender < 0 && this.lenders.length < LENDERS) lender = this.lenders.push(rows) - 1;
+    if (lender < 0) throw new PrismError('INVALID_INPUT', `a vector table lends to at most ${LENDERS} indexes`);
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as string;
+      const key = keys[i] as number;
+      if (!Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) throw new PrismError('INVALID_INPUT', `key ${key} cannot be lent`);
+      const held = this.places.size;
+      this.place(id, -2 - (key * LENDERS + lender));
+      if (this.places.size === held) throw storedTwice(id);
+    }
+  }
+
   clear(): void {
     this.places.clear();
     this.slots.length = 0;

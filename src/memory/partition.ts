@@ -6,11 +6,13 @@ import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeType } 
 import { edgeId, type GraphEdge, type GraphNode, type MemoryMeta, type MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
-import { dropsDerived, type FoldedEdgeLists, type GraphStore, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
+import { dropsDerived, type FoldedEdgeLists, type GraphStore, type KeyedVectorGroup, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
+import { addKeyedGroups } from '../store/vector-groups.ts';
 import { roundVectors } from '../store/vector-codec.ts';
-import { checkMemoryStructure, checkRelationEdge, type RelationEdgeContext } from '../store/validate-snapshot.ts';
+import { checkMemoryStructure, checkRelationEdge, checkStoredVectors, type RelationEdgeContext } from '../store/validate-snapshot.ts';
 import { createSerial, type Serial } from '../util/serial.ts';
 import { IndexSet } from '../vector/index-set.ts';
+import { indexKeyedVectors } from './keyed-vectors.ts';
 import { noteCopyDropped, type LexicalState } from './lexical-state.ts';
 import type { VectorIndex } from '../vector/types.ts';
 
@@ -69,6 +71,39 @@ function nowOf(name: string, partition: () => Partition): PartitionNow {
 export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: PartitionHost, now: PartitionNow): MemoryState {
   // A store hands out a fresh table per load: the graph takes it over, as re-encoding each vector would cost more than reading it.
   const vectors = snapshot.vectors instanceof VectorTable ? snapshot.vectors : new VectorTable(snapshot.vectors);
+  const keyed = 'keyedVectors' in snapshot ? snapshot.keyedVectors : undefined;
+  if (keyed) {
+    const state = keyedState(snapshot as WorkingSnapshot & { keyedVectors: readonly KeyedVectorGroup[] }, vectors, host, now);
+    if (state) return state;
+    // Keys not to trust: the vectors found by id instead, checked as an open checks them.
+    const byId = new VectorTable();
+    addKeyedGroups(byId, keyed, snapshot.meta.dim);
+    checkStoredVectors(byId, snapshot.meta.dim, damaged(now.name));
+    const { keyedVectors: _keys, ...rest } = snapshot as WorkingSnapshot;
+    return stateFrom({ ...rest, vectors: byId }, host, now);
+  }
+  return stateOf(snapshot, vectors, host, now);
+}
+
+/**
+ * `stateFrom` of a working set whose vectors are keyed (`indexKeyedVectors`); null, with nothing
+ * kept, where their keys are not to trust.
+ */
+function keyedState(snapshot: WorkingSnapshot & { keyedVectors: readonly KeyedVectorGroup[] }, vectors: VectorTable, host: PartitionHost, now: PartitionNow): MemoryState | null {
+  // The graph first, with no vector (the table is empty): the keys name its records.
+  const state = stateOf(snapshot, vectors, host, now);
+  try {
+    if (indexKeyedVectors(state, snapshot.keyedVectors, vectors)) return state;
+  } catch (error) {
+    // A value an index refuses (an i4 half byte that names no level), or one the table meets twice.
+    if (!(error instanceof PrismError) || (error.code !== 'INVALID_INPUT' && error.code !== 'CORRUPT_CHECKPOINT')) throw error;
+  }
+  state.indexes.dispose();
+  return null;
+}
+
+/** The graph and the indexes of `snapshot`, whose vectors are in `vectors` (all of them where the store read them by id). */
+function stateOf(snapshot: MemorySnapshot | WorkingSnapshot, vectors: VectorTable, host: PartitionHost, now: PartitionNow): MemoryState {
   const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors });
   const state: MemoryState = { graph, indexes: new IndexSet(snapshot.meta.dim, host.createIndex), meta: snapshot.meta, hashes: new Set(), version: 0 };
   // Keys are allocated in ingestion order: replaying records by key rebuilds maps and indexes in

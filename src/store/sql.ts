@@ -5,11 +5,11 @@ import { decodeChunk, decodeEdge, encodeChunk, encodeEdge } from './record-codec
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { ownedRows } from './relation-rows.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
-import { dropsDerived, type DerivedState, type GraphStore, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type KeyedVectorGroup, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { decodeVectorGroup, encodeVectorGroup, memberId, GroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
+import { addKeyedGroups, decodeGroupKeys, decodeVectorGroup, encodeGroupKeys, encodeVectorGroup, memberId, GroupEdits, splitGroupValues, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -167,7 +167,7 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
       for (const partition of driver.all('SELECT DISTINCT partition FROM vectors').map((row) => text(row, 'partition'))) {
         const rows = driver.all('SELECT id, data FROM vectors WHERE partition = ?', [partition]);
         const groups = new VectorGroupWrites(partition, () => undefined);
-        for (const row of rows) groups.put(text(row, 'id'), bytesOf(row['data']));
+        for (const row of rows) groups.put(text(row, 'id'), bytesOf(row['data']), undefined);
         groups.write(driver);
       }
     },
@@ -184,6 +184,16 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   // of i8's 388). Vectors written before keep their precision and read as they did; the step
   // changes no row, it only keeps an older PRISM, which cannot read i4, from opening the database.
   [],
+  // Each vector group keeps its members' index keys (vector-groups.ts, `encodeGroupKeys`), so
+  // that an open hands the vectors to their indexes by key (`WorkingSnapshot.keyedVectors`).
+  // Groups written before have none and are read as they were.
+  [
+    (driver) => {
+      // Once only, should a file claim an older schema than its tables have.
+      const [table] = driver.all("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vector_groups'");
+      if (!String(table?.['sql']).includes('member_keys')) driver.run('ALTER TABLE vector_groups ADD COLUMN member_keys BLOB');
+    },
+  ],
 ];
 
 /** The ids of a type's edges (`edgeId`) sort from `type:` to before `type;`, in SQLite's order (UTF-8 bytes) and JavaScript's alike. */
@@ -217,22 +227,33 @@ const MEMORY_TABLES = ['meta', 'nodes', 'edges', 'entity_pages', 'chunks', 'vect
  */
 class VectorGroupWrites {
   private readonly edits: GroupEdits<string | null>;
+  /** Each touched group's members' index keys, as stored and as this write leaves them (undefined: not known). */
+  private readonly keys = new Map<string, Map<string | null, number | undefined>>();
 
   constructor(
     private readonly partition: string,
-    stored: (stem: string) => VectorGroup | undefined,
+    stored: (stem: string) => { group: VectorGroup; keys: readonly number[] | null } | undefined,
   ) {
-    this.edits = new GroupEdits(stored);
+    this.edits = new GroupEdits((stem) => {
+      const found = stored(stem);
+      const keys = new Map<string | null, number | undefined>();
+      if (found) [...found.group.keys()].forEach((member, i) => keys.set(member, found.keys?.[i]));
+      this.keys.set(stem, keys);
+      return found?.group;
+    });
   }
 
-  put(id: string, bytes: Uint8Array): void {
+  /** Puts the vector `id`, stored as `bytes`, indexed under `key` where it is known. */
+  put(id: string, bytes: Uint8Array, key: number | undefined): void {
     const { stem, member } = vectorGroupOf(id);
     this.edits.group(stem).set(member, bytes);
+    this.keys.get(stem)?.set(member, key);
   }
 
   delete(id: string): void {
     const { stem, member } = vectorGroupOf(id);
     this.edits.group(stem).delete(member);
+    this.keys.get(stem)?.delete(member);
   }
 
   write(driver: SqlDriver): void {
@@ -242,9 +263,17 @@ class VectorGroupWrites {
         continue;
       }
       const { members, data } = encodeVectorGroup(group);
-      driver.run('INSERT OR REPLACE INTO vector_groups (partition, stem, members, data) VALUES (?, ?, ?, ?)', [this.partition, stem, members, data]);
+      const keys = encodeGroupKeys([...group.keys()].map((member) => this.keys.get(stem)?.get(member)));
+      // Without keys, the columns every schema since the groups' has (the groups' own migration writes through here).
+      if (keys === null) driver.run('INSERT OR REPLACE INTO vector_groups (partition, stem, members, data) VALUES (?, ?, ?, ?)', [this.partition, stem, members, data]);
+      else driver.run('INSERT OR REPLACE INTO vector_groups (partition, stem, members, data, member_keys) VALUES (?, ?, ?, ?, ?)', [this.partition, stem, members, data, keys]);
     }
   }
+}
+
+/** A group's stored member keys (`encodeGroupKeys`), `count` of them; null where it has none, or they do not read as that many. */
+function groupKeysOf(value: SqlValue | undefined, count: number): number[] | null {
+  return value instanceof Uint8Array ? decodeGroupKeys(value, count) : null;
 }
 
 function text(row: SqlRow, column: string): string {
@@ -389,15 +418,23 @@ export class SqlStore implements GraphStore {
       const vectors = new VectorTable();
       const sorted: Array<[string, Uint8Array]> = [];
       const indexedRelations: string[] = [];
-      for (const [stemValue, membersValue, data] of this.driver.each('SELECT stem, members, data FROM vector_groups WHERE partition = ?', [partition])) {
+      // A working set's groups as they are, while every one has its keys; the first without turns them all into the table.
+      let keyed: KeyedVectorGroup[] | null = form === 'working' ? [] : null;
+      for (const [stemValue, membersValue, data, keysValue] of this.driver.each('SELECT stem, members, data, member_keys FROM vector_groups WHERE partition = ?', [partition])) {
         const stem = textOf(stemValue, 'stem');
+        const members = vectorGroupMembers(stem, textOf(membersValue, 'members'));
         // A group's ids share its stem, and so their prefix.
-        const ofRelations = form === 'working' && isRelationEdgeId(stem);
-        for (const [member, bytes] of decodeVectorGroup(stem, { members: textOf(membersValue, 'members'), data: bytesOf(data) })) {
-          const id = memberId(stem, member);
-          if (form === 'whole') sorted.push([id, bytes]);
-          else vectors.addStored(id, bytes, meta.dim);
-          if (ofRelations) indexedRelations.push(id);
+        if (form === 'working' && isRelationEdgeId(stem)) indexedRelations.push(...members.map((member) => memberId(stem, member)));
+        const keys = keyed && groupKeysOf(keysValue, members.length);
+        if (keyed && keys) {
+          keyed.push({ stem, members, keys, data: bytesOf(data) });
+          continue;
+        }
+        if (keyed) addKeyedGroups(vectors, keyed, meta.dim);
+        keyed = null;
+        for (const [member, bytes] of splitGroupValues(`vector group ${JSON.stringify(stem)}`, members, bytesOf(data))) {
+          if (form === 'whole') sorted.push([memberId(stem, member), bytes]);
+          else vectors.addStored(memberId(stem, member), bytes, meta.dim);
         }
       }
       for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.addStored(id, bytes, meta.dim);
@@ -409,7 +446,7 @@ export class SqlStore implements GraphStore {
         this.entityPages(partition),
       );
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
-      return { meta, ...records, chunks, vectors, hashes: new Set(hashes) };
+      return { meta, ...records, chunks, vectors, hashes: new Set(hashes), ...(keyed && keyed.length > 0 ? { keyedVectors: keyed } : {}) };
     });
   }
 
@@ -489,8 +526,10 @@ export class SqlStore implements GraphStore {
       remove('edges', 'id', batch.deleteEdges);
       remove('chunks', 'id', batch.deleteChunks);
       const vectorGroups = new VectorGroupWrites(partition, (stem) => {
-        const row = driver.all('SELECT members, data FROM vector_groups WHERE partition = ? AND stem = ?', [partition, stem])[0];
-        return row && decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) });
+        const row = driver.all('SELECT members, data, member_keys FROM vector_groups WHERE partition = ? AND stem = ?', [partition, stem])[0];
+        if (!row) return undefined;
+        const group = decodeVectorGroup(stem, { members: text(row, 'members'), data: bytesOf(row['data']) });
+        return { group, keys: groupKeysOf(row['member_keys'], group.size) };
       });
       for (const id of batch.deleteVectors ?? []) vectorGroups.delete(id);
       remove('hashes', 'hash', batch.deleteHashes);
@@ -504,7 +543,8 @@ export class SqlStore implements GraphStore {
       }
       remove('edges', 'id', plan.folded);
       for (const edge of plan.edges) driver.run('INSERT OR REPLACE INTO edges (partition, id, json) VALUES (?, ?, ?)', [partition, edge.id, encodeEdge(edge, true)]);
-      for (const [id, vector] of batch.putVectors ?? []) vectorGroups.put(id, encodeVector(vector, this.vectorPrecision));
+      const keyOf = new Map<string, number>([...(batch.putNodes ?? []), ...(batch.putEdges ?? [])].map(({ id, key }) => [id, key]));
+      for (const [id, vector] of batch.putVectors ?? []) vectorGroups.put(id, encodeVector(vector, this.vectorPrecision), keyOf.get(id));
       vectorGroups.write(driver);
       for (const hash of batch.putHashes ?? []) driver.run('INSERT OR IGNORE INTO hashes (partition, hash) VALUES (?, ?)', [partition, hash]);
       if (batch.meta !== undefined || current === null) {

@@ -35,6 +35,25 @@ export interface WorkingSnapshot extends MemorySnapshot {
    * where `edges` holds them all.
    */
   relations?: StoredRelationEdges;
+  /**
+   * The vectors as their groups are stored, each member with its index key, where the store keeps
+   * every group's keys (a SQL store written by this version): `vectors` is then empty, and the
+   * open hands each vector to its index by key, with no lookup by id, once it has checked that the
+   * key names the node or edge of the member's id (see memory/keyed-vectors.ts). Absent: the
+   * vectors are in `vectors`.
+   */
+  keyedVectors?: readonly KeyedVectorGroup[];
+}
+
+/** One stored vector group (store/vector-groups.ts) with the index key of each member. */
+export interface KeyedVectorGroup {
+  stem: string;
+  /** The members' names, in order. */
+  members: ReadonlyArray<string | null>;
+  /** Their keys, in the same order. */
+  keys: readonly number[];
+  /** Their values end to end, each after its length (`joinGroupValues`). */
+  data: Uint8Array;
 }
 
 /**

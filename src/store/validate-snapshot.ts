@@ -348,7 +348,7 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     return chunk;
   });
   // A store's table of vectors is checked and kept as it is (its ids are unique); a list is gathered into a table.
-  const vectors = memory.vectors instanceof VectorTable ? checkedTable(memory.vectors, meta.dim, fail) : gatheredVectors(memory.vectors, meta.dim, fail);
+  const vectors = memory.vectors instanceof VectorTable ? checkStoredVectors(memory.vectors, meta.dim, fail) : gatheredVectors(memory.vectors, meta.dim, fail);
   const hashes = new Set<string>();
   for (const hash of memory.hashes) {
     checkId(hash, 'hash', fail);
@@ -454,7 +454,7 @@ function ownersOfKey(memory: UncheckedMemory, key: number): string[] {
 }
 
 /** `table` once every vector in it is checked: i8 records by their scale, any other decoded. */
-function checkedTable(table: VectorTable, dim: number, fail: Fail): VectorTable {
+export function checkStoredVectors(table: VectorTable, dim: number, fail: Fail): VectorTable {
   table.visitFiniteness(dim, (id, finite) => {
     checkId(id, 'vector id', fail);
     if (!finite) checkVector(id, table.peek(id), dim, fail);

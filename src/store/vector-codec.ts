@@ -27,7 +27,7 @@ export const DEFAULT_VECTOR_PRECISION: VectorPrecision = 'i4';
 const I4_LEVELS = [0, 18, 36, 54, 73, 91, 109, 127] as const;
 
 /** The smallest dimension kept at i4: below it, i4's length (4 + ⌈dim / 2⌉) can equal f16's or i8's. */
-const I4_MIN_DIM = 8;
+export const I4_MIN_DIM = 8;
 
 /** The index (0 … 7) of the level nearest |x| at this scale; the top level takes every larger value. */
 function i4Level(x: number, scale: number): number {

@@ -1,5 +1,7 @@
 import { PrismError } from '../errors.ts';
 import { isAscii } from '../util/ascii.ts';
+import { putVarint, readVarint } from '../util/bytes.ts';
+import type { KeyedVectorGroup } from './types.ts';
 
 /**
  * How the SQL stores keep vectors: in groups, a row a group, not a row a vector. Graph building
@@ -110,7 +112,7 @@ export function splitGroupTexts<K>(what: string, members: readonly K[], data: Ui
  * value and tells whether the member was new (the caller's own map or set knows, so none is kept
  * here twice). CORRUPT_CHECKPOINT, naming `what`, when names and values do not match.
  */
-function walkGroupValues<K>(what: string, members: readonly K[], data: Uint8Array, visit: (member: K, start: number, end: number) => boolean): void {
+export function walkGroupValues<K>(what: string, members: readonly K[], data: Uint8Array, visit: (member: K, start: number, end: number) => boolean): void {
   const damaged = (problem: string) => new PrismError('CORRUPT_CHECKPOINT', `${what}: ${problem}`);
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   let at = 0;
@@ -121,6 +123,32 @@ function walkGroupValues<K>(what: string, members: readonly K[], data: Uint8Arra
     at += 4 + length;
   }
   if (at !== data.length) throw damaged(`${data.length - at} bytes follow its last member`);
+}
+
+/**
+ * The index keys of a group's members, in member order, as a SQL store keeps them beside the
+ * group (one varint a key): an open then hands each vector to its index under its key without
+ * looking its id up (see `KeyedVectorGroup`). Null where a member's key is not known.
+ */
+export function encodeGroupKeys(keys: ReadonlyArray<number | undefined>): Uint8Array | null {
+  if (!keys.every((key): key is number => key !== undefined && Number.isSafeInteger(key) && key >= 0)) return null;
+  const bytes = new Uint8Array(keys.length * 8);
+  let at = 0;
+  for (const key of keys) at = putVarint(bytes, at, key);
+  return bytes.slice(0, at);
+}
+
+/** `encodeGroupKeys`'s bytes read back: `count` keys, or null when they do not hold exactly that many. */
+export function decodeGroupKeys(bytes: Uint8Array, count: number): number[] | null {
+  const keys: number[] = [];
+  let at = 0;
+  while (keys.length < count) {
+    const read = readVarint(bytes, at, bytes.length, 8);
+    if (read === null) return null;
+    keys.push(read[0]);
+    at = read[1];
+  }
+  return at === bytes.length ? keys : null;
 }
 
 /** A stored group's member names, in order; CORRUPT_CHECKPOINT, naming the stem, when they are not a list of names. */
@@ -169,4 +197,11 @@ export class GroupEdits<M> {
  */
 export function memberId(stem: string, member: string | null): string {
   return member === null ? stem : [stem, member].join(':');
+}
+
+/** `groups`' vectors put in `vectors` by id, as a store hands them to an open where it keeps no keys. */
+export function addKeyedGroups(vectors: { addStored(id: string, bytes: Uint8Array, dim: number): unknown }, groups: readonly KeyedVectorGroup[], dim: number): void {
+  for (const { stem, members, data } of groups) {
+    for (const [member, bytes] of splitGroupValues(`vector group ${JSON.stringify(stem)}`, members, data)) vectors.addStored(memberId(stem, member), bytes, dim);
+  }
 }

@@ -1,0 +1,150 @@
+import { PrismError } from '../errors.ts';
+import type { GraphEdge, GraphNode } from '../graph/types.ts';
+import type { VectorTable } from '../graph/vector-table.ts';
+import { DERIVED_EDGE_TYPES } from '../graph/derived-edges.ts';
+import type { MemoryState } from '../ingest/pipeline.ts';
+import type { KeyedVectorGroup } from '../store/types.ts';
+import { decodeStoredVector, I4_MIN_DIM } from '../store/vector-codec.ts';
+import { walkGroupValues } from '../store/vector-groups.ts';
+import { edgeSpace, type IndexSpace, type IndexVectors } from '../vector/index-set.ts';
+import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts';
+
+/**
+ * Hands a working set's keyed vectors (`WorkingSnapshot.keyedVectors`) to `state`'s indexes by
+ * key, once its graph holds the working set's nodes and edges: each space's vectors in key order,
+ * as an open that finds them by id adds them (`applyBatch`), so the indexes are the same row for
+ * row; lent to the indexes that read vectors back, kept in `vectors` otherwise. At 100K messages
+ * an open keyed ~464K vectors by id twice before (the table's map as they were read, its lookup as
+ * each node was indexed), ~1 s of it with the collector's share.
+ *
+ * False, with some vectors perhaps indexed, when the keys are not the ones to trust: a member whose
+ * key names no node or edge of the member's id (or names it under another key now), two members of
+ * one key, a value that is no i4 record of the memory's dimension or whose scale is not finite, a
+ * vector of an edge no index takes, a group of a derived edge type (whose vectors decide which
+ * edges the graph holds as edges). The caller then opens the memory as before, from the vectors
+ * found by id, which fails as that open fails where the vectors are damaged.
+ */
+export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVectorGroup[], vectors: VectorTable): boolean {
+  const { dim, nextKey } = state.meta;
+  const length = recordBytes(dim, 'i4');
+  if (dim < I4_MIN_DIM || groups.some(({ stem }) => DERIVED_EDGE_TYPES.some((type) => stem.startsWith(`${type}:`)))) return false;
+  const members = groups.reduce((sum, group) => sum + group.members.length, 0);
+  // Where each key's vector is (−1: none), and where each vector lies: its group and first byte.
+  const placeOfKey = new Int32Array(nextKey).fill(-1);
+  const groupOf = new Int32Array(members);
+  const startOf = new Int32Array(members);
+  let place = 0;
+  for (let g = 0; g < groups.length; g++) {
+    const { stem, members: names, keys, data } = groups[g] as KeyedVectorGroup;
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    let i = 0;
+    let trusted = true;
+    try {
+      walkGroupValues(`vector group ${JSON.stringify(stem)}`, names, data, (member, start, end) => {
+        const key = keys[i++] as number;
+        const owner = key < nextKey ? state.graph.recordForKey(key) : undefined;
+        trusted &&=
+          end - start === length &&
+          Number.isFinite(view.getFloat32(start, true)) &&
+          owner !== undefined &&
+          owner.key === key &&
+          spaceOf(owner) !== null &&
+          isMemberId(owner.id, stem, member) &&
+          placeOfKey[key] === -1;
+        if (trusted) {
+          placeOfKey[key] = place;
+          groupOf[place] = g;
+          startOf[place++] = start;
+        }
+        return true;
+      });
+    } catch (error) {
+      if (error instanceof PrismError && error.code === 'CORRUPT_CHECKPOINT') return false;
+      throw error;
+    }
+    if (!trusted) return false;
+  }
+  const bySpace = new Map<IndexSpace, { keys: number[]; ids: string[]; places: number[] }>();
+  for (let key = 0; key < nextKey; key++) {
+    const at = placeOfKey[key] as number;
+    if (at < 0) continue;
+    const owner = state.graph.recordForKey(key) as GraphNode | GraphEdge;
+    const space = spaceOf(owner) as IndexSpace;
+    let list = bySpace.get(space);
+    if (!list) bySpace.set(space, (list = { keys: [], ids: [], places: [] }));
+    list.keys.push(key);
+    list.ids.push(owner.id);
+    list.places.push(at);
+  }
+  const records = new KeyedRecords(groups, groupOf, startOf, length, dim);
+  for (const [space, { keys, ids, places }] of bySpace) state.indexes.add(space, keys, ids, records.forSpace(ids, places, vectors), places);
+  // An index that reads no vector back was lent none: the table keeps those, as it keeps every vector an open finds by id.
+  records.keepUnlent(bySpace.values(), vectors);
+  return true;
+}
+
+/** The index space of a node's or an edge's vector; null for an edge type no index takes. */
+function spaceOf(owner: GraphNode | GraphEdge): IndexSpace | null {
+  return 'layer' in owner ? owner.layer : edgeSpace(owner.type);
+}
+
+/** Whether `id` is `memberId(stem, member)`, told without making that string. */
+function isMemberId(id: string, stem: string, member: string | null): boolean {
+  if (member === null) return id === stem;
+  return id.length === stem.length + 1 + member.length && id.startsWith(stem) && id.charCodeAt(stem.length) === 58 && id.endsWith(member);
+}
+
+/** The keyed vectors' records where their groups hold them, copied out for the indexes (`IndexVectors`). */
+class KeyedRecords {
+  /** By place: whether an index was lent the vector. */
+  private readonly lent: Uint8Array;
+
+  constructor(
+    private readonly groups: readonly KeyedVectorGroup[],
+    private readonly groupOf: Int32Array,
+    private readonly startOf: Int32Array,
+    private readonly length: number,
+    private readonly dim: number,
+  ) {
+    this.lent = new Uint8Array(groupOf.length);
+  }
+
+  /** The record at `place`, a view into its group. */
+  record(place: number): Uint8Array {
+    const start = this.startOf[place] as number;
+    return (this.groups[this.groupOf[place] as number] as KeyedVectorGroup).data.subarray(start, start + this.length);
+  }
+
+  /** What one space's `IndexSet.add` reads its vectors from: `ids` at `places`, lent on to `vectors`. */
+  forSpace(ids: readonly string[], places: readonly number[], vectors: VectorTable): IndexVectors {
+    let placeOf: Map<string, number> | null = null;
+    // Only an index that takes no records asks for floats.
+    const find = (id: string) => (placeOf ??= new Map(ids.map((each, i) => [each, places[i] as number]))).get(id);
+    return {
+      has: (id) => find(id) !== undefined,
+      get: (id) => {
+        const place = find(id);
+        return place === undefined ? undefined : decodeStoredVector(id, this.record(place), this.dim);
+      },
+      copyRecords: (batch: readonly number[], target: Uint8Array, form: RecordForm) => {
+        if (form !== 'i4' || target.length !== batch.length * this.length) return false;
+        for (let i = 0; i < batch.length; i++) target.set(this.record(batch[i] as number), i * this.length);
+        return true;
+      },
+      lend: (lentIds: readonly string[], keys: readonly number[], rows: IndexRows, lentPlaces: readonly number[]) => {
+        vectors.addLent(lentIds, keys, rows);
+        for (const lentPlace of lentPlaces) this.lent[lentPlace] = 1;
+      },
+    };
+  }
+
+  /** Keeps in `vectors` each vector of `lists` that no index was lent. */
+  keepUnlent(lists: Iterable<{ ids: string[]; places: number[] }>, vectors: VectorTable): void {
+    for (const { ids, places } of lists) {
+      for (let i = 0; i < ids.length; i++) {
+        const place = places[i] as number;
+        if (this.lent[place] === 0) vectors.addStored(ids[i] as string, this.record(place), this.dim);
+      }
+    }
+  }
+}

@@ -33,6 +33,9 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
   const placeOfKey = new Int32Array(nextKey).fill(-1);
   const groupOf = new Int32Array(members);
   const startOf = new Int32Array(members);
+  // Each vector's space, by its position in `spaces`.
+  const spaces: IndexSpace[] = [];
+  const spaceAt = new Uint8Array(members);
   let place = 0;
   for (let g = 0; g < groups.length; g++) {
     const { stem, members: names, keys, data } = groups[g] as KeyedVectorGroup;
@@ -43,16 +46,19 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
       walkGroupValues(`vector group ${JSON.stringify(stem)}`, names, data, (member, start, end) => {
         const key = keys[i++] as number;
         const owner = key < nextKey ? state.graph.recordForKey(key) : undefined;
+        const space = owner === undefined ? null : spaceOf(owner);
         trusted &&=
+          space !== null &&
           end - start === length &&
           Number.isFinite(view.getFloat32(start, true)) &&
-          owner !== undefined &&
-          owner.key === key &&
-          spaceOf(owner) !== null &&
+          owner?.key === key &&
           isMemberId(owner.id, stem, member) &&
           placeOfKey[key] === -1;
         if (trusted) {
+          let code = spaces.indexOf(space as IndexSpace);
+          if (code < 0) code = spaces.push(space as IndexSpace) - 1;
           placeOfKey[key] = place;
+          spaceAt[place] = code;
           groupOf[place] = g;
           startOf[place++] = start;
         }
@@ -64,22 +70,19 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
     }
     if (!trusted) return false;
   }
-  const bySpace = new Map<IndexSpace, { keys: number[]; ids: string[]; places: number[] }>();
+  const lists = spaces.map(() => ({ keys: [] as number[], ids: [] as string[], places: [] as number[] }));
   for (let key = 0; key < nextKey; key++) {
     const at = placeOfKey[key] as number;
     if (at < 0) continue;
-    const owner = state.graph.recordForKey(key) as GraphNode | GraphEdge;
-    const space = spaceOf(owner) as IndexSpace;
-    let list = bySpace.get(space);
-    if (!list) bySpace.set(space, (list = { keys: [], ids: [], places: [] }));
+    const list = lists[spaceAt[at] as number] as (typeof lists)[number];
     list.keys.push(key);
-    list.ids.push(owner.id);
+    list.ids.push((state.graph.recordForKey(key) as GraphNode | GraphEdge).id);
     list.places.push(at);
   }
   const records = new KeyedRecords(groups, groupOf, startOf, length, dim);
-  for (const [space, { keys, ids, places }] of bySpace) state.indexes.add(space, keys, ids, records.forSpace(ids, places, vectors), places);
+  lists.forEach(({ keys, ids, places }, code) => state.indexes.add(spaces[code] as IndexSpace, keys, ids, records.forSpace(ids, places, vectors), places));
   // An index that reads no vector back was lent none: the table keeps those, as it keeps every vector an open finds by id.
-  records.keepUnlent(bySpace.values(), vectors);
+  records.keepUnlent(lists, vectors);
   return true;
 }
 

@@ -1,0 +1,191 @@
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VectorTable } from '../src/graph/vector-table.ts';
+import type { MemoryState } from '../src/ingest/pipeline.ts';
+import { parseLocomo } from '../src/ingest/locomo.ts';
+import { Memory } from '../src/memory.ts';
+import { stateFrom, type PartitionHost } from '../src/memory/partition.ts';
+import { defaultLocomoPath, nodeUsearch } from '../src/node.ts';
+import { PrismError } from '../src/errors.ts';
+import { DEFAULT_PARTITION } from '../src/scope.ts';
+import { openSqliteStore } from '../src/store/sqlite.node.ts';
+import type { GraphStore, WorkingSnapshot } from '../src/store/types.ts';
+import { addKeyedGroups, decodeGroupKeys, encodeGroupKeys } from '../src/store/vector-groups.ts';
+import type { IndexSpace } from '../src/vector/index-set.ts';
+import { graphView } from '../e2e/support/graph-view.ts';
+import { hashEmbedder } from './helpers/hash-embedder.ts';
+
+/**
+ * A SQL store keeps each vector group's index keys beside it, and an open hands the vectors to
+ * their indexes by key (memory/keyed-vectors.ts). What it builds must be what the vectors found
+ * by id build; keys that do not name the member's node leave the open to the vectors found by id.
+ */
+
+const SPACES: IndexSpace[] = ['episode', 'facet', 'facetPoint', 'entity', 'edge_relation', 'edge_semantic'];
+
+let dir = '';
+let grown = '';
+const opened: GraphStore[] = [];
+const usearch = await nodeUsearch();
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'prism-keyed-vectors-'));
+  grown = join(dir, 'grown.sqlite');
+  const [sample] = parseLocomo(JSON.parse(await readFile(defaultLocomoPath(), 'utf8')));
+  if (!sample) throw new Error('no LoCoMo sample');
+  const memory = await Memory.open({ store: await openSqliteStore(grown), embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }) });
+  await memory.addConversation({ ...sample.conversation, sessions: sample.conversation.sessions.slice(0, 4) });
+  await memory.close();
+});
+afterAll(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A copy of the grown memory, changed by `edit` (raw SQL) first. */
+async function copyOf(name: string, edit?: (db: Database.Database) => void): Promise<GraphStore> {
+  const path = join(dir, `${name}.sqlite`);
+  await copyFile(grown, path);
+  if (edit) {
+    const db = new Database(path);
+    edit(db);
+    db.close();
+  }
+  const store = await openSqliteStore(path);
+  opened.push(store);
+  return store;
+}
+
+function hostOf(store: GraphStore): PartitionHost {
+  return { store, embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }) };
+}
+
+async function workingSet(store: GraphStore): Promise<WorkingSnapshot> {
+  return (await store.loadWorkingSet?.(DEFAULT_PARTITION)) as WorkingSnapshot;
+}
+
+function build(working: WorkingSnapshot, store: GraphStore): MemoryState {
+  return stateFrom(working, hostOf(store), { name: DEFAULT_PARTITION, revision: () => 0, meta: () => working.meta });
+}
+
+/** The working set as a store that keeps no keys hands it over: its vectors found by id. */
+function byId(working: WorkingSnapshot): WorkingSnapshot {
+  const vectors = new VectorTable();
+  addKeyedGroups(vectors, working.keyedVectors ?? [], working.meta.dim);
+  const { keyedVectors: _keys, ...rest } = working;
+  return { ...rest, vectors };
+}
+
+/** Everything a reader sees of the vectors: each id's floats, and each index's hits for the first vectors of the memory as queries. */
+function vectorView(state: MemoryState): unknown {
+  const ids = [...state.graph.vectors.keys()].sort();
+  const queries = ids.slice(0, 5).map((id) => state.graph.vectors.get(id) as Float32Array);
+  return {
+    vectors: ids.map((id) => [id, Array.from(state.graph.vectors.get(id) ?? [])]),
+    hits: SPACES.map((space) => queries.map((query) => state.indexes.search(space, query, 50).map((hit) => [state.graph.idForKey(hit.key), hit.score]))),
+  };
+}
+
+/** The `member_keys` of every group, by stem. */
+function keyRows(db: Database.Database): Array<{ stem: string; members: string; member_keys: Uint8Array | null }> {
+  return db.prepare('SELECT stem, members, member_keys FROM vector_groups ORDER BY stem').all() as Array<{ stem: string; members: string; member_keys: Uint8Array | null }>;
+}
+
+describe('vector groups kept with their index keys', () => {
+  it('an open hands the vectors to their indexes by key and builds what the vectors found by id build', async () => {
+    const store = await copyOf('intact');
+    const working = await workingSet(store);
+    // The control: the keyed path is the one taken, over groups of several members.
+    expect(working.keyedVectors?.length).toBeGreaterThan(0);
+    expect(working.keyedVectors?.some((group) => group.members.length > 1)).toBe(true);
+    expect(working.vectors.size).toBe(0);
+    const [keyed, found] = [build(working, store), build(byId(working), store)];
+    expect(graphView(keyed)).toEqual(graphView(found));
+    expect(vectorView(keyed)).toEqual(vectorView(found));
+    expect(SPACES.reduce((sum, space) => sum + keyed.indexes.size(space), 0)).toBe(keyed.graph.vectors.size);
+  });
+
+  it('a memory opened on its keys searches as one opened on a copy without them, and its writes keep keys', async () => {
+    const open = async (store: GraphStore) => Memory.open({ store, embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }) });
+    const withKeys = await open(await copyOf('searched'));
+    const without = await open(await copyOf('unkeyed', (db) => db.prepare('UPDATE vector_groups SET member_keys = NULL').run()));
+    for (const query of ['What did Caroline research?', 'When did Melanie paint a sunrise?', 'support group']) {
+      const [a, b] = [await withKeys.search(query, { budget: 512 }), await without.search(query, { budget: 512 })];
+      expect(a.context).toEqual(b.context);
+      expect(a.units.map((unit) => [unit.episodeId, unit.score])).toEqual(b.units.map((unit) => [unit.episodeId, unit.score]));
+    }
+    await withKeys.add([{ speaker: 'Caroline', text: 'I adopted a second dog, a beagle named Rex.' }], { sessionId: 'later', date: '2023-09-01' });
+    await withKeys.close();
+    await without.close();
+    const db = new Database(join(dir, 'searched.sqlite'), { readonly: true });
+    const rows = keyRows(db);
+    db.close();
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((row) => row.member_keys !== null)).toBe(true);
+  });
+
+  it('leaves keys that do not name the member\'s node to the vectors found by id', async () => {
+    const intact = new Database(grown, { readonly: true });
+    const rows = keyRows(intact);
+    intact.close();
+    const keysOf = (row: (typeof rows)[number]) => decodeGroupKeys(row.member_keys as Uint8Array, JSON.parse(row.members).length) as number[];
+    const [first, second] = rows;
+    const several = rows.find((row) => keysOf(row).length > 1);
+    if (!first || !second || !several) throw new Error('the grown memory has too few groups');
+    const setKeys = (db: Database.Database, stem: string, keys: number[]) => db.prepare('UPDATE vector_groups SET member_keys = ? WHERE stem = ?').run(encodeGroupKeys(keys), stem);
+    const damages: Record<string, (db: Database.Database) => void> = {
+      'another group\'s keys': (db) => setKeys(db, first.stem, keysOf(second).slice(0, keysOf(first).length).concat(keysOf(first)).slice(0, keysOf(first).length)),
+      'a key past the memory\'s next key': (db) => setKeys(db, first.stem, keysOf(first).map(() => 10_000_000)),
+      'a group\'s keys in another order': (db) => setKeys(db, several.stem, [...keysOf(several)].reverse()),
+    };
+    for (const [what, damage] of Object.entries(damages)) {
+      const store = await copyOf(`damaged-${Object.keys(damages).indexOf(what)}`, damage);
+      const working = await workingSet(store);
+      expect({ what, keyed: working.keyedVectors !== undefined }).toEqual({ what, keyed: true });
+      const state = build(working, store);
+      expect({ what, graph: graphView(state), vectors: vectorView(state) }).toEqual({ what, graph: graphView(build(byId(working), store)), vectors: vectorView(build(byId(working), store)) });
+      // Each damaged group's first vector is found under its own node's key, which the damaged keys do not name.
+      for (const stem of [first.stem, several.stem]) {
+        const own = working.keyedVectors?.find((group) => group.stem === stem);
+        const ownId = own?.members[0] === null ? stem : `${stem}:${own?.members[0]}`;
+        const [hit] = state.indexes.search(state.graph.nodes.get(ownId)?.layer ?? 'episode', state.graph.vectors.get(ownId) as Float32Array, 1);
+        expect({ what, hit: hit && state.graph.idForKey(hit.key) }).toEqual({ what, hit: ownId });
+      }
+    }
+    // Keys that do not read as one a member: the store hands every vector over by id.
+    const store = await copyOf('unreadable', (db) => db.prepare('UPDATE vector_groups SET member_keys = ? WHERE stem = ?').run(Buffer.from([0x80]), first.stem));
+    const working = await workingSet(store);
+    expect(working.keyedVectors).toBeUndefined();
+    expect(working.vectors.size).toBeGreaterThan(0);
+  });
+
+  it('fails a damaged vector value as the open that finds vectors by id fails it (CORRUPT_CHECKPOINT)', async () => {
+    const cut = (db: Database.Database) => db.prepare('UPDATE vector_groups SET data = substr(data, 1, 10) WHERE stem = (SELECT min(stem) FROM vector_groups)').run();
+    const keyedStore = await copyOf('cut-keyed', cut);
+    const keyedFailure = await (async () => build(await workingSet(keyedStore), keyedStore))().catch((error: unknown) => error);
+    const unkeyedStore = await copyOf('cut-unkeyed', (db) => {
+      cut(db);
+      db.prepare('UPDATE vector_groups SET member_keys = NULL').run();
+    });
+    const unkeyedFailure = await (async () => build(await workingSet(unkeyedStore), unkeyedStore))().catch((error: unknown) => error);
+    expect(keyedFailure).toBeInstanceOf(PrismError);
+    expect((keyedFailure as PrismError).code).toBe('CORRUPT_CHECKPOINT');
+    expect((keyedFailure as PrismError).message).toBe((unkeyedFailure as PrismError).message);
+  });
+
+  it('writes no keys for a group whose vector comes without its node or edge, and then opens by id', async () => {
+    const store = await copyOf('vector-alone');
+    const working = await workingSet(store);
+    const [group] = working.keyedVectors ?? [];
+    if (!group) throw new Error('no keyed group');
+    const id = group.members[0] === null ? group.stem : `${group.stem}:${group.members[0]}`;
+    const vector = build(working, store).graph.vectors.get(id) as Float32Array;
+    await store.commit(DEFAULT_PARTITION, { putVectors: [[id, vector]] });
+    const after = await workingSet(store);
+    expect(after.keyedVectors).toBeUndefined();
+    expect(after.vectors.has(id)).toBe(true);
+  });
+});

@@ -5,7 +5,7 @@ import { DERIVED_EDGE_TYPES } from '../graph/derived-edges.ts';
 import type { MemoryState } from '../ingest/pipeline.ts';
 import type { KeyedVectorGroup } from '../store/types.ts';
 import { decodeStoredVector, I4_MIN_DIM } from '../store/vector-codec.ts';
-import { walkGroupValues } from '../store/vector-groups.ts';
+import { decodeGroupKeys, vectorGroupMembers, walkGroupValues } from '../store/vector-groups.ts';
 import { edgeSpace, type IndexSpace, type IndexVectors } from '../vector/index-set.ts';
 import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts';
 
@@ -28,21 +28,25 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
   const { dim, nextKey } = state.meta;
   const length = recordBytes(dim, 'i4');
   if (dim < I4_MIN_DIM || groups.some(({ stem }) => DERIVED_EDGE_TYPES.some((type) => stem.startsWith(`${type}:`)))) return false;
-  const members = groups.reduce((sum, group) => sum + group.members.length, 0);
-  // Where each key's vector is (−1: none), and where each vector lies: its group and first byte.
+  // Where each key's vector is (−1: none), and where each vector lies: its group and first byte
+  // (at most a vector a record of the group's length, its values' length prefixes each 4 bytes).
   const placeOfKey = new Int32Array(nextKey).fill(-1);
-  const groupOf = new Int32Array(members);
-  const startOf = new Int32Array(members);
+  const most = groups.reduce((sum, group) => sum + Math.floor(group.data.length / (length + 4)), 0);
+  const groupOf = new Int32Array(most);
+  const startOf = new Int32Array(most);
   // Each vector's space, by its position in `spaces`.
   const spaces: IndexSpace[] = [];
-  const spaceAt = new Uint8Array(members);
+  const spaceAt = new Uint8Array(most);
   let place = 0;
   for (let g = 0; g < groups.length; g++) {
-    const { stem, members: names, keys, data } = groups[g] as KeyedVectorGroup;
+    const { stem, data } = groups[g] as KeyedVectorGroup;
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     let i = 0;
     let trusted = true;
     try {
+      const names = vectorGroupMembers(stem, (groups[g] as KeyedVectorGroup).members);
+      const keys = decodeGroupKeys((groups[g] as KeyedVectorGroup).keys, names.length);
+      if (keys === null) return false;
       walkGroupValues(`vector group ${JSON.stringify(stem)}`, names, data, (member, start, end) => {
         const key = keys[i++] as number;
         const owner = key < nextKey ? state.graph.recordForKey(key) : undefined;

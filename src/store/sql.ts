@@ -9,7 +9,7 @@ import { dropsDerived, type DerivedState, type GraphStore, type KeyedVectorGroup
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { addKeyedGroups, decodeGroupKeys, decodeVectorGroup, encodeGroupKeys, encodeVectorGroup, memberId, GroupEdits, splitGroupValues, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
+import { addKeyedGroups, decodeGroupKeys, decodeVectorGroup, encodeGroupKeys, encodeVectorGroup, memberId, GroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
 
 /** A value SQLite stores; blobs come back as a byte view (Node) or an ArrayBuffer (workerd). */
 export type SqlValue = string | number | Uint8Array | ArrayBuffer | null;
@@ -272,18 +272,24 @@ class VectorGroupWrites {
 }
 
 /**
- * Bytes copied end to end into slabs of `SLAB_BYTES`: an open holds every keyed group's values
- * until its graph is built (~93 MB at 100K messages), and held as the driver's blob of each row
- * (tens of thousands of small allocations) they left a process ~45 MB larger for good, where
- * slabs go back to the system once the open is done with them.
+ * Bytes copied end to end into one allocation of the size they add up to (`expected`; another
+ * follows should they not fit): an open holds every keyed group's values until its graph is
+ * built (~93 MB at 100K messages). Held as the driver's blob of each row (tens of thousands of
+ * small allocations), or in slabs of a few MB, they left a Node process 50–70 MB larger for good
+ * (glibc serves allocations below its mmap threshold, which rises as large blocks are freed, from
+ * a heap it seldom gives back); one block that large is a mapping of its own, returned whole.
  */
-class Slabs {
-  private slab = new Uint8Array(0);
+class Slab {
+  private slab: Uint8Array;
   private used = 0;
+
+  constructor(expected: number) {
+    this.slab = new Uint8Array(expected);
+  }
 
   copy(bytes: Uint8Array): Uint8Array {
     if (this.used + bytes.length > this.slab.length) {
-      this.slab = new Uint8Array(Math.max(SLAB_BYTES, bytes.length));
+      this.slab = new Uint8Array(bytes.length);
       this.used = 0;
     }
     const copied = this.slab.subarray(this.used, this.used + bytes.length);
@@ -292,9 +298,6 @@ class Slabs {
     return copied;
   }
 }
-
-/** Bytes of one slab (`Slabs`). */
-const SLAB_BYTES = 4 << 20;
 
 /** A group's stored member keys (`encodeGroupKeys`), `count` of them; null where it has none, or they do not read as that many. */
 function groupKeysOf(value: SqlValue | undefined, count: number): number[] | null {
@@ -445,20 +448,23 @@ export class SqlStore implements GraphStore {
       const indexedRelations: string[] = [];
       // A working set's groups as they are, while every one has its keys; the first without turns them all into the table.
       let keyed: KeyedVectorGroup[] | null = form === 'working' ? [] : null;
-      const slabs = new Slabs();
+      // Counted before the rows are stepped (a statement is not run within another's): made only when a group has keys.
+      const groupBytes = form === 'working' ? Number(this.driver.all('SELECT coalesce(sum(length(data)), 0) AS bytes FROM vector_groups WHERE partition = ?', [partition])[0]?.['bytes'] ?? 0) : 0;
+      let slab: Slab | null = null;
       for (const [stemValue, membersValue, data, keysValue] of this.driver.each('SELECT stem, members, data, member_keys FROM vector_groups WHERE partition = ?', [partition])) {
         const stem = textOf(stemValue, 'stem');
-        const members = vectorGroupMembers(stem, textOf(membersValue, 'members'));
+        const members = textOf(membersValue, 'members');
         // A group's ids share its stem, and so their prefix.
-        if (form === 'working' && isRelationEdgeId(stem)) indexedRelations.push(...members.map((member) => memberId(stem, member)));
-        const keys = keyed && groupKeysOf(keysValue, members.length);
-        if (keyed && keys) {
-          keyed.push({ stem, members, keys, data: slabs.copy(bytesOf(data)) });
+        const ofRelations = form === 'working' && isRelationEdgeId(stem);
+        if (ofRelations) indexedRelations.push(...vectorGroupMembers(stem, members).map((member) => memberId(stem, member)));
+        if (keyed && keysValue instanceof Uint8Array) {
+          slab ??= new Slab(groupBytes);
+          keyed.push({ stem, members, keys: keysValue, data: slab.copy(bytesOf(data)) });
           continue;
         }
         if (keyed) addKeyedGroups(vectors, keyed, meta.dim);
         keyed = null;
-        for (const [member, bytes] of splitGroupValues(`vector group ${JSON.stringify(stem)}`, members, bytesOf(data))) {
+        for (const [member, bytes] of decodeVectorGroup(stem, { members, data: bytesOf(data) })) {
           if (form === 'whole') sorted.push([memberId(stem, member), bytes]);
           else vectors.addStored(memberId(stem, member), bytes, meta.dim);
         }

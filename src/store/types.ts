@@ -45,13 +45,17 @@ export interface WorkingSnapshot extends MemorySnapshot {
   keyedVectors?: readonly KeyedVectorGroup[];
 }
 
-/** One stored vector group (store/vector-groups.ts) with the index key of each member. */
+/**
+ * One stored vector group (store/vector-groups.ts) with the index key of each member, as stored:
+ * read when the open hands the group to its index, so that no list of names or keys is held for
+ * every group at once (at 100K messages ~464K names).
+ */
 export interface KeyedVectorGroup {
   stem: string;
-  /** The members' names, in order. */
-  members: ReadonlyArray<string | null>;
-  /** Their keys, in the same order. */
-  keys: readonly number[];
+  /** The members' names, in order, as stored (`vectorGroupMembers` reads them). */
+  members: string;
+  /** Their keys, in the same order, as stored (`decodeGroupKeys` reads them). */
+  keys: Uint8Array;
   /** Their values end to end, each after its length (`joinGroupValues`). */
   data: Uint8Array;
 }

@@ -202,6 +202,6 @@ export function memberId(stem: string, member: string | null): string {
 /** `groups`' vectors put in `vectors` by id, as a store hands them to an open where it keeps no keys. */
 export function addKeyedGroups(vectors: { addStored(id: string, bytes: Uint8Array, dim: number): unknown }, groups: readonly KeyedVectorGroup[], dim: number): void {
   for (const { stem, members, data } of groups) {
-    for (const [member, bytes] of splitGroupValues(`vector group ${JSON.stringify(stem)}`, members, data)) vectors.addStored(memberId(stem, member), bytes, dim);
+    for (const [member, bytes] of decodeVectorGroup(stem, { members, data })) vectors.addStored(memberId(stem, member), bytes, dim);
   }
 }

@@ -67,8 +67,9 @@ async function workingSet(store: GraphStore): Promise<WorkingSnapshot> {
   return (await store.loadWorkingSet?.(DEFAULT_PARTITION)) as WorkingSnapshot;
 }
 
-function build(working: WorkingSnapshot, store: GraphStore): MemoryState {
-  return stateFrom(working, hostOf(store), { name: DEFAULT_PARTITION, revision: () => 0, meta: () => working.meta });
+function build(working: WorkingSnapshot, store: GraphStore, kind: 'flat' | 'hnsw' = 'flat'): MemoryState {
+  const host = { ...hostOf(store), createIndex: (dim: number) => usearch.createIndex({ dim, kind }) };
+  return stateFrom(working, host, { name: DEFAULT_PARTITION, revision: () => 0, meta: () => working.meta });
 }
 
 /** The working set as a store that keeps no keys hands it over: its vectors found by id. */
@@ -106,6 +107,10 @@ describe('vector groups kept with their index keys', () => {
     expect(graphView(keyed)).toEqual(graphView(found));
     expect(vectorView(keyed)).toEqual(vectorView(found));
     expect(SPACES.reduce((sum, space) => sum + keyed.indexes.size(space), 0)).toBe(keyed.graph.vectors.size);
+    // An index that reads no vector back (usearch's HNSW) is lent none: the table keeps them, as it keeps those found by id.
+    const [keyedHnsw, foundHnsw] = [build(working, store, 'hnsw'), build(byId(working), store, 'hnsw')];
+    expect(vectorView(keyedHnsw)).toEqual(vectorView(foundHnsw));
+    expect(keyedHnsw.graph.vectors.size).toBe(keyed.graph.vectors.size);
   });
 
   it('a memory opened on its keys searches as one opened on a copy without them, and its writes keep keys', async () => {
@@ -178,6 +183,26 @@ describe('vector groups kept with their index keys', () => {
     expect(keyedFailure).toBeInstanceOf(PrismError);
     expect((keyedFailure as PrismError).code).toBe('CORRUPT_CHECKPOINT');
     expect((keyedFailure as PrismError).message).toBe((unkeyedFailure as PrismError).message);
+  });
+
+  it('gives the groups of a file written before the keys theirs on first open, but where a member\'s record does not read', async () => {
+    const intact = new Database(grown, { readonly: true });
+    const rows = keyRows(intact);
+    intact.close();
+    const [damaged] = rows;
+    if (!damaged) throw new Error('no group');
+    const [member] = JSON.parse(damaged.members) as Array<string | null>;
+    await copyOf('schema-9', (db) => {
+      db.prepare('UPDATE vector_groups SET member_keys = NULL').run();
+      db.prepare('UPDATE nodes SET json = ? WHERE id = ?').run('[1, "cut', member === null ? damaged.stem : `${damaged.stem}:${member}`);
+      db.prepare('UPDATE prism_schema SET version = 9').run();
+    });
+    const db = new Database(join(dir, 'schema-9.sqlite'), { readonly: true });
+    const upgraded = keyRows(db);
+    db.close();
+    expect(upgraded.map((row) => [row.stem, row.member_keys === null ? null : Buffer.from(row.member_keys).toString('hex')])).toEqual(
+      rows.map((row) => [row.stem, row.stem === damaged.stem ? null : Buffer.from(row.member_keys as Uint8Array).toString('hex')]),
+    );
   });
 
   it('writes no keys for a group whose vector comes without its node or edge, and then opens by id', async () => {

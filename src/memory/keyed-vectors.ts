@@ -39,13 +39,13 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
   const spaceAt = new Uint8Array(most);
   let place = 0;
   for (let g = 0; g < groups.length; g++) {
-    const { stem, data } = groups[g] as KeyedVectorGroup;
+    const { stem, members, keys: storedKeys, data } = groups[g] as KeyedVectorGroup;
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     let i = 0;
     let trusted = true;
     try {
-      const names = vectorGroupMembers(stem, (groups[g] as KeyedVectorGroup).members);
-      const keys = decodeGroupKeys((groups[g] as KeyedVectorGroup).keys, names.length);
+      const names = vectorGroupMembers(stem, members);
+      const keys = decodeGroupKeys(storedKeys, names.length);
       if (keys === null) return false;
       walkGroupValues(`vector group ${JSON.stringify(stem)}`, names, data, (member, start, end) => {
         const key = keys[i++] as number;

@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
 import { isRelationEdgeId, RELATION_EDGE_TYPES } from '../graph/derived-edges.ts';
 import type { Chunk, EdgeType, GraphEdge, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
-import { decodeChunk, decodeEdge, encodeChunk, encodeEdge } from './record-codec.ts';
+import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { ownedRows } from './relation-rows.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
@@ -186,12 +186,14 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   [],
   // Each vector group keeps its members' index keys (vector-groups.ts, `encodeGroupKeys`), so
   // that an open hands the vectors to their indexes by key (`WorkingSnapshot.keyedVectors`).
-  // Groups written before have none and are read as they were.
+  // The groups a file holds get theirs from the records' own; a group a member of which names no
+  // record that reads (a damaged one) gets none, and is read as before.
   [
     (driver) => {
       // Once only, should a file claim an older schema than its tables have.
       const [table] = driver.all("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vector_groups'");
       if (!String(table?.['sql']).includes('member_keys')) driver.run('ALTER TABLE vector_groups ADD COLUMN member_keys BLOB');
+      for (const partition of driver.all('SELECT DISTINCT partition FROM vector_groups WHERE member_keys IS NULL').map((row) => text(row, 'partition'))) keyGroups(driver, partition);
     },
   ],
 ];
@@ -296,6 +298,36 @@ class Slab {
     copied.set(bytes);
     this.used += bytes.length;
     return copied;
+  }
+}
+
+/**
+ * Gives `partition`'s vector groups that have none their members' index keys, read from the
+ * records of the members' ids (a node's row, or an edge's); a group with a member whose record
+ * is missing or does not read keeps none.
+ */
+function keyGroups(driver: SqlDriver, partition: string): void {
+  const keyOf = (table: 'nodes' | 'edges', id: string): number | undefined => {
+    const row = driver.all(`SELECT json FROM ${table} WHERE partition = ? AND id = ?`, [partition, id])[0];
+    if (!row) return undefined;
+    try {
+      const json = text(row, 'json');
+      const { key } = table === 'nodes' ? decodeNode(json, new Map(), undefined, id).node : decodeEdge(json, id);
+      return Number.isSafeInteger(key) ? key : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  for (const row of driver.all('SELECT stem, members FROM vector_groups WHERE partition = ? AND member_keys IS NULL', [partition])) {
+    const stem = text(row, 'stem');
+    let members: Array<string | null>;
+    try {
+      members = vectorGroupMembers(stem, text(row, 'members'));
+    } catch {
+      continue;
+    }
+    const keys = encodeGroupKeys(members.map((member) => memberId(stem, member)).map((id) => keyOf('nodes', id) ?? keyOf('edges', id)));
+    if (keys !== null) driver.run('UPDATE vector_groups SET member_keys = ? WHERE partition = ? AND stem = ?', [keys, partition, stem]);
   }
 }
 

@@ -333,7 +333,7 @@ function keyGroups(driver: SqlDriver, partition: string): void {
 
 /** A group's stored member keys (`encodeGroupKeys`), `count` of them; null where it has none, or they do not read as that many. */
 function groupKeysOf(value: SqlValue | undefined, count: number): number[] | null {
-  return value instanceof Uint8Array ? decodeGroupKeys(value, count) : null;
+  return value instanceof Uint8Array || value instanceof ArrayBuffer ? decodeGroupKeys(bytesOf(value), count) : null;
 }
 
 function text(row: SqlRow, column: string): string {
@@ -489,9 +489,9 @@ export class SqlStore implements GraphStore {
         // A group's ids share its stem, and so their prefix.
         const ofRelations = form === 'working' && isRelationEdgeId(stem);
         if (ofRelations) indexedRelations.push(...vectorGroupMembers(stem, members).map((member) => memberId(stem, member)));
-        if (keyed && keysValue instanceof Uint8Array) {
+        if (keyed && (keysValue instanceof Uint8Array || keysValue instanceof ArrayBuffer)) {
           slab ??= new Slab(groupBytes);
-          keyed.push({ stem, members, keys: keysValue, data: slab.copy(bytesOf(data)) });
+          keyed.push({ stem, members, keys: bytesOf(keysValue), data: slab.copy(bytesOf(data)) });
           continue;
         }
         if (keyed) addKeyedGroups(vectors, keyed, meta.dim);

@@ -1,5 +1,6 @@
 import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
+import { VectorTable } from './vector-table.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
@@ -162,6 +163,8 @@ export class MemoryGraph {
 
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
+    // Vectors an open lends its indexes by key are found through the records that hold the keys.
+    if (this.vectors instanceof VectorTable) this.vectors.attachOwners({ keyOf: (id) => (this.nodes.get(id) ?? this.heldEdges.get(id))?.key, idOf: (key) => this.byKey[key]?.id });
     for (const chunk of snapshot.chunks) this.putChunk(chunk);
     for (const node of snapshot.nodes) this.putNode(node);
     for (const edge of snapshot.edges) this.putEdge(edge);
@@ -257,6 +260,8 @@ export class MemoryGraph {
     if (previous) {
       this.holdDerived(previous, node);
       this.rekeyDerived(previous, node);
+      // Its vector stays in its index under the key it was lent by.
+      if (previous.key !== node.key && this.vectors instanceof VectorTable) this.vectors.rekeyLent(node.id, previous.key);
     }
     this.notePut(node, previous);
     this.shareStrings(node, previous);
@@ -276,13 +281,14 @@ export class MemoryGraph {
   deleteNode(id: string): void {
     const node = this.nodes.get(id);
     if (!node) return;
+    // First, while the node's key still finds a vector lent by key.
+    this.vectors.delete(id);
     this.holdDerived(node, null);
     this.noteDelete(node);
     this.forgetPoints();
     if (node.layer === 'episode') this.unchain(node);
     this.nodes.delete(id);
     this.byKey[node.key] = undefined;
-    this.vectors.delete(id);
     this.unlist(node);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
   }
@@ -506,6 +512,8 @@ export class MemoryGraph {
 
   /** Keeps `edge` as an object in place of `previous` (its id's held edge, if any); the typed lists are the caller's to change. */
   private hold(edge: GraphEdge, previous: GraphEdge | undefined): void {
+    // Its vector stays in its index under the key it was lent by.
+    if (previous && previous.key !== edge.key && this.vectors instanceof VectorTable) this.vectors.rekeyLent(edge.id, previous.key);
     this.heldEdges.set(edge.id, edge);
     this.byKey[edge.key] = edge;
     this.heldOfDerivedTypes += Number(isDerivedEdgeType(edge.type)) - Number(previous !== undefined && isDerivedEdgeType(previous.type));

@@ -126,13 +126,27 @@ export class VectorTable implements Map<string, Float32Array> {
   private expanded: [I8Record, I8Record] | null = null;
   /** Dimensions of the records (fixed by the first one). */
   private dim = 0;
+  /**
+   * Vectors lent by key alone (`addLent`), by their index key: the number of the index that holds
+   * each, plus one (0 or absent: none). Found by id through `owners`, with no entry of their own
+   * in `places`: an open lends ~464K at 100K messages, and a map set of each id was ~0.3 s of it.
+   */
+  private lentByKey = new Uint8Array(0);
+  private lentCount = 0;
+  /** The records vectors lent by key belong to: the graph the table serves (`attachOwners`). */
+  private owners: VectorOwners | null = null;
 
   constructor(entries?: Iterable<readonly [string, Float32Array]>) {
     for (const [id, vector] of entries ?? []) this.set(id, vector);
   }
 
   get size(): number {
-    return this.places.size;
+    return this.places.size + this.lentCount;
+  }
+
+  /** Tells the table whose records its vectors lent by key (`addLent`) belong to: found by id through them. */
+  attachOwners(owners: VectorOwners): void {
+    this.owners = owners;
   }
 
   get [Symbol.toStringTag](): string {
@@ -140,13 +154,13 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   has(id: string): boolean {
-    return this.places.has(id);
+    return this.places.has(id) || this.lentKey(id) >= 0;
   }
 
   /** The vector under `id`, decoded afresh and not remembered: for a pass over every vector (indexing a loaded memory). */
   peek(id: string): Float32Array | undefined {
     const slot = this.slotOf(id);
-    if (slot === undefined) return undefined;
+    if (slot === undefined) return this.keyLentVector(id);
     if (slot === -1) return this.floats.get(id);
     const cached = this.decoded.get(id);
     if (cached) return cached;
@@ -200,6 +214,7 @@ export class VectorTable implements Map<string, Float32Array> {
    * by id: a loaded memory's ~464K vectors at 100K messages are checked this way at every open.
    */
   visitFiniteness(dim: number, visit: (id: string, finite: boolean) => void): void {
+    this.forEachKeyLent((id) => visit(id, false));
     // `forEach`, not `for…of`: an entry array a vector was ~50 MB for the collector at 100K messages.
     this.places.forEach((place, id) => {
       const slot = this.slots[place] as number;
@@ -217,9 +232,11 @@ export class VectorTable implements Map<string, Float32Array> {
   /** Whether the id of any vector held starts with `prefix`, told from the ids alone. */
   hasIdStartingWith(prefix: string): boolean {
     let found = false;
-    this.places.forEach((_, id) => {
+    const test = (id: string) => {
       found ||= id.startsWith(prefix);
-    });
+    };
+    this.places.forEach((_, id) => test(id));
+    this.forEachKeyLent(test);
     return found;
   }
 
@@ -230,7 +247,10 @@ export class VectorTable implements Map<string, Float32Array> {
    */
   dot(id: string, query: Float32Array): number | undefined {
     const slot = this.slotOf(id);
-    if (slot === undefined) return undefined;
+    if (slot === undefined) {
+      const key = this.lentKey(id);
+      return key < 0 ? undefined : (this.keyLender(key).dot(key, query) ?? lost(id));
+    }
     if (slot === -1) return dot(this.floats.get(id) as Float32Array, query);
     if (slot < -1) return this.lentDot(slot, id, query);
     if (slot >= I4_SLOTS) {
@@ -246,8 +266,8 @@ export class VectorTable implements Map<string, Float32Array> {
    * here, or lent to one index. Undefined when either holds nothing.
    */
   pairDot(a: string, b: string): number | undefined {
-    const slotA = this.slotOf(a);
-    const slotB = this.slotOf(b);
+    const slotA = this.slotOf(a) ?? this.keyLentSlot(a);
+    const slotB = this.slotOf(b) ?? this.keyLentSlot(b);
     if (slotA === undefined || slotB === undefined) return undefined;
     if (slotA >= I4_SLOTS && slotB >= I4_SLOTS) {
       const recordA = this.i4Record(slotA);
@@ -331,7 +351,7 @@ export class VectorTable implements Map<string, Float32Array> {
 
   delete(id: string): boolean {
     const place = this.places.get(id);
-    if (place === undefined) return false;
+    if (place === undefined) return this.forgetKeyLent(id);
     const slot = this.slots[place] as number;
     this.places.delete(id);
     this.freePlaces.push(place);
@@ -371,20 +391,41 @@ export class VectorTable implements Map<string, Float32Array> {
    * An id the table holds already is CORRUPT_CHECKPOINT, as a store's read that meets it twice.
    */
   addLent(ids: readonly string[], keys: readonly number[], rows: IndexRows): void {
+    if (!this.owners) throw new PrismError('INVALID_INPUT', 'vectors are lent by key only to a table whose owners are attached');
     let lender = this.lenders.indexOf(rows);
     if (lender < 0 && this.lenders.length < LENDERS) lender = this.lenders.push(rows) - 1;
     if (lender < 0) throw new PrismError('INVALID_INPUT', `a vector table lends to at most ${LENDERS} indexes`);
-    for (let i = 0; i < ids.length; i++) {
-      const id = ids[i] as string;
-      const key = keys[i] as number;
-      if (!Number.isSafeInteger(key) || key < 0 || key > MAX_LENT_KEY) throw new PrismError('INVALID_INPUT', `key ${key} cannot be lent`);
-      const held = this.places.size;
-      this.place(id, -2 - (key * LENDERS + lender));
-      if (this.places.size === held) throw storedTwice(id);
+    const most = keys.reduce((max, key) => Math.max(max, key), -1);
+    if (!Number.isSafeInteger(most) || most > MAX_LENT_KEY || keys.some((key) => key < 0)) throw new PrismError('INVALID_INPUT', 'keys must be non-negative integers that can be lent');
+    if (most >= this.lentByKey.length) {
+      const grown = new Uint8Array(Math.max(most + 1, this.lentByKey.length * 2));
+      grown.set(this.lentByKey);
+      this.lentByKey = grown;
     }
+    for (let i = 0; i < ids.length; i++) {
+      const key = keys[i] as number;
+      if (this.lentByKey[key] !== 0 || (this.places.size > 0 && this.places.has(ids[i] as string))) throw storedTwice(ids[i] as string);
+      this.lentByKey[key] = lender + 1;
+    }
+    this.lentCount += ids.length;
+  }
+
+  /**
+   * The vector lent by key under `key`, whose owner now has another key, kept as lent under its
+   * own id from now on (the index still holds it under `key`): the graph calls this as a record
+   * comes back under a new key.
+   */
+  rekeyLent(id: string, key: number): void {
+    const code = this.lentByKey[key] ?? 0;
+    if (code === 0) return;
+    this.lentByKey[key] = 0;
+    this.lentCount--;
+    this.place(id, -2 - (key * LENDERS + code - 1));
   }
 
   clear(): void {
+    this.lentByKey = new Uint8Array(0);
+    this.lentCount = 0;
     this.places.clear();
     this.slots.length = 0;
     this.freePlaces.length = 0;
@@ -401,11 +442,14 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   *entries(): MapIterator<[string, Float32Array]> {
-    for (const id of this.places.keys()) yield [id, this.get(id) as Float32Array];
+    for (const id of this.keys()) yield [id, this.get(id) as Float32Array];
   }
 
-  keys(): MapIterator<string> {
-    return this.places.keys();
+  *keys(): MapIterator<string> {
+    yield* this.places.keys();
+    const ids: string[] = [];
+    this.forEachKeyLent((id) => ids.push(id));
+    yield* ids;
   }
 
   *values(): MapIterator<Float32Array> {
@@ -414,6 +458,50 @@ export class VectorTable implements Map<string, Float32Array> {
 
   [Symbol.iterator](): MapIterator<[string, Float32Array]> {
     return this.entries();
+  }
+
+  /** The key `id`'s vector is lent by (`addLent`), or −1 where it is not lent so. */
+  private lentKey(id: string): number {
+    if (this.lentCount === 0) return -1;
+    const key = this.owners?.keyOf(id);
+    return key !== undefined && (this.lentByKey[key] ?? 0) !== 0 ? key : -1;
+  }
+
+  /** The rows of the index that holds the vector lent by `key`. */
+  private keyLender(key: number): IndexRows {
+    return this.lenders[(this.lentByKey[key] as number) - 1] as IndexRows;
+  }
+
+  /** The vector lent by key under `id`, read from its index; undefined where none is. */
+  private keyLentVector(id: string): Float32Array | undefined {
+    const key = this.lentKey(id);
+    return key < 0 ? undefined : (this.keyLender(key).vector(key) ?? lost(id));
+  }
+
+  /** The slot that names where the vector lent by key under `id` is, as a vector lent by id would name it (`lentTo`); undefined where none is. */
+  private keyLentSlot(id: string): number | undefined {
+    const key = this.lentKey(id);
+    return key < 0 ? undefined : -2 - (key * LENDERS + (this.lentByKey[key] as number) - 1);
+  }
+
+  /** Calls `visit` with the id of each vector lent by key. */
+  private forEachKeyLent(visit: (id: string) => void): void {
+    if (this.lentCount === 0 || !this.owners) return;
+    for (let key = 0; key < this.lentByKey.length; key++) {
+      if ((this.lentByKey[key] ?? 0) === 0) continue;
+      const id = this.owners.idOf(key);
+      if (id !== undefined) visit(id);
+    }
+  }
+
+  /** Forgets the vector lent by key under `id`; false where there is none. */
+  private forgetKeyLent(id: string): boolean {
+    const key = this.lentKey(id);
+    if (key < 0) return false;
+    this.lentByKey[key] = 0;
+    this.lentCount--;
+    this.decoded.delete(id);
+    return true;
   }
 
   /** `id`'s slot (see `slots`), or undefined when the table holds no vector under it. */
@@ -485,6 +573,12 @@ export class VectorTable implements Map<string, Float32Array> {
     if (slot < I4_SLOTS) (this.i8 as RecordPool).free(slot);
     else (this.i4 as RecordPool).free(slot - I4_SLOTS);
   }
+}
+
+/** The records vectors lent by key belong to (`VectorTable.attachOwners`): each one's key, and the id a key is now. */
+export interface VectorOwners {
+  keyOf(id: string): number | undefined;
+  idOf(key: number): string | undefined;
 }
 
 function lost(id: string): never {

@@ -13,9 +13,10 @@ import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts
  * Hands a working set's keyed vectors (`WorkingSnapshot.keyedVectors`) to `state`'s indexes by
  * key, once its graph holds the working set's nodes and edges: each space's vectors in key order,
  * as an open that finds them by id adds them (`applyBatch`), so the indexes are the same row for
- * row; lent to the indexes that read vectors back, kept in `vectors` otherwise. At 100K messages
- * an open keyed ~464K vectors by id twice before (the table's map as they were read, its lookup as
- * each node was indexed), ~1 s of it with the collector's share.
+ * row; lent by key to the indexes that read vectors back (`VectorTable.addLent`: found by id
+ * through the graph's records, with no entry of their own), kept in `vectors` otherwise. At 100K
+ * messages an open that finds them by id keys ~464K vectors by id twice (the table's map as they
+ * are read, its lookup as each node is indexed), which the keys spare.
  *
  * False, with some vectors perhaps indexed, when the keys are not the ones to trust: a member whose
  * key names no node or edge of the member's id (or names it under another key now), two members of

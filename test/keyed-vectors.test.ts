@@ -136,6 +136,7 @@ describe('vector groups kept with their index keys', () => {
     const [keptByKey, keptById] = [await vectorsOf(withKeys), await vectorsOf(without)];
     expect(keptByKey.length).toBeGreaterThan(0);
     expect(keptByKey).toEqual(keptById);
+    expect((await withKeys.inspect()).graph.vectors.size).toBe(keptByKey.length);
     await withKeys.close();
     await without.close();
     const db = new Database(join(dir, 'searched.sqlite'), { readonly: true });

@@ -66,7 +66,9 @@ function nowOf(name: string, partition: () => Partition): PartitionNow {
 
 /**
  * Builds the in-memory graph and vector indexes from a snapshot (a store's working set keeps
- * derived edges as keys, and may leave relation edges in the store, which are read as of `now`).
+ * derived edges as keys, may leave relation edges in the store, which are read as of `now`, and
+ * may hand its vectors over with their index keys, `keyedVectors`, which are trusted only as far
+ * as they name the graph's records: else the vectors are found by id, as from any other store).
  */
 export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: PartitionHost, now: PartitionNow): MemoryState {
   // A store hands out a fresh table per load: the graph takes it over, as re-encoding each vector would cost more than reading it.

@@ -154,13 +154,13 @@ export class VectorTable implements Map<string, Float32Array> {
   }
 
   has(id: string): boolean {
-    return this.places.has(id) || this.lentKey(id) >= 0;
+    return this.slotOf(id) !== undefined;
   }
 
   /** The vector under `id`, decoded afresh and not remembered: for a pass over every vector (indexing a loaded memory). */
   peek(id: string): Float32Array | undefined {
     const slot = this.slotOf(id);
-    if (slot === undefined) return this.keyLentVector(id);
+    if (slot === undefined) return undefined;
     if (slot === -1) return this.floats.get(id);
     const cached = this.decoded.get(id);
     if (cached) return cached;
@@ -247,10 +247,7 @@ export class VectorTable implements Map<string, Float32Array> {
    */
   dot(id: string, query: Float32Array): number | undefined {
     const slot = this.slotOf(id);
-    if (slot === undefined) {
-      const key = this.lentKey(id);
-      return key < 0 ? undefined : (this.keyLender(key).dot(key, query) ?? lost(id));
-    }
+    if (slot === undefined) return undefined;
     if (slot === -1) return dot(this.floats.get(id) as Float32Array, query);
     if (slot < -1) return this.lentDot(slot, id, query);
     if (slot >= I4_SLOTS) {
@@ -266,8 +263,8 @@ export class VectorTable implements Map<string, Float32Array> {
    * here, or lent to one index. Undefined when either holds nothing.
    */
   pairDot(a: string, b: string): number | undefined {
-    const slotA = this.slotOf(a) ?? this.keyLentSlot(a);
-    const slotB = this.slotOf(b) ?? this.keyLentSlot(b);
+    const slotA = this.slotOf(a);
+    const slotB = this.slotOf(b);
     if (slotA === undefined || slotB === undefined) return undefined;
     if (slotA >= I4_SLOTS && slotB >= I4_SLOTS) {
       const recordA = this.i4Record(slotA);
@@ -467,23 +464,6 @@ export class VectorTable implements Map<string, Float32Array> {
     return key !== undefined && (this.lentByKey[key] ?? 0) !== 0 ? key : -1;
   }
 
-  /** The rows of the index that holds the vector lent by `key`. */
-  private keyLender(key: number): IndexRows {
-    return this.lenders[(this.lentByKey[key] as number) - 1] as IndexRows;
-  }
-
-  /** The vector lent by key under `id`, read from its index; undefined where none is. */
-  private keyLentVector(id: string): Float32Array | undefined {
-    const key = this.lentKey(id);
-    return key < 0 ? undefined : (this.keyLender(key).vector(key) ?? lost(id));
-  }
-
-  /** The slot that names where the vector lent by key under `id` is, as a vector lent by id would name it (`lentTo`); undefined where none is. */
-  private keyLentSlot(id: string): number | undefined {
-    const key = this.lentKey(id);
-    return key < 0 ? undefined : -2 - (key * LENDERS + (this.lentByKey[key] as number) - 1);
-  }
-
   /** Calls `visit` with the id of each vector lent by key. */
   private forEachKeyLent(visit: (id: string) => void): void {
     if (this.lentCount === 0 || !this.owners) return;
@@ -504,10 +484,16 @@ export class VectorTable implements Map<string, Float32Array> {
     return true;
   }
 
-  /** `id`'s slot (see `slots`), or undefined when the table holds no vector under it. */
+  /**
+   * `id`'s slot (see `slots`), or undefined when the table holds no vector under it. A vector lent
+   * by key has no place: its slot is made as a vector lent by id would name it (`lentTo`), so
+   * every reader treats the two alike.
+   */
   private slotOf(id: string): number | undefined {
     const place = this.places.get(id);
-    return place === undefined ? undefined : this.slots[place];
+    if (place !== undefined) return this.slots[place];
+    const key = this.lentKey(id);
+    return key < 0 ? undefined : -2 - (key * LENDERS + (this.lentByKey[key] as number) - 1);
   }
 
   /** Keeps `slot` under `id`, which holds nothing (a caller deletes it first). */

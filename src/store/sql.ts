@@ -333,7 +333,8 @@ function keyGroups(driver: SqlDriver, partition: string): void {
 
 /** A group's stored member keys (`encodeGroupKeys`), `count` of them; null where it has none, or they do not read as that many. */
 function groupKeysOf(value: SqlValue | undefined, count: number): number[] | null {
-  return value instanceof Uint8Array || value instanceof ArrayBuffer ? decodeGroupKeys(bytesOf(value), count) : null;
+  const keys = blobOf(value);
+  return keys && decodeGroupKeys(keys, count);
 }
 
 function text(row: SqlRow, column: string): string {
@@ -346,9 +347,15 @@ function textOf(value: SqlValue | undefined, column: string): string {
 }
 
 function bytesOf(value: SqlValue | undefined): Uint8Array {
+  const bytes = blobOf(value);
+  if (bytes === null) throw new PrismError('CORRUPT_CHECKPOINT', `a vector is stored as ${typeof value}, not a blob`);
+  return bytes;
+}
+
+/** A blob's bytes, however the driver hands it over; null for a value of another kind. */
+function blobOf(value: SqlValue | undefined): Uint8Array | null {
   if (value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  throw new PrismError('CORRUPT_CHECKPOINT', `a vector is stored as ${typeof value}, not a blob`);
+  return value instanceof ArrayBuffer ? new Uint8Array(value) : null;
 }
 
 /** The stored schema version (0 for a new database); STORE_VERSION when a newer PRISM wrote it. */
@@ -489,9 +496,10 @@ export class SqlStore implements GraphStore {
         // A group's ids share its stem, and so their prefix.
         const ofRelations = form === 'working' && isRelationEdgeId(stem);
         if (ofRelations) indexedRelations.push(...vectorGroupMembers(stem, members).map((member) => memberId(stem, member)));
-        if (keyed && (keysValue instanceof Uint8Array || keysValue instanceof ArrayBuffer)) {
+        const keys = keyed && blobOf(keysValue);
+        if (keyed && keys) {
           slab ??= new Slab(groupBytes);
-          keyed.push({ stem, members, keys: bytesOf(keysValue), data: slab.copy(bytesOf(data)) });
+          keyed.push({ stem, members, keys, data: slab.copy(bytesOf(data)) });
           continue;
         }
         if (keyed) addKeyedGroups(vectors, keyed, meta.dim);

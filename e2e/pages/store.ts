@@ -363,48 +363,103 @@ const storeHarness = {
   },
 
   /**
-   * A bulk read's unsealing (`KeyFolder.unsealAll`): inside `whileReading`, by the worker (the
-   * sealed buffers are handed over, so they are left empty), in batches (values of ~3 MB in all, a
-   * batch holding ~1 MB); outside it, and where no `Worker` exists, on this thread (the buffers are
-   * kept). Each time every plaintext must come back in order, a value altered or sealed under a key
-   * the ring lacks must fail with CORRUPT_CHECKPOINT, and the same folder must read again after.
+   * A bulk read (`KeyFolder.bulkRead`) of a database of sealed values (300 single values of ~3 MB
+   * in all and 40 groups under partition 7, others under partitions 6 and 8): by the worker, and
+   * where no `Worker` exists by the same program on this thread. Each way the values of partition 7
+   * alone must come back decoded, in key order, part after part (a part holds ~1 MB), with their
+   * keys' ids, the values read at one key and the groups' member ids; a value sealed under a key
+   * added to the ring after the read began is unsealed on this thread under the ring read again;
+   * a value altered, or sealed under a key no ring holds, must fail with CORRUPT_CHECKPOINT, and
+   * the same folder must read again after.
    */
-  async unsealing(name: string): Promise<{ ways: Record<string, { same: boolean; handedOver: number; kept: number }>; altered: Failure | null; missingKey: Failure | null; readAfterFailure: boolean }> {
+  async bulkReading(name: string): Promise<{ ways: Record<string, { same: boolean; workers: number }>; lateKey: boolean; altered: Failure | null; missingKey: Failure | null; readAfterFailure: boolean }> {
     const folder = await KeyFolder.open(name);
-    const ring = await folder.read('unsealing');
+    const ring = await folder.read('reading');
     const keys = [ring.add('chunk-a'), ring.add('chunk-b'), ring.add(null)];
     const random = mulberry32(11);
     const plains = Array.from({ length: 300 }, (_, i) => Uint8Array.from({ length: i % 50 === 0 ? 40_000 : 1 + Math.floor(random() * 12_000) }, () => Math.floor(random() * 256)));
-    const sealedValues = () => Promise.all(plains.map(async (plain, i) => ({ keyId: keys[i % keys.length] as string, sealed: await folder.seal(ring, keys[i % keys.length] as string, plain) })));
     const checksumOf = (plain: Uint8Array) => `${plain.length}:${plain.reduce((sum, byte, i) => (sum * 31 + byte + i) % 1_000_003, 7)}`;
-    const expected = plains.map(checksumOf).join(',');
-    const run = async (values: Array<{ keyId: string; sealed: ArrayBuffer }>) => {
-      const same = (await folder.unsealAll(ring, values, checksumOf)).join(',') === expected;
-      return { same, handedOver: values.filter((value) => value.sealed.byteLength === 0).length, kept: values.filter((value) => value.sealed.byteLength > 0).length };
+    const id = (i: number) => `v${String(i).padStart(4, '0')}`;
+    const database = `${name}-db`;
+    const db = await openDB(database, 1, {
+      upgrade(db) {
+        for (const store of ['meta', 'values', 'groups']) db.createObjectStore(store);
+      },
+    });
+    /** Every value, and a group every 10 values (its members the ids of those values), sealed anew: `keyOf` picks each one's key. */
+    const write = async (keyOf: (i: number) => string) => {
+      const tx = db.transaction(['meta', 'values', 'groups'], 'readwrite');
+      await tx.objectStore('meta').put({ partition: 7 }, 7);
+      for (const [i, plain] of plains.entries()) {
+        const keyId = keyOf(i);
+        for (const token of [6, 7, 8]) await tx.objectStore('values').put({ keyId, sealed: await folder.seal(ring, keyId, token === 7 ? plain : plain.slice(1)) }, [token, id(i)]);
+        if (i % 10 === 0) await tx.objectStore('groups').put({ keyId, sealed: await folder.seal(ring, keyId, plain), members: [0, 1, 2].map((m) => [7, id(i + m)]) }, [7, id(i)]);
+      }
+      await tx.done;
     };
-    const ways: Record<string, { same: boolean; handedOver: number; kept: number }> = {};
-    const inWorker = await sealedValues();
-    ways['inWorker'] = await folder.whileReading(() => run(inWorker));
-    ways['outsideARead'] = await run(await sealedValues());
-    const withoutWorker = await sealedValues();
-    const worker = globalThis.Worker;
-    Object.defineProperty(globalThis, 'Worker', { value: undefined, configurable: true, writable: true });
-    try {
-      ways['noWorker'] = await folder.whileReading(() => run(withoutWorker));
-    } finally {
-      Object.defineProperty(globalThis, 'Worker', { value: worker, configurable: true, writable: true });
+    const expected = JSON.stringify({
+      got: [{ partition: 7 }, null],
+      ids: plains.map((_, i) => id(i)),
+      values: plains.map(checksumOf),
+      groups: plains.flatMap((plain, i) => (i % 10 === 0 ? [`${[0, 1, 2].map((m) => id(i + m)).join('|')}#${checksumOf(plain)}`] : [])),
+    });
+    const read = async (ringNow = ring, ringWith = () => folder.read('reading')) => {
+      const reading = folder.bulkRead(
+        ringNow,
+        { database, lower: [7], upper: [7, []], gets: [['meta', 7], ['meta', 9]], keysOf: ['values'] },
+        { values: (plain) => checksumOf(plain), groups: (plain, group) => `${(group.members ?? []).join('|')}#${checksumOf(plain)}` },
+        ringWith,
+      );
+      const [got, ids, values, groups] = await Promise.all([reading.got, reading.keys('values'), reading.values.values, reading.values.groups, reading.done]);
+      return JSON.stringify({ got: got.map((value) => value ?? null), ids, values, groups });
+    };
+    // Workers made, counted: the page's thread reads only where none is.
+    const RealWorker = globalThis.Worker;
+    let workers = 0;
+    const counting = class extends RealWorker {
+      constructor(...args: ConstructorParameters<typeof Worker>) {
+        super(...args);
+        workers++;
+      }
+    };
+    const countingWorkers = async <T>(kind: typeof Worker | undefined, run: () => Promise<T>): Promise<{ result: T; workers: number }> => {
+      workers = 0;
+      Object.defineProperty(globalThis, 'Worker', { value: kind, configurable: true, writable: true });
+      try {
+        return { result: await run(), workers };
+      } finally {
+        Object.defineProperty(globalThis, 'Worker', { value: RealWorker, configurable: true, writable: true });
+      }
+    };
+    await write((i) => keys[i % keys.length] as string);
+    await folder.write(ring);
+    const ways: Record<string, { same: boolean; workers: number }> = {};
+    for (const [way, kind] of [['inWorker', counting], ['noWorker', undefined]] as const) {
+      const { result, workers: made } = await countingWorkers(kind, () => read());
+      ways[way] = { same: result === expected, workers: made };
     }
-    const tampered = await sealedValues();
-    const scribbled = new Uint8Array(tampered[150]!.sealed);
+    // A key the ring handed to the read lacks (added after): its values come back sealed and are unsealed here.
+    const before = ring.copy();
+    const late = ring.add('chunk-late');
+    await write((i) => (i % 7 === 0 ? late : (keys[i % keys.length] as string)));
+    await folder.write(ring);
+    const lateKey = (await read(before)) === expected;
+    const tx = db.transaction('values', 'readwrite');
+    const victim = (await tx.store.get([7, id(150)])) as { keyId: string; sealed: ArrayBuffer };
+    const scribbled = new Uint8Array(victim.sealed.slice(0));
     scribbled[40] = (scribbled[40] as number) ^ 1;
-    const altered = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, tampered, checksumOf)));
-    const unknown = await sealedValues();
-    unknown[7] = { keyId: 'not-in-the-ring', sealed: unknown[7]!.sealed };
-    const missingKey = await failureOf(() => folder.whileReading(() => folder.unsealAll(ring, unknown, checksumOf)));
-    const again = await sealedValues();
-    const readAfterFailure = (await folder.whileReading(() => run(again))).same;
-    await folder.remove('unsealing');
-    return { ways, altered, missingKey, readAfterFailure };
+    await tx.store.put({ keyId: victim.keyId, sealed: scribbled.buffer }, [7, id(150)]);
+    await tx.done;
+    const altered = await failureOf(() => read());
+    await write((i) => keys[i % keys.length] as string);
+    const unknown = (await db.get('values', [7, id(7)])) as { keyId: string; sealed: ArrayBuffer };
+    await db.put('values', { keyId: 'not-in-the-ring', sealed: unknown.sealed }, [7, id(7)]);
+    const missingKey = await failureOf(() => read());
+    await write((i) => keys[i % keys.length] as string);
+    const readAfterFailure = (await read()) === expected;
+    db.close();
+    await folder.remove('reading');
+    return { ways, lateKey, altered, missingKey, readAfterFailure };
   },
 
   /**

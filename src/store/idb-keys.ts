@@ -8,7 +8,7 @@
  * every copy of what it sealed becomes noise.
  */
 import { PrismError } from '../errors.ts';
-import { IV_BYTES, UnsealWorker } from './unseal-worker.ts';
+import { IV_BYTES, ReadWorker, type BulkReadRequest, type ReadAnswer, type ReadValue } from './read-worker.ts';
 
 /**
  * The owner of the key that seals a partition's derived state (see `GraphStore.loadDerived`).
@@ -19,12 +19,6 @@ import { IV_BYTES, UnsealWorker } from './unseal-worker.ts';
 export const DERIVED_OWNER = 'derived state';
 
 const KEY_BYTES = 32;
-
-/**
- * Sealed bytes a batch sent to the unsealing worker holds at most: the page decodes a batch while
- * the worker unseals the next, and a read's first values wait for no more than one batch.
- */
-const WORKER_BATCH_BYTES = 1 << 20;
 
 /** One key of a ring: a random id (what sealed values name), the record it is for, the key bytes. */
 interface RingEntry {
@@ -167,11 +161,11 @@ export class KeyFolder {
   private readonly rings = new Map<string, { stamp: string; ring: KeyRing }>();
 
   /**
-   * The worker that unseals the values of bulk reads (`unsealAll`) while one is in flight
-   * (`whileReading`), null between them: an idle one kept ~40 MB of the tab. It resolves to null
-   * where no worker can run.
+   * The worker that does the bulk reads (`bulkRead`) while one is in flight, null between them:
+   * an idle one kept ~40 MB of the tab. Where no worker can run, the same program runs on this
+   * thread (see `ReadWorker`).
    */
-  private worker: Promise<UnsealWorker | null> | null = null;
+  private worker: Promise<ReadWorker> | null = null;
   /** Bulk reads in flight. */
   private readers = 0;
 
@@ -190,31 +184,16 @@ export class KeyFolder {
   }
 
   /**
-   * Starts the unsealing worker ahead of a bulk read that is coming (a store's open, before the
+   * Starts the reading worker ahead of a bulk read that is coming (a store's open, before the
    * memory's first load): started by the read itself, its start delayed the read's first values.
    */
   prepareReading(): void {
-    this.worker ??= UnsealWorker.start();
+    this.worker ??= ReadWorker.start();
   }
 
-  /**
-   * Runs `read`, a bulk read whose values are unsealed through `unsealAll`, with the unsealing
-   * worker running (started for it unless `prepareReading` started it) and stopped once no such
-   * read is left in flight.
-   */
-  async whileReading<T>(read: () => Promise<T>): Promise<T> {
-    this.prepareReading();
-    this.readers++;
-    try {
-      return await read();
-    } finally {
-      if (--this.readers === 0) this.stopWorker();
-    }
-  }
-
-  /** Stops the unsealing worker, if one runs. */
+  /** Stops the reading worker, if one runs. */
   stopWorker(): void {
-    void this.worker?.then((started) => started?.terminate());
+    void this.worker?.then((started) => started.terminate());
     this.worker = null;
   }
 
@@ -298,40 +277,107 @@ export class KeyFolder {
   }
 
   /**
-   * `decode` of each value's plaintext, in order: a bulk read's. Unsealed by the folder's worker
-   * where one runs (see `whileReading`), a batch of `WORKER_BATCH_BYTES` at a time, each batch
-   * decoded here as it comes back while the worker goes on with the next; the values' sealed
-   * buffers are handed to the worker, so the caller must not read them again. Else one by one
-   * on this thread, as `unseal` does.
+   * Reads `request` and `decoders`' stores (`BulkReadRequest`) in one transaction, by the folder's
+   * worker (started for it unless `prepareReading` started it, and stopped once no bulk read is
+   * left in flight), each value unsealed under its key of `ring` and decoded here as its part
+   * comes back, while the worker goes on with the next. A value sealed under a key `ring` lacks
+   * (one written after `ring` was read) is unsealed here under the ring `ringWith` gives for it:
+   * CORRUPT_CHECKPOINT when that one lacks it too, or when a value does not decrypt.
    */
-  async unsealAll<V extends { keyId: string; sealed: ArrayBuffer }, T>(ring: KeyRing, values: readonly V[], decode: (plain: Uint8Array<ArrayBuffer>, value: V) => T): Promise<T[]> {
-    const worker = await this.worker;
-    if (worker === null) return Promise.all(values.map(async (value) => decode(await this.unseal(ring, value.keyId, value.sealed), value)));
-    for (const { keyId } of values) if (!ring.has(keyId)) throw missingKey(ring, keyId);
-    const batches: Array<{ values: readonly V[]; plains: Promise<Array<ArrayBuffer | null>> }> = [];
-    for (let start = 0; start < values.length; ) {
-      let end = start;
-      for (let bytes = 0; end < values.length && (end === start || bytes < WORKER_BATCH_BYTES); end++) bytes += (values[end] as V).sealed.byteLength;
-      const batch = values.slice(start, end);
-      const plains = worker.unseal(batch, (id) => ring.bytesOf(id));
-      // Awaited below in order; a batch left behind by an earlier failure must not reject unheard.
-      plains.catch(() => undefined);
-      batches.push({ values: batch, plains });
-      start = end;
+  bulkRead<D extends Record<string, ValueDecoder<unknown>>>(
+    ring: KeyRing,
+    request: Omit<BulkReadRequest, 'valuesOf'>,
+    decoders: D,
+    ringWith: (values: ReadonlyArray<{ keyId: string }>) => Promise<KeyRing>,
+  ): BulkRead<D> {
+    const got = settleLater<unknown[]>();
+    const keys = new Map(request.keysOf.map((store) => [store, settleLater<string[]>()] as const));
+    /** Each store's decoding: its values decoded so far, and the parts still being decoded, in order. */
+    interface StoreDecoding {
+      decode: ValueDecoder<unknown>;
+      decoded: unknown[];
+      parts: Promise<void>;
+      settled: ReturnType<typeof settleLater<unknown[]>>;
     }
-    const decoded: T[] = [];
-    for (const batch of batches) {
-      const plains = await batch.plains.catch((cause: unknown) => {
-        throw new PrismError('STORE_IO', `unsealing the values of ${ring.name}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-      });
-      batch.values.forEach((value, i) => {
-        const plain = plains[i];
-        if (plain === null || plain === undefined) throw altered(ring, value.keyId);
-        decoded.push(decode(new Uint8Array(plain), value));
-      });
-    }
-    return decoded;
+    const stores = new Map(Object.entries(decoders).map(([store, decode]): [string, StoreDecoding] => [store, { decode, decoded: [], parts: Promise.resolve(), settled: settleLater<unknown[]>() }]));
+    /** The read's first error, once it has one: every result not settled yet is rejected with it. */
+    const failure: { error?: unknown; failed: boolean } = { failed: false };
+    const fail = (error: unknown): void => {
+      if (failure.failed) return;
+      Object.assign(failure, { error, failed: true });
+      for (const later of [got, ...keys.values(), ...[...stores.values()].map(({ settled }) => settled)]) later.reject(error);
+    };
+    const decodePart = async (store: StoreDecoding, values: readonly ReadValue[], last: boolean): Promise<void> => {
+      if (failure.failed) return;
+      const stillSealed = values.filter(({ plain, sealed }) => plain === null && sealed !== null);
+      const ringNow = stillSealed.length > 0 ? await ringWith(stillSealed) : ring;
+      for (const value of values) {
+        const plain = value.plain !== null ? new Uint8Array(value.plain) : value.sealed !== null ? await this.unseal(ringNow, value.keyId, value.sealed) : null;
+        if (plain === null) throw altered(ring, value.keyId);
+        store.decoded.push(store.decode(plain, value));
+      }
+      if (last) store.settled.resolve(store.decoded);
+    };
+    const heard = (answer: ReadAnswer): void => {
+      if (failure.failed) return;
+      if ('got' in answer) got.resolve(answer.got);
+      else if ('keys' in answer) keys.get(answer.store)?.resolve(JSON.parse(answer.keys) as string[]);
+      else if ('values' in answer) {
+        const store = stores.get(answer.store);
+        if (!store) return;
+        const values = answer.values.map((value): ReadValue => ({ ...value, members: value.members === null ? null : (JSON.parse(value.members) as string[]) }));
+        store.parts = store.parts.then(() => decodePart(store, values, answer.last)).catch(fail);
+      }
+    };
+    this.prepareReading();
+    this.readers++;
+    const done = (async () => {
+      try {
+        const reader = await (this.worker as Promise<ReadWorker>);
+        await reader.read({ ...request, valuesOf: [...stores.keys()] }, ring.ids.map((id) => [id, ring.bytesOf(id) as Uint8Array]), heard);
+        await Promise.all([...stores.values()].map(({ parts }) => parts));
+      } catch (error) {
+        fail(error);
+      } finally {
+        if (--this.readers === 0) this.stopWorker();
+      }
+      if (failure.failed) throw failure.error;
+    })();
+    done.catch(() => undefined);
+    return {
+      got: got.promise,
+      keys: (store) => keys.get(store)?.promise ?? Promise.reject(new Error(`${store}'s keys were not asked for`)),
+      values: Object.fromEntries([...stores].map(([store, { settled }]) => [store, settled.promise])) as BulkRead<D>['values'],
+      done,
+    };
   }
+}
+
+/** Decodes one value of a bulk read from its plaintext (see `KeyFolder.bulkRead`). */
+export type ValueDecoder<T> = (plain: Uint8Array<ArrayBuffer>, value: ReadValue) => T;
+
+/** A bulk read's results as they come: each settles with the read's error where it fails. */
+export interface BulkRead<D extends Record<string, ValueDecoder<unknown>>> {
+  /** The values read at one key each, in the request's order. */
+  got: Promise<unknown[]>;
+  /** A `keysOf` store's ids, in key order. */
+  keys(store: string): Promise<string[]>;
+  /** Each store's values decoded, in key order. */
+  values: { [Store in keyof D]: Promise<Array<ReturnType<D[Store]>>> };
+  /** Settles once every value is decoded. */
+  done: Promise<void>;
+}
+
+/** A promise settled from outside; a rejection nobody awaits is not reported as unhandled. */
+function settleLater<T>(): { promise: Promise<T>; resolve(value: T): void; reject(error: unknown): void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }
 
 function missingKey(ring: KeyRing, id: string): PrismError {

@@ -158,9 +158,10 @@ function nodeWritesOf(plan: RecordPlan, putNodes: ReadonlyMap<string, GraphNode>
   return { entities, grouped };
 }
 
-/** How errors name a group record. */
-function groupName(store: GroupStore, group: SealedGroup): string {
-  return `${GROUP_STORES[store].kind} group ${group.keyId}`;
+/** A group record as read: its key's id and its members' ids, in order (a bulk read's `ReadValue` gives them so). */
+interface GroupRead {
+  keyId: string;
+  members: readonly string[] | null;
 }
 
 /** The ids of a group record's members, in order. */
@@ -168,14 +169,19 @@ function memberIds(group: SealedGroup): string[] {
   return group.members.map(([, id]) => id);
 }
 
+/** How errors name a group record. */
+function groupName(store: GroupStore, group: GroupRead): string {
+  return `${GROUP_STORES[store].kind} group ${group.keyId}`;
+}
+
 /** A group record's values by member id, from its unsealed bytes; CORRUPT_CHECKPOINT when its members and values do not match. */
-function valuesOfGroup(store: GroupStore, group: SealedGroup, plain: Uint8Array): Map<string, Uint8Array> {
-  return splitGroupValues(groupName(store, group), memberIds(group), plain);
+function valuesOfGroup(store: GroupStore, group: GroupRead, plain: Uint8Array): Map<string, Uint8Array> {
+  return splitGroupValues(groupName(store, group), group.members ?? [], plain);
 }
 
 /** `valuesOfGroup` of a node or edge group, each value its record's JSON. */
-function rowsOfGroup(store: 'nodeGroups' | 'edgeGroups', group: SealedGroup, plain: Uint8Array): StoredRow[] {
-  return splitGroupTexts(groupName(store, group), memberIds(group), plain);
+function rowsOfGroup(store: 'nodeGroups' | 'edgeGroups', group: GroupRead, plain: Uint8Array): StoredRow[] {
+  return splitGroupTexts(groupName(store, group), group.members ?? [], plain);
 }
 
 const ALL_STORES = [...RECORD_STORES, 'meta', 'revisions', 'cache', 'counters', 'ringCleanups'] as const satisfies readonly StoreName[];
@@ -546,7 +552,7 @@ export class IndexedDbStore implements GraphStore {
   }
 
   /** Ring `name` as last read, or read again when it lacks a key some value names (a newer key). */
-  private async ringFor(name: string, values: readonly Sealed[]): Promise<KeyRing> {
+  private async ringFor(name: string, values: ReadonlyArray<{ keyId: string }>): Promise<KeyRing> {
     const cached = this.readRings.get(name);
     if (cached && values.every((value) => cached.has(value.keyId))) return cached;
     const ring = await this.keys.read(name);
@@ -622,91 +628,98 @@ export class IndexedDbStore implements GraphStore {
   /** The partition's records, derived edges as keys: with every edge (`whole`), or with the relation edges left as `relationsAsOpened` rows (`working`). */
   private async read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
     try {
-      return await this.withKeys('shared', () =>
-        this.keys.whileReading(async () => {
-          const token = (await this.liveTokens()).get(partition);
-          if (token === undefined) return null;
-          const tx = this.usable('loading').transaction(['meta', 'revisions', ...RECORD_STORES], 'readonly');
-          const range = partitionRange(token);
-          // Every read goes out at once, and each store's values are unsealed and decoded as they
-          // arrive while the reads behind them go on: taken only once every read had returned, the
-          // values of 30K messages of chat waited ~1.3 s of reads before the first was decoded.
-          const metaSealed = tx.objectStore('meta').get(token);
-          const partitionMeta = metaSealed.then(async (sealed) => (sealed === undefined ? null : this.openMeta(token, sealed)));
-          /** `values` unsealed (off the main thread where a worker runs: `KeyFolder.unsealAll`) and decoded; none when the partition has no meta (nothing is read of it then). */
-          const unsealed = <V extends Sealed, T>(values: Promise<readonly V[]>, decode: (plain: Uint8Array<ArrayBuffer>, value: V) => T): Promise<T[]> =>
-            Promise.all([values, partitionMeta]).then(async ([sealed, meta]) => {
-              if (meta === null) return [];
-              return this.keys.unsealAll(await this.ringFor(ringOf(token), sealed), sealed, decode);
-            });
-          const store = <Name extends (typeof RECORD_STORES)[number]>(name: Name) => tx.objectStore(name);
-          const text = (plain: Uint8Array): string => decoder.decode(plain);
-          // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
-          const keyedRows = (name: 'nodes' | 'edges'): Promise<StoredRow[]> =>
-            Promise.all([store(name).getAllKeys(range), unsealed(store(name).getAll(range), text)]).then(([keys, texts]) => texts.map((json, i): StoredRow => [(keys[i] as RecordKey)[1], json]));
-          const groupedRows = (name: 'nodeGroups' | 'edgeGroups'): Promise<StoredRow[]> =>
-            unsealed(store(name).getAll(range), (plain, group) => rowsOfGroup(name, group, plain)).then((groups) => groups.flat());
-          const chunks = unsealed(store('chunks').getAll(range), (plain) => decodeChunk(text(plain)));
-          const nodeRows = Promise.all([keyedRows('nodes'), groupedRows('nodeGroups')]);
-          const pages = Promise.all([store('entityPages').getAllKeys(range), unsealed(store('entityPages').getAll(range), text)]);
-          // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
-          const splitEdgeRows = Promise.all([keyedRows('edges'), groupedRows('edgeGroups')]).then((lists) => {
-            const others: StoredRow[] = [];
-            const relations: StoredRow[] = [];
-            for (const row of lists.flat()) (form === 'working' && isRelationEdgeId(row[0]) ? relations : others).push(row);
-            return { others, relations };
+      return await this.withKeys('shared', async () => {
+        const token = (await this.liveTokens()).get(partition);
+        if (token === undefined) return null;
+        // Every store is read at once, off this thread where a worker runs (`KeyFolder.bulkRead`),
+        // and each store's values are decoded here as they arrive while the reads behind them go
+        // on: taken only once every read had returned, the values of 30K messages of chat waited
+        // ~1.3 s of reads before the first was decoded.
+        const database = this.usable('loading').name;
+        const ring = await this.keys.read(ringOf(token));
+        this.readRings.set(ringOf(token), ring);
+        const text = (plain: Uint8Array): string => decoder.decode(plain);
+        const reading = this.keys.bulkRead(
+          ring,
+          { database, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['nodes', 'edges', 'entityPages', 'vectors', 'hashes'] },
+          {
+            nodes: text,
+            nodeGroups: (plain, group) => rowsOfGroup('nodeGroups', group, plain),
+            edges: text,
+            edgeGroups: (plain, group) => rowsOfGroup('edgeGroups', group, plain),
+            entityPages: text,
+            chunks: (plain) => decodeChunk(text(plain)),
+            vectors: (plain) => plain,
+            vectorGroups: (plain, group) => valuesOfGroup('vectorGroups', group, plain),
+          },
+          (values) => this.ringFor(ringOf(token), values),
+        );
+        const { values } = reading;
+        const partitionMeta = reading.got.then(async ([sealed]) => (sealed === undefined ? null : this.openMeta(token, sealed as Sealed)));
+        const revision = reading.got.then(([revision]) => revision as number | undefined);
+        // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
+        const keyedRows = (name: 'nodes' | 'edges'): Promise<StoredRow[]> => Promise.all([reading.keys(name), values[name]]).then(([ids, texts]) => texts.map((json, i): StoredRow => [ids[i] as string, json]));
+        const nodeRows = Promise.all([keyedRows('nodes'), values.nodeGroups.then((groups) => groups.flat())]);
+        const pages = Promise.all([reading.keys('entityPages'), values.entityPages]);
+        // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
+        const splitEdgeRows = Promise.all([keyedRows('edges'), values.edgeGroups.then((groups) => groups.flat())]).then((lists) => {
+          const others: StoredRow[] = [];
+          const relations: StoredRow[] = [];
+          for (const row of lists.flat()) (form === 'working' && isRelationEdgeId(row[0]) ? relations : others).push(row);
+          return { others, relations };
+        });
+        const edgeRows = splitEdgeRows.then(({ others }) => others);
+        const relationRows = splitEdgeRows.then(({ relations }) => relations);
+        const chunks = values.chunks;
+        const vectorRows = Promise.all([reading.keys('vectors'), values.vectors]);
+        const vectorGroups = values.vectorGroups;
+        const hashKeys = reading.keys('hashes');
+        // The records are decoded once the stores they name have come, while the vectors may still be read.
+        const records = Promise.all([nodeRows, edgeRows, pages, chunks]).then(([nodeRows, edgeRows, [pageIds, pageJson], chunks]) => {
+          // Keys sort by Entity id, then page number: each Entity's pages come in order.
+          const pagesById = new Map<string, string[]>();
+          pageIds.forEach((id, i) => {
+            const list = pagesById.get(id) ?? [];
+            list.push(pageJson[i] as string);
+            pagesById.set(id, list);
           });
-          const edgeRows = splitEdgeRows.then(({ others }) => others);
-          const relationRows = splitEdgeRows.then(({ relations }) => relations);
-          const revision = tx.objectStore('revisions').get(token);
-          const vectorRows = Promise.all([store('vectors').getAllKeys(range), unsealed(store('vectors').getAll(range), (plain) => plain)]);
-          const vectorGroups = unsealed(store('vectorGroups').getAll(range), (plain, group) => valuesOfGroup('vectorGroups', group, plain));
-          const hashKeys = store('hashes').getAllKeys(range);
-          // The records are decoded once the stores they name have come, while the vectors may still be read.
-          const records = Promise.all([nodeRows, edgeRows, pages, chunks]).then(([nodeRows, edgeRows, [pageKeys, pageJson], chunks]) => {
-            // Keys sort by Entity id, then page number: each Entity's pages come in order.
-            const pagesById = new Map<string, string[]>();
-            pageKeys.forEach(([, id], i) => {
-              const list = pagesById.get(id) ?? [];
-              list.push(pageJson[i] as string);
-              pagesById.set(id, list);
-            });
-            return readStoredRecords(nodeRows.flat(), edgeRows, new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
-          });
-          const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, [vectorKeys, vectorBytes], groups]) => {
-            const table = new VectorTable();
-            if (meta === null) return table;
-            const stored: Array<[string, Uint8Array]> = vectorKeys.map(([, id], i) => [id, vectorBytes[i] ?? new Uint8Array(0)]);
-            // The whole memory's in id order, as the other stores hand them over, whichever record
-            // kept them; a working set's as read (as a SQL store's), which no reader depends on: a
-            // sort of ~160K ids was ~50 ms of a cold open at 30K messages of chat.
-            if (form === 'whole') {
-              for (const values of groups) stored.push(...values);
-              stored.sort((a, b) => compareIds(a[0], b[0]));
-            } else {
-              for (const values of groups) for (const [id, bytes] of values) table.addStored(id, bytes, meta.meta.dim);
-            }
-            for (const [id, bytes] of stored) table.addStored(id, bytes, meta.meta.dim);
-            return table;
-          });
-          const [opened, loaded, openedChunks, table, hashes, relations, openRevision] = await Promise.all([partitionMeta, records, chunks, vectors, hashKeys, relationRows, revision, tx.done]);
-          if (opened === null) return null;
-          // As a SQL store's working set: the relation edges with a vector are held as any edge too
-          // (an index names their keys), and `relations` holds every relation edge.
-          const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
-          // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
-          const indexed = [...new Map(relations.filter(([id]) => table.has(id)))];
-          return {
-            meta: opened.meta,
-            ...loaded,
-            edges: indexed.length === 0 ? loaded.edges : [...loaded.edges, ...indexed.map(([id, json]) => decodeEdge(json, id))],
-            chunks: openedChunks,
-            vectors: table,
-            hashes: new Set(hashes.map(([, hash]) => hash)),
-            ...(left ? { relations: left } : {}),
-          };
-        }),
-      );
+          return readStoredRecords(nodeRows.flat(), edgeRows, new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
+        });
+        const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, [vectorIds, vectorBytes], groups]) => {
+          const table = new VectorTable();
+          if (meta === null) return table;
+          const stored: Array<[string, Uint8Array]> = vectorIds.map((id, i) => [id, vectorBytes[i] ?? new Uint8Array(0)]);
+          // The whole memory's in id order, as the other stores hand them over, whichever record
+          // kept them; a working set's as read (as a SQL store's), which no reader depends on: a
+          // sort of ~160K ids was ~50 ms of a cold open at 30K messages of chat.
+          if (form === 'whole') {
+            for (const values of groups) stored.push(...values);
+            stored.sort((a, b) => compareIds(a[0], b[0]));
+          } else {
+            for (const values of groups) for (const [id, bytes] of values) table.addStored(id, bytes, meta.meta.dim);
+          }
+          for (const [id, bytes] of stored) table.addStored(id, bytes, meta.meta.dim);
+          return table;
+        });
+        // A partition cleared since its token was read has no meta: its values (if any were read) are not decoded for anything.
+        const opened = await partitionMeta;
+        if (opened === null) return null;
+        const [loaded, openedChunks, table, hashes, relations, openRevision] = await Promise.all([records, chunks, vectors, hashKeys, relationRows, revision, reading.done]);
+        // As a SQL store's working set: the relation edges with a vector are held as any edge too
+        // (an index names their keys), and `relations` holds every relation edge.
+        const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
+        // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
+        const indexed = [...new Map(relations.filter(([id]) => table.has(id)))];
+        return {
+          meta: opened.meta,
+          ...loaded,
+          edges: indexed.length === 0 ? loaded.edges : [...loaded.edges, ...indexed.map(([id, json]) => decodeEdge(json, id))],
+          chunks: openedChunks,
+          vectors: table,
+          hashes: new Set(hashes),
+          ...(left ? { relations: left } : {}),
+        };
+      });
     } catch (err) {
       throw storeError(err, `loading ${this.name}`);
     }
@@ -1063,7 +1076,7 @@ export class IndexedDbStore implements GraphStore {
     await Promise.all(
       held.map(async (keyId, i) => {
         const group = found[i];
-        if (group) groups.set(keyId, valuesOfGroup(store, group, await this.keys.unseal(ring, keyId, group.sealed)));
+        if (group) groups.set(keyId, valuesOfGroup(store, { keyId, members: memberIds(group) }, await this.keys.unseal(ring, keyId, group.sealed)));
       }),
     );
     const wanted = new Set(ids);

@@ -1,0 +1,260 @@
+/**
+ * The IndexedDB store's bulk reads (a memory's open), done off the page's main thread: a
+ * dedicated worker opens the database, reads the partition's stores in one transaction, unseals
+ * each value (AES-GCM) and hands the plaintexts over (transferred, not copied), a part of
+ * `PART_BYTES` at a time, while the page decodes the parts already back. At 30K messages of chat
+ * a cold open reads ~18,000 sealed values: on the page's thread, IndexedDB's deserialising of
+ * them (their group records' ~350K member keys, each an array) took ~300 ms and WebCrypto's
+ * `decrypt` ~12 µs of the calling thread a value whatever its size (~230 ms).
+ *
+ * The worker is made from `readerMain`'s own source (a Blob URL), so no bundler has to find a
+ * second file. Where no worker can start (no `Worker`, a content security policy without
+ * `worker-src blob:`, or no answer in `HANDSHAKE_MS`), the same program runs on the page's own
+ * thread (`ReadWorker.start` gives one that does), so both ways read, unseal and answer alike.
+ */
+
+/** IV bytes before each sealed value's ciphertext and tag (as `KeyFolder.seal` writes them). */
+export const IV_BYTES = 12;
+
+/** How long a new worker may take to answer its first message before it is given up. */
+const HANDSHAKE_MS = 2000;
+
+/**
+ * Sealed bytes one part of a store's values holds at most: the page decodes a part while the
+ * worker unseals the next, and a store's first values wait for no more than one part.
+ */
+const PART_BYTES = 1 << 20;
+
+/** One bulk read: stores of database `database` over the keys from `lower` to `upper`, in one read-only transaction. */
+export interface BulkReadRequest {
+  database: string;
+  lower: IDBValidKey;
+  upper: IDBValidKey;
+  /** Values read at one key each (a partition's meta and revision), as stored. */
+  gets: Array<[store: string, key: IDBValidKey]>;
+  /** Stores whose keys in the range are read: each key's second part (an id), in key order. */
+  keysOf: string[];
+  /** Stores whose sealed values (`{ keyId, sealed, members? }`) in the range are read and unsealed, in key order. */
+  valuesOf: string[];
+}
+
+/**
+ * A value of `valuesOf`, unsealed: the id of the key it was sealed under, its group's member ids
+ * (a group record's: each member key's second part), and its plaintext. Where the worker was
+ * not sent its key, `plain` is null and `sealed` holds it still; where it did not decrypt
+ * (altered), both are null.
+ */
+export interface ReadValue {
+  keyId: string;
+  members: string[] | null;
+  plain: ArrayBuffer | null;
+  sealed: ArrayBuffer | null;
+}
+
+/** What the worker answers a read, message by message, in the request's order: gets, keys, then each store's values in parts. */
+export type ReadAnswer =
+  | { batch: number; got: unknown[] }
+  | { batch: number; store: string; keys: string }
+  | { batch: number; store: string; values: Array<Omit<ReadValue, 'members'> & { members: string | null }>; last: boolean }
+  | { batch: number; done: true }
+  | { batch: number; error: string };
+
+/** A message to the program: a read (keys it may need: id, raw bytes), or, with no read, the handshake. */
+interface ReadMessage {
+  batch: number;
+  read?: BulkReadRequest;
+  keys?: Array<[string, ArrayBuffer]>;
+  /** `IV_BYTES` and `PART_BYTES`: the program names nothing outside itself. */
+  ivBytes: number;
+  partBytes: number;
+}
+
+/** Where the program runs: a worker's global scope, or a stand-in for one on the page's thread. */
+interface ReaderScope {
+  onmessage: ((event: { data: ReadMessage }) => void) | null;
+  postMessage(message: ReadAnswer, transfer: Transferable[]): void;
+}
+
+/** The reader's whole program: it runs from its source text, so it names nothing outside itself. */
+function readerMain(scope: ReaderScope): void {
+  const imported = new Map<string, Promise<CryptoKey>>();
+  const settled = <T>(request: IDBRequest<T>): Promise<T> =>
+    new Promise((resolve, reject) => {
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+  // A key's second part: an id (the first is the partition's token).
+  const idsOf = (keys: readonly IDBValidKey[]): string[] => keys.map((key) => (Array.isArray(key) ? String(key[1]) : String(key)));
+  const unseal = async (value: { keyId: string; sealed: ArrayBuffer }, ivBytes: number): Promise<ArrayBuffer | null> => {
+    const bytes = new Uint8Array(value.sealed);
+    try {
+      return await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, ivBytes) }, await (imported.get(value.keyId) as Promise<CryptoKey>), bytes.subarray(ivBytes));
+    } catch {
+      return null;
+    }
+  };
+  const read = async ({ batch, read: request, keys = [], ivBytes, partBytes }: ReadMessage & { read: BulkReadRequest }): Promise<void> => {
+    for (const [id, bytes] of keys) if (!imported.has(id)) imported.set(id, crypto.subtle.importKey('raw', bytes, 'AES-GCM', false, ['decrypt']));
+    const db = await new Promise<IDBDatabase>((resolve, reject) => {
+      const open = indexedDB.open(request.database);
+      // No such database (the page's connection would have kept it): made now, so nothing to read.
+      open.onupgradeneeded = () => open.transaction?.abort();
+      open.onsuccess = () => resolve(open.result);
+      open.onerror = () => reject(open.error ?? new Error(`${request.database} did not open`));
+    });
+    // Another connection's upgrade must not wait for this one.
+    db.onversionchange = () => db.close();
+    try {
+      const tx = db.transaction([...new Set([...request.gets.map(([store]) => store), ...request.keysOf, ...request.valuesOf])], 'readonly');
+      const done = new Promise<void>((resolve, reject) => {
+        tx.oncomplete = () => resolve();
+        tx.onabort = () => reject(tx.error ?? new Error('the read was aborted'));
+      });
+      done.catch(() => undefined);
+      const range = IDBKeyRange.bound(request.lower, request.upper);
+      // Every request goes out at once; each is answered as it comes, in order.
+      const gets = Promise.all(request.gets.map(([store, key]) => settled(tx.objectStore(store).get(key))));
+      const keyLists = request.keysOf.map((store) => settled(tx.objectStore(store).getAllKeys(range)));
+      const valueLists = request.valuesOf.map((store) => settled(tx.objectStore(store).getAll(range)));
+      scope.postMessage({ batch, got: await gets }, []);
+      for (const [i, store] of request.keysOf.entries()) scope.postMessage({ batch, store, keys: JSON.stringify(idsOf(await keyLists[i]!)) }, []);
+      for (const [i, store] of request.valuesOf.entries()) {
+        const values = (await valueLists[i]!) as Array<{ keyId: string; sealed: ArrayBuffer; members?: IDBValidKey[] }>;
+        // At least one part a store, the last marked (an empty store's is empty).
+        let start = 0;
+        do {
+          let end = start;
+          for (let bytes = 0; end < values.length && (end === start || bytes < partBytes); end++) bytes += values[end]!.sealed.byteLength;
+          const part = await Promise.all(
+            values.slice(start, end).map(async (value) => {
+              const known = imported.has(value.keyId);
+              const plain = known ? await unseal(value, ivBytes) : null;
+              return { keyId: value.keyId, members: value.members ? JSON.stringify(idsOf(value.members)) : null, plain, sealed: known ? null : value.sealed };
+            }),
+          );
+          const transfer = part.flatMap(({ plain, sealed }) => [plain, sealed].filter((buffer): buffer is ArrayBuffer => buffer !== null));
+          scope.postMessage({ batch, store, values: part, last: end >= values.length }, transfer);
+          start = end;
+        } while (start < values.length);
+      }
+      await done;
+      scope.postMessage({ batch, done: true }, []);
+    } finally {
+      db.close();
+    }
+  };
+  scope.onmessage = ({ data }) => {
+    if (data.read === undefined) {
+      scope.postMessage({ batch: data.batch, done: true }, []);
+      return;
+    }
+    read(data as ReadMessage & { read: BulkReadRequest }).catch((error: unknown) => {
+      scope.postMessage({ batch: data.batch, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }, []);
+    });
+  };
+}
+
+/** The program running in a dedicated worker, or on the page's thread where none can run. */
+export class ReadWorker {
+  private readonly pending = new Map<number, { answer: (answer: ReadAnswer) => void; reject: (error: Error) => void }>();
+  private nextBatch = 0;
+  private failure: Error | null = null;
+
+  private constructor(
+    private readonly send: (message: ReadMessage, transfer: Transferable[]) => void,
+    private readonly stop: () => void,
+    /** Whether the program runs in a worker (not on the page's thread). */
+    readonly inWorker: boolean,
+  ) {}
+
+  /** A worker that has answered a first message, or the program on this thread where none can run here. */
+  static async start(): Promise<ReadWorker> {
+    return (await ReadWorker.startWorker()) ?? ReadWorker.onThisThread();
+  }
+
+  private static async startWorker(): Promise<ReadWorker | null> {
+    if (typeof Worker !== 'function' || typeof Blob !== 'function' || typeof URL.createObjectURL !== 'function') return null;
+    let worker: Worker;
+    const url = URL.createObjectURL(new Blob([`(${readerMain.toString()})(self);`], { type: 'text/javascript' }));
+    try {
+      worker = new Worker(url);
+    } catch {
+      URL.revokeObjectURL(url);
+      return null;
+    }
+    const reader = new ReadWorker((message, transfer) => worker.postMessage(message, transfer), () => worker.terminate(), true);
+    worker.onmessage = ({ data }: MessageEvent<ReadAnswer>) => reader.heard(data);
+    worker.onerror = () => reader.fail(new Error('the reading worker stopped'));
+    worker.onmessageerror = () => reader.fail(new Error('the reading worker stopped'));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const answered = await Promise.race([
+      reader.exchange({ batch: 0, ivBytes: IV_BYTES, partBytes: PART_BYTES }, [], () => undefined).then(() => true, () => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), HANDSHAKE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    URL.revokeObjectURL(url);
+    if (answered) return reader;
+    worker.terminate();
+    return null;
+  }
+
+  /** The program on this thread: its messages each way go through a task, as a worker's do. */
+  private static onThisThread(): ReadWorker {
+    const scope: ReaderScope = { onmessage: null, postMessage: (message) => setTimeout(() => reader.heard(message)) };
+    readerMain(scope);
+    const reader = new ReadWorker((message) => setTimeout(() => scope.onmessage?.({ data: message })), () => undefined, false);
+    return reader;
+  }
+
+  /**
+   * Runs `request` with `keys` (id → raw bytes) to unseal with, calling `answer` with each
+   * answer in order; settles once the read's transaction has completed, or with its error.
+   */
+  read(request: BulkReadRequest, keys: ReadonlyArray<[string, Uint8Array]>, answer: (answer: ReadAnswer) => void): Promise<void> {
+    const sent = keys.map(([id, bytes]): [string, ArrayBuffer] => [id, bytes.slice().buffer]);
+    return this.exchange({ batch: 0, read: request, keys: sent, ivBytes: IV_BYTES, partBytes: PART_BYTES }, sent.map(([, bytes]) => bytes), answer);
+  }
+
+  terminate(): void {
+    this.stop();
+    this.fail(new Error('the reading worker was closed'));
+  }
+
+  private heard(answer: ReadAnswer): void {
+    const waiting = this.pending.get(answer.batch);
+    if (!waiting) return;
+    if ('done' in answer || 'error' in answer) this.pending.delete(answer.batch);
+    waiting.answer(answer);
+  }
+
+  /** Rejects every exchange in flight, and every later one, with `error` (the first failure is kept). */
+  private fail(error: Error): void {
+    this.failure ??= error;
+    for (const { reject } of this.pending.values()) reject(this.failure);
+    this.pending.clear();
+  }
+
+  private exchange(message: ReadMessage, transfer: Transferable[], answer: (answer: ReadAnswer) => void): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    const batch = ++this.nextBatch;
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(batch, {
+        answer: (heard) => {
+          try {
+            if ('error' in heard) throw new Error(heard.error);
+            answer(heard);
+            if ('done' in heard) resolve();
+          } catch (error) {
+            // The rest of this read's answers are not heard.
+            this.pending.delete(batch);
+            reject(error instanceof Error ? error : new Error(String(error)));
+          }
+        },
+        reject,
+      });
+      this.send({ ...message, batch }, transfer);
+    });
+  }
+}

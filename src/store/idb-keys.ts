@@ -280,7 +280,8 @@ export class KeyFolder {
    * Reads `request` and `decoders`' stores (`BulkReadRequest`) in one transaction, by the folder's
    * worker (started for it unless `prepareReading` started it, and stopped once no bulk read is
    * left in flight), each value unsealed under its key of `ring` and decoded here as its part
-   * comes back, while the worker goes on with the next. A value sealed under a key `ring` lacks
+   * comes back, while the worker goes on with the next; parts are decoded in the order they come,
+   * so a store's decoder runs once every store before it in `decoders` is decoded whole. A value sealed under a key `ring` lacks
    * (one written after `ring` was read) is unsealed here under the ring `ringWith` gives for it:
    * CORRUPT_CHECKPOINT when that one lacks it too, or when a value does not decrypt.
    */
@@ -292,14 +293,15 @@ export class KeyFolder {
   ): BulkRead<D> {
     const got = settleLater<unknown[]>();
     const keys = new Map(request.keysOf.map((store) => [store, settleLater<string[]>()] as const));
-    /** Each store's decoding: its values decoded so far, and the parts still being decoded, in order. */
+    /** Each store's decoding: its values decoded so far. */
     interface StoreDecoding {
       decode: ValueDecoder<unknown>;
       decoded: unknown[];
-      parts: Promise<void>;
       settled: ReturnType<typeof settleLater<unknown[]>>;
     }
-    const stores = new Map(Object.entries(decoders).map(([store, decode]): [string, StoreDecoding] => [store, { decode, decoded: [], parts: Promise.resolve(), settled: settleLater<unknown[]>() }]));
+    const stores = new Map(Object.entries(decoders).map(([store, decode]): [string, StoreDecoding] => [store, { decode, decoded: [], settled: settleLater<unknown[]>() }]));
+    // Every part is decoded in the order it came, store after store: a decoder may rely on every store before its own being decoded whole.
+    let parts = Promise.resolve();
     /** The read's first error, once it has one: every result not settled yet is rejected with it. */
     const failure: { error?: unknown; failed: boolean } = { failed: false };
     const fail = (error: unknown): void => {
@@ -326,7 +328,7 @@ export class KeyFolder {
         const store = stores.get(answer.store);
         if (!store) return;
         const values = answer.values.map((value): ReadValue => ({ ...value, members: value.members === null ? null : (JSON.parse(value.members) as string[]) }));
-        store.parts = store.parts.then(() => decodePart(store, values, answer.last)).catch(fail);
+        parts = parts.then(() => decodePart(store, values, answer.last)).catch(fail);
       }
     };
     this.prepareReading();
@@ -335,7 +337,7 @@ export class KeyFolder {
       try {
         const reader = await (this.worker as Promise<ReadWorker>);
         await reader.read({ ...request, valuesOf: [...stores.keys()] }, ring.ids.map((id) => [id, ring.bytesOf(id) as Uint8Array]), heard);
-        await Promise.all([...stores.values()].map(({ parts }) => parts));
+        await parts;
       } catch (error) {
         fail(error);
       } finally {

@@ -8,7 +8,7 @@ import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
-import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
+import { allStoredEdges, recordReads, planRecords, StoredRecordsReader, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
@@ -639,56 +639,52 @@ export class IndexedDbStore implements GraphStore {
         const ring = await this.keys.read(ringOf(token));
         this.readRings.set(ringOf(token), ring);
         const text = (plain: Uint8Array): string => decoder.decode(plain);
+        // The records are decoded as their parts come, while the stores behind them are read:
+        // Entity pages and chunks first, which the nodes' decoding reads, then nodes, then edges.
+        const chunks = new Map<string, Chunk>();
+        const pages = new Map<string, string[]>();
+        const records = new StoredRecordsReader(chunks, pages);
+        // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
+        const relations: StoredRow[] = [];
+        const addEdgeRows = (rows: readonly StoredRow[]): void => {
+          if (form === 'whole') return records.addEdges(rows);
+          const others: StoredRow[] = [];
+          for (const row of rows) (isRelationEdgeId(row[0]) ? relations : others).push(row);
+          records.addEdges(others);
+        };
         const reading = this.keys.bulkRead(
           ring,
-          { database, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['nodes', 'edges', 'entityPages', 'vectors', 'hashes'] },
+          { database, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'] },
           {
-            nodes: text,
-            nodeGroups: (plain, group) => rowsOfGroup('nodeGroups', group, plain),
-            edges: text,
-            edgeGroups: (plain, group) => rowsOfGroup('edgeGroups', group, plain),
-            entityPages: text,
-            chunks: (plain) => decodeChunk(text(plain)),
-            vectors: (plain) => plain,
+            // Keys sort by Entity id, then page number: each Entity's pages come in order.
+            entityPages: (plain, page) => {
+              const list = pages.get(page.id) ?? [];
+              list.push(text(plain));
+              pages.set(page.id, list);
+            },
+            chunks: (plain) => {
+              const chunk = decodeChunk(text(plain));
+              chunks.set(chunk.id, chunk);
+            },
+            // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
+            nodes: (plain, record) => records.addNodes([[record.id, text(plain)]]),
+            nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
+            edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
+            edgeGroups: (plain, group) => addEdgeRows(rowsOfGroup('edgeGroups', group, plain)),
+            vectors: (plain, record): [string, Uint8Array] => [record.id, plain],
             vectorGroups: (plain, group) => valuesOfGroup('vectorGroups', group, plain),
           },
           (values) => this.ringFor(ringOf(token), values),
         );
-        const { values } = reading;
         const partitionMeta = reading.got.then(async ([sealed]) => (sealed === undefined ? null : this.openMeta(token, sealed as Sealed)));
         const revision = reading.got.then(([revision]) => revision as number | undefined);
-        // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
-        const keyedRows = (name: 'nodes' | 'edges'): Promise<StoredRow[]> => Promise.all([reading.keys(name), values[name]]).then(([ids, texts]) => texts.map((json, i): StoredRow => [ids[i] as string, json]));
-        const nodeRows = Promise.all([keyedRows('nodes'), values.nodeGroups.then((groups) => groups.flat())]);
-        const pages = Promise.all([reading.keys('entityPages'), values.entityPages]);
-        // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
-        const splitEdgeRows = Promise.all([keyedRows('edges'), values.edgeGroups.then((groups) => groups.flat())]).then((lists) => {
-          const others: StoredRow[] = [];
-          const relations: StoredRow[] = [];
-          for (const row of lists.flat()) (form === 'working' && isRelationEdgeId(row[0]) ? relations : others).push(row);
-          return { others, relations };
-        });
-        const edgeRows = splitEdgeRows.then(({ others }) => others);
-        const relationRows = splitEdgeRows.then(({ relations }) => relations);
-        const chunks = values.chunks;
-        const vectorRows = Promise.all([reading.keys('vectors'), values.vectors]);
-        const vectorGroups = values.vectorGroups;
+        const vectorRows = reading.values.vectors;
+        const vectorGroups = reading.values.vectorGroups;
         const hashKeys = reading.keys('hashes');
-        // The records are decoded once the stores they name have come, while the vectors may still be read.
-        const records = Promise.all([nodeRows, edgeRows, pages, chunks]).then(([nodeRows, edgeRows, [pageIds, pageJson], chunks]) => {
-          // Keys sort by Entity id, then page number: each Entity's pages come in order.
-          const pagesById = new Map<string, string[]>();
-          pageIds.forEach((id, i) => {
-            const list = pagesById.get(id) ?? [];
-            list.push(pageJson[i] as string);
-            pagesById.set(id, list);
-          });
-          return readStoredRecords(nodeRows.flat(), edgeRows, new Map(chunks.map((chunk) => [chunk.id, chunk])), pagesById);
-        });
-        const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, [vectorIds, vectorBytes], groups]) => {
+        const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, vectorRows, groups]) => {
           const table = new VectorTable();
           if (meta === null) return table;
-          const stored: Array<[string, Uint8Array]> = vectorIds.map((id, i) => [id, vectorBytes[i] ?? new Uint8Array(0)]);
+          const stored = [...vectorRows];
           // The whole memory's in id order, as the other stores hand them over, whichever record
           // kept them; a working set's as read (as a SQL store's), which no reader depends on: a
           // sort of ~160K ids was ~50 ms of a cold open at 30K messages of chat.
@@ -704,7 +700,8 @@ export class IndexedDbStore implements GraphStore {
         // A partition cleared since its token was read has no meta: its values (if any were read) are not decoded for anything.
         const opened = await partitionMeta;
         if (opened === null) return null;
-        const [loaded, openedChunks, table, hashes, relations, openRevision] = await Promise.all([records, chunks, vectors, hashKeys, relationRows, revision, reading.done]);
+        const [table, hashes, openRevision] = await Promise.all([vectors, hashKeys, revision, reading.done]);
+        const loaded = records.finish();
         // As a SQL store's working set: the relation edges with a vector are held as any edge too
         // (an index names their keys), and `relations` holds every relation edge.
         const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
@@ -714,7 +711,7 @@ export class IndexedDbStore implements GraphStore {
           meta: opened.meta,
           ...loaded,
           edges: indexed.length === 0 ? loaded.edges : [...loaded.edges, ...indexed.map(([id, json]) => decodeEdge(json, id))],
-          chunks: openedChunks,
+          chunks: [...chunks.values()],
           vectors: table,
           hashes: new Set(hashes),
           ...(left ? { relations: left } : {}),

@@ -25,6 +25,13 @@ const HANDSHAKE_MS = 2000;
  */
 const PART_BYTES = 1 << 20;
 
+/**
+ * Records one request of a bulk read asks for: a store is read a piece at a time, so that the
+ * page decodes the first pieces while IndexedDB reads the next (group records of a chunk's nodes
+ * or vectors hold ~10 KB each).
+ */
+const PIECE_RECORDS = 256;
+
 /** One bulk read: stores of database `database` over the keys from `lower` to `upper`, in one read-only transaction. */
 export interface BulkReadRequest {
   database: string;
@@ -32,19 +39,20 @@ export interface BulkReadRequest {
   upper: IDBValidKey;
   /** Values read at one key each (a partition's meta and revision), as stored. */
   gets: Array<[store: string, key: IDBValidKey]>;
-  /** Stores whose keys in the range are read: each key's second part (an id), in key order. */
+  /** Stores whose keys alone in the range are read: each key's second part (an id), in key order. */
   keysOf: string[];
-  /** Stores whose sealed values (`{ keyId, sealed, members? }`) in the range are read and unsealed, in key order. */
+  /** Stores whose sealed values (`{ keyId, sealed, members? }`) in the range are read and unsealed, in key order, store after store. */
   valuesOf: string[];
 }
 
 /**
- * A value of `valuesOf`, unsealed: the id of the key it was sealed under, its group's member ids
- * (a group record's: each member key's second part), and its plaintext. Where the worker was
- * not sent its key, `plain` is null and `sealed` holds it still; where it did not decrypt
- * (altered), both are null.
+ * A value of `valuesOf`, unsealed: its record key's second part (an id), the id of the key it was
+ * sealed under, its group's member ids (a group record's: each member key's second part), and its
+ * plaintext. Where the worker was not sent its key, `plain` is null and `sealed` holds it still;
+ * where it did not decrypt (altered), both are null.
  */
 export interface ReadValue {
+  id: string;
   keyId: string;
   members: string[] | null;
   plain: ArrayBuffer | null;
@@ -64,9 +72,10 @@ interface ReadMessage {
   batch: number;
   read?: BulkReadRequest;
   keys?: Array<[string, ArrayBuffer]>;
-  /** `IV_BYTES` and `PART_BYTES`: the program names nothing outside itself. */
+  /** `IV_BYTES`, `PART_BYTES` and `PIECE_RECORDS`: the program names nothing outside itself. */
   ivBytes: number;
   partBytes: number;
+  pieceRecords: number;
 }
 
 /** Where the program runs: a worker's global scope, or a stand-in for one on the page's thread. */
@@ -93,7 +102,7 @@ function readerMain(scope: ReaderScope): void {
       return null;
     }
   };
-  const read = async ({ batch, read: request, keys = [], ivBytes, partBytes }: ReadMessage & { read: BulkReadRequest }): Promise<void> => {
+  const read = async ({ batch, read: request, keys = [], ivBytes, partBytes, pieceRecords }: ReadMessage & { read: BulkReadRequest }): Promise<void> => {
     for (const [id, bytes] of keys) if (!imported.has(id)) imported.set(id, crypto.subtle.importKey('raw', bytes, 'AES-GCM', false, ['decrypt']));
     const db = await new Promise<IDBDatabase>((resolve, reject) => {
       const open = indexedDB.open(request.database);
@@ -112,28 +121,55 @@ function readerMain(scope: ReaderScope): void {
       });
       done.catch(() => undefined);
       const range = IDBKeyRange.bound(request.lower, request.upper);
-      // Every request goes out at once; each is answered as it comes, in order.
       const gets = Promise.all(request.gets.map(([store, key]) => settled(tx.objectStore(store).get(key))));
       const keyLists = request.keysOf.map((store) => settled(tx.objectStore(store).getAllKeys(range)));
-      const valueLists = request.valuesOf.map((store) => settled(tx.objectStore(store).getAll(range)));
+      // The values a piece of `pieceRecords` records at a time, the next piece asked for as each
+      // comes (before it is unsealed: a transaction with no request left ends), so the first
+      // values reach the page before the biggest store has been read whole.
+      type Piece = { store: string; ids: string[]; values: Array<{ keyId: string; sealed: ArrayBuffer; members?: IDBValidKey[] }>; last: boolean };
+      const pieces: Piece[] = [];
+      let pieceCame: (() => void) | null = null;
+      let readFailure: unknown = null;
+      const ask = (at: number, lower: IDBValidKey, exclusive: boolean): void => {
+        const store = tx.objectStore(request.valuesOf[at] as string);
+        const within = IDBKeyRange.bound(lower, request.upper, exclusive, false);
+        const keysOf = store.getAllKeys(within, pieceRecords);
+        const valuesOf = store.getAll(within, pieceRecords);
+        keysOf.onerror = valuesOf.onerror = (event) => {
+          readFailure ??= (event.target as IDBRequest).error ?? new Error('a read failed');
+          pieceCame?.();
+        };
+        valuesOf.onsuccess = () => {
+          const keys = keysOf.result;
+          const full = keys.length === pieceRecords;
+          if (full) ask(at, keys[keys.length - 1] as IDBValidKey, true);
+          else if (at + 1 < request.valuesOf.length) ask(at + 1, request.lower, false);
+          pieces.push({ store: request.valuesOf[at] as string, ids: idsOf(keys), values: valuesOf.result, last: !full });
+          pieceCame?.();
+        };
+      };
+      if (request.valuesOf.length > 0) ask(0, request.lower, false);
       scope.postMessage({ batch, got: await gets }, []);
       for (const [i, store] of request.keysOf.entries()) scope.postMessage({ batch, store, keys: JSON.stringify(idsOf(await keyLists[i]!)) }, []);
-      for (const [i, store] of request.valuesOf.entries()) {
-        const values = (await valueLists[i]!) as Array<{ keyId: string; sealed: ArrayBuffer; members?: IDBValidKey[] }>;
-        // At least one part a store, the last marked (an empty store's is empty).
+      for (let lastStores = 0; lastStores < request.valuesOf.length; ) {
+        while (pieces.length === 0 && readFailure === null) await new Promise<void>((resolve) => (pieceCame = resolve));
+        if (readFailure !== null) throw readFailure;
+        const { store, ids, values, last } = pieces.shift() as Piece;
+        if (last) lastStores++;
+        // A piece is posted in parts of at most `partBytes` sealed bytes (at least one part a piece).
         let start = 0;
         do {
           let end = start;
           for (let bytes = 0; end < values.length && (end === start || bytes < partBytes); end++) bytes += values[end]!.sealed.byteLength;
           const part = await Promise.all(
-            values.slice(start, end).map(async (value) => {
+            values.slice(start, end).map(async (value, i) => {
               const known = imported.has(value.keyId);
               const plain = known ? await unseal(value, ivBytes) : null;
-              return { keyId: value.keyId, members: value.members ? JSON.stringify(idsOf(value.members)) : null, plain, sealed: known ? null : value.sealed };
+              return { id: ids[start + i] as string, keyId: value.keyId, members: value.members ? JSON.stringify(idsOf(value.members)) : null, plain, sealed: known ? null : value.sealed };
             }),
           );
           const transfer = part.flatMap(({ plain, sealed }) => [plain, sealed].filter((buffer): buffer is ArrayBuffer => buffer !== null));
-          scope.postMessage({ batch, store, values: part, last: end >= values.length }, transfer);
+          scope.postMessage({ batch, store, values: part, last: last && end >= values.length }, transfer);
           start = end;
         } while (start < values.length);
       }
@@ -188,7 +224,7 @@ export class ReadWorker {
     worker.onmessageerror = () => reader.fail(new Error('the reading worker stopped'));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const answered = await Promise.race([
-      reader.exchange({ batch: 0, ivBytes: IV_BYTES, partBytes: PART_BYTES }, [], () => undefined).then(() => true, () => false),
+      reader.exchange({ batch: 0, ivBytes: IV_BYTES, partBytes: PART_BYTES, pieceRecords: PIECE_RECORDS }, [], () => undefined).then(() => true, () => false),
       new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), HANDSHAKE_MS);
       }),
@@ -214,7 +250,7 @@ export class ReadWorker {
    */
   read(request: BulkReadRequest, keys: ReadonlyArray<[string, Uint8Array]>, answer: (answer: ReadAnswer) => void): Promise<void> {
     const sent = keys.map(([id, bytes]): [string, ArrayBuffer] => [id, bytes.slice().buffer]);
-    return this.exchange({ batch: 0, read: request, keys: sent, ivBytes: IV_BYTES, partBytes: PART_BYTES }, sent.map(([, bytes]) => bytes), answer);
+    return this.exchange({ batch: 0, read: request, keys: sent, ivBytes: IV_BYTES, partBytes: PART_BYTES, pieceRecords: PIECE_RECORDS }, sent.map(([, bytes]) => bytes), answer);
   }
 
   terminate(): void {

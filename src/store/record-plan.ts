@@ -203,34 +203,61 @@ export function readStoredRecords(
   chunks: ReadonlyMap<string, Chunk>,
   pages: ReadonlyMap<string, readonly string[]>,
 ): StoredRecords {
-  const edges = new Map<string, GraphEdge>();
-  const folded = noFoldedEdges();
-  const nodes: GraphNode[] = [];
-  const sharing = new ReadSharing();
-  for (const [rowKey, json] of nodeRows) {
-    const { node, edgeKeys } = decodeNode(json, chunks, pages, rowKey, sharing);
-    const at = nodes.push(node) - 1;
-    for (const type of DERIVED_EDGE_TYPES) {
-      const key = edgeKeys[type];
-      const to = key === undefined ? null : derivedTarget(node, type);
-      if (key === undefined || to === null) continue;
-      if (plainEnd(node.id) && plainEnd(to)) {
-        folded[type].nodes.push(at);
-        folded[type].keys.push(key);
-      } else {
-        const edge = derivedEdge(node, type, key) as GraphEdge;
-        edges.set(edge.id, edge);
+  const reader = new StoredRecordsReader(chunks, pages);
+  reader.addNodes(nodeRows);
+  reader.addEdges(edgeRows);
+  return reader.finish();
+}
+
+/**
+ * `readStoredRecords` a batch of rows at a time, as a read hands them over (every node row before
+ * any edge row): IndexedDB's bulk read decodes each part of its values as it comes, while the
+ * worker reads the next. `chunks` and `pages` must be whole before the first node row.
+ */
+export class StoredRecordsReader {
+  private readonly edges = new Map<string, GraphEdge>();
+  private readonly folded = noFoldedEdges();
+  private readonly nodes: GraphNode[] = [];
+  private readonly sharing = new ReadSharing();
+  private readonly rowsOfDerivedTypes: GraphEdge[] = [];
+
+  constructor(
+    private readonly chunks: ReadonlyMap<string, Chunk>,
+    private readonly pages: ReadonlyMap<string, readonly string[]>,
+  ) {}
+
+  addNodes(rows: Iterable<StoredRow>): void {
+    const { nodes, folded, edges } = this;
+    for (const [rowKey, json] of rows) {
+      const { node, edgeKeys } = decodeNode(json, this.chunks, this.pages, rowKey, this.sharing);
+      const at = nodes.push(node) - 1;
+      for (const type of DERIVED_EDGE_TYPES) {
+        const key = edgeKeys[type];
+        const to = key === undefined ? null : derivedTarget(node, type);
+        if (key === undefined || to === null) continue;
+        if (plainEnd(node.id) && plainEnd(to)) {
+          folded[type].nodes.push(at);
+          folded[type].keys.push(key);
+        } else {
+          const edge = derivedEdge(node, type, key) as GraphEdge;
+          edges.set(edge.id, edge);
+        }
       }
     }
   }
-  const rowsOfDerivedTypes: GraphEdge[] = [];
-  for (const [rowKey, json] of edgeRows) {
-    const edge = decodeEdge(json, rowKey);
-    edges.set(edge.id, edge);
-    if (typeof edge.id === 'string' && derivedEdgeSources(edge.id)) rowsOfDerivedTypes.push(edge);
+
+  addEdges(rows: Iterable<StoredRow>): void {
+    for (const [rowKey, json] of rows) {
+      const edge = decodeEdge(json, rowKey);
+      this.edges.set(edge.id, edge);
+      if (typeof edge.id === 'string' && derivedEdgeSources(edge.id)) this.rowsOfDerivedTypes.push(edge);
+    }
   }
-  if (rowsOfDerivedTypes.length > 0) dropOverwritten(rowsOfDerivedTypes, nodes, folded);
-  return { nodes, edges: [...edges.values()], folded };
+
+  finish(): StoredRecords {
+    if (this.rowsOfDerivedTypes.length > 0) dropOverwritten(this.rowsOfDerivedTypes, this.nodes, this.folded);
+    return { nodes: this.nodes, edges: [...this.edges.values()], folded: this.folded };
+  }
 }
 
 /** Whether an edge end is a string without `>`, so that the edge's id tells its ends apart. */

@@ -366,8 +366,9 @@ const storeHarness = {
    * A bulk read (`KeyFolder.bulkRead`) of a database of sealed values (300 single values of ~3 MB
    * in all and 40 groups under partition 7, others under partitions 6 and 8): by the worker, and
    * where no `Worker` exists by the same program on this thread. Each way the values of partition 7
-   * alone must come back decoded, in key order, part after part (a part holds ~1 MB), with their
-   * keys' ids, the values read at one key and the groups' member ids; a value sealed under a key
+   * alone must come back decoded, in key order, part after part (a part holds ~1 MB; the values
+   * are read 256 records a request), each with its key's id, after the values read at one key were
+   * handed over, with the keys of a store read keys alone and the groups' member ids; a value sealed under a key
    * added to the ring after the read began is unsealed on this thread under the ring read again;
    * a value altered, or sealed under a key no ring holds, must fail with CORRUPT_CHECKPOINT, and
    * the same folder must read again after.
@@ -400,15 +401,24 @@ const storeHarness = {
     const expected = JSON.stringify({
       got: [{ partition: 7 }, null],
       ids: plains.map((_, i) => id(i)),
-      values: plains.map(checksumOf),
+      values: plains.map((plain, i) => `${id(i)}=${checksumOf(plain)}`),
       groups: plains.flatMap((plain, i) => (i % 10 === 0 ? [`${[0, 1, 2].map((m) => id(i + m)).join('|')}#${checksumOf(plain)}`] : [])),
     });
     const read = async (ringNow = ring, ringWith = () => folder.read('reading')) => {
+      // The values read at one key are handed over once, before any value is decoded.
+      let opened = 0;
+      const afterOpened = <T>(decoded: T): T => {
+        if (opened !== 1) throw new Error(`a value decoded with the values read at one key handed over ${opened} times`);
+        return decoded;
+      };
       const reading = folder.bulkRead(
         ringNow,
         { database, lower: [7], upper: [7, []], gets: [['meta', 7], ['meta', 9]], keysOf: ['values'] },
-        { values: (plain) => checksumOf(plain), groups: (plain, group) => `${(group.members ?? []).join('|')}#${checksumOf(plain)}` },
+        { values: (plain, value) => afterOpened(`${value.id}=${checksumOf(plain)}`), groups: (plain, group) => afterOpened(`${(group.members ?? []).join('|')}#${checksumOf(plain)}`) },
         ringWith,
+        async () => {
+          opened++;
+        },
       );
       const [got, ids, values, groups] = await Promise.all([reading.got, reading.keys('values'), reading.values.values, reading.values.groups, reading.done]);
       return JSON.stringify({ got: got.map((value) => value ?? null), ids, values, groups });

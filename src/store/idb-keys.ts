@@ -281,7 +281,8 @@ export class KeyFolder {
    * worker (started for it unless `prepareReading` started it, and stopped once no bulk read is
    * left in flight), each value unsealed under its key of `ring` and decoded here as its part
    * comes back, while the worker goes on with the next; parts are decoded in the order they come,
-   * so a store's decoder runs once every store before it in `decoders` is decoded whole. A value sealed under a key `ring` lacks
+   * so a store's decoder runs once every store before it in `decoders` is decoded whole, and
+   * after `opened` (given the values read at one key) has settled. A value sealed under a key `ring` lacks
    * (one written after `ring` was read) is unsealed here under the ring `ringWith` gives for it:
    * CORRUPT_CHECKPOINT when that one lacks it too, or when a value does not decrypt.
    */
@@ -290,6 +291,7 @@ export class KeyFolder {
     request: Omit<BulkReadRequest, 'valuesOf'>,
     decoders: D,
     ringWith: (values: ReadonlyArray<{ keyId: string }>) => Promise<KeyRing>,
+    opened: (got: unknown[]) => Promise<void>,
   ): BulkRead<D> {
     const got = settleLater<unknown[]>();
     const keys = new Map(request.keysOf.map((store) => [store, settleLater<string[]>()] as const));
@@ -322,7 +324,10 @@ export class KeyFolder {
     };
     const heard = (answer: ReadAnswer): void => {
       if (failure.failed) return;
-      if ('got' in answer) got.resolve(answer.got);
+      if ('got' in answer) {
+        got.resolve(answer.got);
+        parts = parts.then(() => opened(answer.got)).catch(fail);
+      }
       else if ('keys' in answer) keys.get(answer.store)?.resolve(JSON.parse(answer.keys) as string[]);
       else if ('values' in answer) {
         const store = stores.get(answer.store);

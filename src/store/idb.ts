@@ -644,6 +644,14 @@ export class IndexedDbStore implements GraphStore {
         const chunks = new Map<string, Chunk>();
         const pages = new Map<string, string[]>();
         const records = new StoredRecordsReader(chunks, pages);
+        let opened = null as PartitionMeta | null;
+        const table = new VectorTable();
+        const vectorRows: Array<[string, Uint8Array]> = [];
+        const addVector = (id: string, bytes: Uint8Array): void => {
+          if (opened === null) return;
+          if (form === 'working') table.addStored(id, bytes, opened.meta.dim);
+          else vectorRows.push([id, bytes]);
+        };
         // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
         const relations: StoredRow[] = [];
         const addEdgeRows = (rows: readonly StoredRow[]): void => {
@@ -671,36 +679,27 @@ export class IndexedDbStore implements GraphStore {
             nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
             edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
             edgeGroups: (plain, group) => addEdgeRows(rowsOfGroup('edgeGroups', group, plain)),
-            vectors: (plain, record): [string, Uint8Array] => [record.id, plain],
-            vectorGroups: (plain, group) => valuesOfGroup('vectorGroups', group, plain),
+            // A working set's vectors go to the table as they come (as a SQL store's, in the order
+            // read, which no reader depends on); the whole memory's in id order, as the other
+            // stores hand them over, whichever record kept them (a sort of ~160K ids was ~50 ms of a
+            // cold open at 30K messages of chat). Singles, written before v5, after the groups.
+            vectorGroups: (plain, group) => {
+              for (const [id, bytes] of valuesOfGroup('vectorGroups', group, plain)) addVector(id, bytes);
+            },
+            vectors: (plain, record) => addVector(record.id, plain),
           },
           (values) => this.ringFor(ringOf(token), values),
+          // The meta first, whose dimension the vectors are read at.
+          async ([sealed]) => {
+            opened = sealed === undefined ? null : await this.openMeta(token, sealed as Sealed);
+          },
         );
-        const partitionMeta = reading.got.then(async ([sealed]) => (sealed === undefined ? null : this.openMeta(token, sealed as Sealed)));
         const revision = reading.got.then(([revision]) => revision as number | undefined);
-        const vectorRows = reading.values.vectors;
-        const vectorGroups = reading.values.vectorGroups;
         const hashKeys = reading.keys('hashes');
-        const vectors = Promise.all([partitionMeta, vectorRows, vectorGroups]).then(([meta, vectorRows, groups]) => {
-          const table = new VectorTable();
-          if (meta === null) return table;
-          const stored = [...vectorRows];
-          // The whole memory's in id order, as the other stores hand them over, whichever record
-          // kept them; a working set's as read (as a SQL store's), which no reader depends on: a
-          // sort of ~160K ids was ~50 ms of a cold open at 30K messages of chat.
-          if (form === 'whole') {
-            for (const values of groups) stored.push(...values);
-            stored.sort((a, b) => compareIds(a[0], b[0]));
-          } else {
-            for (const values of groups) for (const [id, bytes] of values) table.addStored(id, bytes, meta.meta.dim);
-          }
-          for (const [id, bytes] of stored) table.addStored(id, bytes, meta.meta.dim);
-          return table;
-        });
-        // A partition cleared since its token was read has no meta: its values (if any were read) are not decoded for anything.
-        const opened = await partitionMeta;
+        const [hashes, openRevision] = await Promise.all([hashKeys, revision, reading.done]);
+        // A partition cleared since its token was read has no meta: what was read of it is dropped.
         if (opened === null) return null;
-        const [table, hashes, openRevision] = await Promise.all([vectors, hashKeys, revision, reading.done]);
+        if (form === 'whole') for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) table.addStored(id, bytes, opened.meta.dim);
         const loaded = records.finish();
         // As a SQL store's working set: the relation edges with a vector are held as any edge too
         // (an index names their keys), and `relations` holds every relation edge.

@@ -631,10 +631,10 @@ export class IndexedDbStore implements GraphStore {
       return await this.withKeys('shared', async () => {
         const token = (await this.liveTokens()).get(partition);
         if (token === undefined) return null;
-        // Every store is read at once, off this thread where a worker runs (`KeyFolder.bulkRead`),
-        // and each store's values are decoded here as they arrive while the reads behind them go
-        // on: taken only once every read had returned, the values of 30K messages of chat waited
-        // ~1.3 s of reads before the first was decoded.
+        // Every store is read in one transaction off this thread where a worker runs, a piece at a
+        // time (`KeyFolder.bulkRead`), and each part of its values is decoded here as it comes
+        // while the reads behind it go on: taken only once every read had returned, the values of
+        // 30K messages of chat waited ~1.3 s of reads before the first was decoded.
         const database = this.usable('loading').name;
         const ring = await this.keys.read(ringOf(token));
         this.readRings.set(ringOf(token), ring);

@@ -364,7 +364,7 @@ const storeHarness = {
 
   /**
    * A bulk read (`KeyFolder.bulkRead`) of a database of sealed values (300 single values of ~3 MB
-   * in all and 40 groups under partition 7, others under partitions 6 and 8): by the worker, and
+   * in all and 30 groups under partition 7, the values under partitions 6 and 8 too): by the worker, and
    * where no `Worker` exists by the same program on this thread. Each way the values of partition 7
    * alone must come back decoded, in key order, part after part (a part holds ~1 MB; the values
    * are read 256 records a request), each with its key's id, after the values read at one key were

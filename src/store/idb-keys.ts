@@ -327,8 +327,7 @@ export class KeyFolder {
       if ('got' in answer) {
         got.resolve(answer.got);
         parts = parts.then(() => opened(answer.got)).catch(fail);
-      }
-      else if ('keys' in answer) keys.get(answer.store)?.resolve(JSON.parse(answer.keys) as string[]);
+      } else if ('keys' in answer) keys.get(answer.store)?.resolve(JSON.parse(answer.keys) as string[]);
       else if ('values' in answer) {
         const store = stores.get(answer.store);
         if (!store) return;

@@ -96,7 +96,7 @@ test('a key ring kept in memory is read again once another tab wrote it; a ring 
   expect(result).toEqual({ seenByOther: true, seenBack: [true, true], legacyRead: true });
 });
 
-test('a bulk read reads and unseals its values in a worker, in key order, part by part; on this thread without workers; a key added since the read began, an altered value and a missing key as before', async ({ page }) => {
+test('a bulk read reads and unseals its values in a worker, in key order, part by part; on this thread without workers; a key added since the read began, an altered value and a missing key as before; a database upgraded since is not read', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.bulkReading('e2e-bulk-reading'));
   expect(result.ways).toEqual({
     inWorker: { same: true, workers: 1 },
@@ -108,6 +108,7 @@ test('a bulk read reads and unseals its values in a worker, in key order, part b
   expect(result.missingKey).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
   expect(result.missingKey?.message).toContain('is missing from key ring');
   expect(result.readAfterFailure).toBe(true);
+  expect(result.upgradedSince).toContain('VersionError');
 });
 
 test('a working set leaves its relation edges as the open read them: the same graph as the whole load, and the same after each write, which the graph tells them', async ({ page }) => {

@@ -371,9 +371,10 @@ const storeHarness = {
    * handed over, with the keys of a store read keys alone and the groups' member ids; a value sealed under a key
    * added to the ring after the read began is unsealed on this thread under the ring read again;
    * a value altered, or sealed under a key no ring holds, must fail with CORRUPT_CHECKPOINT, and
-   * the same folder must read again after.
+   * the same folder must read again after; a database upgraded since the page opened it must not
+   * be read.
    */
-  async bulkReading(name: string): Promise<{ ways: Record<string, { same: boolean; workers: number }>; lateKey: boolean; altered: Failure | null; missingKey: Failure | null; readAfterFailure: boolean }> {
+  async bulkReading(name: string): Promise<{ ways: Record<string, { same: boolean; workers: number }>; lateKey: boolean; altered: Failure | null; missingKey: Failure | null; readAfterFailure: boolean; upgradedSince: string }> {
     const folder = await KeyFolder.open(name);
     const ring = await folder.read('reading');
     const keys = [ring.add('chunk-a'), ring.add('chunk-b'), ring.add(null)];
@@ -413,7 +414,7 @@ const storeHarness = {
       };
       const reading = folder.bulkRead(
         ringNow,
-        { database, lower: [7], upper: [7, []], gets: [['meta', 7], ['meta', 9]], keysOf: ['values'] },
+        { database, version: 1, lower: [7], upper: [7, []], gets: [['meta', 7], ['meta', 9]], keysOf: ['values'] },
         { values: (plain, value) => afterOpened(`${value.id}=${checksumOf(plain)}`), groups: (plain, group) => afterOpened(`${(group.members ?? []).join('|')}#${checksumOf(plain)}`) },
         ringWith,
         async () => {
@@ -467,9 +468,15 @@ const storeHarness = {
     const missingKey = await failureOf(() => read());
     await write((i) => keys[i % keys.length] as string);
     const readAfterFailure = (await read()) === expected;
+    // Upgraded since (another tab's newer build): the read, at the version the page opened, is refused, not read in a schema it does not know.
     db.close();
+    (await openDB(database, 2)).close();
+    const upgradedSince = await read().then(
+      () => 'read',
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
     await folder.remove('reading');
-    return { ways, lateKey, altered, missingKey, readAfterFailure };
+    return { ways, lateKey, altered, missingKey, readAfterFailure, upgradedSince };
   },
 
   /**

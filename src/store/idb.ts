@@ -635,7 +635,7 @@ export class IndexedDbStore implements GraphStore {
         // time (`KeyFolder.bulkRead`), and each part of its values is decoded here as it comes
         // while the reads behind it go on: taken only once every read had returned, the values of
         // 30K messages of chat waited ~1.3 s of reads before the first was decoded.
-        const database = this.usable('loading').name;
+        const { name: database, version } = this.usable('loading');
         const ring = await this.keys.read(ringOf(token));
         this.readRings.set(ringOf(token), ring);
         const text = (plain: Uint8Array): string => decoder.decode(plain);
@@ -662,7 +662,7 @@ export class IndexedDbStore implements GraphStore {
         };
         const reading = this.keys.bulkRead(
           ring,
-          { database, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'] },
+          { database, version, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'] },
           {
             // Keys sort by Entity id, then page number: each Entity's pages come in order.
             entityPages: (plain, page) => {

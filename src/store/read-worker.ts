@@ -35,6 +35,8 @@ const PIECE_RECORDS = 256;
 /** One bulk read: stores of database `database` over the keys from `lower` to `upper`, in one read-only transaction. */
 export interface BulkReadRequest {
   database: string;
+  /** The database's version as the page's connection opened it: a database upgraded since (another tab's newer build) is not read. */
+  version: number;
   lower: IDBValidKey;
   upper: IDBValidKey;
   /** Values read at one key each (a partition's meta and revision), as stored. */
@@ -105,8 +107,8 @@ function readerMain(scope: ReaderScope): void {
   const read = async ({ batch, read: request, keys = [], ivBytes, partBytes, pieceRecords }: ReadMessage & { read: BulkReadRequest }): Promise<void> => {
     for (const [id, bytes] of keys) if (!imported.has(id)) imported.set(id, crypto.subtle.importKey('raw', bytes, 'AES-GCM', false, ['decrypt']));
     const db = await new Promise<IDBDatabase>((resolve, reject) => {
-      const open = indexedDB.open(request.database);
-      // No such database (the page's connection would have kept it): made now, so nothing to read.
+      const open = indexedDB.open(request.database, request.version);
+      // No such database, or one of an older version: not the one the page opened, so nothing to read.
       open.onupgradeneeded = () => open.transaction?.abort();
       open.onsuccess = () => resolve(open.result);
       open.onerror = () => reject(open.error ?? new Error(`${request.database} did not open`));

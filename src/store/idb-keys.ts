@@ -8,6 +8,7 @@
  * every copy of what it sealed becomes noise.
  */
 import { PrismError } from '../errors.ts';
+import { createSerial } from '../util/serial.ts';
 import { IV_BYTES, ReadWorker, type BulkReadRequest, type ReadAnswer, type ReadValue } from './read-worker.ts';
 
 /**
@@ -303,7 +304,7 @@ export class KeyFolder {
     }
     const stores = new Map(Object.entries(decoders).map(([store, decode]): [string, StoreDecoding] => [store, { decode, decoded: [], settled: settleLater<unknown[]>() }]));
     // Every part is decoded in the order it came, store after store: a decoder may rely on every store before its own being decoded whole.
-    let parts = Promise.resolve();
+    const inOrder = createSerial();
     /** The read's first error, once it has one: every result not settled yet is rejected with it. */
     const failure: { error?: unknown; failed: boolean } = { failed: false };
     const fail = (error: unknown): void => {
@@ -326,13 +327,13 @@ export class KeyFolder {
       if (failure.failed) return;
       if ('got' in answer) {
         got.resolve(answer.got);
-        parts = parts.then(() => opened(answer.got)).catch(fail);
+        inOrder(() => opened(answer.got)).catch(fail);
       } else if ('keys' in answer) keys.get(answer.store)?.resolve(JSON.parse(answer.keys) as string[]);
       else if ('values' in answer) {
         const store = stores.get(answer.store);
         if (!store) return;
         const values = answer.values.map((value): ReadValue => ({ ...value, members: value.members === null ? null : (JSON.parse(value.members) as string[]) }));
-        parts = parts.then(() => decodePart(store, values, answer.last)).catch(fail);
+        inOrder(() => decodePart(store, values, answer.last)).catch(fail);
       }
     };
     this.prepareReading();
@@ -341,7 +342,8 @@ export class KeyFolder {
       try {
         const reader = await (this.worker as Promise<ReadWorker>);
         await reader.read({ ...request, valuesOf: [...stores.keys()] }, ring.ids.map((id) => [id, ring.bytesOf(id) as Uint8Array]), heard);
-        await parts;
+        // Once every part before it is decoded.
+        await inOrder(async () => undefined);
       } catch (error) {
         fail(error);
       } finally {

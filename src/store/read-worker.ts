@@ -201,8 +201,6 @@ export class ReadWorker {
   private constructor(
     private readonly send: (message: ReadMessage, transfer: Transferable[]) => void,
     private readonly stop: () => void,
-    /** Whether the program runs in a worker (not on the page's thread). */
-    readonly inWorker: boolean,
   ) {}
 
   /** A worker that has answered a first message, or the program on this thread where none can run here. */
@@ -220,7 +218,7 @@ export class ReadWorker {
       URL.revokeObjectURL(url);
       return null;
     }
-    const reader = new ReadWorker((message, transfer) => worker.postMessage(message, transfer), () => worker.terminate(), true);
+    const reader = new ReadWorker((message, transfer) => worker.postMessage(message, transfer), () => worker.terminate());
     worker.onmessage = ({ data }: MessageEvent<ReadAnswer>) => reader.heard(data);
     worker.onerror = () => reader.fail(new Error('the reading worker stopped'));
     worker.onmessageerror = () => reader.fail(new Error('the reading worker stopped'));
@@ -242,7 +240,7 @@ export class ReadWorker {
   private static onThisThread(): ReadWorker {
     const scope: ReaderScope = { onmessage: null, postMessage: (message) => setTimeout(() => reader.heard(message)) };
     readerMain(scope);
-    const reader = new ReadWorker((message) => setTimeout(() => scope.onmessage?.({ data: message })), () => undefined, false);
+    const reader = new ReadWorker((message) => setTimeout(() => scope.onmessage?.({ data: message })), () => undefined);
     return reader;
   }
 

@@ -102,8 +102,11 @@ test('a bulk read reads and unseals its values in a worker, in key order, part b
     inWorker: { same: true, workers: 1 },
     noWorker: { same: true, workers: 0 },
   });
+  // A third of the values packed (value-pack.ts), the rest stored as they are: both read alike.
+  expect(result.packedValues).toBeGreaterThanOrEqual(90);
   expect(result.lateKey).toBe(true);
   expect(result.altered).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
+  expect(result.badPack).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
   expect(result.altered?.message).toContain('does not decrypt');
   expect(result.missingKey).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
   expect(result.missingKey?.message).toContain('is missing from key ring');

@@ -12,6 +12,7 @@ import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import { decodeEdge, encodeEdge } from '../../src/store/record-codec.ts';
 import { splitGroupValues } from '../../src/store/vector-groups.ts';
 import { encodedBytes } from '../../src/store/vector-codec.ts';
+import { packValue, unpacked } from '../../src/store/value-pack.ts';
 import type { GraphStore, WorkingSnapshot, WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
@@ -249,7 +250,7 @@ const storeHarness = {
         for (const [token, keyId] of (await raw.getAllKeys(groups)) as Array<[number, string]>) {
           const value = (await raw.get(groups, [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
           const ring = await keys.read(`p${token}`);
-          const values = splitGroupValues(groups, value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
+          const values = splitGroupValues(groups, value.members.map(([, id]) => id), unpacked(await keys.unseal(ring, keyId, value.sealed)));
           const sealed = await Promise.all([...values].map(async ([id, bytes]) => [id, { keyId, sealed: await keys.seal(ring, keyId, new Uint8Array(bytes)) }] as const));
           const tx = raw.transaction([singles, groups], 'readwrite');
           await Promise.all([...sealed.map(([id, record]) => tx.objectStore(singles).put(record, [token, id])), tx.objectStore(groups).delete([token, keyId]), tx.done]);
@@ -260,7 +261,7 @@ const storeHarness = {
         for (const [token, id] of (await raw.getAllKeys(store)) as Array<[number, string]>) {
           const value = (await raw.get(store, [token, id])) as { keyId: string; sealed: ArrayBuffer };
           const ring = await keys.read(`p${token}`);
-          const plain = unkeyed(id, await keys.unseal(ring, value.keyId, value.sealed), store === 'edges');
+          const plain = unkeyed(id, unpacked(await keys.unseal(ring, value.keyId, value.sealed)), store === 'edges');
           await raw.put(store, { keyId: value.keyId, sealed: await keys.seal(ring, value.keyId, plain) }, [token, id]);
         }
       }
@@ -298,7 +299,7 @@ const storeHarness = {
       for (const [token, keyId] of (await db.getAllKeys('nodeGroups')) as Array<[number, string]>) {
         const value = (await db.get('nodeGroups', [token, keyId])) as { keyId: string; members: Array<[number, string]>; sealed: ArrayBuffer };
         const ring = await keys.read(`p${token}`);
-        const values = splitGroupValues('node group', value.members.map(([, id]) => id), await keys.unseal(ring, keyId, value.sealed));
+        const values = splitGroupValues('node group', value.members.map(([, id]) => id), unpacked(await keys.unseal(ring, keyId, value.sealed)));
         for (const bytes of values.values()) keyedAtEnd &&= JSON.parse(new TextDecoder().decode(bytes))[1] === null;
       }
     } finally {
@@ -374,12 +375,20 @@ const storeHarness = {
    * the same folder must read again after; a database upgraded since the page opened it must not
    * be read.
    */
-  async bulkReading(name: string): Promise<{ ways: Record<string, { same: boolean; workers: number }>; lateKey: boolean; altered: Failure | null; missingKey: Failure | null; readAfterFailure: boolean; upgradedSince: string }> {
+  async bulkReading(name: string): Promise<{ ways: Record<string, { same: boolean; workers: number }>; packedValues: number; lateKey: boolean; altered: Failure | null; badPack: Failure | null; missingKey: Failure | null; readAfterFailure: boolean; upgradedSince: string }> {
     const folder = await KeyFolder.open(name);
     const ring = await folder.read('reading');
     const keys = [ring.add('chunk-a'), ring.add('chunk-b'), ring.add(null)];
     const random = mulberry32(11);
-    const plains = Array.from({ length: 300 }, (_, i) => Uint8Array.from({ length: i % 50 === 0 ? 40_000 : 1 + Math.floor(random() * 12_000) }, () => Math.floor(random() * 256)));
+    // Random bytes, which do not pack (so are stored as they are, as values from before packing),
+    // and every third value text-like, words drawn from a few, which packs.
+    const words = Array.from({ length: 40 }, () => Array.from({ length: 2 + Math.floor(random() * 8) }, () => String.fromCharCode(97 + Math.floor(random() * 26))).join(''));
+    const textLike = (length: number) => new TextEncoder().encode(Array.from({ length: Math.ceil(length / 5) }, () => words[Math.floor(random() * words.length)]).join(' ').slice(0, length));
+    const plains = Array.from({ length: 300 }, (_, i) => {
+      const length = i % 50 === 0 ? 40_000 : 1 + Math.floor(random() * 12_000);
+      return i % 3 === 0 ? textLike(length) : Uint8Array.from({ length }, () => Math.floor(random() * 256));
+    });
+    const packedValues = plains.filter((plain) => packValue(plain) !== plain).length;
     const checksumOf = (plain: Uint8Array) => `${plain.length}:${plain.reduce((sum, byte, i) => (sum * 31 + byte + i) % 1_000_003, 7)}`;
     const id = (i: number) => `v${String(i).padStart(4, '0')}`;
     const database = `${name}-db`;
@@ -394,8 +403,8 @@ const storeHarness = {
       await tx.objectStore('meta').put({ partition: 7 }, 7);
       for (const [i, plain] of plains.entries()) {
         const keyId = keyOf(i);
-        for (const token of [6, 7, 8]) await tx.objectStore('values').put({ keyId, sealed: await folder.seal(ring, keyId, token === 7 ? plain : plain.slice(1)) }, [token, id(i)]);
-        if (i % 10 === 0) await tx.objectStore('groups').put({ keyId, sealed: await folder.seal(ring, keyId, plain), members: [0, 1, 2].map((m) => [7, id(i + m)]) }, [7, id(i)]);
+        for (const token of [6, 7, 8]) await tx.objectStore('values').put({ keyId, sealed: await folder.seal(ring, keyId, packValue(token === 7 ? plain : plain.slice(1))) }, [token, id(i)]);
+        if (i % 10 === 0) await tx.objectStore('groups').put({ keyId, sealed: await folder.seal(ring, keyId, packValue(plain)), members: [0, 1, 2].map((m) => [7, id(i + m)]) }, [7, id(i)]);
       }
       await tx.done;
     };
@@ -414,7 +423,7 @@ const storeHarness = {
       };
       const reading = folder.bulkRead(
         ringNow,
-        { database, version: 1, lower: [7], upper: [7, []], gets: [['meta', 7], ['meta', 9]], keysOf: ['values'] },
+        { database, version: 1, lower: [7], upper: [7, []], gets: [['meta', 7], ['meta', 9]], keysOf: ['values'], packed: ['values', 'groups'] },
         { values: (plain, value) => afterOpened(`${value.id}=${checksumOf(plain)}`), groups: (plain, group) => afterOpened(`${(group.members ?? []).join('|')}#${checksumOf(plain)}`) },
         ringWith,
         async () => {
@@ -462,6 +471,13 @@ const storeHarness = {
     await tx.store.put({ keyId: victim.keyId, sealed: scribbled.buffer }, [7, id(150)]);
     await tx.done;
     const altered = await failureOf(() => read());
+    // Sealed whole but packed wrong (its stated length one more than its sequences make).
+    await write((i) => keys[i % keys.length] as string);
+    const misstated = packValue(plains[150 - (150 % 3)] as Uint8Array<ArrayBuffer>).slice();
+    misstated[4] = (misstated[4] as number) + 1;
+    const misstatedKey = keys[0] as string;
+    await db.put('values', { keyId: misstatedKey, sealed: await folder.seal(ring, misstatedKey, misstated) }, [7, id(150 - (150 % 3))]);
+    const badPack = await failureOf(() => read());
     await write((i) => keys[i % keys.length] as string);
     const unknown = (await db.get('values', [7, id(7)])) as { keyId: string; sealed: ArrayBuffer };
     await db.put('values', { keyId: 'not-in-the-ring', sealed: unknown.sealed }, [7, id(7)]);
@@ -476,7 +492,7 @@ const storeHarness = {
       (error: unknown) => (error instanceof Error ? error.message : String(error)),
     );
     await folder.remove('reading');
-    return { ways, lateKey, altered, missingKey, readAfterFailure, upgradedSince };
+    return { ways, packedValues, lateKey, altered, badPack, missingKey, readAfterFailure, upgradedSince };
   },
 
   /**

@@ -9,6 +9,7 @@
  */
 import { PrismError } from '../errors.ts';
 import { createSerial } from '../util/serial.ts';
+import { unpacked } from './value-pack.ts';
 import { IV_BYTES, ReadWorker, type BulkReadRequest, type ReadAnswer, type ReadValue } from './read-worker.ts';
 
 /**
@@ -277,6 +278,17 @@ export class KeyFolder {
     }
   }
 
+  /** A value a bulk read's worker left sealed: unsealed here, and unpacked where its store's values may be packed (CORRUPT_CHECKPOINT where it does not unpack). */
+  private async unsealPart(ring: KeyRing, id: string, sealed: ArrayBuffer, packed: boolean): Promise<Uint8Array<ArrayBuffer>> {
+    const plain = await this.unseal(ring, id, sealed);
+    if (!packed) return plain;
+    try {
+      return unpacked(plain);
+    } catch (cause) {
+      throw altered(ring, id, cause);
+    }
+  }
+
   /**
    * Reads `request` and `decoders`' stores (`BulkReadRequest`) in one transaction, by the folder's
    * worker (started for it unless `prepareReading` started it, and stopped once no bulk read is
@@ -299,10 +311,12 @@ export class KeyFolder {
     /** Each store's decoding: its values decoded so far. */
     interface StoreDecoding {
       decode: ValueDecoder<unknown>;
+      /** Whether the store's values may be packed (`BulkReadRequest.packed`): the worker unpacks those it unseals, this thread those it could not. */
+      packed: boolean;
       decoded: unknown[];
       settled: ReturnType<typeof settleLater<unknown[]>>;
     }
-    const stores = new Map(Object.entries(decoders).map(([store, decode]): [string, StoreDecoding] => [store, { decode, decoded: [], settled: settleLater<unknown[]>() }]));
+    const stores = new Map(Object.entries(decoders).map(([store, decode]): [string, StoreDecoding] => [store, { decode, packed: request.packed.includes(store), decoded: [], settled: settleLater<unknown[]>() }]));
     // Every part is decoded in the order it came, store after store: a decoder may rely on every store before its own being decoded whole.
     const inOrder = createSerial();
     /** The read's first error, once it has one: every result not settled yet is rejected with it. */
@@ -317,7 +331,7 @@ export class KeyFolder {
       const stillSealed = values.filter(({ plain, sealed }) => plain === null && sealed !== null);
       const ringNow = stillSealed.length > 0 ? await ringWith(stillSealed) : ring;
       for (const value of values) {
-        const plain = value.plain !== null ? new Uint8Array(value.plain) : value.sealed !== null ? await this.unseal(ringNow, value.keyId, value.sealed) : null;
+        const plain = value.plain !== null ? new Uint8Array(value.plain) : value.sealed !== null ? await this.unsealPart(ringNow, value.keyId, value.sealed, store.packed) : null;
         if (plain === null) throw altered(ring, value.keyId);
         store.decoded.push(store.decode(plain, value));
       }

@@ -13,6 +13,7 @@ import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
+import { packValue, unpacked } from './value-pack.ts';
 import { joinGroupValues, splitGroupTexts, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
 
 /**
@@ -110,6 +111,28 @@ type UpgradeTransaction = IDBPTransaction<unknown, string[], 'versionchange'>;
 const RECORD_STORES = ['nodes', 'nodeGroups', 'edges', 'edgeGroups', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'hashes', 'derived'] as const satisfies readonly StoreName[];
 /** Stores whose values are sealed, each with an index on the key id. */
 const SEALED_STORES = ['nodes', 'nodeGroups', 'edges', 'edgeGroups', 'entityPages', 'chunks', 'vectors', 'vectorGroups', 'derived', 'meta', 'cache'] as const satisfies readonly StoreName[];
+
+/**
+ * Stores whose values are packed before they are sealed (value-pack.ts), those written since
+ * packing came: JSON text, or a group of it. The vectors' bytes do not pack, derived state is
+ * read once at a search and cached, and metas and LLM cache entries are small.
+ */
+const PACKED_STORES: ReadonlySet<StoreName> = new Set(['nodes', 'nodeGroups', 'edgeGroups', 'entityPages', 'chunks'] satisfies StoreName[]);
+
+/** A value of `store` as unsealed, unpacked where the store's values may be packed; CORRUPT_CHECKPOINT where it does not unpack. */
+function unpackedIn(store: StoreName, plain: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  if (!PACKED_STORES.has(store)) return plain;
+  try {
+    return unpacked(plain);
+  } catch (cause) {
+    throw new PrismError('CORRUPT_CHECKPOINT', `a value of ${store} is damaged: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** `store`'s value as sealed: packed where the store's values are (`PACKED_STORES`). */
+function sealable(store: StoreName, plain: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  return PACKED_STORES.has(store) ? packValue(plain) : plain;
+}
 
 /** The stores that keep the records sealed under one key as one record (see `groupWrites`). */
 type GroupStore = 'nodeGroups' | 'edgeGroups' | 'vectorGroups';
@@ -662,7 +685,7 @@ export class IndexedDbStore implements GraphStore {
         };
         const reading = this.keys.bulkRead(
           ring,
-          { database, version, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'] },
+          { database, version, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'], packed: [...PACKED_STORES] },
           {
             // Keys sort by Entity id, then page number: each Entity's pages come in order.
             entityPages: (plain, page) => {
@@ -830,7 +853,7 @@ export class IndexedDbStore implements GraphStore {
       this.readGroups('nodeGroups', token, ring, reads.nodeIds, []),
       tx.done,
     ]);
-    const openText = async (value: Sealed): Promise<string> => decoder.decode(await this.keys.unseal(ring, value.keyId, value.sealed));
+    const openText = async (store: StoreName, value: Sealed): Promise<string> => decoder.decode(unpackedIn(store, await this.keys.unseal(ring, value.keyId, value.sealed)));
     const storedNodes = new Map<string, string>();
     for (const id of reads.nodeIds) {
       for (const values of grouped.groups.values()) {
@@ -842,11 +865,11 @@ export class IndexedDbStore implements GraphStore {
     await Promise.all([
       ...reads.nodeIds.map(async (id, i) => {
         const value = nodes[i];
-        if (value !== undefined) storedNodes.set(id, await openText(value));
+        if (value !== undefined) storedNodes.set(id, await openText('nodes', value));
       }),
       ...reads.chunkIds.map(async (id, i) => {
         const value = chunks[i];
-        if (value !== undefined) storedChunks.set(id, decodeChunk(await openText(value)));
+        if (value !== undefined) storedChunks.set(id, decodeChunk(await openText('chunks', value)));
       }),
     ]);
     return { plan: planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token)), nodesRead: { read: grouped, ids: new Set(reads.nodeIds) } };
@@ -926,9 +949,10 @@ export class IndexedDbStore implements GraphStore {
     });
     const writes = await Promise.all(
       survivors.flat().map(async ({ store, key, value }): Promise<Write> => {
+        // Sealed again as it was, packed or not.
         const plain = await this.keys.unseal(ring, value.keyId, value.sealed);
         // An Entity an earlier version sealed under the shared key moves to its own chunk's.
-        const keyId = keyFor(store === 'nodes' ? storedOwner(decoder.decode(plain)) : null);
+        const keyId = keyFor(store === 'nodes' ? storedOwner(decoder.decode(unpackedIn(store, plain))) : null);
         const resealed = { ...value, keyId, sealed: await this.keys.seal(ring, keyId, plain) };
         return (tx) => (tx.objectStore(store) as unknown as UntypedStore).put(resealed, key);
       }),
@@ -960,7 +984,7 @@ export class IndexedDbStore implements GraphStore {
     const writes = await Promise.all([
       ...entities.map(async ({ id, json, node }): Promise<Write> => {
         const keyId = keyFor(ownerOfNode(node));
-        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, sealable('nodes', encoder.encode(json))) };
         return (tx) => tx.objectStore('nodes').put(value, key(id));
       }),
       // A folded edge leaves its group (`edgeGroupWrites`), or its record from before v10.
@@ -970,14 +994,14 @@ export class IndexedDbStore implements GraphStore {
         const keyId = keyFor(node ? ownerOfNode(node) : null);
         const dropped: Array<Promise<Write>> = dropFrom === null ? [] : [Promise.resolve((tx) => tx.objectStore('entityPages').delete(IDBKeyRange.bound([token, id, dropFrom], [token, id, Infinity])))];
         const written = put.map(async ([page, json]): Promise<Write> => {
-          const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(json)) };
+          const value: Sealed = { keyId, sealed: await seal(keyId, sealable('entityPages', encoder.encode(json))) };
           return (tx) => tx.objectStore('entityPages').put(value, [token, id, page]);
         });
         return [...dropped, ...written];
       }),
       ...(batch.putChunks ?? []).map(async (chunk): Promise<Write> => {
         const keyId = keyFor(chunk.id);
-        const value: Sealed = { keyId, sealed: await seal(keyId, encoder.encode(encodeChunk(chunk))) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, sealable('chunks', encoder.encode(encodeChunk(chunk)))) };
         return (tx) => tx.objectStore('chunks').put(value, key(chunk.id));
       }),
     ]);
@@ -1072,7 +1096,7 @@ export class IndexedDbStore implements GraphStore {
     await Promise.all(
       held.map(async (keyId, i) => {
         const group = found[i];
-        if (group) groups.set(keyId, valuesOfGroup(store, { keyId, members: memberIds(group) }, await this.keys.unseal(ring, keyId, group.sealed)));
+        if (group) groups.set(keyId, valuesOfGroup(store, { keyId, members: memberIds(group) }, unpackedIn(store, await this.keys.unseal(ring, keyId, group.sealed))));
       }),
     );
     const wanted = new Set(ids);
@@ -1130,7 +1154,7 @@ export class IndexedDbStore implements GraphStore {
     const sealedGroups = await Promise.all(
       [...edits.touched()].map(async ([keyId, values]): Promise<Write> => {
         if (values.size === 0) return (tx) => tx.objectStore(store).delete([token, keyId]);
-        const value: SealedGroup = { keyId, members: [...values.keys()].map((id): RecordKey => [token, id]), sealed: await this.keys.seal(ring, keyId, joinGroupValues(values.values())) };
+        const value: SealedGroup = { keyId, members: [...values.keys()].map((id): RecordKey => [token, id]), sealed: await this.keys.seal(ring, keyId, sealable(store, joinGroupValues(values.values()))) };
         return (tx) => tx.objectStore(store).put(value, [token, keyId]);
       }),
     );

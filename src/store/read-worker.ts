@@ -13,6 +13,8 @@
  * thread (`ReadWorker.start` gives one that does), so both ways read, unseal and answer alike.
  */
 
+import { unpacked } from './value-pack.ts';
+
 /** IV bytes before each sealed value's ciphertext and tag (as `KeyFolder.seal` writes them). */
 export const IV_BYTES = 12;
 
@@ -45,13 +47,15 @@ export interface BulkReadRequest {
   keysOf: string[];
   /** Stores whose sealed values (`{ keyId, sealed, members? }`) in the range are read and unsealed, in key order, store after store. */
   valuesOf: string[];
+  /** Stores of `valuesOf` whose values may be packed (value-pack.ts): unpacked once unsealed. */
+  packed: string[];
 }
 
 /**
  * A value of `valuesOf`, unsealed: its record key's second part (an id), the id of the key it was
  * sealed under, its group's member ids (a group record's: each member key's second part), and its
- * plaintext. Where the worker was not sent its key, `plain` is null and `sealed` holds it still;
- * where it did not decrypt (altered), both are null.
+ * plaintext (unpacked). Where the worker was not sent its key, `plain` is null and `sealed` holds
+ * it still (packed, if it was); where it did not decrypt (altered) or unpack, both are null.
  */
 export interface ReadValue {
   id: string;
@@ -86,8 +90,11 @@ interface ReaderScope {
   postMessage(message: ReadAnswer, transfer: Transferable[]): void;
 }
 
-/** The reader's whole program: it runs from its source text, so it names nothing outside itself. */
-function readerMain(scope: ReaderScope): void {
+/**
+ * The reader's whole program: it runs from its source text, so it names nothing outside itself;
+ * `unpack` is value-pack.ts's `unpacked`, handed in (its source with the program's).
+ */
+function readerMain(scope: ReaderScope, unpack: (bytes: Uint8Array<ArrayBuffer>) => Uint8Array<ArrayBuffer>): void {
   const imported = new Map<string, Promise<CryptoKey>>();
   const settled = <T>(request: IDBRequest<T>): Promise<T> =>
     new Promise((resolve, reject) => {
@@ -96,10 +103,12 @@ function readerMain(scope: ReaderScope): void {
     });
   // A key's second part: an id (the first is the partition's token).
   const idsOf = (keys: readonly IDBValidKey[]): string[] => keys.map((key) => (Array.isArray(key) ? String(key[1]) : String(key)));
-  const unseal = async (value: { keyId: string; sealed: ArrayBuffer }, ivBytes: number): Promise<ArrayBuffer | null> => {
+  const unseal = async (value: { keyId: string; sealed: ArrayBuffer }, ivBytes: number, packed: boolean): Promise<ArrayBuffer | null> => {
     const bytes = new Uint8Array(value.sealed);
     try {
-      return await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, ivBytes) }, await (imported.get(value.keyId) as Promise<CryptoKey>), bytes.subarray(ivBytes));
+      const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, ivBytes) }, await (imported.get(value.keyId) as Promise<CryptoKey>), bytes.subarray(ivBytes));
+      // A value unpacked is a fresh buffer of its own, one left as it is the one decrypted: either is transferred whole.
+      return packed ? unpack(new Uint8Array(plain)).buffer : plain;
     } catch {
       return null;
     }
@@ -158,6 +167,7 @@ function readerMain(scope: ReaderScope): void {
         if (readFailure !== null) throw readFailure;
         const { store, ids, values, last } = pieces.shift() as Piece;
         if (last) lastStores++;
+        const packed = request.packed.includes(store);
         // A piece is posted in parts of at most `partBytes` sealed bytes (at least one part a piece).
         let start = 0;
         do {
@@ -166,7 +176,7 @@ function readerMain(scope: ReaderScope): void {
           const part = await Promise.all(
             values.slice(start, end).map(async (value, i) => {
               const known = imported.has(value.keyId);
-              const plain = known ? await unseal(value, ivBytes) : null;
+              const plain = known ? await unseal(value, ivBytes, packed) : null;
               return { id: ids[start + i] as string, keyId: value.keyId, members: value.members ? JSON.stringify(idsOf(value.members)) : null, plain, sealed: known ? null : value.sealed };
             }),
           );
@@ -211,7 +221,7 @@ export class ReadWorker {
   private static async startWorker(): Promise<ReadWorker | null> {
     if (typeof Worker !== 'function' || typeof Blob !== 'function' || typeof URL.createObjectURL !== 'function') return null;
     let worker: Worker;
-    const url = URL.createObjectURL(new Blob([`(${readerMain.toString()})(self);`], { type: 'text/javascript' }));
+    const url = URL.createObjectURL(new Blob([`(${readerMain.toString()})(self, ${unpacked.toString()});`], { type: 'text/javascript' }));
     try {
       worker = new Worker(url);
     } catch {
@@ -239,7 +249,7 @@ export class ReadWorker {
   /** The program on this thread: its messages each way go through a task, as a worker's do. */
   private static onThisThread(): ReadWorker {
     const scope: ReaderScope = { onmessage: null, postMessage: (message) => setTimeout(() => reader.heard(message)) };
-    readerMain(scope);
+    readerMain(scope, unpacked);
     const reader = new ReadWorker((message) => setTimeout(() => scope.onmessage?.({ data: message })), () => undefined);
     return reader;
   }

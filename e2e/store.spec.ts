@@ -25,6 +25,12 @@ test('a batch written to IndexedDB is read back after a reload', async ({ page }
   expect(read.raw.nodeGroups.records).toBeGreaterThan(0);
   expect(read.raw.edgeGroups.records).toBeGreaterThan(0);
   expect(read.raw.edges.records).toBe(0);
+  // Chunk text and record JSON are packed before they are sealed (value-pack.ts), the vectors not;
+  // the digest above is what they unpack to.
+  expect(read.packing.chunks.packed).toBeGreaterThan(0);
+  expect(read.packing.nodeGroups.packed).toBeGreaterThan(0);
+  expect(read.packing.vectorGroups.values).toBeGreaterThan(0);
+  expect(read.packing.vectorGroups.packed).toBe(0);
 });
 
 test('derived edges fold into their nodes, nodes but Entities are kept in a group per key, and every later batch leaves what the reference store holds', async ({ page }) => {

@@ -56,19 +56,45 @@ const storeHarness = {
     });
   },
 
-  /** What the database holds, read through the store; and the raw node and edge stores' record counts and index names. */
-  async read(name: string): Promise<{ digest: string; cached: string | undefined; revision: number; raw: Record<'nodes' | 'nodeGroups' | 'edges' | 'edgeGroups', { records: number; indexes: string[] }> }> {
+  /**
+   * What the database holds, read through the store; the raw node and edge stores' record counts
+   * and index names; and, of the stores whose values may be packed (and the vectors'), how many
+   * values were sealed packed (value-pack.ts), and whether every one unpacks to the text it stored.
+   */
+  async read(name: string): Promise<{
+    digest: string;
+    cached: string | undefined;
+    revision: number;
+    raw: Record<'nodes' | 'nodeGroups' | 'edges' | 'edgeGroups', { records: number; indexes: string[] }>;
+    packing: Record<'chunks' | 'nodes' | 'nodeGroups' | 'edgeGroups' | 'vectorGroups', { values: number; packed: number }>;
+  }> {
     const { digest, cached, revision } = await withStore(name, async (store) => ({
       digest: await digestOf(store),
       cached: await store.getCached('greeting'),
       revision: await store.revision(P),
     }));
     const raw = await openDB(name);
+    const keys = await KeyFolder.open(name);
     try {
+      const packing = Object.fromEntries(
+        await Promise.all(
+          (['chunks', 'nodes', 'nodeGroups', 'edgeGroups', 'vectorGroups'] as const).map(async (store) => {
+            const [recordKeys, values] = await Promise.all([raw.getAllKeys(store), raw.getAll(store)]);
+            let packed = 0;
+            for (const [i, key] of (recordKeys as Array<[number, string]>).entries()) {
+              const value = values[i] as { keyId: string; sealed: ArrayBuffer };
+              const plain = await keys.unseal(await keys.read(`p${key[0]}`), value.keyId, value.sealed);
+              if (unpacked(plain) !== plain) packed++;
+            }
+            return [store, { values: values.length, packed }] as const;
+          }),
+        ),
+      ) as Record<'chunks' | 'nodes' | 'nodeGroups' | 'edgeGroups' | 'vectorGroups', { values: number; packed: number }>;
       return {
         digest,
         cached,
         revision,
+        packing,
         raw: Object.fromEntries(
           await Promise.all(
             (['nodes', 'nodeGroups', 'edges', 'edgeGroups'] as const).map(async (store) => {

@@ -31,6 +31,9 @@ test('a batch written to IndexedDB is read back after a reload', async ({ page }
   expect(read.packing.nodeGroups.packed).toBeGreaterThan(0);
   expect(read.packing.vectorGroups.values).toBeGreaterThan(0);
   expect(read.packing.vectorGroups.packed).toBe(0);
+  // A long cached reply is packed too, and reads back as it was; the short one is stored as it is.
+  expect(read.longCachedSame).toBe(true);
+  expect(read.packing.cache).toEqual({ values: 2, packed: 1 });
 });
 
 test('derived edges fold into their nodes, nodes but Entities are kept in a group per key, and every later batch leaves what the reference store holds', async ({ page }) => {

@@ -43,6 +43,8 @@ async function failureOf(run: () => Promise<unknown>): Promise<Failure | null> {
 }
 
 const P = DEFAULT_PARTITION;
+/** A cached LLM reply long enough to pack. */
+const LONG_CACHED = JSON.stringify(Array.from({ length: 40 }, (_, i) => ({ fact: `Caroline moved to Boston in ${2000 + (i % 7)} ✓`, confidence: 0.9 })));
 const digestOf = async (store: GraphStore, partition = P): Promise<string> => sha256Hex(await exportCheckpoint(store, partition));
 
 const storeHarness = {
@@ -53,6 +55,7 @@ const storeHarness = {
       await store.commit(P, snapshotAsBatch(sampleMemory()));
       await store.commit(P, sampleFollowUp());
       await store.putCached('greeting', 'hello ✓');
+      await store.putCached('long', LONG_CACHED);
     });
   },
 
@@ -64,13 +67,15 @@ const storeHarness = {
   async read(name: string): Promise<{
     digest: string;
     cached: string | undefined;
+    longCachedSame: boolean;
     revision: number;
     raw: Record<'nodes' | 'nodeGroups' | 'edges' | 'edgeGroups', { records: number; indexes: string[] }>;
-    packing: Record<'chunks' | 'nodes' | 'nodeGroups' | 'edgeGroups' | 'vectorGroups', { values: number; packed: number }>;
+    packing: Record<'chunks' | 'nodes' | 'nodeGroups' | 'edgeGroups' | 'vectorGroups' | 'cache', { values: number; packed: number }>;
   }> {
-    const { digest, cached, revision } = await withStore(name, async (store) => ({
+    const { digest, cached, longCachedSame, revision } = await withStore(name, async (store) => ({
       digest: await digestOf(store),
       cached: await store.getCached('greeting'),
+      longCachedSame: (await store.getCached('long')) === LONG_CACHED,
       revision: await store.revision(P),
     }));
     const raw = await openDB(name);
@@ -78,21 +83,24 @@ const storeHarness = {
     try {
       const packing = Object.fromEntries(
         await Promise.all(
-          (['chunks', 'nodes', 'nodeGroups', 'edgeGroups', 'vectorGroups'] as const).map(async (store) => {
+          (['chunks', 'nodes', 'nodeGroups', 'edgeGroups', 'vectorGroups', 'cache'] as const).map(async (store) => {
             const [recordKeys, values] = await Promise.all([raw.getAllKeys(store), raw.getAll(store)]);
             let packed = 0;
-            for (const [i, key] of (recordKeys as Array<[number, string]>).entries()) {
+            for (const [i, key] of (recordKeys as Array<[number, string] | string>).entries()) {
               const value = values[i] as { keyId: string; sealed: ArrayBuffer };
-              const plain = await keys.unseal(await keys.read(`p${key[0]}`), value.keyId, value.sealed);
+              // A record's ring is its partition's; the LLM cache has one of its own.
+              const ring = await keys.read(typeof key === 'string' ? 'cache' : `p${key[0]}`);
+              const plain = await keys.unseal(ring, value.keyId, value.sealed);
               if (unpacked(plain) !== plain) packed++;
             }
             return [store, { values: values.length, packed }] as const;
           }),
         ),
-      ) as Record<'chunks' | 'nodes' | 'nodeGroups' | 'edgeGroups' | 'vectorGroups', { values: number; packed: number }>;
+      ) as Record<'chunks' | 'nodes' | 'nodeGroups' | 'edgeGroups' | 'vectorGroups' | 'cache', { values: number; packed: number }>;
       return {
         digest,
         cached,
+        longCachedSame,
         revision,
         packing,
         raw: Object.fromEntries(

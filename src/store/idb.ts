@@ -114,10 +114,11 @@ const SEALED_STORES = ['nodes', 'nodeGroups', 'edges', 'edgeGroups', 'entityPage
 
 /**
  * Stores whose values are packed before they are sealed (value-pack.ts), those written since
- * packing came: JSON text, or a group of it. The vectors' bytes do not pack, derived state is
- * read once at a search and cached, and metas and LLM cache entries are small.
+ * packing came: text (record JSON, chunks, LLM replies), or a group of record JSON. Not the
+ * vectors, whose bytes do not pack; not derived state (binary, read once at a search); not the
+ * metas, a few hundred bytes each.
  */
-const PACKED_STORES: ReadonlySet<StoreName> = new Set(['nodes', 'nodeGroups', 'edgeGroups', 'entityPages', 'chunks'] satisfies StoreName[]);
+const PACKED_STORES: ReadonlySet<StoreName> = new Set(['nodes', 'nodeGroups', 'edgeGroups', 'entityPages', 'chunks', 'cache'] satisfies StoreName[]);
 
 /** A value of `store` as unsealed, unpacked where the store's values may be packed; CORRUPT_CHECKPOINT where it does not unpack. */
 function unpackedIn(store: StoreName, plain: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
@@ -1291,7 +1292,7 @@ export class IndexedDbStore implements GraphStore {
       const ring = await this.ringFor(CACHE_RING, [entry]);
       // Deleted by another tab since it was read: a miss, as it would be a moment later.
       if (!ring.has(entry.keyId)) return undefined;
-      return decoder.decode(await this.keys.unseal(ring, entry.keyId, entry.sealed));
+      return decoder.decode(unpackedIn('cache', await this.keys.unseal(ring, entry.keyId, entry.sealed)));
     } catch (err) {
       throw storeError(err, `reading the cache of ${this.name}`);
     }
@@ -1303,7 +1304,7 @@ export class IndexedDbStore implements GraphStore {
       await this.withKeys('exclusive', async () => {
         const ring = await this.keys.read(CACHE_RING);
         const keyId = ring.add(null);
-        const entry: SealedCacheEntry = { keyId, tags: [...tags], sealed: await this.keys.seal(ring, keyId, encoder.encode(value)) };
+        const entry: SealedCacheEntry = { keyId, tags: [...tags], sealed: await this.keys.seal(ring, keyId, sealable('cache', encoder.encode(value))) };
         await this.keys.write(ring);
         const tx = this.usable('writing the cache').transaction('cache', 'readwrite');
         let replaced: SealedCacheEntry | undefined;
@@ -1392,7 +1393,7 @@ export class IndexedDbStore implements GraphStore {
       cacheKeys.map(async (key, i): Promise<Write> => {
         const { value, tags } = cacheValues[i] as { value: string; tags: string[] };
         const keyId = cacheRing.add(null);
-        const entry: SealedCacheEntry = { keyId, tags, sealed: await this.keys.seal(cacheRing, keyId, encoder.encode(value)) };
+        const entry: SealedCacheEntry = { keyId, tags, sealed: await this.keys.seal(cacheRing, keyId, sealable('cache', encoder.encode(value))) };
         return (tx) => tx.objectStore('cache').put(entry, key as string);
       }),
     );

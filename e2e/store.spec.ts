@@ -116,6 +116,7 @@ test('a bulk read reads and unseals its values in a worker, in key order, part b
   expect(result.lateKey).toBe(true);
   expect(result.altered).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
   expect(result.badPack).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
+  expect(result.badPack?.message).toContain('does not unpack');
   expect(result.altered?.message).toContain('does not decrypt');
   expect(result.missingKey).toMatchObject({ code: 'CORRUPT_CHECKPOINT' });
   expect(result.missingKey?.message).toContain('is missing from key ring');

@@ -285,7 +285,7 @@ export class KeyFolder {
     try {
       return unpacked(plain);
     } catch (cause) {
-      throw altered(ring, id, cause);
+      throw damagedValue(ring, id, cause instanceof Error ? cause.message : String(cause));
     }
   }
 
@@ -332,7 +332,7 @@ export class KeyFolder {
       const ringNow = stillSealed.length > 0 ? await ringWith(stillSealed) : ring;
       for (const value of values) {
         const plain = value.plain !== null ? new Uint8Array(value.plain) : value.sealed !== null ? await this.unsealPart(ringNow, value.keyId, value.sealed, store.packed) : null;
-        if (plain === null) throw altered(ring, value.keyId);
+        if (plain === null) throw value.damaged === undefined ? altered(ring, value.keyId) : damagedValue(ring, value.keyId, value.damaged);
         store.decoded.push(store.decode(plain, value));
       }
       if (last) store.settled.resolve(store.decoded);
@@ -404,6 +404,11 @@ function settleLater<T>(): { promise: Promise<T>; resolve(value: T): void; rejec
 
 function missingKey(ring: KeyRing, id: string): PrismError {
   return new PrismError('CORRUPT_CHECKPOINT', `key ${id} is missing from key ring ${ring.name}: a value sealed with it cannot be read`);
+}
+
+/** A value that decrypted but whose packed bytes do not unpack (value-pack.ts): only a bug or a forged key makes one. */
+function damagedValue(ring: KeyRing, id: string, why: string): PrismError {
+  return new PrismError('CORRUPT_CHECKPOINT', `a value sealed with key ${id} of ${ring.name} decrypts but does not unpack (${why})`);
 }
 
 function altered(ring: KeyRing, id: string, cause?: unknown): PrismError {

@@ -126,7 +126,7 @@ function unpackedIn(store: StoreName, plain: Uint8Array<ArrayBuffer>): Uint8Arra
   try {
     return unpacked(plain);
   } catch (cause) {
-    throw new PrismError('CORRUPT_CHECKPOINT', `a value of ${store} is damaged: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    throw new PrismError('CORRUPT_CHECKPOINT', `a value of ${store} decrypts but does not unpack (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
   }
 }
 

@@ -55,7 +55,8 @@ export interface BulkReadRequest {
  * A value of `valuesOf`, unsealed: its record key's second part (an id), the id of the key it was
  * sealed under, its group's member ids (a group record's: each member key's second part), and its
  * plaintext (unpacked). Where the worker was not sent its key, `plain` is null and `sealed` holds
- * it still (packed, if it was); where it did not decrypt (altered) or unpack, both are null.
+ * it still (packed, if it was); where it did not decrypt (altered), both are null; where it
+ * decrypted but did not unpack, both are null and `damaged` says why.
  */
 export interface ReadValue {
   id: string;
@@ -63,6 +64,7 @@ export interface ReadValue {
   members: string[] | null;
   plain: ArrayBuffer | null;
   sealed: ArrayBuffer | null;
+  damaged?: string;
 }
 
 /** What the worker answers a read, message by message, in the request's order: gets, keys, then each store's values in parts. */
@@ -103,14 +105,21 @@ function readerMain(scope: ReaderScope, unpack: (bytes: Uint8Array<ArrayBuffer>)
     });
   // A key's second part: an id (the first is the partition's token).
   const idsOf = (keys: readonly IDBValidKey[]): string[] => keys.map((key) => (Array.isArray(key) ? String(key[1]) : String(key)));
-  const unseal = async (value: { keyId: string; sealed: ArrayBuffer }, ivBytes: number, packed: boolean): Promise<ArrayBuffer | null> => {
+  const unseal = async (value: { keyId: string; sealed: ArrayBuffer }, ivBytes: number): Promise<ArrayBuffer | null> => {
     const bytes = new Uint8Array(value.sealed);
     try {
-      const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, ivBytes) }, await (imported.get(value.keyId) as Promise<CryptoKey>), bytes.subarray(ivBytes));
-      // A value unpacked is a fresh buffer of its own, one left as it is the one decrypted: either is transferred whole.
-      return packed ? unpack(new Uint8Array(plain)).buffer : plain;
+      return await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, ivBytes) }, await (imported.get(value.keyId) as Promise<CryptoKey>), bytes.subarray(ivBytes));
     } catch {
       return null;
+    }
+  };
+  // A value unpacked is a fresh buffer of its own, one left as it is the one decrypted: either is transferred whole.
+  const opened = (plain: ArrayBuffer | null, packed: boolean): { plain: ArrayBuffer | null; damaged?: string } => {
+    if (plain === null || !packed) return { plain };
+    try {
+      return { plain: unpack(new Uint8Array(plain)).buffer };
+    } catch (error) {
+      return { plain: null, damaged: error instanceof Error ? error.message : String(error) };
     }
   };
   const read = async ({ batch, read: request, keys = [], ivBytes, partBytes, pieceRecords }: ReadMessage & { read: BulkReadRequest }): Promise<void> => {
@@ -176,8 +185,8 @@ function readerMain(scope: ReaderScope, unpack: (bytes: Uint8Array<ArrayBuffer>)
           const part = await Promise.all(
             values.slice(start, end).map(async (value, i) => {
               const known = imported.has(value.keyId);
-              const plain = known ? await unseal(value, ivBytes, packed) : null;
-              return { id: ids[start + i] as string, keyId: value.keyId, members: value.members ? JSON.stringify(idsOf(value.members)) : null, plain, sealed: known ? null : value.sealed };
+              const plain = opened(known ? await unseal(value, ivBytes) : null, packed);
+              return { id: ids[start + i] as string, keyId: value.keyId, members: value.members ? JSON.stringify(idsOf(value.members)) : null, ...plain, sealed: known ? null : value.sealed };
             }),
           );
           const transfer = part.flatMap(({ plain, sealed }) => [plain, sealed].filter((buffer): buffer is ArrayBuffer => buffer !== null));

@@ -8,8 +8,8 @@
  * Chromium ~0.5 ms a value (a cold open reads ~18,000) and an inflater of our own decodes at a
  * fraction of this one's speed, in the worker that sets the pace.
  *
- * A packed value starts with `PACK_MARK` (four 0xff bytes), then its unpacked length (u32, little
- * endian), then its sequences. No value a store packs starts so unpacked: it is UTF-8 text (no
+ * A packed value starts with four 0xff bytes, then its unpacked length (u32, little endian), then
+ * its sequences. No value a store packs starts so unpacked: it is UTF-8 text (no
  * byte of which is 0xff) or group values led by a u32 length (0xffffffff would be a 4 GiB
  * value). So values written before packing, or left unpacked where it gained nothing, read as
  * they are: `unpacked` hands them back unchanged.
@@ -78,11 +78,12 @@ export function packValue(plain: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffe
     let matched = 0;
     let from = 0;
     for (let tries = CHAIN_DEPTH; tries > 0 && candidate >= 0 && at - candidate <= WINDOW; tries--) {
+      // A candidate that differs at the longest match's end cannot beat it.
       if (plain[candidate + matched] === plain[at + matched]) {
-        let length2 = 0;
-        while (at + length2 < length && plain[candidate + length2] === plain[at + length2]) length2++;
-        if (length2 > matched) {
-          matched = length2;
+        let run = 0;
+        while (at + run < length && plain[candidate + run] === plain[at + run]) run++;
+        if (run > matched) {
+          matched = run;
           from = candidate;
         }
       }

@@ -268,20 +268,24 @@ export class KeyFolder {
     return sealed.buffer;
   }
 
-  async unseal(ring: KeyRing, id: string, sealed: ArrayBuffer): Promise<Uint8Array<ArrayBuffer>> {
+  /**
+   * The plaintext `sealed` holds under key `id` of `ring`: unpacked (value-pack.ts) when `packed`
+   * (its store's values may be packed), else as sealed (a packed value is sealed again as it is).
+   */
+  async unseal(ring: KeyRing, id: string, sealed: ArrayBuffer, packed = false): Promise<Uint8Array<ArrayBuffer>> {
     const bytes = new Uint8Array(sealed);
+    let plain: Uint8Array<ArrayBuffer>;
     try {
-      return new Uint8Array(await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, IV_BYTES) }, await this.key(ring, id), bytes.subarray(IV_BYTES)));
+      plain = new Uint8Array(await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, IV_BYTES) }, await this.key(ring, id), bytes.subarray(IV_BYTES)));
     } catch (cause) {
       if (cause instanceof PrismError) throw cause;
       throw altered(ring, id, cause);
     }
+    return packed ? this.unpack(ring, id, plain) : plain;
   }
 
-  /** A value a bulk read's worker left sealed: unsealed here, and unpacked where its store's values may be packed (CORRUPT_CHECKPOINT where it does not unpack). */
-  private async unsealPart(ring: KeyRing, id: string, sealed: ArrayBuffer, packed: boolean): Promise<Uint8Array<ArrayBuffer>> {
-    const plain = await this.unseal(ring, id, sealed);
-    if (!packed) return plain;
+  /** `plain`, unsealed under key `id` of `ring`, unpacked where it was packed; CORRUPT_CHECKPOINT where it does not unpack. */
+  unpack(ring: KeyRing, id: string, plain: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
     try {
       return unpacked(plain);
     } catch (cause) {
@@ -331,7 +335,7 @@ export class KeyFolder {
       const stillSealed = values.filter(({ plain, sealed }) => plain === null && sealed !== null);
       const ringNow = stillSealed.length > 0 ? await ringWith(stillSealed) : ring;
       for (const value of values) {
-        const plain = value.plain !== null ? new Uint8Array(value.plain) : value.sealed !== null ? await this.unsealPart(ringNow, value.keyId, value.sealed, store.packed) : null;
+        const plain = value.plain !== null ? new Uint8Array(value.plain) : value.sealed !== null ? await this.unseal(ringNow, value.keyId, value.sealed, store.packed) : null;
         if (plain === null) throw value.damaged === undefined ? altered(ring, value.keyId) : damagedValue(ring, value.keyId, value.damaged);
         store.decoded.push(store.decode(plain, value));
       }

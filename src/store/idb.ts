@@ -13,7 +13,7 @@ import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
-import { packValue, unpacked } from './value-pack.ts';
+import { packValue } from './value-pack.ts';
 import { joinGroupValues, splitGroupTexts, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
 
 /**
@@ -119,16 +119,6 @@ const SEALED_STORES = ['nodes', 'nodeGroups', 'edges', 'edgeGroups', 'entityPage
  * metas, a few hundred bytes each.
  */
 const PACKED_STORES: ReadonlySet<StoreName> = new Set(['nodes', 'nodeGroups', 'edgeGroups', 'entityPages', 'chunks', 'cache'] satisfies StoreName[]);
-
-/** A value of `store` as unsealed, unpacked where the store's values may be packed; CORRUPT_CHECKPOINT where it does not unpack. */
-function unpackedIn(store: StoreName, plain: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
-  if (!PACKED_STORES.has(store)) return plain;
-  try {
-    return unpacked(plain);
-  } catch (cause) {
-    throw new PrismError('CORRUPT_CHECKPOINT', `a value of ${store} decrypts but does not unpack (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
-  }
-}
 
 /** `store`'s value as sealed: packed where the store's values are (`PACKED_STORES`). */
 function sealable(store: StoreName, plain: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
@@ -854,7 +844,7 @@ export class IndexedDbStore implements GraphStore {
       this.readGroups('nodeGroups', token, ring, reads.nodeIds, []),
       tx.done,
     ]);
-    const openText = async (store: StoreName, value: Sealed): Promise<string> => decoder.decode(unpackedIn(store, await this.keys.unseal(ring, value.keyId, value.sealed)));
+    const openText = async (store: StoreName, value: Sealed): Promise<string> => decoder.decode(await this.keys.unseal(ring, value.keyId, value.sealed, PACKED_STORES.has(store)));
     const storedNodes = new Map<string, string>();
     for (const id of reads.nodeIds) {
       for (const values of grouped.groups.values()) {
@@ -953,7 +943,7 @@ export class IndexedDbStore implements GraphStore {
         // Sealed again as it was, packed or not.
         const plain = await this.keys.unseal(ring, value.keyId, value.sealed);
         // An Entity an earlier version sealed under the shared key moves to its own chunk's.
-        const keyId = keyFor(store === 'nodes' ? storedOwner(decoder.decode(unpackedIn(store, plain))) : null);
+        const keyId = keyFor(store === 'nodes' ? storedOwner(decoder.decode(this.keys.unpack(ring, value.keyId, plain))) : null);
         const resealed = { ...value, keyId, sealed: await this.keys.seal(ring, keyId, plain) };
         return (tx) => (tx.objectStore(store) as unknown as UntypedStore).put(resealed, key);
       }),
@@ -1097,7 +1087,7 @@ export class IndexedDbStore implements GraphStore {
     await Promise.all(
       held.map(async (keyId, i) => {
         const group = found[i];
-        if (group) groups.set(keyId, valuesOfGroup(store, { keyId, members: memberIds(group) }, unpackedIn(store, await this.keys.unseal(ring, keyId, group.sealed))));
+        if (group) groups.set(keyId, valuesOfGroup(store, { keyId, members: memberIds(group) }, await this.keys.unseal(ring, keyId, group.sealed, PACKED_STORES.has(store))));
       }),
     );
     const wanted = new Set(ids);
@@ -1292,7 +1282,7 @@ export class IndexedDbStore implements GraphStore {
       const ring = await this.ringFor(CACHE_RING, [entry]);
       // Deleted by another tab since it was read: a miss, as it would be a moment later.
       if (!ring.has(entry.keyId)) return undefined;
-      return decoder.decode(unpackedIn('cache', await this.keys.unseal(ring, entry.keyId, entry.sealed)));
+      return decoder.decode(await this.keys.unseal(ring, entry.keyId, entry.sealed, PACKED_STORES.has('cache')));
     } catch (err) {
       throw storeError(err, `reading the cache of ${this.name}`);
     }

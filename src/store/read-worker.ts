@@ -114,7 +114,7 @@ function readerMain(scope: ReaderScope, unpack: (bytes: Uint8Array<ArrayBuffer>)
     }
   };
   // A value unpacked is a fresh buffer of its own, one left as it is the one decrypted: either is transferred whole.
-  const opened = (plain: ArrayBuffer | null, packed: boolean): { plain: ArrayBuffer | null; damaged?: string } => {
+  const unpackedOf = (plain: ArrayBuffer | null, packed: boolean): { plain: ArrayBuffer | null; damaged?: string } => {
     if (plain === null || !packed) return { plain };
     try {
       return { plain: unpack(new Uint8Array(plain)).buffer };
@@ -185,7 +185,7 @@ function readerMain(scope: ReaderScope, unpack: (bytes: Uint8Array<ArrayBuffer>)
           const part = await Promise.all(
             values.slice(start, end).map(async (value, i) => {
               const known = imported.has(value.keyId);
-              const plain = opened(known ? await unseal(value, ivBytes) : null, packed);
+              const plain = unpackedOf(known ? await unseal(value, ivBytes) : null, packed);
               return { id: ids[start + i] as string, keyId: value.keyId, members: value.members ? JSON.stringify(idsOf(value.members)) : null, ...plain, sealed: known ? null : value.sealed };
             }),
           );

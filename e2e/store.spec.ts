@@ -131,6 +131,9 @@ test('a working set leaves its relation edges as the open read them: the same gr
   expect(result.sameEdges).toBe(true);
   expect(result.sameCounts).toBe(true);
   expect(result.heldWithoutVector).toBe(0);
+  // Its vectors come as their groups, each listed by its members' ids, none in a table by id.
+  expect(result.keyedVectors).toBeGreaterThan(0);
+  expect(result.vectorsById).toBe(0);
   expect(result.atOpen.length).toBeGreaterThan(5);
   expect(result.atOpen.every(Boolean)).toBe(true);
   expect(result.afterWrite.every(Boolean)).toBe(true);

@@ -12,8 +12,8 @@ import { defaultLocomoPath, nodeUsearch } from '../src/node.ts';
 import { PrismError } from '../src/errors.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
-import type { GraphStore, WorkingSnapshot } from '../src/store/types.ts';
-import { addKeyedGroups, decodeGroupKeys, encodeGroupKeys } from '../src/store/vector-groups.ts';
+import type { GraphStore, ListedVectorGroup, StemVectorGroup, WorkingSnapshot } from '../src/store/types.ts';
+import { addKeyedGroups, decodeGroupKeys, encodeGroupKeys, memberId, vectorGroupMembers } from '../src/store/vector-groups.ts';
 import type { IndexSpace } from '../src/vector/index-set.ts';
 import { graphView } from '../e2e/support/graph-view.ts';
 import { hashEmbedder } from './helpers/hash-embedder.ts';
@@ -72,6 +72,20 @@ function build(working: WorkingSnapshot, store: GraphStore, kind: 'flat' | 'hnsw
   return stateFrom(working, host, { name: DEFAULT_PARTITION, revision: () => 0, meta: () => working.meta });
 }
 
+/** A SQL working set's keyed groups, as that store hands them over. */
+function stemGroups(working: WorkingSnapshot): StemVectorGroup[] {
+  return (working.keyedVectors ?? []).map((group) => {
+    if ('ids' in group) throw new Error('a SQL store handed over a listed group');
+    return group;
+  });
+}
+
+/** The working set as IndexedDB hands it over: each group as its members' ids, their keys not stored. */
+function listed(working: WorkingSnapshot, edit: (groups: ListedVectorGroup[]) => ListedVectorGroup[] = (groups) => groups): WorkingSnapshot {
+  const groups = stemGroups(working).map(({ stem, members, data }) => ({ name: `vector group ${stem}`, ids: vectorGroupMembers(stem, members).map((member) => memberId(stem, member)), data }));
+  return { ...working, keyedVectors: edit(groups) };
+}
+
 /** The working set as a store that keeps no keys hands it over: its vectors found by id. */
 function byId(working: WorkingSnapshot): WorkingSnapshot {
   const vectors = new VectorTable();
@@ -101,7 +115,7 @@ describe('vector groups kept with their index keys', () => {
     const working = await workingSet(store);
     // The control: the keyed path is the one taken, over groups of several members.
     expect(working.keyedVectors?.length).toBeGreaterThan(0);
-    expect(working.keyedVectors?.some((group) => JSON.parse(group.members).length > 1)).toBe(true);
+    expect(stemGroups(working).some((group) => JSON.parse(group.members).length > 1)).toBe(true);
     expect(working.vectors.size).toBe(0);
     const [keyed, found] = [build(working, store), build(byId(working), store)];
     expect(graphView(keyed)).toEqual(graphView(found));
@@ -111,6 +125,40 @@ describe('vector groups kept with their index keys', () => {
     const [keyedHnsw, foundHnsw] = [build(working, store, 'hnsw'), build(byId(working), store, 'hnsw')];
     expect(vectorView(keyedHnsw)).toEqual(vectorView(foundHnsw));
     expect(keyedHnsw.graph.vectors.size).toBe(keyed.graph.vectors.size);
+  });
+
+  it('hands groups listed by member id (as IndexedDB reads them) to their indexes by their records\' keys, as the vectors found by id', async () => {
+    const store = await copyOf('listed');
+    const working = await workingSet(store);
+    const asListed = listed(working);
+    const [keyed, found] = [build(asListed, store), build(byId(working), store)];
+    expect(graphView(keyed)).toEqual(graphView(found));
+    expect(vectorView(keyed)).toEqual(vectorView(found));
+    expect(SPACES.reduce((sum, space) => sum + keyed.indexes.size(space), 0)).toBe(keyed.graph.vectors.size);
+    const [keyedHnsw, foundHnsw] = [build(asListed, store, 'hnsw'), build(byId(working), store, 'hnsw')];
+    expect(vectorView(keyedHnsw)).toEqual(vectorView(foundHnsw));
+    // Ids that name no record, twice one id, a derived edge's id: the vectors are found by id instead, and build the same.
+    const renamed = (groups: ListedVectorGroup[], rename: (ids: readonly string[]) => string[]) => groups.map((group, i) => (i === 0 ? { ...group, ids: rename(group.ids) } : group));
+    const edits: Record<string, (groups: ListedVectorGroup[]) => ListedVectorGroup[]> = {
+      'an id of no record': (groups) => renamed(groups, (ids) => ids.map((id, i) => (i === 0 ? `${id}x` : id))),
+      'one id twice': (groups) => groups.map((group) => (group.ids.length > 1 ? { ...group, ids: group.ids.map((id, i) => (i === 1 ? (group.ids[0] as string) : id)) } : group)),
+      'a derived edge\'s id': (groups) => renamed(groups, (ids) => ids.map((id, i) => (i === 0 ? `belongs_to:${id}` : id))),
+    };
+    // Each open as the one that finds the same vectors by id: the same graph and vectors, or the same error.
+    const outcome = (snapshot: () => WorkingSnapshot): unknown => {
+      try {
+        const state = build(snapshot(), store);
+        return { graph: graphView(state), vectors: vectorView(state) };
+      } catch (error) {
+        return error instanceof PrismError ? { error: error.code, message: error.message } : error;
+      }
+    };
+    for (const [what, edit] of Object.entries(edits)) {
+      const damaged = listed(working, edit);
+      expect({ what, opened: outcome(() => damaged) }).toEqual({ what, opened: outcome(() => byId(damaged)) });
+    }
+    // The control: the edits change what is built.
+    expect(outcome(() => listed(working, edits['an id of no record']))).not.toEqual(outcome(() => byId(working)));
   });
 
   it('a memory opened on its keys searches as one opened on a copy without them, and its writes keep keys', async () => {
@@ -222,7 +270,7 @@ describe('vector groups kept with their index keys', () => {
   it('writes no keys for a group whose vector comes without its node or edge, and then opens by id', async () => {
     const store = await copyOf('vector-alone');
     const working = await workingSet(store);
-    const [group] = working.keyedVectors ?? [];
+    const [group] = stemGroups(working);
     if (!group) throw new Error('no keyed group');
     const [member] = JSON.parse(group.members) as Array<string | null>;
     const id = member === null ? group.stem : `${group.stem}:${member}`;

@@ -534,7 +534,7 @@ const storeHarness = {
    * graphs built from it against the whole load's, batch after batch, written to as well
    * (`relationsAsOpenedSteps`), and what it holds of those edges against what the whole load holds.
    */
-  async relationsAsOpened(name: string): Promise<RelationsAsOpenedSteps & { asOpened: boolean; sameEdges: boolean; sameCounts: boolean; relationEdges: number; heldWithoutVector: number }> {
+  async relationsAsOpened(name: string): Promise<RelationsAsOpenedSteps & { asOpened: boolean; sameEdges: boolean; sameCounts: boolean; relationEdges: number; heldWithoutVector: number; keyedVectors: number; vectorsById: number }> {
     const usearch = await loadUsearchWasm(new URL(usearchWasmUrl, location.href));
     return withStore(name, async (store) => {
       await store.clear();
@@ -544,6 +544,8 @@ const storeHarness = {
       const whole = (await store.load(P)) as MemorySnapshot;
       const rows = (edges: readonly GraphEdge[]) => edges.map((edge) => JSON.stringify(edge)).sort();
       const left = working.relations;
+      // The vectors come as IndexedDB's groups, listed by member id, for the open to hand to their indexes by key.
+      const vectorIds = new Set([...working.vectors.keys(), ...(working.keyedVectors ?? []).flatMap((group) => ('ids' in group ? group.ids : []))]);
       const wholeRelations = whole.edges.filter((edge) => isRelationEdgeId(edge.id));
       const counted: Record<string, number> = {};
       for (const edge of wholeRelations) counted[edge.type] = (counted[edge.type] ?? 0) + 1;
@@ -554,7 +556,9 @@ const storeHarness = {
         sameEdges: JSON.stringify(rows(left?.all().edges ?? [])) === JSON.stringify(rows(wholeRelations)),
         sameCounts: JSON.stringify(Object.entries(counts).sort()) === JSON.stringify(Object.entries(counted).sort()),
         relationEdges: wholeRelations.length,
-        heldWithoutVector: working.edges.filter((edge) => isRelationEdgeId(edge.id) && !working.vectors.has(edge.id)).length,
+        heldWithoutVector: working.edges.filter((edge) => isRelationEdgeId(edge.id) && !vectorIds.has(edge.id)).length,
+        keyedVectors: working.keyedVectors?.length ?? 0,
+        vectorsById: working.vectors.size,
       };
     });
   },

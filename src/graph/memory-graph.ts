@@ -164,7 +164,7 @@ export class MemoryGraph {
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
     // Vectors an open lends its indexes by key are found through the records that hold the keys.
-    if (this.vectors instanceof VectorTable) this.vectors.attachOwners({ keyOf: (id) => (this.nodes.get(id) ?? this.heldEdges.get(id))?.key, idOf: (key) => this.byKey[key]?.id });
+    if (this.vectors instanceof VectorTable) this.vectors.attachOwners({ keyOf: (id) => this.recordOf(id)?.key, idOf: (key) => this.byKey[key]?.id });
     for (const chunk of snapshot.chunks) this.putChunk(chunk);
     for (const node of snapshot.nodes) this.putNode(node);
     for (const edge of snapshot.edges) this.putEdge(edge);
@@ -722,6 +722,11 @@ export class MemoryGraph {
   /** The node or held edge behind an index key. */
   recordForKey(key: number): GraphNode | GraphEdge | undefined {
     return this.byKey[key];
+  }
+
+  /** The node or held edge of id `id` (a derived edge, or one left in the store, is not held). */
+  recordOf(id: string): GraphNode | GraphEdge | undefined {
+    return this.nodes.get(id) ?? this.heldEdges.get(id);
   }
 
   /**

@@ -16,11 +16,12 @@ import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts
  * row; lent by key to the indexes that read vectors back (`VectorTable.addLent`: found by id
  * through the graph's records, with no entry of their own), kept in `vectors` otherwise. At 100K
  * messages an open that finds them by id keys ~464K vectors by id twice (the table's map as they
- * are read, its lookup as each node is indexed), which the keys spare.
+ * are read, its lookup as each node is indexed), which the keys spare. An IndexedDB group keeps
+ * no keys: each member's is found once, by its id, in the graph's own map of records.
  *
  * False, with some vectors perhaps indexed, when the keys are not the ones to trust: a member whose
- * key names no node or edge of the member's id (or names it under another key now), two members of
- * one key, a value that is no i4 record of the memory's dimension or whose scale is not finite, a
+ * key names no node or edge of the member's id (or names it under another key now), or whose id
+ * names none, two members of one key, a value that is no i4 record of the memory's dimension or whose scale is not finite, a
  * vector of an edge no index takes, a group of a derived edge type (whose vectors decide which
  * edges the graph holds as edges). The caller then opens the memory as before, from the vectors
  * found by id, which fails as that open fails where the vectors are damaged.
@@ -28,7 +29,7 @@ import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts
 export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVectorGroup[], vectors: VectorTable): boolean {
   const { dim, nextKey } = state.meta;
   const length = recordBytes(dim, 'i4');
-  if (dim < I4_MIN_DIM || groups.some(({ stem }) => DERIVED_EDGE_TYPES.some((type) => stem.startsWith(`${type}:`)))) return false;
+  if (dim < I4_MIN_DIM) return false;
   // Where each key's vector is (−1: none), and where each vector lies: its group and first byte
   // (at most a vector a record of the group's length, its values' length prefixes each 4 bytes).
   const placeOfKey = new Int32Array(nextKey).fill(-1);
@@ -40,25 +41,18 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
   const spaceAt = new Uint8Array(most);
   let place = 0;
   for (let g = 0; g < groups.length; g++) {
-    const { stem, members, keys: storedKeys, data } = groups[g] as KeyedVectorGroup;
+    const group = groups[g] as KeyedVectorGroup;
+    const { data } = group;
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    let i = 0;
     let trusted = true;
     try {
-      const names = vectorGroupMembers(stem, members);
-      const keys = decodeGroupKeys(storedKeys, names.length);
-      if (keys === null) return false;
-      walkGroupValues(`vector group ${JSON.stringify(stem)}`, names, data, (member, start, end) => {
-        const key = keys[i++] as number;
-        const owner = key < nextKey ? state.graph.recordForKey(key) : undefined;
+      const members = membersOf(group, state);
+      if (members === null) return false;
+      walkGroupValues(members.what, members.names, data, (member, start, end) => {
+        const owner = members.next(member);
+        const key = owner?.key ?? -1;
         const space = owner === undefined ? null : spaceOf(owner);
-        trusted &&=
-          space !== null &&
-          end - start === length &&
-          Number.isFinite(view.getFloat32(start, true)) &&
-          owner?.key === key &&
-          isMemberId(owner.id, stem, member) &&
-          placeOfKey[key] === -1;
+        trusted &&= space !== null && key >= 0 && key < nextKey && end - start === length && Number.isFinite(view.getFloat32(start, true)) && placeOfKey[key] === -1;
         if (trusted) {
           let code = spaces.indexOf(space as IndexSpace);
           if (code < 0) code = spaces.push(space as IndexSpace) - 1;
@@ -89,6 +83,41 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
   // An index that reads no vector back was lent none: the table keeps those, as it keeps every vector an open finds by id.
   records.keepUnlent(lists, vectors);
   return true;
+}
+
+/**
+ * A group's member names, in order, and `next`, which gives each member's node or edge in turn
+ * (undefined where the group does not name it): a SQL group's by its stored key, trusted where
+ * the record of that key has the member's id; an IndexedDB group's by the member's id. Null
+ * where the group's keys cannot be trusted at all: a group of a derived edge type (whose vectors
+ * decide which edges the graph holds as edges), or stored keys that are not one a member.
+ */
+function membersOf(group: KeyedVectorGroup, state: MemoryState): { what: string; names: ReadonlyArray<string | null>; next: (name: string | null) => GraphNode | GraphEdge | undefined } | null {
+  const { graph } = state;
+  if ('ids' in group) {
+    if (group.ids.some(ofDerivedType)) return null;
+    return { what: group.name, names: group.ids, next: (id) => (id === null ? undefined : graph.recordOf(id)) };
+  }
+  const { stem } = group;
+  if (ofDerivedType(stem)) return null;
+  const names = vectorGroupMembers(stem, group.members);
+  const keys = decodeGroupKeys(group.keys, names.length);
+  if (keys === null) return null;
+  let i = 0;
+  return {
+    what: `vector group ${JSON.stringify(stem)}`,
+    names,
+    next: (member) => {
+      const key = keys[i++] as number;
+      const owner = graph.recordForKey(key);
+      return owner?.key === key && isMemberId(owner.id, stem, member) ? owner : undefined;
+    },
+  };
+}
+
+/** Whether `id` is (or is the stem of) a derived edge's. */
+function ofDerivedType(id: string): boolean {
+  return DERIVED_EDGE_TYPES.some((type) => id.startsWith(`${type}:`));
 }
 
 /** The index space of a node's or an edge's vector; null for an edge type no index takes. */

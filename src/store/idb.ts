@@ -10,11 +10,11 @@ import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch 
 import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, StoredRecordsReader, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { relationsAsOpened } from './relation-rows.ts';
-import { dropsDerived, type DerivedState, type GraphStore, type WorkingSnapshot, type WriteBatch } from './types.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type ListedVectorGroup, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { packValue } from './value-pack.ts';
-import { joinGroupValues, splitGroupTexts, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
+import { addKeyedGroups, joinGroupValues, splitGroupTexts, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -666,6 +666,10 @@ export class IndexedDbStore implements GraphStore {
           if (form === 'working') table.addStored(id, bytes, opened.meta.dim);
           else vectorRows.push([id, bytes]);
         };
+        // A working set's vector groups as they come, for the open to hand to their indexes by
+        // their members' keys (`WorkingSnapshot.keyedVectors`); the relation edges among their members.
+        const listed: ListedVectorGroup[] = [];
+        const relationVectors = new Set<string>();
         // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
         const relations: StoredRow[] = [];
         const addEdgeRows = (rows: readonly StoredRow[]): void => {
@@ -698,7 +702,13 @@ export class IndexedDbStore implements GraphStore {
             // stores hand them over, whichever record kept them (a sort of ~160K ids was ~50 ms of a
             // cold open at 30K messages of chat). Singles, written before v5, after the groups.
             vectorGroups: (plain, group) => {
-              for (const [id, bytes] of valuesOfGroup('vectorGroups', group, plain)) addVector(id, bytes);
+              if (form === 'whole') {
+                for (const [id, bytes] of valuesOfGroup('vectorGroups', group, plain)) addVector(id, bytes);
+                return;
+              }
+              const ids = group.members ?? [];
+              listed.push({ name: groupName('vectorGroups', group), ids, data: plain });
+              for (const id of ids) if (isRelationEdgeId(id)) relationVectors.add(id);
             },
             vectors: (plain, record) => addVector(record.id, plain),
           },
@@ -714,12 +724,15 @@ export class IndexedDbStore implements GraphStore {
         // A partition cleared since its token was read has no meta: what was read of it is dropped.
         if (opened === null) return null;
         if (form === 'whole') for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) table.addStored(id, bytes, opened.meta.dim);
+        // Single vector records (written before v5) go by id, and the groups with them.
+        const keyed = table.size === 0 && listed.length > 0;
+        if (!keyed) addKeyedGroups(table, listed, opened.meta.dim);
         const loaded = records.finish();
         // As a SQL store's working set: the relation edges with a vector are held as any edge too
         // (an index names their keys), and `relations` holds every relation edge.
         const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
         // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
-        const indexed = [...new Map(relations.filter(([id]) => table.has(id)))];
+        const indexed = [...new Map(relations.filter(([id]) => table.has(id) || relationVectors.has(id)))];
         return {
           meta: opened.meta,
           ...loaded,
@@ -728,6 +741,7 @@ export class IndexedDbStore implements GraphStore {
           vectors: table,
           hashes: new Set(hashes),
           ...(left ? { relations: left } : {}),
+          ...(keyed ? { keyedVectors: listed } : {}),
         };
       });
     } catch (err) {

@@ -5,7 +5,7 @@ import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { ownedRows } from './relation-rows.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
-import { dropsDerived, type DerivedState, type GraphStore, type KeyedVectorGroup, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
+import { dropsDerived, type DerivedState, type GraphStore, type StemVectorGroup, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
@@ -486,7 +486,7 @@ export class SqlStore implements GraphStore {
       const sorted: Array<[string, Uint8Array]> = [];
       const indexedRelations: string[] = [];
       // A working set's groups as they are, while every one has its keys; the first without turns them all into the table.
-      let keyed: KeyedVectorGroup[] | null = form === 'working' ? [] : null;
+      let keyed: StemVectorGroup[] | null = form === 'working' ? [] : null;
       // Counted before the rows are stepped (a statement is not run within another's): made only when a group has keys.
       const groupBytes = form === 'working' ? Number(this.driver.all('SELECT coalesce(sum(length(data)), 0) AS bytes FROM vector_groups WHERE partition = ?', [partition])[0]?.['bytes'] ?? 0) : 0;
       let slab: Slab | null = null;

@@ -36,26 +36,43 @@ export interface WorkingSnapshot extends MemorySnapshot {
    */
   relations?: StoredRelationEdges;
   /**
-   * The vectors as their groups are stored, each member with its index key, where the store keeps
-   * every group's keys (a SQL store written by this version): `vectors` is then empty, and the
-   * open hands each vector to its index by key, with no lookup by id, once it has checked that the
-   * key names the node or edge of the member's id (see memory/keyed-vectors.ts). Absent: the
-   * vectors are in `vectors`.
+   * The vectors as their groups are stored, where the store can name each member's index key: a
+   * SQL store written by this version keeps every group's keys (`StemVectorGroup`), IndexedDB
+   * lists its groups' member ids, whose keys are their records' (`ListedVectorGroup`). `vectors`
+   * is then empty, and the open hands each vector to its index by key, with no table of vectors
+   * by id, once it has checked that the key names the node or edge of the member's id (see
+   * memory/keyed-vectors.ts). Absent: the vectors are in `vectors`.
    */
   keyedVectors?: readonly KeyedVectorGroup[];
 }
 
+/** One stored vector group whose members' index keys an open can name (`WorkingSnapshot.keyedVectors`). */
+export type KeyedVectorGroup = StemVectorGroup | ListedVectorGroup;
+
 /**
- * One stored vector group (store/vector-groups.ts) with the index key of each member, as stored:
- * read when the open hands the group to its index, so that no list of names or keys is held for
- * every group at once (at 100K messages ~464K names).
+ * A SQL store's vector group (store/vector-groups.ts) with the index key of each member, as
+ * stored: read when the open hands the group to its index, so that no list of names or keys is
+ * held for every group at once (at 100K messages ~464K names).
  */
-export interface KeyedVectorGroup {
+export interface StemVectorGroup {
   stem: string;
   /** The members' names, in order, as stored (`vectorGroupMembers` reads them). */
   members: string;
   /** Their keys, in the same order, as stored (`decodeGroupKeys` reads them). */
   keys: Uint8Array;
+  /** Their values end to end, each after its length (`joinGroupValues`). */
+  data: Uint8Array;
+}
+
+/**
+ * An IndexedDB vector group as read: its members' ids, whose index keys are those of the
+ * records of those ids (the graph holds them by id when the vectors are handed over).
+ */
+export interface ListedVectorGroup {
+  /** How errors name the group. */
+  name: string;
+  /** The members' ids, in order. */
+  ids: readonly string[];
   /** Their values end to end, each after its length (`joinGroupValues`). */
   data: Uint8Array;
 }

@@ -201,7 +201,12 @@ export function memberId(stem: string, member: string | null): string {
 
 /** `groups`' vectors put in `vectors` by id, as a store hands them to an open where it keeps no keys. */
 export function addKeyedGroups(vectors: { addStored(id: string, bytes: Uint8Array, dim: number): unknown }, groups: readonly KeyedVectorGroup[], dim: number): void {
-  for (const { stem, members, data } of groups) {
+  for (const group of groups) {
+    if ('ids' in group) {
+      for (const [id, bytes] of splitGroupValues(group.name, group.ids, group.data)) vectors.addStored(id, bytes, dim);
+      continue;
+    }
+    const { stem, members, data } = group;
     for (const [member, bytes] of decodeVectorGroup(stem, { members, data })) vectors.addStored(memberId(stem, member), bytes, dim);
   }
 }

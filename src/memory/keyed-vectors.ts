@@ -21,9 +21,9 @@ import { recordBytes, type IndexRows, type RecordForm } from '../vector/types.ts
  *
  * False, with some vectors perhaps indexed, when the keys are not the ones to trust: a member whose
  * key names no node or edge of the member's id (or names it under another key now), or whose id
- * names none, two members of one key, a value that is no i4 record of the memory's dimension or whose scale is not finite, a
- * vector of an edge no index takes, a group of a derived edge type (whose vectors decide which
- * edges the graph holds as edges). The caller then opens the memory as before, from the vectors
+ * names none; two members of one key; a value that is no i4 record of the memory's dimension or
+ * whose scale is not finite; a vector of an edge no index takes; a group of a derived edge type
+ * (whose vectors decide which edges the graph holds as edges). The caller then opens the memory as before, from the vectors
  * found by id, which fails as that open fails where the vectors are damaged.
  */
 export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVectorGroup[], vectors: VectorTable): boolean {

@@ -697,8 +697,8 @@ export class IndexedDbStore implements GraphStore {
             nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
             edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
             edgeGroups: (plain, group) => addEdgeRows(rowsOfGroup('edgeGroups', group, plain)),
-            // A working set's vectors go to the table as they come (as a SQL store's, in the order
-            // read, which no reader depends on); the whole memory's in id order, as the other
+            // A working set's vector groups are kept as they come (`listed`), its single vectors go
+            // to the table; the whole memory's vectors go to the table in id order, as the other
             // stores hand them over, whichever record kept them (a sort of ~160K ids was ~50 ms of a
             // cold open at 30K messages of chat). Singles, written before v5, after the groups.
             vectorGroups: (plain, group) => {

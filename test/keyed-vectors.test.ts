@@ -7,6 +7,7 @@ import { VectorTable } from '../src/graph/vector-table.ts';
 import type { MemoryState } from '../src/ingest/pipeline.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { Memory } from '../src/memory.ts';
+import { indexKeyedVectors } from '../src/memory/keyed-vectors.ts';
 import { stateFrom, type PartitionHost } from '../src/memory/partition.ts';
 import { defaultLocomoPath, nodeUsearch } from '../src/node.ts';
 import { PrismError } from '../src/errors.ts';
@@ -104,6 +105,21 @@ function vectorView(state: MemoryState): unknown {
   };
 }
 
+/**
+ * What `keyed` (a working set with keyed groups) builds against what `working`'s vectors found by
+ * id build: the graph, the vectors and every index, on the flat index and on HNSW.
+ */
+function expectBuiltAsFoundById(keyed: WorkingSnapshot, working: WorkingSnapshot, store: GraphStore): void {
+  const [byKey, found] = [build(keyed, store), build(byId(working), store)];
+  expect(graphView(byKey)).toEqual(graphView(found));
+  expect(vectorView(byKey)).toEqual(vectorView(found));
+  expect(SPACES.reduce((sum, space) => sum + byKey.indexes.size(space), 0)).toBe(byKey.graph.vectors.size);
+  // An index that reads no vector back (usearch's HNSW) is lent none: the table keeps them, as it keeps those found by id.
+  const [byKeyHnsw, foundHnsw] = [build(keyed, store, 'hnsw'), build(byId(working), store, 'hnsw')];
+  expect(vectorView(byKeyHnsw)).toEqual(vectorView(foundHnsw));
+  expect(byKeyHnsw.graph.vectors.size).toBe(byKey.graph.vectors.size);
+}
+
 /** The `member_keys` of every group, by stem. */
 function keyRows(db: Database.Database): Array<{ stem: string; members: string; member_keys: Uint8Array | null }> {
   return db.prepare('SELECT stem, members, member_keys FROM vector_groups ORDER BY stem').all() as Array<{ stem: string; members: string; member_keys: Uint8Array | null }>;
@@ -117,26 +133,19 @@ describe('vector groups kept with their index keys', () => {
     expect(working.keyedVectors?.length).toBeGreaterThan(0);
     expect(stemGroups(working).some((group) => JSON.parse(group.members).length > 1)).toBe(true);
     expect(working.vectors.size).toBe(0);
-    const [keyed, found] = [build(working, store), build(byId(working), store)];
-    expect(graphView(keyed)).toEqual(graphView(found));
-    expect(vectorView(keyed)).toEqual(vectorView(found));
-    expect(SPACES.reduce((sum, space) => sum + keyed.indexes.size(space), 0)).toBe(keyed.graph.vectors.size);
-    // An index that reads no vector back (usearch's HNSW) is lent none: the table keeps them, as it keeps those found by id.
-    const [keyedHnsw, foundHnsw] = [build(working, store, 'hnsw'), build(byId(working), store, 'hnsw')];
-    expect(vectorView(keyedHnsw)).toEqual(vectorView(foundHnsw));
-    expect(keyedHnsw.graph.vectors.size).toBe(keyed.graph.vectors.size);
+    expectBuiltAsFoundById(working, working, store);
   });
 
   it('hands groups listed by member id (as IndexedDB reads them) to their indexes by their records\' keys, as the vectors found by id', async () => {
     const store = await copyOf('listed');
     const working = await workingSet(store);
-    const asListed = listed(working);
-    const [keyed, found] = [build(asListed, store), build(byId(working), store)];
-    expect(graphView(keyed)).toEqual(graphView(found));
-    expect(vectorView(keyed)).toEqual(vectorView(found));
-    expect(SPACES.reduce((sum, space) => sum + keyed.indexes.size(space), 0)).toBe(keyed.graph.vectors.size);
-    const [keyedHnsw, foundHnsw] = [build(asListed, store, 'hnsw'), build(byId(working), store, 'hnsw')];
-    expect(vectorView(keyedHnsw)).toEqual(vectorView(foundHnsw));
+    expectBuiltAsFoundById(listed(working), working, store);
+    // The control: the listed groups are handed over by key, not left to the vectors found by id.
+    const takenByKey = (snapshot: WorkingSnapshot): boolean => {
+      const state = build({ ...snapshot, keyedVectors: [], vectors: new VectorTable() }, store);
+      return indexKeyedVectors(state, snapshot.keyedVectors ?? [], state.graph.vectors as VectorTable);
+    };
+    expect(takenByKey(listed(working))).toBe(true);
     // Ids that name no record, twice one id, a derived edge's id: the vectors are found by id instead, and build the same.
     const renamed = (groups: ListedVectorGroup[], rename: (ids: readonly string[]) => string[]) => groups.map((group, i) => (i === 0 ? { ...group, ids: rename(group.ids) } : group));
     const edits: Record<string, (groups: ListedVectorGroup[]) => ListedVectorGroup[]> = {
@@ -155,6 +164,7 @@ describe('vector groups kept with their index keys', () => {
     };
     for (const [what, edit] of Object.entries(edits)) {
       const damaged = listed(working, edit);
+      expect({ what, byKey: takenByKey(damaged) }).toEqual({ what, byKey: false });
       expect({ what, opened: outcome(() => damaged) }).toEqual({ what, opened: outcome(() => byId(damaged)) });
     }
     // The control: the edits change what is built.

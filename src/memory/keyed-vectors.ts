@@ -88,16 +88,16 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
 /**
  * A group's member names, in order, and `next`, which gives each member's node or edge in turn
  * (undefined where the group does not name it): a SQL group's by its stored key, trusted where
- * the record of that key has the member's id; an IndexedDB group's by the member's id. Null
- * where the group's keys cannot be trusted at all: a group of a derived edge type (whose vectors
- * decide which edges the graph holds as edges), or stored keys that are not one a member.
+ * the record of that key has the member's id; an IndexedDB group's by the member's id, but a
+ * derived edge's. Null where a SQL group's keys cannot be trusted at all: a group of a derived
+ * edge type (whose vectors decide which edges the graph holds as edges), or stored keys that are
+ * not one a member.
  */
 function membersOf(group: KeyedVectorGroup, state: MemoryState): { what: string; names: ReadonlyArray<string | null>; next: (name: string | null) => GraphNode | GraphEdge | undefined } | null {
   const { graph } = state;
-  if ('ids' in group) {
-    if (group.ids.some(ofDerivedType)) return null;
-    return { what: group.name, names: group.ids, next: (id) => (id === null ? undefined : graph.recordOf(id)) };
-  }
+  // A derived edge's id names no owner (as a derived type's stem makes a SQL group untrusted),
+  // told as the walk reaches it rather than in a pass of its own over every id.
+  if ('ids' in group) return { what: group.name, names: group.ids, next: (id) => (id === null || ofDerivedType(id) ? undefined : graph.recordOf(id)) };
   const { stem } = group;
   if (ofDerivedType(stem)) return null;
   const names = vectorGroupMembers(stem, group.members);

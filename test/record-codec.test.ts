@@ -284,6 +284,16 @@ describe('a turn’s theme', () => {
     for (const other of [...spaces, '\u180e', '\u200b', '\u2060', '\u0085', 'x']) {
       for (const text of [`${other}a${other}${other}b c${other}`, `${'w '.repeat(90)}${other}${'v'.repeat(20)}`]) expect(turnTheme('Ann', text)).toBe(reference('Ann', text));
     }
+    // Lines of about the cap's length, a run to collapse at every place near it.
+    for (let length = 150; length <= 170; length++) {
+      for (let at = 140; at <= length; at++) {
+        for (const run of [' ', '  ', '\n', ' \t ']) {
+          const text = `${'y'.repeat(at)}${run}${'z'.repeat(length - at)}`;
+          expect(turnTheme('Ann', text)).toBe(reference('Ann', text));
+          expect(turnTheme('Ann', `${run}${text}${run}`)).toBe(reference('Ann', `${run}${text}${run}`));
+        }
+      }
+    }
     expect(turnTheme('Ann', `${' '.repeat(600)}short`)).toBe('Ann: short');
     expect(turnTheme('Ann', 'x'.repeat(2000))).toBe(`Ann: ${'x'.repeat(157)}…`);
   });

@@ -11,7 +11,7 @@ import type { VectorIndex } from '../src/vector/types.ts';
 import { loadUsearchWasm } from '../src/vector/usearch-wasm.ts';
 import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
 import { packRows } from '../src/util/vectors.ts';
-import { joinGroupValues, splitGroupTexts, splitGroupValues } from '../src/store/vector-groups.ts';
+import { joinGroupValues, slicedTexts, splitGroupTexts, splitGroupValues } from '../src/store/vector-groups.ts';
 
 function unitVectors(count: number, dim: number): Float32Array[] {
   const random = mulberry32(7);
@@ -474,14 +474,24 @@ describe('group values as text (IndexedDB node and edge groups)', () => {
       );
       const members = values.map((_, i) => `fp:${n}:${i}`);
       const data = joinGroupValues(values.map((value) => encoder.encode(value)));
+      const before = data.slice();
       const texts = splitGroupTexts('a group', members, data);
       expect(texts).toEqual(members.map((member, i) => [member, values[i]]));
+      // Its lengths, blanked while it was decoded, are put back.
+      expect(data).toEqual(before);
+      // Sliced from the group decoded whole, lengths blanked: UTF-8 always adds up.
+      const bytes = values.map((value) => encoder.encode(value));
+      const starts = bytes.map((_, i) => bytes.slice(0, i + 1).reduce((at, value) => at + 4 + value.length, 0) - (bytes[i] as Uint8Array).length);
+      const ends = starts.map((start, i) => start + (bytes[i] as Uint8Array).length);
+      expect(slicedTexts(values.map((value) => `    ${value}`).join(''), members, starts, ends, data.length)).toEqual(texts);
       expect(texts.map(([, text]) => text)).toEqual([...splitGroupValues('a group', members, data).values()].map((bytes) => utf8.decode(bytes)));
     }
   });
 
   it('decodes bytes that are not UTF-8 as the decoder does, one value at a time', () => {
     const values = [new Uint8Array([0x7b, 0xff, 0x7d]), new Uint8Array([0x80]), new Uint8Array([0x61, 0x62])];
+    // Decoded whole, the lone bytes are a character each: the count falls short of the bytes.
+    expect(slicedTexts(`    ${utf8.decode(values[0])}    ${utf8.decode(values[1])}    ab`, ['a', 'b', 'c'], [4, 11, 16], [7, 12, 18], 18)).toBeNull();
     expect(splitGroupTexts('a group', ['a', 'b', 'c'], joinGroupValues(values))).toEqual([
       ['a', utf8.decode(values[0])],
       ['b', utf8.decode(values[1])],
@@ -490,16 +500,22 @@ describe('group values as text (IndexedDB node and edge groups)', () => {
   });
 
   it('refuses values and members that do not match, as splitGroupValues does', () => {
-    const data = joinGroupValues([encoder.encode('one'), encoder.encode('two')]);
+    const data = () => joinGroupValues([encoder.encode('one'), encoder.encode('two')]);
     for (const [members, bytes] of [
-      [['a', 'b', 'c'], data],
-      [['a'], data],
-      [['a', 'a'], data],
-      [['a', 'b'], data.subarray(0, data.length - 1)],
+      [['a', 'b', 'c'], data()],
+      [['a'], data()],
+      [['a', 'b'], data().subarray(0, data().length - 1)],
     ] as const) {
       const split = () => splitGroupValues('a group', members, bytes);
       expect(split).toThrow(PrismError);
       expect(() => splitGroupTexts('a group', members, bytes)).toThrow(/a group: /);
     }
+    // A member named twice is refused by splitGroupValues; as text, each value is its own record,
+    // which the open's structure check refuses where two share a node's id.
+    expect(() => splitGroupValues('a group', ['a', 'a'], data())).toThrow(/appears twice/);
+    expect(splitGroupTexts('a group', ['a', 'a'], data())).toEqual([
+      ['a', 'one'],
+      ['a', 'two'],
+    ]);
   });
 });

@@ -1,5 +1,4 @@
 import { PrismError } from '../errors.ts';
-import { isAscii } from '../util/ascii.ts';
 import { putVarint, readVarint } from '../util/bytes.ts';
 import type { KeyedVectorGroup } from './types.ts';
 
@@ -84,27 +83,82 @@ export function splitGroupValues<K>(what: string, members: readonly K[], data: U
   return values;
 }
 
-/** Decodes a whole group in one call: one character a byte (windows-1252, which `latin1` names), so byte offsets are string offsets. */
-const BYTEWISE = new TextDecoder('latin1');
 const UTF8 = new TextDecoder();
 
 /**
  * `splitGroupValues` of values that are UTF-8 text (IndexedDB's node and edge records), each
- * decoded, with its member. The group is decoded once and each ASCII value sliced out of it: a
- * browser's decoder costs about a microsecond a call, and an open reads some 140,000 node values
- * at 30,000 messages of chat (in Chromium, 120–300 ms one call a value, 65–110 ms this way). A
- * value with any byte over 0x7f is decoded on its own.
+ * decoded, with its member. The group is decoded in one call and each value sliced out of it: a
+ * browser's decoder costs about a microsecond a call, and an open reads some 210,000 node and edge
+ * values at 30,000 messages of chat.
+ *
+ * The lengths between the values are blanked while the group is decoded (in `data` itself, a copy
+ * a group was ~30 ms of that open; they are put back after), so that the decoder reads each as four spaces: a length's bytes are
+ * not text, and decoded as UTF-8 they could run into a value, or as windows-1252 (the only
+ * one-byte decoding there is, `latin1`) they made nearly every group a two-byte string (bytes of
+ * 0x80–0x9f, as in every length from 128 to 159, decode to characters above 0xff). A value's
+ * characters then start as many characters before its bytes as the non-ASCII characters before it
+ * have bytes to spare (`slicedTexts`). Bytes that are not UTF-8 (which no write makes) leave the
+ * counts short, and each value is then decoded on its own.
+ *
+ * Members are not checked for repeats here, as `splitGroupValues` checks them (a set a group was
+ * ~200 ms of a cold open at 30K messages in Chromium): a node named twice is two records of one
+ * id, which the open's structure check refuses (CORRUPT_CHECKPOINT), and an edge row named twice
+ * is read as edge rows of one id always are, the later one kept.
  */
 export function splitGroupTexts<K>(what: string, members: readonly K[], data: Uint8Array): Array<[K, string]> {
-  const bytewise = BYTEWISE.decode(data);
-  const texts: Array<[K, string]> = [];
-  const seen = new Set<K>();
-  walkGroupValues(what, members, data, (member, start, end) => {
-    const text = bytewise.slice(start, end);
-    texts.push([member, isAscii(text) ? text : UTF8.decode(data.subarray(start, end))]);
-    return seen.size < seen.add(member).size;
+  const starts: number[] = [];
+  const ends: number[] = [];
+  walkGroupValues(what, members, data, (_member, start, end) => {
+    starts.push(start);
+    ends.push(end);
+    return true;
   });
-  return texts;
+  for (const start of starts) data[start - 4] = data[start - 3] = data[start - 2] = data[start - 1] = SPACE;
+  const text = UTF8.decode(data);
+  // The lengths put back, as they were.
+  for (let i = 0; i < starts.length; i++) {
+    const start = starts[i] as number;
+    const length = (ends[i] as number) - start;
+    data[start - 4] = length & 0xff;
+    data[start - 3] = (length >>> 8) & 0xff;
+    data[start - 2] = (length >>> 16) & 0xff;
+    data[start - 1] = length >>> 24;
+  }
+  return slicedTexts(text, members, starts, ends, data.length) ?? eachDecoded(members, data, starts, ends);
+}
+
+/**
+ * The values of a group decoded whole, its lengths blanked (`text`), sliced out under their
+ * members: value i's bytes run from `starts[i]` to `ends[i]` of the group's `bytes`. Null where
+ * the characters do not add up to the bytes, as bytes that are not UTF-8 leave them.
+ */
+export function slicedTexts<K>(text: string, members: readonly K[], starts: readonly number[], ends: readonly number[], bytes: number): Array<[K, string]> | null {
+  const texts: Array<[K, string]> = [];
+  NON_ASCII.lastIndex = 0;
+  let next = NON_ASCII.exec(text);
+  // Bytes less characters before the value being sliced.
+  let spare = 0;
+  for (let i = 0; i < members.length; i++) {
+    const start = (starts[i] as number) - spare;
+    let end = (ends[i] as number) - spare;
+    for (; next !== null && next.index < end; next = NON_ASCII.exec(text)) {
+      const unit = text.charCodeAt(next.index);
+      // A four-byte character is two units, its bytes to spare counted at the first.
+      const more = unit < 0x800 ? 1 : unit >= 0xdc00 && unit <= 0xdfff ? 0 : 2;
+      spare += more;
+      end -= more;
+    }
+    texts.push([members[i] as K, text.slice(start, end)]);
+  }
+  return next === null && text.length === bytes - spare ? texts : null;
+}
+
+const SPACE = 0x20;
+const NON_ASCII = /[^\x00-\x7f]/g;
+
+/** `splitGroupTexts` of a group whose bytes are not all UTF-8: each value decoded on its own, as the decoder reads it alone. */
+function eachDecoded<K>(members: readonly K[], data: Uint8Array, starts: readonly number[], ends: readonly number[]): Array<[K, string]> {
+  return members.map((member, i) => [member, UTF8.decode(data.subarray(starts[i], ends[i]))]);
 }
 
 /**

@@ -55,6 +55,13 @@ test('derived edges fold into their nodes, nodes but Entities are kept in a grou
   expect(result.nodeGroups).toBeLessThanOrEqual(result.chunks + 1);
 });
 
+test('a group whose members name one id twice opens as records of one id: two nodes the structure check refuses, or edge rows of which the later is kept', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.groupMemberNamedTwice('e2e-member-twice'));
+  expect(result.nodesOfId).toBe(2);
+  expect(result.nodeCheck).toMatchObject({ code: 'CORRUPT_CHECKPOINT', message: expect.stringMatching(/occurs twice/) });
+  expect(result.edgesOfId).toBe(1);
+});
+
 test('nodes written one record each before v8, edges before v10, and values holding their ids before v9, are read, and a node put or deleted leaves its record, every batch leaving what the reference store holds', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.nodesFromBeforeV8('e2e-nodes-v7'));
   expect(result.differing).toEqual([]);

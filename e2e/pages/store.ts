@@ -11,6 +11,7 @@ import { MemoryStore } from '../../src/store/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import { decodeEdge, encodeEdge } from '../../src/store/record-codec.ts';
 import { splitGroupValues } from '../../src/store/vector-groups.ts';
+import { checkMemoryStructure } from '../../src/store/validate-snapshot.ts';
 import { encodedBytes } from '../../src/store/vector-codec.ts';
 import { packValue, unpacked } from '../../src/store/value-pack.ts';
 import type { GraphStore, WorkingSnapshot, WriteBatch } from '../../src/store/types.ts';
@@ -156,6 +157,50 @@ const storeHarness = {
     } finally {
       raw.close();
     }
+  },
+
+  /**
+   * Writes the folding batches, then renames the second member of one node group and of one edge
+   * group to the first's id (the members are kept beside the sealed values, for the group's index,
+   * so no key is needed to change them), and reads the working set again: the node group gives two
+   * records of one id, which the open's structure check refuses; the edge group gives edge rows of
+   * one id, read as such rows always are (the later kept).
+   */
+  async groupMemberNamedTwice(name: string): Promise<{ nodesOfId: number; nodeCheck: Failure | null; edgesOfId: number }> {
+    await withStore(name, async (store) => {
+      await store.clear();
+      for (const batch of foldingBatches(ingestShapedSample())) await store.commit(P, batch);
+    });
+    const raw = await openDB(name);
+    const twice: Record<'nodeGroups' | 'edgeGroups', string> = { nodeGroups: '', edgeGroups: '' };
+    try {
+      for (const groups of ['nodeGroups', 'edgeGroups'] as const) {
+        for (const key of (await raw.getAllKeys(groups)) as Array<[number, string]>) {
+          const value = (await raw.get(groups, key)) as { members: Array<[number, string]> };
+          // Two members of one kind: an edge group's relation edges stay rows, its other edges are decoded.
+          const [first, second] = value.members;
+          if (!first || !second || isRelationEdgeId(first[1]) !== isRelationEdgeId(second[1])) continue;
+          twice[groups] = first[1];
+          value.members[1] = first;
+          await raw.put(groups, value, key);
+          break;
+        }
+      }
+    } finally {
+      raw.close();
+    }
+    const working = await withStore(name, (store) => store.loadWorkingSet(P));
+    if (!working || twice.nodeGroups === '' || twice.edgeGroups === '') throw new Error('no group of two members to change');
+    const edges = isRelationEdgeId(twice.edgeGroups) ? (working.relations?.all().edges ?? []) : working.edges;
+    return {
+      nodesOfId: working.nodes.filter((node) => node.id === twice.nodeGroups).length,
+      nodeCheck: await failureOf(async () =>
+        checkMemoryStructure(working, (message) => {
+          throw new PrismError('CORRUPT_CHECKPOINT', message);
+        }),
+      ),
+      edgesOfId: edges.filter((edge) => edge.id === twice.edgeGroups).length,
+    };
   },
 
   /**

@@ -131,14 +131,16 @@ test('a bulk read reads and unseals its values in a worker, in key order, part b
   expect(result.upgradedSince).toContain('VersionError');
 });
 
-test('a working set leaves its relation edges as the open read them: the same graph as the whole load, and the same after each write, which the graph tells them', async ({ page }) => {
+test('a working set leaves its relation edges as the open read them, and hands its vectors over after its records: the same graph as the whole load, and the same after each write, which the graph tells them', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.relationsAsOpened('e2e-relations'));
   expect(result.asOpened).toBe(true);
   expect(result.relationEdges).toBeGreaterThan(0);
   expect(result.sameEdges).toBe(true);
   expect(result.sameCounts).toBe(true);
   expect(result.heldWithoutVector).toBe(0);
-  // Its vectors come as their groups, each listed by its members' ids, none in a table by id.
+  // Its vectors come after its records (the graph is built meanwhile), as their groups, each
+  // listed by its members' ids, none in a table by id.
+  expect(result.vectorsLater).toBe(true);
   expect(result.keyedVectors).toBeGreaterThan(0);
   expect(result.vectorsById).toBe(0);
   expect(result.atOpen.length).toBeGreaterThan(5);

@@ -8,12 +8,12 @@ import type { MemoryState } from '../src/ingest/pipeline.ts';
 import { parseLocomo } from '../src/ingest/locomo.ts';
 import { Memory } from '../src/memory.ts';
 import { indexKeyedVectors } from '../src/memory/keyed-vectors.ts';
-import { stateFrom, type PartitionHost } from '../src/memory/partition.ts';
+import { stateAsRead, stateFrom, type PartitionHost } from '../src/memory/partition.ts';
 import { defaultLocomoPath, nodeUsearch } from '../src/node.ts';
 import { PrismError } from '../src/errors.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
-import type { GraphStore, ListedVectorGroup, StemVectorGroup, WorkingSnapshot } from '../src/store/types.ts';
+import type { GraphStore, LaterVectors, ListedVectorGroup, StemVectorGroup, WorkingSnapshot } from '../src/store/types.ts';
 import { addKeyedGroups, decodeGroupKeys, encodeGroupKeys, memberId, vectorGroupMembers } from '../src/store/vector-groups.ts';
 import type { IndexSpace } from '../src/vector/index-set.ts';
 import { graphView } from '../e2e/support/graph-view.ts';
@@ -289,5 +289,68 @@ describe('vector groups kept with their index keys', () => {
     const after = await workingSet(store);
     expect(after.keyedVectors).toBeUndefined();
     expect(after.vectors.has(id)).toBe(true);
+  });
+
+  it('builds from vectors read after the records (as IndexedDB hands them over) what the vectors handed over with them build', async () => {
+    const store = await copyOf('later');
+    // The records handed over first, `take` moving what the vectors complete into their promise.
+    type Taken = { records: WorkingSnapshot; later: Promise<LaterVectors> };
+    const later = (snapshot: WorkingSnapshot, take: (records: WorkingSnapshot, whole: WorkingSnapshot) => Taken = (records, whole) => ({ records, later: Promise.resolve(vectorsOf(whole)) })): WorkingSnapshot => {
+      const { keyedVectors: _keyed, vectors: _vectors, ...records } = snapshot;
+      const taken = take({ ...records, vectors: new VectorTable() }, snapshot);
+      return { ...taken.records, vectorsLater: taken.later };
+    };
+    const vectorsOf = (snapshot: WorkingSnapshot, edges: WorkingSnapshot['edges'] = []): LaterVectors => ({ vectors: snapshot.vectors, edges, ...(snapshot.keyedVectors ? { keyedVectors: snapshot.keyedVectors } : {}) });
+    const checked: WorkingSnapshot[] = [];
+    const asRead = (snapshot: WorkingSnapshot, host = hostOf(store)) => stateAsRead(snapshot, host, { name: DEFAULT_PARTITION, revision: () => 0, meta: () => snapshot.meta }, (complete) => void checked.push(complete));
+    // Each side from a working set of its own (a graph takes over the table it is built with).
+    const expectSame = async (form: (working: WorkingSnapshot) => WorkingSnapshot, deferred: (snapshot: WorkingSnapshot) => WorkingSnapshot, checkedWhole: boolean) => {
+      checked.length = 0;
+      const read = await asRead(deferred(form(await workingSet(store))));
+      const built = build(form(await workingSet(store)), store);
+      expect(graphView(read)).toEqual(graphView(built));
+      expect(vectorView(read)).toEqual(vectorView(built));
+      // Keyed vectors alone go to the graph built meanwhile; anything else is checked whole and built again.
+      expect(checked.length).toBe(checkedWhole ? 1 : 0);
+    };
+    const same = (working: WorkingSnapshot) => working;
+    // Keyed as a SQL store keeps them, listed as IndexedDB does, or found by id (a store of singles).
+    await expectSame(same, (snapshot) => later(snapshot), false);
+    await expectSame((working) => listed(working), (snapshot) => later(snapshot), false);
+    await expectSame(byId, (snapshot) => later(snapshot), true);
+    // Keys not to trust: found by id, as at any open.
+    const damaged = (working: WorkingSnapshot) => listed(working, (groups) => groups.map((group, i) => (i === 0 ? { ...group, ids: group.ids.map((id, j) => (j === 0 ? `${id}x` : id)) } : group)));
+    await expectSame(damaged, (snapshot) => later(snapshot), true);
+    // A relation edge with a vector comes with the vectors: held as `edges` holds it (here one left in the store, held as well).
+    const holding = (working: WorkingSnapshot) => {
+      const [relation] = working.relations?.all().edges ?? [];
+      if (!relation) throw new Error('the grown memory holds no relation edge');
+      return { ...working, edges: [...working.edges, relation] };
+    };
+    const withRelation = (records: WorkingSnapshot, whole: WorkingSnapshot) => ({ records: { ...records, edges: records.edges.slice(0, -1) }, later: Promise.resolve(vectorsOf(whole, records.edges.slice(-1))) });
+    await expectSame(holding, (snapshot) => later(snapshot, withRelation), true);
+    // A working set with its vectors still to come is not one stateFrom builds.
+    const unread = later(await workingSet(store));
+    expect(() => build(unread, store)).toThrow(/vectors read/);
+    await unread.vectorsLater;
+    // A read that fails once the records were handed over fails the open, leaving no index undisposed.
+    const made: string[] = [];
+    const counting: PartitionHost = {
+      ...hostOf(store),
+      createIndex: (dim) => {
+        const index = usearch.createIndex({ dim });
+        const dispose = index.dispose.bind(index);
+        made.push('made');
+        index.dispose = () => {
+          made.push('disposed');
+          dispose();
+        };
+        return index;
+      },
+    };
+    const failure = new PrismError('STORE_IO', 'the read failed');
+    const failing = later(await workingSet(store), (records) => ({ records, later: Promise.reject(failure) }));
+    await expect(asRead(failing, counting)).rejects.toBe(failure);
+    expect(made.filter((step) => step === 'disposed').length).toBe(made.filter((step) => step === 'made').length);
   });
 });

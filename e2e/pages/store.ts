@@ -14,7 +14,7 @@ import { splitGroupValues } from '../../src/store/vector-groups.ts';
 import { checkMemoryStructure } from '../../src/store/validate-snapshot.ts';
 import { encodedBytes } from '../../src/store/vector-codec.ts';
 import { packValue, unpacked } from '../../src/store/value-pack.ts';
-import type { GraphStore, WorkingSnapshot, WriteBatch } from '../../src/store/types.ts';
+import { vectorsSettled, type GraphStore, type WorkingSnapshot, type WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
 import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector, vectorGroupBatches } from '../support/sample-memory.ts';
@@ -137,7 +137,7 @@ const storeHarness = {
     });
     const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
     // The edges a working set holds as edges are the stored ones (the folded ones come as keys).
-    const working = await withStore(name, (store) => store.loadWorkingSet(P));
+    const working = await withStore(name, async (store) => vectorsSettled(await store.loadWorkingSet(P)));
     const held = working?.edges ?? [];
     const raw = await openDB(name);
     try {
@@ -189,7 +189,7 @@ const storeHarness = {
     } finally {
       raw.close();
     }
-    const working = await withStore(name, (store) => store.loadWorkingSet(P));
+    const working = await withStore(name, async (store) => vectorsSettled(await store.loadWorkingSet(P)));
     if (!working || twice.nodeGroups === '' || twice.edgeGroups === '') throw new Error('no group of two members to change');
     const edges = isRelationEdgeId(twice.edgeGroups) ? (working.relations?.all().edges ?? []) : working.edges;
     return {
@@ -579,13 +579,15 @@ const storeHarness = {
    * graphs built from it against the whole load's, batch after batch, written to as well
    * (`relationsAsOpenedSteps`), and what it holds of those edges against what the whole load holds.
    */
-  async relationsAsOpened(name: string): Promise<RelationsAsOpenedSteps & { asOpened: boolean; sameEdges: boolean; sameCounts: boolean; relationEdges: number; heldWithoutVector: number; keyedVectors: number; vectorsById: number }> {
+  async relationsAsOpened(name: string): Promise<RelationsAsOpenedSteps & { asOpened: boolean; sameEdges: boolean; sameCounts: boolean; relationEdges: number; heldWithoutVector: number; keyedVectors: number; vectorsById: number; vectorsLater: boolean }> {
     const usearch = await loadUsearchWasm(new URL(usearchWasmUrl, location.href));
     return withStore(name, async (store) => {
       await store.clear();
       const host: PartitionHost = { store, embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }) };
       const steps = await relationsAsOpenedSteps(store, host, async () => (await store.loadWorkingSet(P)) as WorkingSnapshot);
-      const working = (await store.loadWorkingSet(P)) as WorkingSnapshot;
+      const read = (await store.loadWorkingSet(P)) as WorkingSnapshot;
+      const vectorsLater = read.vectorsLater !== undefined;
+      const working = await vectorsSettled(read);
       const whole = (await store.load(P)) as MemorySnapshot;
       const rows = (edges: readonly GraphEdge[]) => edges.map((edge) => JSON.stringify(edge)).sort();
       const left = working.relations;
@@ -604,6 +606,7 @@ const storeHarness = {
         heldWithoutVector: working.edges.filter((edge) => isRelationEdgeId(edge.id) && !vectorIds.has(edge.id)).length,
         keyedVectors: working.keyedVectors?.length ?? 0,
         vectorsById: working.vectors.size,
+        vectorsLater,
       };
     });
   },

@@ -1,7 +1,7 @@
 import { isRelationEdgeId } from '../../src/graph/derived-edges.ts';
 import type { GraphEdge, MemorySnapshot } from '../../src/graph/types.ts';
 import { applyBatch, type MemoryState } from '../../src/ingest/pipeline.ts';
-import { stateFrom, type PartitionHost } from '../../src/memory/partition.ts';
+import { stateAsRead, type PartitionHost } from '../../src/memory/partition.ts';
 import { DEFAULT_PARTITION } from '../../src/scope.ts';
 import type { GraphStore, StoredRelationEdges, WorkingSnapshot, WriteBatch } from '../../src/store/types.ts';
 import type { IndexSpace } from '../../src/vector/index-set.ts';
@@ -63,7 +63,8 @@ export async function relationsAsOpenedSteps(store: GraphStore, host: PartitionH
     const revision = await store.revision(DEFAULT_PARTITION);
     const snapshot = await read();
     let state: MemoryState | null = null;
-    state = stateFrom(snapshot, host, { name: DEFAULT_PARTITION, revision: () => revision, meta: () => state?.meta ?? snapshot.meta });
+    // As an open builds it: the graph while the vectors are still read, where the store reads them last (IndexedDB).
+    state = await stateAsRead(snapshot, host, { name: DEFAULT_PARTITION, revision: () => revision, meta: () => state?.meta ?? snapshot.meta }, () => undefined);
     return state;
   };
   const built = (told = true): Promise<MemoryState> =>

@@ -6,7 +6,7 @@ import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeType } 
 import { edgeId, type GraphEdge, type GraphNode, type MemoryMeta, type MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
-import { dropsDerived, type FoldedEdgeLists, type GraphStore, type KeyedVectorGroup, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
+import { dropsDerived, vectorsSettled, withLaterVectors, type FoldedEdgeLists, type GraphStore, type KeyedVectorGroup, type LaterVectors, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
 import { addKeyedGroups } from '../store/vector-groups.ts';
 import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure, checkRelationEdge, checkStoredVectors, type RelationEdgeContext } from '../store/validate-snapshot.ts';
@@ -71,6 +71,7 @@ function nowOf(name: string, partition: () => Partition): PartitionNow {
  * as they name the graph's records: else the vectors are found by id, as from any other store).
  */
 export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: PartitionHost, now: PartitionNow): MemoryState {
+  if ('vectorsLater' in snapshot && snapshot.vectorsLater) throw new Error('stateFrom takes a working set with its vectors read: see stateAsRead');
   // A store hands out a fresh table per load: the graph takes it over, as re-encoding each vector would cost more than reading it.
   const vectors = snapshot.vectors instanceof VectorTable ? snapshot.vectors : new VectorTable(snapshot.vectors);
   const keyed = 'keyedVectors' in snapshot ? snapshot.keyedVectors : undefined;
@@ -88,20 +89,53 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
 }
 
 /**
+ * `stateFrom` of a snapshot as its store handed it over: where the vectors were still being read
+ * (`WorkingSnapshot.vectorsLater`), the graph is built meanwhile, then the vectors are handed to
+ * its indexes by key once read. Where they do not come keyed alone (none by id, no relation edge
+ * with a vector, keys to trust), the snapshot they complete is checked (`checkWhole`) and built as
+ * any other.
+ */
+export async function stateAsRead(snapshot: MemorySnapshot | WorkingSnapshot, host: PartitionHost, now: PartitionNow, checkWhole: (whole: WorkingSnapshot) => void): Promise<MemoryState> {
+  if (!('vectorsLater' in snapshot) || !snapshot.vectorsLater) return stateFrom(snapshot, host, now);
+  // The graph first, with no vector (the table is empty): the keys name its records.
+  const vectors = new VectorTable();
+  const state = stateOf(snapshot, vectors, host, now);
+  let later: LaterVectors;
+  try {
+    later = await snapshot.vectorsLater;
+  } catch (error) {
+    state.indexes.dispose();
+    throw error;
+  }
+  const keyedAlone = later.keyedVectors !== undefined && later.edges.length === 0 && later.vectors.size === 0;
+
+  if (keyedAlone && indexedByKey(state, later.keyedVectors as readonly KeyedVectorGroup[], vectors)) return state;
+  if (!keyedAlone) state.indexes.dispose();
+  const whole = withLaterVectors(snapshot, later);
+  checkWhole(whole);
+  return stateFrom(whole, host, now);
+}
+
+/**
  * `stateFrom` of a working set whose vectors are keyed (`indexKeyedVectors`); null, with nothing
  * kept, where their keys are not to trust.
  */
 function keyedState(snapshot: WorkingSnapshot & { keyedVectors: readonly KeyedVectorGroup[] }, vectors: VectorTable, host: PartitionHost, now: PartitionNow): MemoryState | null {
   // The graph first, with no vector (the table is empty): the keys name its records.
   const state = stateOf(snapshot, vectors, host, now);
+  return indexedByKey(state, snapshot.keyedVectors, vectors) ? state : null;
+}
+
+/** Hands `keyed` to the indexes of `state` (built with `vectors`, empty) by key: false, its indexes disposed, where their keys are not to trust. */
+function indexedByKey(state: MemoryState, keyed: readonly KeyedVectorGroup[], vectors: VectorTable): boolean {
   try {
-    if (indexKeyedVectors(state, snapshot.keyedVectors, vectors)) return state;
+    if (indexKeyedVectors(state, keyed, vectors)) return true;
   } catch (error) {
     // A value an index refuses (an i4 half byte that names no level), or one the table meets twice.
     if (!(error instanceof PrismError) || (error.code !== 'INVALID_INPUT' && error.code !== 'CORRUPT_CHECKPOINT')) throw error;
   }
   state.indexes.dispose();
-  return null;
+  return false;
 }
 
 /** The graph and the indexes of `snapshot`, whose vectors are in `vectors` (all of them where the store read them by id). */
@@ -301,10 +335,13 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
   const revision = await host.store.revision(name);
   const snapshot = await loadWorkingSet(host.store, name);
   checkStored(snapshot, host, name);
-  const partition: Partition = {
+  // Read only once the partition is made (by a read of what the graph left in its store).
+  let partition: Partition | null = null;
+  const state = await stateAsRead(snapshot ?? emptySnapshot(host.embedder), host, nowOf(name, () => partition as Partition), (whole) => checkStored(whole, host, name));
+  partition = {
     name,
     scope: scopeOfPartition(name),
-    state: stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(name, () => partition)),
+    state,
     revision,
     writing: 0,
     serial: createSerial(),
@@ -317,7 +354,7 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
 export async function catchUp(host: PartitionHost, partition: Partition): Promise<void> {
   const revision = await host.store.revision(partition.name);
   if (revision === partition.revision) return;
-  const snapshot = await loadWorkingSet(host.store, partition.name);
+  const snapshot = await vectorsSettled(await loadWorkingSet(host.store, partition.name));
   checkStored(snapshot, host, partition.name);
   replaceState(host, partition, snapshot, revision);
 }

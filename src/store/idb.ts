@@ -10,7 +10,7 @@ import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch 
 import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, StoredRecordsReader, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { relationsAsOpened } from './relation-rows.ts';
-import { dropsDerived, type DerivedState, type GraphStore, type ListedVectorGroup, type WorkingSnapshot, type WriteBatch } from './types.ts';
+import { dropsDerived, withLaterVectors, type DerivedState, type GraphStore, type LaterVectors, type ListedVectorGroup, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { packValue } from './value-pack.ts';
@@ -639,114 +639,142 @@ export class IndexedDbStore implements GraphStore {
     return this.read(partition, 'working');
   }
 
-  /** The partition's records, derived edges as keys: with every edge (`whole`), or with the relation edges left as `relationsAsOpened` rows (`working`). */
-  private async read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
-    try {
-      return await this.withKeys('shared', async () => {
-        const token = (await this.liveTokens()).get(partition);
-        if (token === undefined) return null;
-        // Every store is read in one transaction off this thread where a worker runs, a piece at a
-        // time (`KeyFolder.bulkRead`), and each part of its values is decoded here as it comes
-        // while the reads behind it go on: taken only once every read had returned, the values of
-        // 30K messages of chat waited ~1.3 s of reads before the first was decoded.
-        const { name: database, version } = this.usable('loading');
-        const ring = await this.keys.read(ringOf(token));
-        this.readRings.set(ringOf(token), ring);
-        const text = (plain: Uint8Array): string => decoder.decode(plain);
-        // The records are decoded as their parts come, while the stores behind them are read:
-        // Entity pages and chunks first, which the nodes' decoding reads, then nodes, then edges.
-        const chunks = new Map<string, Chunk>();
-        const pages = new Map<string, string[]>();
-        const records = new StoredRecordsReader(chunks, pages);
-        let opened = null as PartitionMeta | null;
-        const table = new VectorTable();
-        const vectorRows: Array<[string, Uint8Array]> = [];
-        const addVector = (id: string, bytes: Uint8Array): void => {
-          if (opened === null) return;
-          if (form === 'working') table.addStored(id, bytes, opened.meta.dim);
-          else vectorRows.push([id, bytes]);
-        };
-        // A working set's vector groups as they come, for the open to hand to their indexes by
-        // their members' keys (`WorkingSnapshot.keyedVectors`); the relation edges among their members.
-        const listed: ListedVectorGroup[] = [];
-        const relationVectors = new Set<string>();
-        // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
-        const relations: StoredRow[] = [];
-        const addEdgeRows = (rows: readonly StoredRow[]): void => {
-          if (form === 'whole') return records.addEdges(rows);
-          const others: StoredRow[] = [];
-          for (const row of rows) (isRelationEdgeId(row[0]) ? relations : others).push(row);
-          records.addEdges(others);
-        };
-        const reading = this.keys.bulkRead(
-          ring,
-          { database, version, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'], packed: [...PACKED_STORES] },
-          {
-            // Keys sort by Entity id, then page number: each Entity's pages come in order.
-            entityPages: (plain, page) => {
-              const list = pages.get(page.id) ?? [];
-              list.push(text(plain));
-              pages.set(page.id, list);
-            },
-            chunks: (plain) => {
-              const chunk = decodeChunk(text(plain));
-              chunks.set(chunk.id, chunk);
-            },
-            // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
-            nodes: (plain, record) => records.addNodes([[record.id, text(plain)]]),
-            nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
-            edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
-            edgeGroups: (plain, group) => addEdgeRows(rowsOfGroup('edgeGroups', group, plain)),
-            // A working set's vector groups are kept as they come (`listed`), its single vectors go
-            // to the table; the whole memory's vectors go to the table in id order, as the other
-            // stores hand them over, whichever record kept them (a sort of ~160K ids was ~50 ms of a
-            // cold open at 30K messages of chat). Singles, written before v5, after the groups.
-            vectorGroups: (plain, group) => {
-              if (form === 'whole') {
-                for (const [id, bytes] of valuesOfGroup('vectorGroups', group, plain)) addVector(id, bytes);
-                return;
-              }
-              const ids = group.members ?? [];
-              listed.push({ name: groupName('vectorGroups', group), ids, data: plain });
-              for (const id of ids) if (isRelationEdgeId(id)) relationVectors.add(id);
-            },
-            vectors: (plain, record) => addVector(record.id, plain),
+  /**
+   * The partition's records, derived edges as keys: with every edge and vector (`whole`), or
+   * (`working`) with the relation edges left as `relationsAsOpened` rows, handed over as soon as
+   * every record is decoded, with the vectors still being read (`WorkingSnapshot.vectorsLater`):
+   * they are read last, ~0.25 s of a cold open at 30K messages of chat that the page's thread
+   * spent waiting, and the open checks and builds the graph meanwhile. The key lock is held until
+   * the vectors are read.
+   */
+  private read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
+    const what = `loading ${this.name}`;
+    let handOver!: (snapshot: WorkingSnapshot | null) => void;
+    let fail!: (err: unknown) => void;
+    const handedOver = new Promise<WorkingSnapshot | null>((resolve, reject) => {
+      handOver = resolve;
+      fail = reject;
+    });
+    // Before the hand-over the read's error is the caller's; after it, `vectorsLater` carries it.
+    this.withKeys('shared', async () => {
+      const token = (await this.liveTokens()).get(partition);
+      if (token === undefined) return handOver(null);
+      // Every store is read in one transaction off this thread where a worker runs, a piece at a
+      // time (`KeyFolder.bulkRead`), and each part of its values is decoded here as it comes
+      // while the reads behind it go on: taken only once every read had returned, the values of
+      // 30K messages of chat waited ~1.3 s of reads before the first was decoded.
+      const { name: database, version } = this.usable('loading');
+      const ring = await this.keys.read(ringOf(token));
+      this.readRings.set(ringOf(token), ring);
+      const text = (plain: Uint8Array): string => decoder.decode(plain);
+      // The records are decoded as their parts come, while the stores behind them are read:
+      // Entity pages and chunks first, which the nodes' decoding reads, then nodes, then edges.
+      const chunks = new Map<string, Chunk>();
+      const pages = new Map<string, string[]>();
+      const records = new StoredRecordsReader(chunks, pages);
+      let opened = null as PartitionMeta | null;
+      const table = new VectorTable();
+      const vectorRows: Array<[string, Uint8Array]> = [];
+      const addVector = (id: string, bytes: Uint8Array): void => {
+        if (opened === null) return;
+        if (form === 'working') table.addStored(id, bytes, opened.meta.dim);
+        else vectorRows.push([id, bytes]);
+      };
+      // A working set's vector groups as they come, for the open to hand to their indexes by
+      // their members' keys (`WorkingSnapshot.keyedVectors`); the relation edges among their members.
+      const listed: ListedVectorGroup[] = [];
+      const relationVectors = new Set<string>();
+      // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
+      const relations: StoredRow[] = [];
+      const addEdgeRows = (rows: readonly StoredRow[]): void => {
+        if (form === 'whole') return records.addEdges(rows);
+        const others: StoredRow[] = [];
+        for (const row of rows) (isRelationEdgeId(row[0]) ? relations : others).push(row);
+        records.addEdges(others);
+      };
+      const reading = this.keys.bulkRead(
+        ring,
+        { database, version, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'], packed: [...PACKED_STORES] },
+        {
+          // Keys sort by Entity id, then page number: each Entity's pages come in order.
+          entityPages: (plain, page) => {
+            const list = pages.get(page.id) ?? [];
+            list.push(text(plain));
+            pages.set(page.id, list);
           },
-          (values) => this.ringFor(ringOf(token), values),
-          // The meta first, whose dimension the vectors are read at.
-          async ([sealed]) => {
-            opened = sealed === undefined ? null : await this.openMeta(token, sealed as Sealed);
+          chunks: (plain) => {
+            const chunk = decodeChunk(text(plain));
+            chunks.set(chunk.id, chunk);
           },
-        );
-        const revision = reading.got.then(([revision]) => revision as number | undefined);
-        const hashKeys = reading.keys('hashes');
-        const [hashes, openRevision] = await Promise.all([hashKeys, revision, reading.done]);
-        // A partition cleared since its token was read has no meta: what was read of it is dropped.
-        if (opened === null) return null;
-        if (form === 'whole') for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) table.addStored(id, bytes, opened.meta.dim);
+          // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
+          nodes: (plain, record) => records.addNodes([[record.id, text(plain)]]),
+          nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
+          edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
+          edgeGroups: (plain, group) => addEdgeRows(rowsOfGroup('edgeGroups', group, plain)),
+          // A working set's vector groups are kept as they come (`listed`), its single vectors go
+          // to the table; the whole memory's vectors go to the table in id order, as the other
+          // stores hand them over, whichever record kept them (a sort of ~160K ids was ~50 ms of a
+          // cold open at 30K messages of chat). Singles, written before v5, after the groups.
+          vectorGroups: (plain, group) => {
+            if (form === 'whole') {
+              for (const [id, bytes] of valuesOfGroup('vectorGroups', group, plain)) addVector(id, bytes);
+              return;
+            }
+            const ids = group.members ?? [];
+            listed.push({ name: groupName('vectorGroups', group), ids, data: plain });
+            for (const id of ids) if (isRelationEdgeId(id)) relationVectors.add(id);
+          },
+          vectors: (plain, record) => addVector(record.id, plain),
+        },
+        (values) => this.ringFor(ringOf(token), values),
+        // The meta first, whose dimension the vectors are read at.
+        async ([sealed]) => {
+          opened = sealed === undefined ? null : await this.openMeta(token, sealed as Sealed);
+        },
+      );
+      const revision = reading.got.then(([revision]) => revision as number | undefined);
+      const hashKeys = reading.keys('hashes');
+      // Every record, in the order the stores are decoded: the vector stores come last.
+      const [hashes, openRevision] = await Promise.all([hashKeys, revision, form === 'whole' ? reading.done : reading.values.edgeGroups]);
+      // A partition cleared since its token was read has no meta: what was read of it is dropped.
+      if (opened === null) {
+        handOver(null);
+        return reading.done;
+      }
+      const { meta } = opened;
+      const loaded = records.finish();
+      // As a SQL store's working set: `relations` holds every relation edge.
+      const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
+      const vectorsRead = async (): Promise<LaterVectors> => {
+        await reading.done;
+        if (form === 'whole') for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) table.addStored(id, bytes, meta.dim);
         // Single vector records (written before v5) go by id, and the groups with them.
         const keyed = table.size === 0 && listed.length > 0;
-        if (!keyed) addKeyedGroups(table, listed, opened.meta.dim);
-        const loaded = records.finish();
-        // As a SQL store's working set: the relation edges with a vector are held as any edge too
-        // (an index names their keys), and `relations` holds every relation edge.
-        const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
-        // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
+        if (!keyed) addKeyedGroups(table, listed, meta.dim);
+        // The relation edges with a vector are held as any edge too (an index names their keys).
+        // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal
+        // and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
         const indexed = [...new Map(relations.filter(([id]) => table.has(id) || relationVectors.has(id)))];
-        return {
-          meta: opened.meta,
-          ...loaded,
-          edges: indexed.length === 0 ? loaded.edges : [...loaded.edges, ...indexed.map(([id, json]) => decodeEdge(json, id))],
-          chunks: [...chunks.values()],
-          vectors: table,
-          hashes: new Set(hashes),
-          ...(left ? { relations: left } : {}),
-          ...(keyed ? { keyedVectors: listed } : {}),
-        };
+        return { vectors: table, edges: indexed.map(([id, json]) => decodeEdge(json, id)), ...(keyed ? { keyedVectors: listed } : {}) };
+      };
+      const snapshot: WorkingSnapshot = {
+        meta,
+        ...loaded,
+        chunks: [...chunks.values()],
+        vectors: new VectorTable(),
+        hashes: new Set(hashes),
+        ...(left ? { relations: left } : {}),
+      };
+      if (form === 'whole') return handOver(withLaterVectors(snapshot, await vectorsRead()));
+      const vectorsLater = vectorsRead().catch((err: unknown) => {
+        throw storeError(err, what);
       });
-    } catch (err) {
-      throw storeError(err, `loading ${this.name}`);
-    }
+      // Awaited by the open; a caller that stops before (a damaged record) leaves it unheard.
+      vectorsLater.catch(() => undefined);
+      handOver({ ...snapshot, vectorsLater });
+      await vectorsLater;
+    }).catch((err: unknown) => fail(storeError(err, what)));
+    return handedOver;
   }
 
   async revision(partition: string): Promise<number> {

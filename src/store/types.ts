@@ -44,6 +44,37 @@ export interface WorkingSnapshot extends MemorySnapshot {
    * memory/keyed-vectors.ts). Absent: the vectors are in `vectors`.
    */
   keyedVectors?: readonly KeyedVectorGroup[];
+  /**
+   * Present where the store handed the records over before it had read the vectors (IndexedDB's
+   * reads come from a worker, the vector groups last): settles with them, or with the read's
+   * error. Until then `vectors` is empty, `keyedVectors` absent and `edges` lacks the relation
+   * edges with a vector; the open checks and builds the graph meanwhile (`withLaterVectors` makes
+   * the snapshot the store would have handed over whole).
+   */
+  vectorsLater?: Promise<LaterVectors>;
+}
+
+/** What a working set's `vectorsLater` settles with: its `vectors`, its `keyedVectors` where it has them, and the relation edges with a vector, which `edges` holds. */
+export interface LaterVectors {
+  vectors: MemorySnapshot['vectors'];
+  keyedVectors?: readonly KeyedVectorGroup[];
+  edges: readonly GraphEdge[];
+}
+
+/** `snapshot` as a store hands it over whole, with the vectors read after its records (`WorkingSnapshot.vectorsLater`). */
+export function withLaterVectors(snapshot: WorkingSnapshot, later: LaterVectors): WorkingSnapshot {
+  const { vectorsLater: _later, keyedVectors: _keyed, ...records } = snapshot;
+  return {
+    ...records,
+    edges: later.edges.length === 0 ? records.edges : [...records.edges, ...later.edges],
+    vectors: later.vectors,
+    ...(later.keyedVectors ? { keyedVectors: later.keyedVectors } : {}),
+  };
+}
+
+/** A working set with its vectors read: `snapshot` itself where they came with its records. */
+export async function vectorsSettled<T extends MemorySnapshot | WorkingSnapshot | null>(snapshot: T): Promise<T> {
+  return snapshot !== null && 'vectorsLater' in snapshot && snapshot.vectorsLater ? (withLaterVectors(snapshot, await snapshot.vectorsLater) as T) : snapshot;
 }
 
 /** One stored vector group whose members' index keys an open can name (`WorkingSnapshot.keyedVectors`). */

@@ -107,10 +107,10 @@ export async function stateAsRead(snapshot: MemorySnapshot | WorkingSnapshot, ho
     state.indexes.dispose();
     throw error;
   }
-  const keyedAlone = later.keyedVectors !== undefined && later.edges.length === 0 && later.vectors.size === 0;
-
-  if (keyedAlone && indexedByKey(state, later.keyedVectors as readonly KeyedVectorGroup[], vectors)) return state;
-  if (!keyedAlone) state.indexes.dispose();
+  const keyed = later.keyedVectors;
+  if (keyed && later.edges.length === 0 && later.vectors.size === 0) {
+    if (indexedByKey(state, keyed, vectors)) return state;
+  } else state.indexes.dispose();
   const whole = withLaterVectors(snapshot, later);
   checkWhole(whole);
   return stateFrom(whole, host, now);
@@ -335,7 +335,8 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
   const revision = await host.store.revision(name);
   const snapshot = await loadWorkingSet(host.store, name);
   checkStored(snapshot, host, name);
-  // Read only once the partition is made (by a read of what the graph left in its store).
+  // What the state reads of the partition (its revision and meta, when it reads what the graph
+  // left in the store) is read after the partition is made, never while the state is built.
   let partition: Partition | null = null;
   const state = await stateAsRead(snapshot ?? emptySnapshot(host.embedder), host, nowOf(name, () => partition as Partition), (whole) => checkStored(whole, host, name));
   partition = {

@@ -54,7 +54,7 @@ export interface WorkingSnapshot extends MemorySnapshot {
   vectorsLater?: Promise<LaterVectors>;
 }
 
-/** What a working set's `vectorsLater` settles with: its `vectors`, its `keyedVectors` where it has them, and the relation edges with a vector, which `edges` holds. */
+/** What a working set's `vectorsLater` settles with: its `vectors`, its `keyedVectors` where it has them, and the relation edges with a vector (which its `edges` holds as well). */
 export interface LaterVectors {
   vectors: MemorySnapshot['vectors'];
   keyedVectors?: readonly KeyedVectorGroup[];

@@ -91,19 +91,19 @@ const UTF8 = new TextDecoder();
  * browser's decoder costs about a microsecond a call, and an open reads some 210,000 node and edge
  * values at 30,000 messages of chat.
  *
- * The lengths between the values are blanked while the group is decoded (in `data` itself, a copy
- * a group was ~30 ms of that open; they are put back after), so that the decoder reads each as four spaces: a length's bytes are
- * not text, and decoded as UTF-8 they could run into a value, or as windows-1252 (the only
- * one-byte decoding there is, `latin1`) they made nearly every group a two-byte string (bytes of
- * 0x80–0x9f, as in every length from 128 to 159, decode to characters above 0xff). A value's
- * characters then start as many characters before its bytes as the non-ASCII characters before it
- * have bytes to spare (`slicedTexts`). Bytes that are not UTF-8 (which no write makes) leave the
- * counts short, and each value is then decoded on its own.
+ * The lengths between the values are blanked while the group is decoded, so that the decoder
+ * reads each as four spaces, and put back after (in `data` itself: a copy a group was ~30 ms of
+ * that open). A length's bytes are not text: decoded as UTF-8 they could run into a value, and as
+ * windows-1252 (the only one-byte decoding there is, `latin1`) they made nearly every group a
+ * two-byte string (bytes of 0x80–0x9f, as in every length from 128 to 159, decode to characters
+ * above 0xff). A value's characters then start as many characters before its bytes as the
+ * non-ASCII characters before it have bytes to spare (`slicedTexts`). Bytes that are not UTF-8
+ * (which no write makes) leave the counts short, and each value is then decoded on its own.
  *
- * Members are not checked for repeats here, as `splitGroupValues` checks them (a set a group was
- * ~200 ms of a cold open at 30K messages in Chromium): a node named twice is two records of one
- * id, which the open's structure check refuses (CORRUPT_CHECKPOINT), and an edge row named twice
- * is read as edge rows of one id always are, the later one kept.
+ * Unlike `splitGroupValues`, this does not check members for repeats (a set a group was ~200 ms
+ * of a cold open at 30K messages in Chromium): a node named twice is two records of one id, which
+ * the open's structure check refuses (CORRUPT_CHECKPOINT), and an edge row named twice is read as
+ * edge rows of one id always are, the later one kept.
  */
 export function splitGroupTexts<K>(what: string, members: readonly K[], data: Uint8Array): Array<[K, string]> {
   const starts: number[] = [];

@@ -75,17 +75,17 @@ export function stateFrom(snapshot: MemorySnapshot | WorkingSnapshot, host: Part
   // A store hands out a fresh table per load: the graph takes it over, as re-encoding each vector would cost more than reading it.
   const vectors = snapshot.vectors instanceof VectorTable ? snapshot.vectors : new VectorTable(snapshot.vectors);
   const keyed = 'keyedVectors' in snapshot ? snapshot.keyedVectors : undefined;
-  if (keyed) {
-    const state = keyedState(snapshot as WorkingSnapshot & { keyedVectors: readonly KeyedVectorGroup[] }, vectors, host, now);
-    if (state) return state;
-    // Keys not to trust: the vectors found by id instead, checked as an open checks them.
-    const byId = new VectorTable();
-    addKeyedGroups(byId, keyed, snapshot.meta.dim);
-    checkStoredVectors(byId, snapshot.meta.dim, damaged(now.name));
-    const { keyedVectors: _keys, ...rest } = snapshot as WorkingSnapshot;
-    return stateFrom({ ...rest, vectors: byId }, host, now);
-  }
+  if (keyed) return keyedState(snapshot as WorkingSnapshot & { keyedVectors: readonly KeyedVectorGroup[] }, vectors, host, now) ?? stateById(snapshot as WorkingSnapshot, keyed, host, now);
   return stateOf(snapshot, vectors, host, now);
+}
+
+/** `stateFrom` of a working set whose keyed vectors' keys are not to trust: the vectors found by id instead, checked as an open checks them. */
+function stateById(snapshot: WorkingSnapshot, keyed: readonly KeyedVectorGroup[], host: PartitionHost, now: PartitionNow): MemoryState {
+  const byId = new VectorTable();
+  addKeyedGroups(byId, keyed, snapshot.meta.dim);
+  checkStoredVectors(byId, snapshot.meta.dim, damaged(now.name));
+  const { keyedVectors: _keys, ...rest } = snapshot;
+  return stateOf(rest, byId, host, now);
 }
 
 /**
@@ -108,12 +108,13 @@ export async function stateAsRead(snapshot: MemorySnapshot | WorkingSnapshot, ho
     throw error;
   }
   const keyed = later.keyedVectors;
-  if (keyed && later.edges.length === 0 && later.vectors.size === 0) {
-    if (indexedByKey(state, keyed, vectors)) return state;
-  } else state.indexes.dispose();
+  const keyedAlone = keyed !== undefined && later.edges.length === 0 && later.vectors.size === 0;
+  // Refused keys leave the graph's indexes disposed, and the vectors to be found by id, once.
+  if (keyedAlone && indexedByKey(state, keyed, vectors)) return state;
+  if (!keyedAlone) state.indexes.dispose();
   const whole = withLaterVectors(snapshot, later);
   checkWhole(whole);
-  return stateFrom(whole, host, now);
+  return keyedAlone ? stateById(whole, keyed, host, now) : stateFrom(whole, host, now);
 }
 
 /**

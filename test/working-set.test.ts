@@ -15,6 +15,8 @@ import { foldingBatches, ingestShapedSample, sampleVector } from '../e2e/support
 import { graphView, relationRowsOf, relationsAsOpenedSteps } from '../e2e/support/graph-view.ts';
 import { relationsAsOpened } from '../src/store/relation-rows.ts';
 import { hashEmbedder } from './helpers/hash-embedder.ts';
+import { Memory } from '../src/memory.ts';
+import type { EdgeType } from '../src/graph/types.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
 
 /**
@@ -97,6 +99,43 @@ describe('the working set a memory opens', () => {
     // Rows not told the graph's changes miss what the batches changing relation edges did (the last two at least).
     expect(steps.untold.filter((same) => !same).length).toBeGreaterThanOrEqual(2);
     expect(steps.afterWrite.length).toBe(steps.atOpen.length - 1);
+  });
+
+  it('takes the relation edges left as the open read them at their first reader, never at an open or a search, and once', async () => {
+    const usearch = await nodeUsearch();
+    const createIndex = (dim: number) => usearch.createIndex({ dim });
+    const path = join(dir, 'memory.sqlite');
+    const writer = await Memory.open({ store: await openSqliteStore(path), embedder: hashEmbedder(), createIndex, llm: null });
+    const topics = ['my sister Maya moved to Lisbon and started a bakery', 'Maya\'s bakery now sells sourdough every morning', 'I visited Maya in Lisbon and we hiked to the castle'];
+    for (const [i, topic] of topics.entries()) {
+      await writer.add([{ role: 'user', content: `Guess what: ${topic}.` }, { role: 'assistant', content: `That sounds lovely: ${topic}!` }], { sessionId: `s${i}`, date: `2024-03-0${i + 1}` });
+    }
+    await writer.close();
+    // IndexedDB's rows as the open reads them, counted each time they are taken.
+    const inner = await openSqliteStore(path);
+    opened.push(inner);
+    const whole = (await inner.load(DEFAULT_PARTITION)) as MemorySnapshot;
+    const rows = relationRowsOf(whole);
+    expect(rows.length).toBeGreaterThan(0);
+    let taken = 0;
+    const counted = { *[Symbol.iterator]() { taken++; yield* rows; } };
+    const asOpened = async (partition: string): Promise<WorkingSnapshot | null> => {
+      const working = await inner.loadWorkingSet?.(partition);
+      return working ? { ...working, relations: relationsAsOpened(counted, await inner.revision(partition)) } : null;
+    };
+    const store = new Proxy(inner, { get: (target, name) => (name === 'loadWorkingSet' ? asOpened : Reflect.get(target, name)) });
+    const memory = await Memory.open({ store, embedder: hashEmbedder(), createIndex, llm: null });
+    for (const query of ['Where does Maya live?', 'What does the bakery sell?', 'castle']) expect((await memory.search(query, { budget: 512 })).context).toContain('Maya');
+    expect(taken).toBe(0);
+    const { edges } = await memory.stats();
+    expect(taken).toBe(1);
+    const stored: Partial<Record<EdgeType, number>> = {};
+    for (const edge of whole.edges) if (rows.some(([id]) => id === edge.id)) stored[edge.type] = (stored[edge.type] ?? 0) + 1;
+    for (const [type, count] of Object.entries(stored)) expect(edges[type as EdgeType]).toBe(count);
+    await memory.add([{ role: 'user', content: 'Maya opened a second bakery in Porto.' }], { sessionId: 's3', date: '2024-03-04' });
+    await memory.stats();
+    expect(taken).toBe(1);
+    await memory.close();
   });
 
   it('keeps a derived edge as its key only when its ends hold no ">"', async () => {

@@ -14,7 +14,7 @@ import { dropsDerived, withLaterVectors, type DerivedState, type GraphStore, typ
 import { VectorTable } from '../graph/vector-table.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { packValue } from './value-pack.ts';
-import { addKeyedGroups, joinGroupValues, splitGroupTexts, splitGroupValues, GroupEdits, vectorGroupOf } from './vector-groups.ts';
+import { addKeyedGroups, joinGroupValues, splitGroupTexts, splitGroupValues, GroupEdits, vectorGroupOf, walkGroupValues } from './vector-groups.ts';
 
 /**
  * A partition as the database names it: a random number, never its name, so that clearing a
@@ -684,13 +684,35 @@ export class IndexedDbStore implements GraphStore {
       // their members' keys (`WorkingSnapshot.keyedVectors`); the relation edges among their members.
       const listed: ListedVectorGroup[] = [];
       const relationVectors = new Set<string>();
-      // A working set's relation edges stay rows (`relations` below), in the order read: a grouped row after a record of the same id.
-      const relations: StoredRow[] = [];
+      // A working set's relation edges stay rows (`relations` below), in the order read: a grouped
+      // row after a record of the same id. A group of relation edges alone stays bytes until they
+      // are first read (`relationsAsOpened`), which no search does: splitting them into rows was
+      // ~0.1 s of the page's thread at a cold open of 30K messages of chat.
+      const relationParts: Array<StoredRow | (() => StoredRow[])> = [];
+      const relations: Iterable<StoredRow> = {
+        *[Symbol.iterator]() {
+          for (const part of relationParts) {
+            if (typeof part === 'function') yield* part();
+            else yield part;
+          }
+        },
+      };
       const addEdgeRows = (rows: readonly StoredRow[]): void => {
         if (form === 'whole') return records.addEdges(rows);
         const others: StoredRow[] = [];
-        for (const row of rows) (isRelationEdgeId(row[0]) ? relations : others).push(row);
+        for (const row of rows) {
+          if (isRelationEdgeId(row[0])) relationParts.push(row);
+          else others.push(row);
+        }
         records.addEdges(others);
+      };
+      const addEdgeGroup = (plain: Uint8Array, group: GroupRead): void => {
+        const members = group.members ?? [];
+        if (form === 'whole' || !members.every(isRelationEdgeId)) return addEdgeRows(rowsOfGroup('edgeGroups', group, plain));
+        // Its members and values are matched now, as an open refuses a group where they are not.
+        const name = groupName('edgeGroups', group);
+        walkGroupValues(name, members, plain, () => true);
+        relationParts.push(() => splitGroupTexts(name, members, plain));
       };
       const reading = this.keys.bulkRead(
         ring,
@@ -710,7 +732,7 @@ export class IndexedDbStore implements GraphStore {
           nodes: (plain, record) => records.addNodes([[record.id, text(plain)]]),
           nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
           edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
-          edgeGroups: (plain, group) => addEdgeRows(rowsOfGroup('edgeGroups', group, plain)),
+          edgeGroups: addEdgeGroup,
           // A working set's vector groups are kept as they come (`listed`), its single vectors go
           // to the table; the whole memory's vectors go to the table in id order, as the other
           // stores hand them over, whichever record kept them (a sort of ~160K ids was ~50 ms of a
@@ -754,7 +776,9 @@ export class IndexedDbStore implements GraphStore {
         // The relation edges with a vector are held as any edge too (an index names their keys).
         // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal
         // and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
-        const indexed = [...new Map(relations.filter(([id]) => table.has(id) || relationVectors.has(id)))];
+        // None has one where no vector is kept by id and no group names one (split no group for it then).
+        const withVector = table.size > 0 || relationVectors.size > 0 ? [...relations].filter(([id]) => table.has(id) || relationVectors.has(id)) : [];
+        const indexed = [...new Map(withVector)];
         return { vectors: table, edges: indexed.map(([id, json]) => decodeEdge(json, id)), ...(keyed ? { keyedVectors: listed } : {}) };
       };
       const snapshot: WorkingSnapshot = {

@@ -32,20 +32,23 @@ function mayEndAt(id: string, nodeIds: ReadonlySet<string>): boolean {
  * winning), left undecoded as `WorkingSnapshot.relations` until something reads them: for a
  * store whose reads cannot wait for a caller that reads synchronously (IndexedDB's). The store's
  * later commits do not reach them, so the graph tells them its own changes (`asOpened`): an edge
- * put is kept as it is, a deleted one leaves. A row is decoded when read, each time.
+ * put is kept as it is, a deleted one leaves. `rows` are taken at the first call, and a row is
+ * decoded when read, each time.
  */
 export function relationsAsOpened(rows: Iterable<StoredRow>, revision: number): StoredRelationEdges {
-  const byId = new Map<string, string | GraphEdge>(rows);
+  // Taken from `rows` when first needed, once: IndexedDB splits its groups of relation edges then.
+  let rowsById: Map<string, string | GraphEdge> | null = null;
+  const byId = (): Map<string, string | GraphEdge> => (rowsById ??= new Map(rows));
   const edgeOf = (id: string, held: string | GraphEdge): GraphEdge => (typeof held === 'string' ? decodeEdge(held, id) : held);
   const decoded = (keep: (id: string, held: string | GraphEdge) => boolean): GraphEdge[] => {
     const edges: GraphEdge[] = [];
-    for (const [id, held] of byId) if (keep(id, held)) edges.push(edgeOf(id, held));
+    for (const [id, row] of byId()) if (keep(id, row)) edges.push(edgeOf(id, row));
     return edges;
   };
   return {
     asOpened: {
-      put: (edge) => void byId.set(edge.id, edge),
-      delete: (id) => void byId.delete(id),
+      put: (edge) => void byId().set(edge.id, edge),
+      delete: (id) => void byId().delete(id),
     },
     all: () => ({ revision, edges: decoded(() => true) }),
     owned: (chunkIds, nodeIds) => {
@@ -53,13 +56,13 @@ export function relationsAsOpened(rows: Iterable<StoredRow>, revision: number): 
       return { revision, edges: decoded((id, held) => typeof held !== 'string' || mayOwn(id, held)).filter(owns) };
     },
     get: (id) => {
-      const held = byId.get(id);
-      return { revision, edge: held === undefined ? undefined : edgeOf(id, held) };
+      const row = byId().get(id);
+      return { revision, edge: row === undefined ? undefined : edgeOf(id, row) };
     },
     counts: () => {
       const counts: Partial<Record<EdgeType, number>> = {};
       for (const type of RELATION_EDGE_TYPES) counts[type] = 0;
-      for (const id of byId.keys()) {
+      for (const id of byId().keys()) {
         const type = relationTypeOf(id);
         if (type) counts[type] = (counts[type] ?? 0) + 1;
       }

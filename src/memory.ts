@@ -16,7 +16,7 @@ import { deletionBatch } from './ingest/chunk-removal.ts';
 import { fallbackChunkIds, reextractFallbackChunks, type ReextractOptions, type ReextractReport } from './ingest/reextract.ts';
 import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
-import { catchUp, checkCompatible, loadPartition, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
+import { catchUp, checkCompatible, loadPartition, partitionWhole, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
 import { lexicalIndexOf, settleLexical } from './memory/lexical-state.ts';
 import { findRecord, listSessions, unitTurns, type MemoryRecord, type MemoryTurn, type SessionInfo } from './memory/records.ts';
 import { answerFromContext } from './retrieve/answer.ts';
@@ -180,9 +180,29 @@ export class Memory {
     return partition;
   }
 
+  /**
+   * The partition with what its open left unread read (see `partitionWhole`): for every use but a
+   * search. Where that read fails, the call fails with its error and the next opens the partition again.
+   */
+  private async whole(scope: Scope | ResolvedScope | undefined): Promise<Partition> {
+    const pending = this.partition(scope);
+    const partition = await pending;
+    try {
+      await partitionWhole(partition);
+    } catch (error) {
+      const name = partition.name;
+      if (this.partitions.get(name) === pending) {
+        this.partitions.delete(name);
+        await partition.serial(async () => partition.state.indexes.dispose());
+      }
+      throw error;
+    }
+    return partition;
+  }
+
   /** Runs a write of this process on the partition, one at a time. */
   private async write<T>(scope: Scope | ResolvedScope | undefined, task: (partition: Partition) => Promise<T>): Promise<T> {
-    const partition = await this.partition(scope);
+    const partition = await this.whole(scope);
     return partition.serial(async () => {
       partition.writing++;
       try {
@@ -193,9 +213,12 @@ export class Memory {
     });
   }
 
-  /** The partition for a read, reloaded when another process or tab committed since. */
-  private async read(scope: Scope | undefined): Promise<Partition> {
-    const partition = await this.partition(scope);
+  /**
+   * The partition for a read, reloaded when another process or tab committed since. Whole (see
+   * `partitionWhole`) unless it is for a search, which never reads what the open reads last.
+   */
+  private async read(scope: Scope | undefined, forSearch = false): Promise<Partition> {
+    const partition = await (forSearch ? this.partition(scope) : this.whole(scope));
     if (partition.writing === 0) await catchUp(this.host, partition);
     return partition;
   }
@@ -344,7 +367,7 @@ export class Memory {
   async search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
     if (typeof query !== 'string' || query.trim() === '') throw new PrismError('INVALID_INPUT', `search: expected a non-empty query string, got ${typeof query === 'string' ? 'an empty string' : typeof query}`);
     checkOptions('search', options);
-    const partition = await this.read(options);
+    const partition = await this.read(options, true);
     // The graph and indexes taken now are read to the end, even if a reload replaces them meanwhile.
     const { graph, indexes } = partition.state;
     return indexes.reading(async () => {
@@ -479,7 +502,7 @@ export class Memory {
         if (partition) replaceState(this.host, partition, snapshot, revision);
         return result;
       });
-    const loads = await this.partition(scope).then(
+    const loads = await this.whole(scope).then(
       () => true,
       () => false,
     );

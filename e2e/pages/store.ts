@@ -8,6 +8,7 @@ import { encodeCheckpoint, exportCheckpoint, importCheckpoint } from '../../src/
 import { IDB_SCHEMA_VERSION, IndexedDbStore } from '../../src/store/idb.ts';
 import { DERIVED_OWNER, KeyFolder } from '../../src/store/idb-keys.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
+import { Memory } from '../../src/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
 import { decodeEdge, encodeEdge } from '../../src/store/record-codec.ts';
 import { splitGroupValues } from '../../src/store/vector-groups.ts';
@@ -609,6 +610,55 @@ const storeHarness = {
         vectorsLater,
       };
     });
+  },
+
+  /**
+   * Relation edges left unread by the open (`WorkingSnapshot.relationsRead`): where the edge groups
+   * hold nothing else, reading them before that throws, after it they are the whole load's; an edge
+   * group holding another edge is read at the open. Through `Memory`: a search of a handle opened so
+   * reads none, and a write by another handle before they are read is caught up with (its stats are
+   * the writer's).
+   */
+  async relationsLeftUnread(name: string): Promise<{ later: boolean; earlyThrows: boolean; same: boolean; laterWithOther: boolean; searched: boolean; statsAfterOtherWriter: boolean; relationEdges: number }> {
+    const usearch = await loadUsearchWasm(new URL(usearchWasmUrl, location.href));
+    const rows = (edges: readonly GraphEdge[]) => JSON.stringify(edges.map((edge) => JSON.stringify(edge)).sort());
+    const found = await withStore(name, async (store) => {
+      await store.clear();
+      const sample = ingestShapedSample();
+      await store.commit(P, snapshotAsBatch(sample));
+      const first = (await store.loadWorkingSet(P)) as WorkingSnapshot;
+      let earlyThrows = false;
+      try {
+        first.relations?.all();
+      } catch {
+        earlyThrows = true;
+      }
+      const working = await vectorsSettled(first);
+      const whole = (await store.load(P)) as MemorySnapshot;
+      const relationEdges = whole.edges.filter((edge) => isRelationEdgeId(edge.id));
+      const same = rows(working.relations?.all().edges ?? []) === rows(relationEdges);
+      // An edge row of a derived type (a description makes it one graph building does not derive) joins its chunk's edge group.
+      const held = sample.edges.find((edge) => edge.type === 'belongs_to') as GraphEdge;
+      await store.commit(P, { putEdges: [{ ...held, description: 'held' }] });
+      const second = (await store.loadWorkingSet(P)) as WorkingSnapshot;
+      await vectorsSettled(second);
+      return { later: first.relationsRead !== undefined, earlyThrows, same, laterWithOther: second.relationsRead !== undefined, relationEdges: relationEdges.length };
+    });
+    const memoryName = `${name}-memory`;
+    await withStore(memoryName, (store) => store.clear());
+    const open = async () => Memory.open({ store: await IndexedDbStore.open({ name: memoryName }), embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
+    const session = (i: number) => [
+      { role: 'user' as const, content: `My sister Maya moved to Lisbon in year ${2020 + i} and opened bakery number ${i}.` },
+      { role: 'assistant' as const, content: `Lovely: Maya's bakery ${i} in Lisbon sounds wonderful.` },
+    ];
+    const writer = await open();
+    for (let i = 0; i < 3; i++) await writer.add(session(i), { sessionId: `s${i}`, date: `2024-0${i + 1}-01` });
+    const reader = await open();
+    const searched = (await reader.search('Where did Maya move?', { budget: 256 })).context.includes('Maya');
+    await writer.add(session(3), { sessionId: 's3', date: '2024-04-01' });
+    const statsAfterOtherWriter = JSON.stringify(await reader.stats()) === JSON.stringify(await writer.stats());
+    await Promise.all([reader.close(), writer.close()]);
+    return { ...found, searched, statsAfterOtherWriter };
   },
 
   /** Exports the IndexedDB memory and imports the bytes into a MemoryStore. */

@@ -65,6 +65,8 @@ export async function relationsAsOpenedSteps(store: GraphStore, host: PartitionH
     let state: MemoryState | null = null;
     // As an open builds it: the graph while the vectors are still read, where the store reads them last (IndexedDB).
     state = await stateAsRead(snapshot, host, { name: DEFAULT_PARTITION, revision: () => revision, meta: () => state?.meta ?? snapshot.meta }, () => undefined);
+    // And its relation edges, where the open leaves them unread: a partition's every use but a search reads them first.
+    await (snapshot as Partial<WorkingSnapshot>).relationsRead?.();
     return state;
   };
   const built = (told = true): Promise<MemoryState> =>

@@ -75,6 +75,20 @@ export function isRelationEdgeId(id: string): boolean {
   return relationTypeOf(id) !== undefined;
 }
 
+/** The ids of a type's edges (`edgeId`) sort from `type:` to before `type;`, in SQLite's order (UTF-8 bytes), IndexedDB's and JavaScript's alike. */
+export function idRangeOf(type: EdgeType): [string, string] {
+  return [`${type}:`, `${type};`];
+}
+
+/** Bounds of id ranges (null: none that side). */
+export type IdRange = readonly [from: string | null, to: string | null];
+
+/** The id ranges of the relation edges. */
+export const RELATION_ID_RANGES: readonly IdRange[] = [...RELATION_EDGE_TYPES].sort().map(idRangeOf);
+
+/** The id ranges between and around `RELATION_ID_RANGES`: every other edge's (each gap runs from one range's end to the next one's start). */
+export const OTHER_ID_RANGES: readonly IdRange[] = [null, ...RELATION_ID_RANGES.map(([, to]) => to)].map((from, i) => [from, RELATION_ID_RANGES[i]?.[0] ?? null]);
+
 /** Whether a node of this layer can derive edges (Facets and FacetPoints). */
 export function canDeriveEdges(node: GraphNode): node is DerivingNode {
   return node.layer === 'facet' || node.layer === 'facetPoint';

@@ -39,6 +39,20 @@ export interface Partition {
   readonly serial: Serial;
   /** The lexical index, read or built at the first search (see lexical-state.ts). */
   lexical: Promise<LexicalState> | null;
+  /** Reads the relation edges its open left unread (`WorkingSnapshot.relationsRead`), until they are read (see `partitionWhole`). */
+  relationsRead: (() => Promise<void>) | null;
+}
+
+/**
+ * Reads what the partition's open left unread (IndexedDB's relation edges), once: every use of
+ * a partition but a search may read or change it, and waits for this first. Rejects with that
+ * read's error.
+ */
+export async function partitionWhole(partition: Partition): Promise<void> {
+  const read = partition.relationsRead;
+  if (read === null) return;
+  await read();
+  if (partition.relationsRead === read) partition.relationsRead = null;
 }
 
 export function emptySnapshot(embedder: Embedder): MemorySnapshot {
@@ -348,6 +362,7 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
     writing: 0,
     serial: createSerial(),
     lexical: null,
+    relationsRead: (snapshot && 'relationsRead' in snapshot && snapshot.relationsRead) || null,
   };
   return partition;
 }
@@ -368,6 +383,8 @@ export function replaceState(host: PartitionHost, partition: Partition, snapshot
   Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(partition.name, () => partition)));
   partition.state.version = version + 1;
   partition.revision = revision;
+  // Its relation edges came whole with the snapshot (`vectorsSettled`), or it holds none.
+  partition.relationsRead = null;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { openDB } from 'idb';
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import { PrismError } from '../errors.ts';
-import { isRelationEdgeId } from '../graph/derived-edges.ts';
+import { isRelationEdgeId, OTHER_ID_RANGES } from '../graph/derived-edges.ts';
 import type { Chunk, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { DEFAULT_PARTITION } from '../scope.ts';
 import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
@@ -649,6 +649,9 @@ export class IndexedDbStore implements GraphStore {
    */
   private read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
     const what = `loading ${this.name}`;
+    const asStoreError = (err: unknown): never => {
+      throw storeError(err, what);
+    };
     let handOver!: (snapshot: WorkingSnapshot | null) => void;
     let fail!: (err: unknown) => void;
     const handedOver = new Promise<WorkingSnapshot | null>((resolve, reject) => {
@@ -667,6 +670,11 @@ export class IndexedDbStore implements GraphStore {
       const ring = await this.keys.read(ringOf(token));
       this.readRings.set(ringOf(token), ring);
       const text = (plain: Uint8Array): string => decoder.decode(plain);
+      // Where the edge groups hold relation edges alone (the default ingest's), a working set
+      // leaves them unread until something first needs them (`relationsRead`), which no search
+      // does: read at the open they were ~0.2 s of the worker's and ~0.1 s of the page's work at
+      // 30K messages of chat, and read after the vectors they slowed the first search as much.
+      const relationsLater = form === 'working' && !(await this.edgeGroupsHoldOthers(token));
       // The records are decoded as their parts come, while the stores behind them are read:
       // Entity pages and chunks first, which the nodes' decoding reads, then nodes, then edges.
       const chunks = new Map<string, Chunk>();
@@ -689,8 +697,11 @@ export class IndexedDbStore implements GraphStore {
       // are first read (`relationsAsOpened`), which no search does: splitting them into rows was
       // ~0.1 s of the page's thread at a cold open of 30K messages of chat.
       const relationParts: Array<StoredRow | (() => StoredRow[])> = [];
+      // Whole once the edge groups are read, where they are read later: nothing may take them before.
+      let relationsWhole = !relationsLater;
       const relations: Iterable<StoredRow> = {
         *[Symbol.iterator]() {
+          if (!relationsWhole) throw new Error('the relation edges were read before the open had read them whole (await WorkingSnapshot.relationsRead)');
           for (const part of relationParts) {
             if (typeof part === 'function') yield* part();
             else yield part;
@@ -708,7 +719,11 @@ export class IndexedDbStore implements GraphStore {
       };
       const addEdgeGroup = (plain: Uint8Array, group: GroupRead): void => {
         const members = group.members ?? [];
-        if (form === 'whole' || !members.every(isRelationEdgeId)) return addEdgeRows(rowsOfGroup('edgeGroups', group, plain));
+        if (form === 'whole' || !members.every(isRelationEdgeId)) {
+          // Read after the records were handed over, a group must hold what its index said.
+          if (relationsLater) throw new PrismError('CORRUPT_CHECKPOINT', `${groupName('edgeGroups', group)} holds an edge that is no relation edge, which its member index does not list`);
+          return addEdgeRows(rowsOfGroup('edgeGroups', group, plain));
+        }
         // Its members and values are matched now, as an open refuses a group where they are not.
         const name = groupName('edgeGroups', group);
         walkGroupValues(name, members, plain, () => true);
@@ -732,7 +747,7 @@ export class IndexedDbStore implements GraphStore {
           nodes: (plain, record) => records.addNodes([[record.id, text(plain)]]),
           nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
           edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
-          edgeGroups: addEdgeGroup,
+          ...(relationsLater ? {} : { edgeGroups: addEdgeGroup }),
           // A working set's vector groups are kept as they come (`listed`), its single vectors go
           // to the table; the whole memory's vectors go to the table in id order, as the other
           // stores hand them over, whichever record kept them (a sort of ~160K ids was ~50 ms of a
@@ -757,7 +772,7 @@ export class IndexedDbStore implements GraphStore {
       const revision = reading.got.then(([revision]) => revision as number | undefined);
       const hashKeys = reading.keys('hashes');
       // Every record, in the order the stores are decoded: the vector stores come last.
-      const [hashes, openRevision] = await Promise.all([hashKeys, revision, form === 'whole' ? reading.done : reading.values.edgeGroups]);
+      const [hashes, openRevision] = await Promise.all([hashKeys, revision, form === 'whole' ? reading.done : relationsLater ? reading.values.edges : reading.values.edgeGroups]);
       // A partition cleared since its token was read has no meta: what was read of it is dropped.
       if (opened === null) {
         handOver(null);
@@ -767,6 +782,24 @@ export class IndexedDbStore implements GraphStore {
       const loaded = records.finish();
       // As a SQL store's working set: `relations` holds every relation edge.
       const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
+      // The edge groups read in a transaction of their own. Where another writer committed since
+      // the open, they may not be the open's: the partition is then behind the store, and catches up
+      // (reloads) before any use but a search, each of which waits for these first (`partitionWhole`).
+      // Hold the key lock.
+      const readRelations = async (): Promise<void> => {
+        const { name: database, version } = this.usable('loading');
+        const read = this.keys.bulkRead(
+          ring,
+          { database, version, lower: [token], upper: [token, []], gets: [], keysOf: [], packed: [...PACKED_STORES] },
+          { edgeGroups: addEdgeGroup },
+          (values) => this.ringFor(ringOf(token), values),
+          async () => undefined,
+        );
+        await read.done;
+        relationsWhole = true;
+      };
+      let relationsReading: Promise<void> | null = null;
+      const relationsRead = (): Promise<void> => (relationsReading ??= this.withKeys('shared', readRelations).catch(asStoreError));
       const vectorsRead = async (): Promise<LaterVectors> => {
         await reading.done;
         if (form === 'whole') for (const [id, bytes] of vectorRows.sort((a, b) => compareIds(a[0], b[0]))) table.addStored(id, bytes, meta.dim);
@@ -777,7 +810,10 @@ export class IndexedDbStore implements GraphStore {
         // Few or none: a relation edge keeps a vector only where one was embedded (an LLM's causal
         // and semantic edges, `ingest.edgeVectors: 'embedded'`); the later of two rows of one id wins, as in `edges`.
         // None has one where no vector is kept by id and no group names one (split no group for it then).
-        const withVector = table.size > 0 || relationVectors.size > 0 ? [...relations].filter(([id]) => table.has(id) || relationVectors.has(id)) : [];
+        const mayHaveVector = table.size > 0 || relationVectors.size > 0;
+        // Under the open's lock still: read now, without taking it again (a writer waiting for it would wait for this).
+        if (mayHaveVector && relationsLater) await (relationsReading ??= readRelations().catch(asStoreError));
+        const withVector = mayHaveVector ? [...relations].filter(([id]) => table.has(id) || relationVectors.has(id)) : [];
         const indexed = [...new Map(withVector)];
         return { vectors: table, edges: indexed.map(([id, json]) => decodeEdge(json, id)), ...(keyed ? { keyedVectors: listed } : {}) };
       };
@@ -790,15 +826,26 @@ export class IndexedDbStore implements GraphStore {
         ...(left ? { relations: left } : {}),
       };
       if (form === 'whole') return handOver(withLaterVectors(snapshot, await vectorsRead()));
-      const vectorsLater = vectorsRead().catch((err: unknown) => {
-        throw storeError(err, what);
-      });
+      const vectorsLater = vectorsRead().catch(asStoreError);
       // Awaited by the open; a caller that stops before (a damaged record) leaves it unheard.
       vectorsLater.catch(() => undefined);
-      handOver({ ...snapshot, vectorsLater });
+      handOver({ ...snapshot, vectorsLater, ...(relationsLater ? { relationsRead } : {}) });
       await vectorsLater;
     }).catch((err: unknown) => fail(storeError(err, what)));
     return handedOver;
+  }
+
+  /**
+   * Whether an edge group of partition `token` holds an edge that is not a relation edge (a
+   * derived edge kept as a row: one with a vector, or one its node does not derive), told by
+   * the groups' `member` index. Hold the key lock, so that no commit lands before the read.
+   */
+  private async edgeGroupsHoldOthers(token: Token): Promise<boolean> {
+    const db = this.usable('loading');
+    const counts = await Promise.all(
+      OTHER_ID_RANGES.map(([from, to]) => db.countFromIndex('edgeGroups', 'member', IDBKeyRange.bound(from === null ? [token] : [token, from], to === null ? [token, []] : [token, to], false, to !== null))),
+    );
+    return counts.some((count) => count > 0);
   }
 
   async revision(partition: string): Promise<number> {

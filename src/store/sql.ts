@@ -1,6 +1,6 @@
 import { PrismError } from '../errors.ts';
-import { isRelationEdgeId, RELATION_EDGE_TYPES } from '../graph/derived-edges.ts';
-import type { Chunk, EdgeType, GraphEdge, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import { idRangeOf, isRelationEdgeId, OTHER_ID_RANGES, RELATION_EDGE_TYPES, RELATION_ID_RANGES } from '../graph/derived-edges.ts';
+import type { Chunk, GraphEdge, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { ownedRows } from './relation-rows.ts';
@@ -197,20 +197,6 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
     },
   ],
 ];
-
-/** The ids of a type's edges (`edgeId`) sort from `type:` to before `type;`, in SQLite's order (UTF-8 bytes) and JavaScript's alike. */
-function idRangeOf(type: EdgeType): [string, string] {
-  return [`${type}:`, `${type};`];
-}
-
-/** Bounds of id ranges (null: none that side). */
-type IdRange = readonly [from: string | null, to: string | null];
-
-/** The id ranges of the relation edges' rows. */
-const RELATION_ID_RANGES: readonly IdRange[] = [...RELATION_EDGE_TYPES].sort().map(idRangeOf);
-
-/** The id ranges between and around `RELATION_ID_RANGES`: every other edge row's (each gap runs from one range's end to the next one's start). */
-const OTHER_ID_RANGES: readonly IdRange[] = [null, ...RELATION_ID_RANGES.map(([, to]) => to)].map((from, i) => [from, RELATION_ID_RANGES[i]?.[0] ?? null]);
 
 /** Bytes of derived state a row holds (a Durable Object's limit on one value is 2 MB). */
 const DERIVED_PAGE_BYTES = 1 << 20;

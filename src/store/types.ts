@@ -52,6 +52,15 @@ export interface WorkingSnapshot extends MemorySnapshot {
    * the snapshot the store would have handed over whole).
    */
   vectorsLater?: Promise<LaterVectors>;
+  /**
+   * Present where the store has not read the relation edges it leaves (`relations`) yet
+   * (IndexedDB's, where its edge groups hold nothing else, since no search reads them): reads
+   * them, once, at its first call, and settles once `relations` holds them all, or with the
+   * read's error. Nothing may read `relations` before. Read after the open, they may be of a
+   * later revision than the records (another writer committed between): the partition is then
+   * behind its store, and catches up before any use that reads them.
+   */
+  relationsRead?: () => Promise<void>;
 }
 
 /** What a working set's `vectorsLater` settles with: its `vectors`, its `keyedVectors` where it has them, and the relation edges with a vector (which its `edges` holds as well). */
@@ -72,9 +81,12 @@ export function withLaterVectors(snapshot: WorkingSnapshot, later: LaterVectors)
   };
 }
 
-/** A working set with its vectors read: `snapshot` itself where they came with its records. */
+/** A working set read whole, its vectors and relation edges: `snapshot` itself where they came with its records. */
 export async function vectorsSettled<T extends MemorySnapshot | WorkingSnapshot | null>(snapshot: T): Promise<T> {
-  return snapshot !== null && 'vectorsLater' in snapshot && snapshot.vectorsLater ? (withLaterVectors(snapshot, await snapshot.vectorsLater) as T) : snapshot;
+  if (snapshot === null || !('folded' in snapshot)) return snapshot;
+  const { relationsRead, ...records }: WorkingSnapshot = snapshot;
+  await relationsRead?.();
+  return (records.vectorsLater ? withLaterVectors(records, await records.vectorsLater) : records) as T;
 }
 
 /** One stored vector group whose members' index keys an open can name (`WorkingSnapshot.keyedVectors`). */

@@ -633,7 +633,9 @@ export class IndexedDbStore implements GraphStore {
    * The working set leaves the relation edges without a vector undecoded, as the open read them
    * (`WorkingSnapshot.relations`, which the graph tells its changes: `asOpened`): no search
    * lists them by default, and decoding and building ~77K of them was ~0.3 s of a cold open at
-   * 30K messages of chat in Chromium.
+   * 30K messages of chat in Chromium. Where its edge groups hold relation edges alone, it leaves
+   * them unread (`WorkingSnapshot.relationsRead`), and a group is split into rows only when they
+   * are first read.
    */
   async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
     return this.read(partition, 'working');
@@ -645,7 +647,7 @@ export class IndexedDbStore implements GraphStore {
    * every record is decoded, with the vectors still being read (`WorkingSnapshot.vectorsLater`):
    * they are read last, ~0.25 s of a cold open at 30K messages of chat that the page's thread
    * spent waiting, and the open checks and builds the graph meanwhile. The key lock is held until
-   * the vectors are read.
+   * the vectors are read, and taken again to read the relation edges it left unread.
    */
   private read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
     const what = `loading ${this.name}`;

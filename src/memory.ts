@@ -215,7 +215,7 @@ export class Memory {
 
   /**
    * The partition for a read, reloaded when another process or tab committed since. Whole (see
-   * `partitionWhole`) unless it is for a search, which never reads what the open reads last.
+   * `partitionWhole`) unless it is for a search, which never reads what an open leaves unread.
    */
   private async read(scope: Scope | undefined, forSearch = false): Promise<Partition> {
     const partition = await (forSearch ? this.partition(scope) : this.whole(scope));

@@ -15,7 +15,7 @@ import { splitGroupValues } from '../../src/store/vector-groups.ts';
 import { checkMemoryStructure } from '../../src/store/validate-snapshot.ts';
 import { encodedBytes } from '../../src/store/vector-codec.ts';
 import { packValue, unpacked } from '../../src/store/value-pack.ts';
-import { vectorsSettled, type GraphStore, type WorkingSnapshot, type WriteBatch } from '../../src/store/types.ts';
+import { wholeWorkingSet, type GraphStore, type WorkingSnapshot, type WriteBatch } from '../../src/store/types.ts';
 import { censusOf, writerBatch } from '../../test/faults/store-records.ts';
 import { mulberry32 } from '../../src/eval/stats.ts';
 import { foldingBatches, ingestShapedSample, pagingBatches, sampleFollowUp, sampleMemory, sampleVector, vectorGroupBatches } from '../support/sample-memory.ts';
@@ -138,7 +138,7 @@ const storeHarness = {
     });
     const reopenedSame = (await withStore(name, digestOf)) === (await digestOf(reference));
     // The edges a working set holds as edges are the stored ones (the folded ones come as keys).
-    const working = await withStore(name, async (store) => vectorsSettled(await store.loadWorkingSet(P)));
+    const working = await withStore(name, async (store) => wholeWorkingSet(await store.loadWorkingSet(P)));
     const held = working?.edges ?? [];
     const raw = await openDB(name);
     try {
@@ -190,7 +190,7 @@ const storeHarness = {
     } finally {
       raw.close();
     }
-    const working = await withStore(name, async (store) => vectorsSettled(await store.loadWorkingSet(P)));
+    const working = await withStore(name, async (store) => wholeWorkingSet(await store.loadWorkingSet(P)));
     if (!working || twice.nodeGroups === '' || twice.edgeGroups === '') throw new Error('no group of two members to change');
     const edges = isRelationEdgeId(twice.edgeGroups) ? (working.relations?.all().edges ?? []) : working.edges;
     return {
@@ -588,7 +588,7 @@ const storeHarness = {
       const steps = await relationsAsOpenedSteps(store, host, async () => (await store.loadWorkingSet(P)) as WorkingSnapshot);
       const read = (await store.loadWorkingSet(P)) as WorkingSnapshot;
       const vectorsLater = read.vectorsLater !== undefined;
-      const working = await vectorsSettled(read);
+      const working = await wholeWorkingSet(read);
       const whole = (await store.load(P)) as MemorySnapshot;
       const rows = (edges: readonly GraphEdge[]) => edges.map((edge) => JSON.stringify(edge)).sort();
       const left = working.relations;
@@ -633,7 +633,7 @@ const storeHarness = {
       } catch {
         earlyThrows = true;
       }
-      const working = await vectorsSettled(first);
+      const working = await wholeWorkingSet(first);
       const whole = (await store.load(P)) as MemorySnapshot;
       const relationEdges = whole.edges.filter((edge) => isRelationEdgeId(edge.id));
       const same = rows(working.relations?.all().edges ?? []) === rows(relationEdges);
@@ -641,7 +641,7 @@ const storeHarness = {
       const held = sample.edges.find((edge) => edge.type === 'belongs_to') as GraphEdge;
       await store.commit(P, { putEdges: [{ ...held, description: 'held' }] });
       const second = (await store.loadWorkingSet(P)) as WorkingSnapshot;
-      await vectorsSettled(second);
+      await wholeWorkingSet(second);
       return { later: first.relationsRead !== undefined, earlyThrows, same, laterWithOther: second.relationsRead !== undefined, relationEdges: relationEdges.length };
     });
     const memoryName = `${name}-memory`;

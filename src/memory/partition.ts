@@ -6,7 +6,7 @@ import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeType } 
 import { edgeId, type GraphEdge, type GraphNode, type MemoryMeta, type MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
-import { dropsDerived, vectorsSettled, withLaterVectors, type FoldedEdgeLists, type GraphStore, type KeyedVectorGroup, type LaterVectors, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
+import { dropsDerived, wholeWorkingSet, withLaterVectors, type FoldedEdgeLists, type GraphStore, type KeyedVectorGroup, type LaterVectors, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
 import { addKeyedGroups } from '../store/vector-groups.ts';
 import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure, checkRelationEdge, checkStoredVectors, type RelationEdgeContext } from '../store/validate-snapshot.ts';
@@ -371,7 +371,7 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
 export async function catchUp(host: PartitionHost, partition: Partition): Promise<void> {
   const revision = await host.store.revision(partition.name);
   if (revision === partition.revision) return;
-  const snapshot = await vectorsSettled(await loadWorkingSet(host.store, partition.name));
+  const snapshot = await wholeWorkingSet(await loadWorkingSet(host.store, partition.name));
   checkStored(snapshot, host, partition.name);
   replaceState(host, partition, snapshot, revision);
 }
@@ -383,7 +383,7 @@ export function replaceState(host: PartitionHost, partition: Partition, snapshot
   Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(partition.name, () => partition)));
   partition.state.version = version + 1;
   partition.revision = revision;
-  // Its relation edges came whole with the snapshot (`vectorsSettled`), or it holds none.
+  // Its relation edges came whole with the snapshot (`wholeWorkingSet`), or it holds none.
   partition.relationsRead = null;
 }
 

@@ -82,7 +82,7 @@ export function withLaterVectors(snapshot: WorkingSnapshot, later: LaterVectors)
 }
 
 /** A working set read whole, its vectors and relation edges: `snapshot` itself where they came with its records. */
-export async function vectorsSettled<T extends MemorySnapshot | WorkingSnapshot | null>(snapshot: T): Promise<T> {
+export async function wholeWorkingSet<T extends MemorySnapshot | WorkingSnapshot | null>(snapshot: T): Promise<T> {
   if (snapshot === null || !('folded' in snapshot)) return snapshot;
   const { relationsRead, ...records }: WorkingSnapshot = snapshot;
   await relationsRead?.();

@@ -261,6 +261,8 @@ describe('checking a working set', () => {
     expect(failure({ ...sample, nodes: [...inOrder, { ...second }] })).toBe(`node id ${second.id} occurs twice`);
     expect(failure({ ...sample, nodes: [...inOrder.slice(1), first, { ...first }] })).toBe(`node id ${first.id} occurs twice`);
     expect(failure({ ...sample, nodes: [...inOrder.slice(0, -1), { ...last }, last] })).toBe(`node id ${last.id} occurs twice`);
+    // After the order broke, ids beyond the ordered ones' last (IndexedDB's nodes after its Entities) are met in the set alone.
+    expect(failure({ ...sample, nodes: [second, first, ...inOrder.slice(2), { ...last }] })).toBe(`node id ${last.id} occurs twice`);
     const edge = sample.edges[0] as GraphEdge;
     expect(failure({ ...sample, nodes: inOrder, edges: [...sample.edges, { ...edge, id: second.id }] })).toBe(`node or edge id ${second.id} occurs twice`);
   });

@@ -67,6 +67,63 @@ describe('stored vector precision', () => {
     }
   });
 
+  it('i4 takes, of the i8 scale × 1, 0.975 … 0.5, the one whose levels are nearest the vector (the larger on a tie), as scoring each scale value by value does', () => {
+    const levels = [0, 18, 36, 54, 73, 91, 109, 127];
+    /** The scale by its definition: every value leveled by its own division, at each of the 21 scales. */
+    const definedScale = (vector: Float32Array): number => {
+      const max = vector.reduce((most, x) => Math.max(most, Math.abs(x)), 0);
+      const full = Math.fround(max === 0 ? 1 : max / 127);
+      let best = full;
+      let bestError = Infinity;
+      for (let step = 0; step <= 20; step++) {
+        const scale = Math.fround(full * (1 - step / 40));
+        let error = 0;
+        for (const x of vector) {
+          const level = Math.min(7, Math.round((Math.abs(x / scale) * 7) / 127)) || 0;
+          error += (Math.abs(x) - Math.fround((levels[level] as number) * scale)) ** 2;
+        }
+        if (error < bestError) [best, bestError] = [scale, error];
+      }
+      return best;
+    };
+    const random = mulberry32(11);
+    const cases: Float32Array[] = [
+      ...unitVectors(300, 384),
+      // Heavy-tailed values, as MiniLM's few large dimensions.
+      ...Array.from({ length: 300 }, () => Float32Array.from({ length: 384 }, () => (random() - 0.5) * (random() < 0.03 ? 8 : 1))),
+      // Few distinct values (ties between values and between scales), odd dimensions, zeros and subnormals.
+      ...Array.from({ length: 200 }, (_, i) => Float32Array.from({ length: 8 + (i % 41) }, () => Math.round(random() * 6 - 3) / 3)),
+      new Float32Array(16),
+      Float32Array.from({ length: 16 }, (_, i) => (i === 3 ? 1 : 0)),
+      Float32Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? 1e-45 : -3e-45)),
+      Float32Array.from({ length: 16 }, (_, i) => (i + 1) * 1e-40),
+    ];
+    // Values at the |x| where a level's rounding turns at each of the scales (and the f32 values
+    // either side), beside a largest value of 1 that fixes the scales: where leveling by order
+    // could go wrong if anything could.
+    const f32Step = (x: number, up: boolean) => {
+      const bits = new Uint32Array(Float32Array.of(x).buffer);
+      bits[0] = (bits[0] as number) + (up ? 1 : -1);
+      return new Float32Array(bits.buffer)[0] as number;
+    };
+    const full = Math.fround(1 / 127);
+    const turns = Array.from({ length: 21 }, (_, step) => Math.fround(full * (1 - step / 40))).flatMap((scale) =>
+      [1, 2, 3, 4, 5, 6, 7].flatMap((level) => {
+        const turn = Math.fround((((level - 0.5) * 127) / 7) * scale);
+        return [f32Step(turn, false), turn, f32Step(turn, true)];
+      }),
+    );
+    for (let at = 0; at < turns.length; at += 200) cases.push(Float32Array.from([1, ...turns.slice(at, at + 200).map((x, i) => (i % 2 === 0 ? x : -x))]));
+    // Vectors already on their levels, as a store gets them (rounded before the commit).
+    cases.push(...cases.slice(0, 50).map((vector) => roundVector(vector, 'i4')));
+    const readBack = (scale: number) => {
+      let current = scale;
+      for (let step = 0; step < 4 && Math.fround(Math.fround(127 * current) / 127) !== current; step++) current = Math.fround(Math.fround(127 * current) / 127);
+      return current;
+    };
+    for (const vector of cases) expect(new DataView(encodeVector(vector, 'i4').buffer).getFloat32(0, true)).toBe(readBack(definedScale(vector)));
+  });
+
   it('i4 keeps vectors under 8 dimensions as i8 (their i4 length could be f16\'s); a half byte no level is is CORRUPT_CHECKPOINT', () => {
     const small = Float32Array.from([0.5, -0.25, 0.125]);
     expect([...encodeVector(small, 'i4')]).toEqual([...encodeVector(small, 'i8')]);

@@ -164,13 +164,20 @@ export function entityPaging(
   // are then compared by reference first); else the digest of the new list's head says.
   const known = written?.ids.length === stored.count && written.digest.value() === stored.digest ? written : undefined;
   let head: IdsDigest | undefined;
-  if (known) head = known.ids.length <= ids.length && known.ids.every((id, i) => id === ids[i]) ? known.digest : undefined;
+  if (known) head = startsWith(ids, known.ids) ? known.digest : undefined;
   else if (stored.count <= ids.length) {
     const digest = digestOver(ids, 0, stored.count);
     head = digest.value() === stored.digest ? digest : undefined;
   }
   const kept = head ? Math.floor(stored.count / ENTITY_PAGE_IDS) : 0;
   return { pages: entityPages(ids, kept), storedPages, paged: { ids, digest: head ? digestOver(ids, stored.count, ids.length, head) : digestOver(ids, 0, ids.length) } };
+}
+
+/** Whether `list` starts with `head`'s strings, the same ones (compared by reference first): one loop, no call an id (a speaker's ~10K at 100K messages, at every add). */
+function startsWith(list: readonly string[], head: readonly string[]): boolean {
+  if (head.length > list.length) return false;
+  for (let i = 0; i < head.length; i++) if (head[i] !== list[i]) return false;
+  return true;
 }
 
 /** A stored node's fields (stand-ins included), the keys of the edges it folds in, and which form it takes. */

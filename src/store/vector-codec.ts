@@ -50,11 +50,12 @@ const I4_SCALE_FRACTIONS = Array.from({ length: 21 }, (_, i) => 1 - i / 40);
  */
 function i4Scale(vector: Float32Array): number {
   const full = i8Scale(vector);
+  // A NaN or an infinity (which no embedder gives) makes the i8 scale so, and every scale's error
+  // NaN: no scale beats the i8 one.
+  if (!Number.isFinite(full)) return readBackScale(full);
   const magnitudes = new Float64Array(vector.length);
   for (let i = 0; i < vector.length; i++) magnitudes[i] = Math.abs(vector[i] as number);
   const ascending = magnitudes.slice().sort();
-  // NaN and infinities sort last; a vector holding one (which no embedder gives) is leveled value by value.
-  const ordered = Number.isFinite(ascending[ascending.length - 1]);
   const levelValues = new Float64Array(I4_LEVELS.length);
   const starts = new Float64Array(I4_LEVELS.length);
   let best = full;
@@ -62,7 +63,7 @@ function i4Scale(vector: Float32Array): number {
   for (const fraction of I4_SCALE_FRACTIONS) {
     const scale = Math.fround(full * fraction);
     for (let level = 0; level < I4_LEVELS.length; level++) levelValues[level] = Math.fround((I4_LEVELS[level] as number) * scale);
-    if (ordered) levelStarts(ascending, scale, starts);
+    levelStarts(ascending, scale, starts);
     const s1 = starts[1] as number;
     const s2 = starts[2] as number;
     const s3 = starts[3] as number;
@@ -75,9 +76,7 @@ function i4Scale(vector: Float32Array): number {
     for (let i = 0; i < magnitudes.length && error < bestError; i++) {
       const x = magnitudes[i] as number;
       // Counted, not branched on: one value's level says nothing of the next one's.
-      const level = ordered
-        ? (x >= s1 ? 1 : 0) + (x >= s2 ? 1 : 0) + (x >= s3 ? 1 : 0) + (x >= s4 ? 1 : 0) + (x >= s5 ? 1 : 0) + (x >= s6 ? 1 : 0) + (x >= s7 ? 1 : 0)
-        : i4Level(x, scale);
+      const level = (x >= s1 ? 1 : 0) + (x >= s2 ? 1 : 0) + (x >= s3 ? 1 : 0) + (x >= s4 ? 1 : 0) + (x >= s5 ? 1 : 0) + (x >= s6 ? 1 : 0) + (x >= s7 ? 1 : 0);
       error += (x - (levelValues[level] as number)) ** 2;
     }
     if (error < bestError) {

@@ -496,10 +496,10 @@ function prefilteredReference(order: number[], vectorOf: (key: number) => Float3
 }
 
 describe('the flat index\'s sketch prefilter', () => {
-  it.each(['f32', 'i4'] as const)('searches exactly up to exactUpTo rows, and past it scores only the rows whose signs are nearest the query\'s (%s rows)', (form) => {
+  it.each(['f32', 'i8', 'i4'] as const)('searches exactly up to exactUpTo rows, and past it scores only the rows whose signs are nearest the query\'s (%s rows)', (form) => {
     const dim = 384;
     const raw = randomUnitVectors(6_000, dim, 81);
-    const rows = keysFrom(0, 6_000).map((row) => (form === 'f32' ? rowOf(raw, dim, row) : roundVector(rowOf(raw, dim, row), 'i4')));
+    const rows = keysFrom(0, 6_000).map((row) => roundVector(rowOf(raw, dim, row), form));
     const vectorOf = (key: number) => rows[key - 1]!;
     const keys = keysFrom(1, 6_000);
     const index = wasm.createIndex({ dim, prefilter: { exactUpTo: 5_000, perHit: 2, least: 50 } });
@@ -546,6 +546,22 @@ describe('the flat index\'s sketch prefilter', () => {
         expect(signDistance(vector(hit.key), query)).toBeLessThanOrEqual(nearest[19]!);
         expect(Math.abs(hit.score - dot(vector(hit.key), query))).toBeLessThanOrEqual(SCORE_TOLERANCE);
       }
+    });
+    index.dispose();
+  });
+
+  // Sketches of a whole number of 128-bit lanes up to 8 are compared eight rows at a time, others
+  // (and a block's last rows) one at a time: every width and a row count that is no multiple of 8.
+  it.each([64, 100, 128, 192, 256, 320, 1_024, 1_100])('ranks candidates by the signs of %i dimensions as the reference does', (dim) => {
+    const count = 803;
+    const vectors = randomUnitVectors(count, dim, 87 + dim);
+    const keys = keysFrom(0, count);
+    const index = wasm.createIndex({ dim, prefilter: { exactUpTo: 0, perHit: 0, least: 97 } });
+    index.add(keys, vectors);
+    const queries = randomUnitVectors(3, dim, 88 + dim);
+    index.search(queries, 7).forEach((hits, q) => {
+      const expected = prefilteredReference(keys, (key) => rowOf(vectors, dim, key), rowOf(queries, dim, q), 7, 97);
+      expect(hits.map((hit) => hit.key)).toEqual(expected.map((hit) => hit.key));
     });
     index.dispose();
   });

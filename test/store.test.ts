@@ -14,6 +14,7 @@ import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { MIGRATIONS, SQL_SCHEMA_VERSION, type MigrationStep } from '../src/store/sql.ts';
 import { encodeVectorGroup, vectorGroupOf } from '../src/store/vector-groups.ts';
 import { mulberry32 } from '../src/eval/stats.ts';
+import { appended } from '../src/util/appended.ts';
 import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
@@ -482,6 +483,34 @@ describe('SqlStore keeps a long Entity chunk list in pages', () => {
     }
     expect(await first.load(P)).toEqual(await reference.load(P));
     expect(await second.load(P)).toEqual(await reference.load(P));
+  });
+
+  it('takes a list appended to the one it wrote as starting with it, and any other list only as its ids say', async () => {
+    const sql = await openSqlite();
+    const reference = new MemoryStore();
+    const [base] = pagingBatches();
+    const entity = base!.putNodes!.find((n): n is EntityNode => n.id === 'entity:speaker' && n.layer === 'entity')!;
+    await sql.commit(P, base!);
+    await reference.commit(P, base!);
+    const db = new Database(sqlitePath());
+    db.exec('CREATE TABLE page_log (page INTEGER); CREATE TRIGGER log_pages AFTER INSERT ON entity_pages BEGIN INSERT INTO page_log VALUES (new.page); END');
+    const pagesWritten = async (chunkIds: string[]) => {
+      const batch: WriteBatch = { putNodes: [{ ...entity, chunkIds }] };
+      await sql.commit(P, batch);
+      await reference.commit(P, batch);
+      expect(await sql.load(P)).toEqual(await reference.load(P));
+      const pages = (db.prepare('SELECT page FROM page_log').all() as Array<{ page: number }>).map((row) => row.page);
+      db.exec('DELETE FROM page_log');
+      return pages;
+    };
+    // Appended to the list written: only the last page again, as for an equal copy.
+    const appendedOnce = appended(entity.chunkIds, 'chunk-appended-1');
+    expect(await pagesWritten(appendedOnce)).toEqual([2]);
+    // Appended to another list as long as the one written, whose ids differ from the first on:
+    // its ids, not what it was made from, say what is stored, so every page is written again.
+    const other = appendedOnce.map((id) => `${id}-other`);
+    expect(await pagesWritten(appended(other, 'chunk-appended-2'))).toEqual([0, 1, 2]);
+    db.close();
   });
 
   it('leaves a paged Entity whose pages do not add up to its record for validation to reject', async () => {

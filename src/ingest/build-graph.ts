@@ -2,6 +2,7 @@ import type { IngestConfig } from '../config.ts';
 import type { Embedder } from '../embed/types.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { COMPOSABLE_EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../graph/types.ts';
+import { appended } from '../util/appended.ts';
 import { dot, normalisedSum } from '../util/vectors.ts';
 import type { Extraction } from './extraction.ts';
 import { compareTimes, isoToMillis } from './time.ts';
@@ -116,7 +117,7 @@ export function buildChunkGraph(input: BuildInput): BuildOutput {
       const built = nodes.find((n): n is EntityNode => n.id === target?.id);
       if (built) target = built;
       else if (!(graph.chunks.has(chunk.id) && target.chunkIds.includes(chunk.id))) {
-        target = { ...target, chunkIds: [...target.chunkIds, chunk.id] };
+        target = { ...target, chunkIds: appended(target.chunkIds, chunk.id) };
         nodes.push(target);
       }
     } else {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { chunkText, speakerLead, turnTheme } from '../src/graph/chunk-text.ts';
 import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
-import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge, encodeNode, ReadSharing, withoutFoldedEdge } from '../src/store/record-codec.ts';
+import { decodeChunk, decodeChunkRow, decodeEdge, decodeNode, encodeChunk, encodeChunkRow, encodeEdge, encodeNode, ReadSharing, withoutFoldedEdge } from '../src/store/record-codec.ts';
 import { checkChunk, checkNode } from '../src/store/validate-snapshot.ts';
 
 const CHUNK_ID = 'a3f1c2d4e5b60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';
@@ -246,6 +246,49 @@ describe('a stored chunk', () => {
     expect(decodeChunk(encodeChunk(handMade))).toEqual(handMade);
     const damaged = JSON.stringify({ ...whole('[Session 1]', turns), text: null, turns: [{ dialogId: 'D1:1', speaker: 'Ana', text: 7 }] });
     expect(() => checkChunk(decodeChunk(damaged), (message) => { throw new Error(message); })).toThrow(/text/);
+  });
+
+  it('as a SQL row keeps its turns’ texts apart, each turn’s length in the record, and reads back whole', () => {
+    for (const chunk of [whole('[Session 1]', turns), whole('', turns), whole('[Session 2 — ✓]', []), whole('h\n(x) y: z', turns.slice(0, 1))]) {
+      const row = encodeChunkRow(chunk);
+      expect(row.text).toBe(chunk.turns.map((turn) => turn.text).join(''));
+      const record = JSON.parse(row.json) as { text: unknown; turns: Array<{ text: unknown }> };
+      expect(record.text).toBeNull();
+      expect(record.turns.map((turn) => turn.text)).toEqual(chunk.turns.map((turn) => turn.text.length));
+      const read = decodeChunkRow(row.json, row.text);
+      expect(read).toEqual(chunk);
+      expect(JSON.stringify(read)).toBe(JSON.stringify(chunk));
+    }
+    // A text the turns do not rebuild stays in the record, as `encodeChunk` keeps it.
+    const handMade = { ...whole('[Session 1]', turns), text: 'written by hand' };
+    expect(encodeChunkRow(handMade)).toEqual({ json: encodeChunk(handMade), text: null });
+    expect(decodeChunkRow(encodeChunkRow(handMade).json, null)).toEqual(handMade);
+    // A row without a text column is a record `encodeChunk` wrote.
+    expect(decodeChunkRow(encodeChunk(whole('[Session 1]', turns)), null)).toEqual(whole('[Session 1]', turns));
+  });
+
+  it('as a SQL row whose turns’ lengths do not cut its text whole, reads with no text, for validation to reject', () => {
+    const { json, text } = encodeChunkRow(whole('[Session 1]', turns));
+    const record = JSON.parse(json) as { text: unknown; turns: Array<{ text: unknown }> };
+    const withLengths = (...lengths: unknown[]) => JSON.stringify({ ...record, turns: record.turns.map((turn, i) => ({ ...turn, text: lengths[i] })) });
+    const lengths = record.turns.map((turn) => turn.text as number);
+    const damaged = [
+      [withLengths(...lengths), `${text}!`],
+      [withLengths(...lengths), text!.slice(1)],
+      [withLengths(lengths[0]! + 1, lengths[1], lengths[2]! - 1.5), text],
+      [withLengths(-1, lengths[1], lengths[2]! + 1 + lengths[0]!), text],
+      [withLengths(String(lengths[0]), lengths[1], lengths[2]), text],
+      [JSON.stringify({ ...record, text: 'a text in the record too' }), text],
+    ] as const;
+    for (const [stored, column] of damaged) {
+      const read = decodeChunkRow(stored, column);
+      expect(read.text).toBeNull();
+      for (const turn of read.turns) expect(turn.text).toBe('');
+      expect(() => checkChunk(read, (message) => { throw new Error(message); })).toThrow(/text/);
+    }
+    // Not rebuildable at all: read as it is.
+    const noTurns = decodeChunkRow(JSON.stringify({ ...record, turns: 'none' }), text);
+    expect(() => checkChunk(noTurns, (message) => { throw new Error(message); })).toThrow();
   });
 });
 

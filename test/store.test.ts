@@ -9,7 +9,7 @@ import { CHECKPOINT_FORMAT_VERSION, decodeCheckpoint, encodeCheckpoint, exportCh
 import Database from 'better-sqlite3';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
 import { LEGACY_FILES, MIGRATED_SUFFIX, migrateFileStore } from '../src/store/file.node.ts';
-import { decodeChunk, decodeEdge, decodeNode, encodeEdge, encodeNode } from '../src/store/record-codec.ts';
+import { decodeChunkRow, decodeEdge, decodeNode, encodeEdge, encodeNode } from '../src/store/record-codec.ts';
 import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { MIGRATIONS, SQL_SCHEMA_VERSION, type MigrationStep } from '../src/store/sql.ts';
 import { encodeVectorGroup, vectorGroupOf } from '../src/store/vector-groups.ts';
@@ -363,7 +363,15 @@ describe('SqlStore keeps what it can rebuild once', () => {
     expect(loaded.chunks.map((c) => JSON.stringify(c))).toEqual(canonical(sample).chunks.map((c) => JSON.stringify(c)));
     expect(table('edges').map((row) => decodeEdge(row.json, row.id).type).sort()).toEqual(['causal', 'causal', 'causal', 'temporal', 'temporal', 'temporal']);
     for (const row of table('chunks')) expect(JSON.parse(row.json).text).toBeNull();
-    for (const row of table('nodes')) expect(row.json).not.toContain('adopted a puppy');
+    // A chunk's turns' texts once, in a column of their own, one after another; its record holds each turn's length.
+    const chunkRows = new Database(sqlitePath(), { readonly: true }).prepare('SELECT id, json, text FROM chunks').all() as Array<{ id: string; json: string; text: string }>;
+    for (const row of chunkRows) {
+      const committed = sample.chunks.find((c) => c.id === row.id)!;
+      expect(row.text).toBe(committed.turns.map((turn) => turn.text).join(''));
+      expect((JSON.parse(row.json) as { turns: Array<{ text: unknown }> }).turns.map((turn) => turn.text)).toEqual(committed.turns.map((turn) => turn.text.length));
+    }
+    expect(chunkRows.some((row) => row.text.includes('adopted a puppy'))).toBe(true);
+    for (const row of [...table('nodes'), ...table('chunks')]) expect(row.json).not.toContain('adopted a puppy');
     // A row's key is its record's id: a node array leaves it out, an edge array its type and ends.
     for (const row of table('nodes')) expect(JSON.parse(row.json)[1]).toBeNull();
     for (const row of table('edges')) expect(JSON.parse(row.json)[1]).toBeNull();
@@ -402,7 +410,7 @@ describe('SqlStore reads rows written before they were keyed', () => {
     await first.close();
     // Every row as schema 7 wrote it: a node array with its id, an edge array with its type and ends.
     const raw = new Database(sqlitePath());
-    const chunks = new Map((raw.prepare('SELECT json FROM chunks').all() as Array<{ json: string }>).map((row) => decodeChunk(row.json)).map((c) => [c.id, c]));
+    const chunks = new Map((raw.prepare('SELECT json, text FROM chunks').all() as Array<{ json: string; text: string | null }>).map((row) => decodeChunkRow(row.json, row.text)).map((c) => [c.id, c]));
     for (const row of raw.prepare('SELECT id, json FROM nodes').all() as Array<{ id: string; json: string }>) {
       const { node, edgeKeys } = decodeNode(row.json, chunks, undefined, row.id);
       const json = encodeNode(node, derivedEdgesOf(node, edgeKeys), 'chunkId' in node ? chunks.get(node.chunkId) : undefined).json;
@@ -828,6 +836,13 @@ describe('SqlStore on SQLite', () => {
     expect(again.edges.map((e) => JSON.stringify(e))).toEqual(expected.edges.map((e) => JSON.stringify(e)));
     const rows = (table: string) => (db.prepare(`SELECT json FROM ${table}`).all() as Array<{ json: string }>).map((row) => row.json);
     expect([...rows('nodes'), ...rows('edges')].every((json) => json.startsWith('['))).toBe(true);
+    // Chunks as schema 3 wrote them (their text in the record) are left so, and read as they were;
+    // put again, a chunk keeps its turns' texts in the column added for them.
+    const chunkTexts = () => db.prepare('SELECT text FROM chunks ORDER BY id').all() as Array<{ text: string | null }>;
+    expect(chunkTexts().every((row) => row.text === null)).toBe(true);
+    await store.commit(P, { putChunks: shaped.chunks });
+    expect(chunkTexts().every((row) => typeof row.text === 'string')).toBe(true);
+    expect((await store.load(P))!.chunks.map((c) => JSON.stringify(c))).toEqual(expected.chunks.map((c) => JSON.stringify(c)));
     db.close();
   });
 

@@ -1,7 +1,7 @@
 import { PrismError } from '../errors.ts';
 import { idRangeOf, isRelationEdgeId, OTHER_ID_RANGES, RELATION_EDGE_TYPES, RELATION_ID_RANGES } from '../graph/derived-edges.ts';
 import type { Chunk, GraphEdge, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
-import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
+import { decodeChunkRow, decodeEdge, decodeNode, encodeChunkRow, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, readStoredRecords, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { ownedRows } from './relation-rows.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
@@ -196,6 +196,17 @@ export const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
       for (const partition of driver.all('SELECT DISTINCT partition FROM vector_groups WHERE member_keys IS NULL').map((row) => text(row, 'partition'))) keyGroups(driver, partition);
     },
   ],
+  // Chunks written from here on keep their turns' texts in a column of their own (record-codec's
+  // `encodeChunkRow`). Chunks written before keep their text in their record and read as they
+  // did; the step changes no row, it only keeps an older PRISM, which cannot read such a row,
+  // from opening the database.
+  [
+    (driver) => {
+      // Once only, should a file claim an older schema than its tables have.
+      const [table] = driver.all("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'chunks'");
+      if (!/\btext TEXT\b/.test(String(table?.['sql']))) driver.run('ALTER TABLE chunks ADD COLUMN text TEXT');
+    },
+  ],
 ];
 
 /** Bytes of derived state a row holds (a Durable Object's limit on one value is 2 MB). */
@@ -321,6 +332,12 @@ function keyGroups(driver: SqlDriver, partition: string): void {
 function groupKeysOf(value: SqlValue | undefined, count: number): number[] | null {
   const keys = blobOf(value);
   return keys && decodeGroupKeys(keys, count);
+}
+
+/** A chunk row (`json`, `text`) as committed. */
+function chunkOfRow(row: SqlRow): Chunk {
+  const joined = row['text'] ?? null;
+  return decodeChunkRow(text(row, 'json'), joined === null ? null : textOf(joined, 'text'));
 }
 
 function text(row: SqlRow, column: string): string {
@@ -467,7 +484,7 @@ export class SqlStore implements GraphStore {
     return this.driver.transaction('read', () => {
       const meta = this.readMeta(partition);
       if (meta === null) return null;
-      const chunks = this.driver.all('SELECT json FROM chunks WHERE partition = ?', [partition]).map((row) => decodeChunk(text(row, 'json')));
+      const chunks = this.driver.all('SELECT json, text FROM chunks WHERE partition = ?', [partition]).map(chunkOfRow);
       const vectors = new VectorTable();
       const sorted: Array<[string, Uint8Array]> = [];
       const indexedRelations: string[] = [];
@@ -592,7 +609,8 @@ export class SqlStore implements GraphStore {
       for (const id of batch.deleteVectors ?? []) vectorGroups.delete(id);
       remove('hashes', 'hash', batch.deleteHashes);
       for (const chunk of batch.putChunks ?? []) {
-        driver.run('INSERT OR REPLACE INTO chunks (partition, id, json) VALUES (?, ?, ?)', [partition, chunk.id, encodeChunk(chunk)]);
+        const row = encodeChunkRow(chunk);
+        driver.run('INSERT OR REPLACE INTO chunks (partition, id, json, text) VALUES (?, ?, ?, ?)', [partition, chunk.id, row.json, row.text]);
       }
       for (const [id, json] of plan.nodes) driver.run('INSERT OR REPLACE INTO nodes (partition, id, json) VALUES (?, ?, ?)', [partition, id, json]);
       for (const { id, put, dropFrom } of plan.pages) {
@@ -695,8 +713,8 @@ export class SqlStore implements GraphStore {
     }
     const storedChunks = new Map<string, Chunk>();
     for (const id of reads.chunkIds) {
-      const row = driver.all('SELECT json FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
-      if (row) storedChunks.set(id, decodeChunk(text(row, 'json')));
+      const row = driver.all('SELECT json, text FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
+      if (row) storedChunks.set(id, chunkOfRow(row));
     }
     return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(partition));
   }

@@ -4,7 +4,7 @@ import { derivedEdgesOf } from '../../src/graph/derived-edges.ts';
 import type { Chunk, EntityNode, EpisodeNode, FacetPointNode, GraphEdge, GraphNode, JsonValue, MemoryMeta } from '../../src/graph/types.ts';
 import type { Memory } from '../../src/memory.ts';
 import { partitionOf, resolveScope, type Scope } from '../../src/scope.ts';
-import { decodeChunk, decodeNode, encodeNode } from '../../src/store/record-codec.ts';
+import { decodeChunkRow, decodeNode, encodeNode } from '../../src/store/record-codec.ts';
 import { encodedBytes, type VectorPrecision } from '../../src/store/vector-codec.ts';
 import { decodeVectorGroup, encodeVectorGroup } from '../../src/store/vector-groups.ts';
 
@@ -439,6 +439,13 @@ function storedRows(db: Database.Database, table: 'nodes' | 'chunks', partition:
   return db.prepare(`SELECT id, json FROM ${table} WHERE partition = ? ORDER BY id`).all(partition) as Array<{ id: string; json: string }>;
 }
 
+/** The scope's chunks as the store reads them. */
+function storedChunks(db: Database.Database, partition: string): Map<string, Chunk> {
+  const rows = db.prepare('SELECT id, json, text FROM chunks WHERE partition = ? ORDER BY id').all(partition) as Array<{ id: string; json: string; text: string | null }>;
+  return new Map(rows.map((row) => [row.id, decodeChunkRow(row.json, row.text)]));
+}
+
+/** Edits the chunks' stored records (a turn's text there is its length where the chunk keeps its text apart). */
 function editChunks(db: Database.Database, partition: string, edit: (chunks: Chunk[]) => void): void {
   const rows = storedRows(db, 'chunks', partition);
   const records = rows.map((row) => JSON.parse(row.json) as Chunk);
@@ -449,7 +456,7 @@ function editChunks(db: Database.Database, partition: string, edit: (chunks: Chu
 
 /** Edits the nodes as the store reads them, and writes them back in the store's compact forms. */
 function editNodes(db: Database.Database, partition: string, edit: (nodes: GraphNode[]) => void): void {
-  const chunks = new Map(storedRows(db, 'chunks', partition).map((row) => [row.id, decodeChunk(row.json)]));
+  const chunks = storedChunks(db, partition);
   const rows = storedRows(db, 'nodes', partition);
   const decoded = rows.map((row) => decodeNode(row.json, chunks, undefined, row.id));
   edit(decoded.map((d) => d.node));
@@ -490,6 +497,14 @@ export const STORED_DAMAGE: readonly StoredDamage[] = [
   {
     name: 'a chunk without turns',
     damage: (db, partition) => editChunks(db, partition, (chunks) => drop(first(chunks, 'chunk'), 'turns')),
+  },
+  {
+    name: "a chunk whose stored text is shorter than its turns' lengths",
+    damage: (db, partition) => {
+      const [row] = storedRows(db, 'chunks', partition);
+      if (!row) throw new Error('the scope holds no chunk');
+      db.prepare('UPDATE chunks SET text = substr(text, 2) WHERE partition = ? AND id = ?').run(partition, row.id);
+    },
   },
   {
     name: 'a chunk whose kept token count is negative',

@@ -80,6 +80,15 @@ test('nodes written one record each before v8, edges before v10, and values hold
   expect(result.groups[2]).toBeGreaterThan(0);
 });
 
+test('chunks written with their text in their record before v12 are read as written; put again, a chunk keeps its turns’ texts apart', async ({ page }) => {
+  const result = await page.evaluate(() => window.storeHarness.chunksFromBeforeV12('e2e-chunks-v11'));
+  expect(result.chunks).toBeGreaterThan(0);
+  expect(result.apartAtStart).toBe(result.chunks);
+  expect(result.readSame).toBe(true);
+  expect(result.putAgainSame).toBe(true);
+  expect(result.apartAtEnd).toBe(result.chunks);
+});
+
 test('a long Entity chunk list is kept in pages: a batch rewrites only the pages it changes, and every batch leaves what the reference store holds', async ({ page }) => {
   const result = await page.evaluate(() => window.storeHarness.pagesAsReference('e2e-pages'));
   expect(result.differing).toEqual([]);

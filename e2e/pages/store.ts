@@ -10,7 +10,7 @@ import { DERIVED_OWNER, KeyFolder } from '../../src/store/idb-keys.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
 import { Memory } from '../../src/memory.ts';
 import { snapshotAsBatch } from '../../src/store/snapshot.ts';
-import { decodeEdge, encodeEdge } from '../../src/store/record-codec.ts';
+import { decodeChunkRow, decodeEdge, encodeChunk, encodeEdge } from '../../src/store/record-codec.ts';
 import { splitGroupValues } from '../../src/store/vector-groups.ts';
 import { checkMemoryStructure } from '../../src/store/validate-snapshot.ts';
 import { encodedBytes } from '../../src/store/vector-codec.ts';
@@ -386,6 +386,53 @@ const storeHarness = {
       db.close();
     }
     return { differing, reopenedSame, records, groups, entities, unkeyedAtStart, keyedAtEnd, edgeRecordsAtStart, edgeRecordsAtEnd };
+  },
+
+  /**
+   * Chunks as v11 and before wrote them, their text in their record: an ingest-shaped memory written,
+   * then every chunk value rewritten so (as `encodeChunk` writes it); the store must read it as
+   * the reference store holds it, and a chunk put again keeps its turns' texts apart once more
+   * (v12: the record, a 0 byte, the texts).
+   */
+  async chunksFromBeforeV12(name: string): Promise<{ apartAtStart: number; apartAtEnd: number; chunks: number; readSame: boolean; putAgainSame: boolean }> {
+    const reference = new MemoryStore();
+    // Chunks as ingest makes them, their text the canonical join (a hand-made text stays in its record).
+    const sample = ingestShapedSample();
+    await withStore(name, async (store) => {
+      await store.clear();
+      await store.commit(P, snapshotAsBatch(sample));
+    });
+    await reference.commit(P, snapshotAsBatch(sample));
+    const raw = await openDB(name);
+    const keys = await KeyFolder.open(name);
+    const countApart = async (rewrite: boolean): Promise<number> => {
+      let apart = 0;
+      for (const [token, id] of (await raw.getAllKeys('chunks')) as Array<[number, string]>) {
+        const value = (await raw.get('chunks', [token, id])) as { keyId: string; sealed: ArrayBuffer };
+        const ring = await keys.read(`p${token}`);
+        const plain = unpacked(await keys.unseal(ring, value.keyId, value.sealed));
+        const end = plain.indexOf(0);
+        if (end < 0) continue;
+        apart++;
+        if (!rewrite) continue;
+        const chunk = decodeChunkRow(new TextDecoder().decode(plain.subarray(0, end)), new TextDecoder().decode(plain.subarray(end + 1)));
+        const before = packValue(new TextEncoder().encode(encodeChunk(chunk)));
+        await raw.put('chunks', { keyId: value.keyId, sealed: await keys.seal(ring, value.keyId, before) }, [token, id]);
+      }
+      return apart;
+    };
+    try {
+      const apartAtStart = await countApart(true);
+      const rewritten = await countApart(false);
+      if (rewritten !== 0) throw new Error(`${rewritten} chunk values still hold their texts apart`);
+      const readSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+      await withStore(name, (store) => store.commit(P, { putChunks: sample.chunks }));
+      await reference.commit(P, { putChunks: sample.chunks });
+      const putAgainSame = (await withStore(name, digestOf)) === (await digestOf(reference));
+      return { apartAtStart, apartAtEnd: await countApart(false), chunks: sample.chunks.length, readSame, putAgainSame };
+    } finally {
+      raw.close();
+    }
   },
 
   async pagesAsReference(name: string): Promise<{ differing: number[]; pageRecords: number[]; rewritten: number[][]; reopenedSame: boolean }> {

@@ -7,7 +7,7 @@ import { DEFAULT_PARTITION } from '../scope.ts';
 import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
-import { decodeChunk, decodeEdge, decodeNode, encodeChunk, encodeEdge } from './record-codec.ts';
+import { decodeChunk, decodeChunkRow, decodeEdge, decodeNode, encodeChunkRow, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, StoredRecordsReader, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, withLaterVectors, type DerivedState, type GraphStore, type LaterVectors, type ListedVectorGroup, type WorkingSnapshot, type WriteBatch } from './types.ts';
@@ -215,6 +215,30 @@ const jsonBytes = (value: unknown): Uint8Array<ArrayBuffer> => encoder.encode(JS
 const fromJson = <T>(bytes: Uint8Array): T => JSON.parse(decoder.decode(bytes)) as T;
 
 /**
+ * A chunk's value before sealing (since v12): its row as the SQL stores keep it (record-codec's
+ * `encodeChunkRow`), the record's UTF-8 and, where its turns' texts are kept apart, a 0 byte and
+ * theirs. JSON escapes every control character, so the first 0 byte ends the record; a value
+ * written before v12 is a record alone.
+ */
+function chunkValue(chunk: Chunk): Uint8Array<ArrayBuffer> {
+  const { json, text } = encodeChunkRow(chunk);
+  if (text === null) return encoder.encode(json);
+  const record = encoder.encode(json);
+  const words = encoder.encode(text);
+  const value = new Uint8Array(record.length + 1 + words.length);
+  value.set(record);
+  value.set(words, record.length + 1);
+  return value;
+}
+
+/** The chunk of a value `chunkValue` wrote, or one written before v12. */
+function chunkOfValue(plain: Uint8Array): Chunk {
+  const end = plain.indexOf(0);
+  if (end < 0) return decodeChunk(decoder.decode(plain));
+  return decodeChunkRow(decoder.decode(plain.subarray(0, end)), decoder.decode(plain.subarray(end + 1)));
+}
+
+/**
  * Schema migrations: entry i upgrades a database from version i to i + 1, so a database at
  * any older version walks the chain up to `IDB_SCHEMA_VERSION`. Append, never edit. Each sees
  * the schema of its own version, so they work on the untyped database.
@@ -323,6 +347,11 @@ const MIGRATIONS: ReadonlyArray<(db: IDBPDatabase, tx: UpgradeTransaction) => Pr
   // instead of i8's 388). Vectors written before keep their precision and read as they did; the
   // step changes nothing, it only keeps an older PRISM, which cannot read i4, from opening the
   // database.
+  async () => {},
+  // v12: chunks written from here on keep their turns' texts apart from their record, as the SQL
+  // stores' rows since schema 11 (`chunkValue`). Chunks written before read as they did; the step
+  // changes nothing, it only keeps an older PRISM, which cannot read such a value, from opening
+  // the database.
   async () => {},
 ];
 
@@ -742,7 +771,7 @@ export class IndexedDbStore implements GraphStore {
             pages.set(page.id, list);
           },
           chunks: (plain) => {
-            const chunk = decodeChunk(text(plain));
+            const chunk = chunkOfValue(plain);
             chunks.set(chunk.id, chunk);
           },
           // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
@@ -959,7 +988,8 @@ export class IndexedDbStore implements GraphStore {
       this.readGroups('nodeGroups', token, ring, reads.nodeIds, []),
       tx.done,
     ]);
-    const openText = async (store: StoreName, value: Sealed): Promise<string> => decoder.decode(await this.keys.unseal(ring, value.keyId, value.sealed, PACKED_STORES.has(store)));
+    const openBytes = (store: StoreName, value: Sealed): Promise<Uint8Array> => this.keys.unseal(ring, value.keyId, value.sealed, PACKED_STORES.has(store));
+    const openText = async (store: StoreName, value: Sealed): Promise<string> => decoder.decode(await openBytes(store, value));
     const storedNodes = new Map<string, string>();
     for (const id of reads.nodeIds) {
       for (const values of grouped.groups.values()) {
@@ -975,7 +1005,7 @@ export class IndexedDbStore implements GraphStore {
       }),
       ...reads.chunkIds.map(async (id, i) => {
         const value = chunks[i];
-        if (value !== undefined) storedChunks.set(id, decodeChunk(await openText('chunks', value)));
+        if (value !== undefined) storedChunks.set(id, chunkOfValue(await openBytes('chunks', value)));
       }),
     ]);
     return { plan: planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(token)), nodesRead: { read: grouped, ids: new Set(reads.nodeIds) } };
@@ -1107,7 +1137,7 @@ export class IndexedDbStore implements GraphStore {
       }),
       ...(batch.putChunks ?? []).map(async (chunk): Promise<Write> => {
         const keyId = keyFor(chunk.id);
-        const value: Sealed = { keyId, sealed: await seal(keyId, sealable('chunks', encoder.encode(encodeChunk(chunk)))) };
+        const value: Sealed = { keyId, sealed: await seal(keyId, sealable('chunks', chunkValue(chunk))) };
         return (tx) => tx.objectStore('chunks').put(value, key(chunk.id));
       }),
     ]);

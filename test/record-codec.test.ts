@@ -225,7 +225,7 @@ describe('the record codec', () => {
 
 describe('a stored chunk', () => {
   const turns = [
-    { dialogId: 'D1:1', speaker: 'Ana', text: 'Two lines\nin one turn, and 🎹 outside the BMP' },
+    { dialogId: 'D1:1', speaker: 'Ana', text: 'Two lines\nin one turn, a \u0000, and 🎹 outside the BMP' },
     { dialogId: 'D1:2', speaker: 'Bo', text: '' },
     { dialogId: 'D1:3', speaker: 'Ana', text: '  spaced  ', time: '2024-01-02T00:00:00.000Z', metadata: { k: [1, 'two'] } },
   ];

@@ -465,19 +465,21 @@ export function encodeChunk(chunk: Chunk): string {
 }
 
 /**
- * A chunk as a SQL store's row: its record (`json`) and its turns' texts one after another
- * (`text`, no separator), each turn's text in the record as its length. Only where the chunk's
- * text is its canonical join (as `encodeChunk` leaves it out); any other chunk is stored as
- * `encodeChunk` stores it, `text` null. An open then reads a session's words as one string
- * instead of parsing them out of JSON (at 100K messages of chat ~99M characters, ~0.2 s of an
- * open), and the record alone tells a chunk's turns, speakers and times without its text.
+ * A chunk as the stores keep it (a SQL row's `json` and `text` columns; an IndexedDB value, see
+ * idb.ts's `chunkValue`): its record and its turns' texts one after another (no separator), each
+ * turn's text in the record as its length. Only where the chunk's text is its canonical join (as
+ * `encodeChunk` leaves it out); any other chunk is stored as `encodeChunk` stores it, `text`
+ * null. An open then reads a session's words as one string instead of parsing them out of JSON
+ * (at 100K messages of chat ~99M characters: the chunks read in ~0.42 s instead of ~0.60 s, and
+ * the collector no longer copies the turns JSON made), and the record alone tells a chunk's
+ * turns, speakers and times without its text. The texts keep any character, a 0 too.
  */
 export interface ChunkRow {
   json: string;
   text: string | null;
 }
 
-/** `chunk` as a SQL store's row (see `ChunkRow`). */
+/** `chunk` as the stores keep it (see `ChunkRow`). */
 export function encodeChunkRow(chunk: Chunk): ChunkRow {
   if (chunk.text !== chunkText(chunk.header, chunk.turns)) return { json: JSON.stringify(chunk), text: null };
   const turns = chunk.turns.map((turn) => ({ ...turn, text: turn.text.length }));

@@ -7,7 +7,7 @@ import { DEFAULT_PARTITION } from '../scope.ts';
 import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
-import { decodeChunk, decodeChunkRow, decodeEdge, decodeNode, encodeChunkRow, encodeEdge } from './record-codec.ts';
+import { decodeChunkRow, decodeEdge, decodeNode, encodeChunkRow, encodeEdge } from './record-codec.ts';
 import { allStoredEdges, recordReads, planRecords, StoredRecordsReader, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, withLaterVectors, type DerivedState, type GraphStore, type LaterVectors, type ListedVectorGroup, type WorkingSnapshot, type WriteBatch } from './types.ts';
@@ -234,8 +234,7 @@ function chunkValue(chunk: Chunk): Uint8Array<ArrayBuffer> {
 /** The chunk of a value `chunkValue` wrote, or one written before v12. */
 function chunkOfValue(plain: Uint8Array): Chunk {
   const end = plain.indexOf(0);
-  if (end < 0) return decodeChunk(decoder.decode(plain));
-  return decodeChunkRow(decoder.decode(plain.subarray(0, end)), decoder.decode(plain.subarray(end + 1)));
+  return end < 0 ? decodeChunkRow(decoder.decode(plain), null) : decodeChunkRow(decoder.decode(plain.subarray(0, end)), decoder.decode(plain.subarray(end + 1)));
 }
 
 /**

@@ -196,8 +196,12 @@ interface StoredNode {
 
 /** The chunk's turns, or none when they are not all whole records (a damaged stored chunk's fields then stay as stored). */
 function turnsOf(chunk: Chunk | undefined): readonly ChunkTurn[] {
-  const turns: unknown = chunk?.turns;
-  return Array.isArray(turns) && turns.every((t) => typeof t === 'object' && t !== null) ? (turns as ChunkTurn[]) : [];
+  return (wholeTurns(chunk?.turns) as ChunkTurn[] | null) ?? [];
+}
+
+/** A stored chunk's turns when they are a list of records (their fields not checked), else null. */
+function wholeTurns(turns: unknown): Array<Record<string, unknown>> | null {
+  return Array.isArray(turns) && turns.every((t) => typeof t === 'object' && t !== null) ? (turns as Array<Record<string, unknown>>) : null;
 }
 
 /** The index of the first turn with this dialog id, or -1. */
@@ -494,7 +498,7 @@ export function encodeChunkRow(chunk: Chunk): ChunkRow {
 export function decodeChunkRow(json: string, text: string | null): Chunk {
   if (text === null) return decodeChunk(json);
   const chunk = JSON.parse(json) as Omit<Chunk, 'text' | 'turns'> & { text: unknown; turns: unknown };
-  const turns = Array.isArray(chunk.turns) && chunk.turns.every((t) => typeof t === 'object' && t !== null) ? (chunk.turns as Array<{ text: unknown }>) : null;
+  const turns = wholeTurns(chunk.turns);
   if (turns !== null && chunk.text === null && typeof chunk.header === 'string' && cutsWhole(turns, text.length)) {
     let at = 0;
     for (const turn of turns) {
@@ -511,7 +515,7 @@ export function decodeChunkRow(json: string, text: string | null): Chunk {
 }
 
 /** Whether the turns' stored lengths are counts that add up to `length`. */
-function cutsWhole(turns: ReadonlyArray<{ text: unknown }>, length: number): boolean {
+function cutsWhole(turns: ReadonlyArray<Record<string, unknown>>, length: number): boolean {
   let sum = 0;
   for (const { text } of turns) {
     if (typeof text !== 'number' || !Number.isSafeInteger(text) || text < 0) return false;
@@ -523,7 +527,7 @@ function cutsWhole(turns: ReadonlyArray<{ text: unknown }>, length: number): boo
 /** A stored chunk as committed (a record too damaged to rebuild its text is returned as it reads). */
 export function decodeChunk(json: string): Chunk {
   const chunk = JSON.parse(json) as Omit<Chunk, 'text'> & { text: string | null };
-  const rebuildable = typeof chunk.header === 'string' && Array.isArray(chunk.turns) && chunk.turns.every((t) => typeof t === 'object' && t !== null);
+  const rebuildable = typeof chunk.header === 'string' && wholeTurns(chunk.turns) !== null;
   if (chunk.text === null && rebuildable) {
     if (chunk.turns.every((t) => typeof t.text === 'string')) joinChunkText(chunk);
     else {

@@ -5,7 +5,8 @@ import { randomUnitVectors } from '../bench/index.bench.ts';
 import { PrismError, type PrismErrorCode } from '../src/errors.ts';
 import { decodeStoredVector, decodeVector, encodeVector, roundVector } from '../src/store/vector-codec.ts';
 import { bruteForceSearch } from '../src/vector/brute-force.ts';
-import type { SearchHit } from '../src/vector/types.ts';
+import { IndexSet } from '../src/vector/index-set.ts';
+import { recordBytes, type SearchHit, type VectorIndex } from '../src/vector/types.ts';
 import { loadUsearchWasm, type UsearchIndex, type UsearchWasm } from '../src/vector/usearch-wasm.ts';
 import { readUsearchWasm } from '../src/vector/wasm-bytes.node.ts';
 
@@ -782,6 +783,92 @@ describe('typed errors', () => {
     disposed.dispose();
     expectPrismError(() => disposed.size, 'INVALID_INPUT');
     expectPrismError(() => disposed.search(new Float32Array(dim), 1), 'INVALID_INPUT');
+  });
+});
+
+describe('reserving room for a batch (VectorIndex.reserve)', () => {
+  /** `count` valid i4 records of 384 dimensions (a positive scale, then half bytes 0…14), sixteen that differ, repeated. */
+  function i4Records(count: number): Uint8Array {
+    const bytes = recordBytes(384, 'i4');
+    const records = new Uint8Array(count * bytes);
+    const view = new DataView(records.buffer);
+    for (let row = 0; row < Math.min(16, count); row++) {
+      view.setFloat32(row * bytes, 1 / 127, true);
+      for (let i = 4; i < bytes; i++) records[row * bytes + i] = ((row * 31 + i * 7) % 15) | (((row + i) % 13) << 4);
+    }
+    for (let filled = 16; filled < count; filled *= 2) records.copyWithin(filled * bytes, 0, Math.min(filled, count - filled) * bytes);
+    return records;
+  }
+
+  /** How many times `run` grows a WASM memory. */
+  function growthsOf(run: () => void): number {
+    const grow = WebAssembly.Memory.prototype.grow;
+    let growths = 0;
+    WebAssembly.Memory.prototype.grow = function (this: WebAssembly.Memory, delta: number) {
+      growths++;
+      return grow.call(this, delta);
+    };
+    try {
+      run();
+    } finally {
+      WebAssembly.Memory.prototype.grow = grow;
+    }
+    return growths;
+  }
+
+  it('takes the room for a large batch in one growth of WASM memory, which its adds then fill without another', async () => {
+    // A module of its own, whose memory has grown for nothing else. Added a block at a time,
+    // these rows, keys, lookup and sketches grew it by a fifth at a time, a dozen times over.
+    const fresh = await loadUsearchWasm(wasmBytes);
+    const count = 150_000;
+    const index = fresh.createIndex({ dim: 384 });
+    expect(growthsOf(() => index.reserve(count))).toBe(1);
+    const records = i4Records(count);
+    const perBatch = 10_000;
+    const growths = growthsOf(() => {
+      for (let start = 0; start < count; start += perBatch) {
+        index.addRecords(keysFrom(start, perBatch), records.subarray(start * recordBytes(384, 'i4'), (start + perBatch) * recordBytes(384, 'i4')), 'i4');
+      }
+    });
+    expect(growths).toBe(0);
+    expect(index.size).toBe(count);
+    // Past the sketch prefilter's threshold, whose sketches the room held too: a row finds itself.
+    const first = decodeVector(records.subarray(0, recordBytes(384, 'i4')), 384);
+    expect(index.search(first, 1)[0]![0]!.score).toBeCloseTo(dot(first, first), 4);
+    index.dispose();
+  });
+
+  it('rejects a count that is not one, and a disposed index', () => {
+    const index = wasm.createIndex({ dim: 8 });
+    for (const count of [-1, 1.5, Number.NaN, 2 ** 32]) expectPrismError(() => index.reserve(count), 'INVALID_INPUT');
+    index.reserve(0);
+    index.dispose();
+    expectPrismError(() => index.reserve(10), 'INVALID_INPUT');
+  });
+
+  it('is asked once for every vector of a space before IndexSet adds them batch by batch', () => {
+    const calls: string[] = [];
+    const dim = 384;
+    const fake: VectorIndex = {
+      dim,
+      get size() {
+        return 0;
+      },
+      add: (keys) => void calls.push(`add ${keys.length}`),
+      addRecords: (keys) => void calls.push(`addRecords ${keys.length}`),
+      reserve: (count) => void calls.push(`reserve ${count}`),
+      remove: () => 0,
+      search: () => [],
+      serialize: () => new Uint8Array(),
+      dispose: () => undefined,
+    };
+    const count = 25_000;
+    const keys = keysFrom(1, count);
+    const set = new IndexSet(dim, () => fake);
+    set.add('facetPoint', keys, keys.map((key) => `fp:${key}`), { has: () => true, get: () => undefined, copyRecords: () => true }, keys);
+    expect(calls[0]).toBe(`reserve ${count}`);
+    expect(calls.length).toBeGreaterThan(2);
+    expect(calls.slice(1).every((call) => call.startsWith('addRecords '))).toBe(true);
   });
 });
 

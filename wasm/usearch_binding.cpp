@@ -44,6 +44,8 @@
 #include <utility>
 
 #include <emscripten/emscripten.h>
+#include <emscripten/heap.h>
+#include <unistd.h>
 #include <wasm_simd128.h>
 #include <usearch/index_dense.hpp>
 
@@ -121,8 +123,9 @@ class prism_index_t {
     virtual std::size_t dimensions() const = 0;
     /// Bytes one vector's row takes.
     virtual std::size_t row_bytes() const = 0;
-    /// Makes room for `extra` more vectors; false when memory is exhausted.
-    virtual bool reserve(std::size_t extra) = 0;
+    /// Makes room for `extra` more vectors; false when memory is exhausted. `ahead`: a caller's
+    /// reservation ahead of adds that come in batches, which leaves room for their copies too.
+    virtual bool reserve(std::size_t extra, bool ahead) = 0;
     /// All or nothing; returns a status and sets `last_error` on failure.
     virtual std::int32_t add(double const* keys, float const* vectors, std::size_t count) = 0;
     /// `add` for vectors given as i8 records (see `i8_rows`; the caller has checked their scales
@@ -539,6 +542,29 @@ template <typename element_at> element_at* grow(element_at* old, std::size_t cou
 /// JS heap in the middle of that add.
 std::size_t with_room(std::size_t needed) { return needed + needed / 8; }
 
+/// Reservations smaller than this are left to grow WASM memory as they allocate.
+constexpr std::size_t grow_once_from_bytes = 1u << 20;
+/// Room a caller's reservation (`prism_index_reserve`) leaves besides its own bytes for the copies
+/// its adds come in: the caller copies rows a chunk of 4 MB at a time, with their keys
+/// (src/vector/usearch-wasm.ts).
+constexpr std::size_t batch_copy_bytes = 8u << 20;
+
+/// Grows WASM memory once, to hold `bytes` and `margin` more past the allocator's break, for a reservation
+/// about to allocate them in parts (an index's rows block by block, its keys, its lookup and its
+/// sketches). Allocated one by one, the parts grew memory by a fifth at a time: 13 growths while a
+/// memory of 100K messages opened, each of which V8 counts as external memory and answers with a
+/// collection of the whole JS heap (~0.4 GB then). The allocator then moves its break within the
+/// grown memory; room it never uses is never touched, so it is not resident. A failed growth
+/// leaves the parts to grow memory as before (and fail as they would).
+void grow_once_for(std::size_t bytes, std::size_t margin) {
+    if (bytes < grow_once_from_bytes)
+        return;
+    std::uintptr_t const top = reinterpret_cast<std::uintptr_t>(sbrk(0));
+    std::size_t const room = bytes + margin;
+    if (room > bytes && room <= std::numeric_limits<std::uintptr_t>::max() - top && top + room > emscripten_get_heap_size())
+        emscripten_resize_heap(top + room);
+}
+
 /// Rows of one byte width in blocks of ~4 MB. Growth allocates one more block and never moves a
 /// row: a single matrix grown by doubling copies itself on every growth, and because WASM memory
 /// never shrinks, that copy's high-water mark stays resident (185 MB of WASM memory for 83 MB of
@@ -577,6 +603,20 @@ class row_blocks_t {
 
     std::size_t row_bytes() const { return row_bytes_; }
     std::size_t rows_per_block() const { return rows_per_block_; }
+    std::size_t capacity() const { return capacity_; }
+    /// The bytes `reserve(needed)` allocates, as it allocates them: a first block of the rows needed
+    /// and an eighth more, up to a whole block (a first block short of one is grown to a whole
+    /// one, counted whole here), then whole blocks.
+    std::size_t bytes_to_reserve(std::size_t needed) const {
+        if (needed <= capacity_)
+            return 0;
+        std::size_t const first = block_count_ == 0   ? std::min(rows_per_block_, std::max(with_room(needed), first_block_rows))
+                                  : block_count_ == 1 && capacity_ < rows_per_block_ ? rows_per_block_
+                                                                                   : 0;
+        std::size_t const held = block_count_ == 0 ? first : first != 0 ? rows_per_block_ : capacity_;
+        std::size_t const blocks = needed > held ? (needed - held + rows_per_block_ - 1) / rows_per_block_ : 0;
+        return (first + blocks * rows_per_block_) * row_bytes_;
+    }
     std::uint8_t* row(std::size_t r) const { return blocks_[r / rows_per_block_] + (r % rows_per_block_) * row_bytes_; }
     std::uint8_t const* block(std::size_t b) const { return blocks_[b]; }
 
@@ -769,7 +809,7 @@ class flat_index_t final : public prism_index_t {
     /// A key over `max_key` or already present is status_invalid.
     template <typename key_of_at, typename write_at>
     std::int32_t add_rows(std::size_t count, key_of_at const& key_of, write_at const& write) {
-        if (!reserve(count))
+        if (!make_room(count, 0))
             return fail(status_out_of_memory, "cannot reserve memory for the new vectors");
         for (std::size_t i = 0; i != count; ++i) {
             default_key_t const key = key_of(i);
@@ -781,7 +821,7 @@ class flat_index_t final : public prism_index_t {
             if (status != status_too_narrow)
                 return fail(static_cast<status_t>(status), status == status_invalid ? "a key is out of range or already in the index"
                                                                                     : "cannot grow the key lookup");
-            if (!widen_rows() || !reserve(count))
+            if (!widen_rows() || !make_room(count, 0))
                 return fail(status_out_of_memory, "cannot widen the index's rows");
             return add_rows(count, key_of, write);
         }
@@ -851,10 +891,31 @@ class flat_index_t final : public prism_index_t {
     std::size_t dimensions() const override { return dimensions_; }
     std::size_t row_bytes() const override { return row_bytes_of(form_, dimensions_); }
 
-    bool reserve(std::size_t extra) override {
+    bool reserve(std::size_t extra, bool ahead) override { return make_room(extra, ahead ? batch_copy_bytes : 0); }
+
+    /// Room for `extra` more rows, WASM memory grown once for them and `margin` more where it must grow.
+    bool make_room(std::size_t extra, std::size_t margin) {
         checked_size_result_t needed = checked_add(size_, extra);
-        return needed && reserve_keys(needed.value) && rows_.reserve(needed.value) && (!sketched_ || sketches_.reserve(needed.value)) &&
+        if (!needed)
+            return false;
+        grow_once_for(bytes_to_reserve(needed.value), margin);
+        return reserve_keys(needed.value) && rows_.reserve(needed.value) && (!sketched_ || sketches_.reserve(needed.value)) &&
                (needed.value <= row_of_.capacity() || row_of_.try_reserve(needed.value));
+    }
+
+    /// At most the bytes `reserve` allocates for `needed` rows in all, and `start_sketches` after
+    /// it where they take the index past `exact_up_to_` (each with the allocator's overhead aside).
+    std::size_t bytes_to_reserve(std::size_t needed) const {
+        std::size_t const keys = needed <= key_capacity_ ? key_capacity_ : std::max(with_room(needed), key_capacity_ * 2);
+        std::size_t bytes = rows_.bytes_to_reserve(needed);
+        if (keys > key_capacity_)
+            bytes += keys * sizeof(default_key_t);
+        if (sketched_ || needed > exact_up_to_)
+            bytes += sketches_.bytes_to_reserve(std::max(needed, keys));
+        // The lookup's new table (three slots for two keys, a power of two) beside its old one while rehashing.
+        if (needed > row_of_.capacity())
+            bytes += (ceil2(needed * 3 / 2 + 1) + row_of_.capacity() * 3 / 2) * (sizeof(key_and_row_t) + 1);
+        return bytes;
     }
 
     std::int32_t add(double const* keys, float const* vectors, std::size_t count) override {
@@ -1252,7 +1313,7 @@ class hnsw_index_t final : public prism_index_t {
     std::size_t dimensions() const override { return index_.dimensions(); }
     std::size_t row_bytes() const override { return index_.dimensions() * sizeof(float); }
 
-    bool reserve(std::size_t extra) override {
+    bool reserve(std::size_t extra, bool) override {
         std::size_t const needed = index_.size() + extra;
         return needed <= index_.capacity() || index_.try_reserve(index_limits_t(ceil2(needed), wasm_threads));
     }
@@ -1262,7 +1323,7 @@ class hnsw_index_t final : public prism_index_t {
         for (std::size_t i = 0; i != count; ++i)
             if (index_.contains(static_cast<default_key_t>(keys[i])))
                 return fail(status_invalid, "a key is already in the index");
-        if (!reserve(count))
+        if (!reserve(count, false))
             return fail(status_out_of_memory, "cannot reserve memory for the new vectors");
         std::size_t const dims = index_.dimensions();
         for (std::size_t i = 0; i != count; ++i) {
@@ -1423,9 +1484,10 @@ EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_row_bytes(prism_index_t const* ha
 
 EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_kind(prism_index_t const* handle) { return handle->kind(); }
 
-// Lets the caller add one large batch in chunks without reallocating between them.
-EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_reserve(prism_index_t* handle, std::uint32_t extra) {
-    return handle->reserve(extra) ? status_ok : fail(status_out_of_memory, "cannot reserve memory for the new vectors");
+// Lets the caller add one large batch in chunks without reallocating between them; `ahead` (non-zero):
+// a reservation ahead of several such adds, whose copies it leaves room for.
+EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_reserve(prism_index_t* handle, std::uint32_t extra, std::uint32_t ahead) {
+    return handle->reserve(extra, ahead != 0) ? status_ok : fail(status_out_of_memory, "cannot reserve memory for the new vectors");
 }
 
 // All-or-nothing: a key already present fails the whole batch and leaves the index as it was.

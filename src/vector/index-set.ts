@@ -68,6 +68,8 @@ export class IndexSet {
     if (keys.length === 0) return;
     let index = this.spaces.get(space);
     if (!index) this.spaces.set(space, (index = this.create(this.dim)));
+    // The room for every vector first: the batches below would each make their own.
+    index.reserve?.(keys.length);
     if (!this.addRecords(index, keys, places, vectors)) index.add(keys, packRows(ids.map((id) => vectors.get(id) as Float32Array), this.dim));
     if (index.rows) vectors.lend?.(ids, keys, index.rows, places);
   }

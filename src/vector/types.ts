@@ -24,6 +24,11 @@ export interface VectorIndex {
    * the same as adding their decoded floats. Optional: without it, callers decode and `add`.
    */
   addRecords?(keys: readonly number[], records: Uint8Array, form?: RecordForm): void;
+  /**
+   * Makes room for `count` more vectors at once, ahead of adds that bring them in batches (an
+   * open's every vector of a layer). Optional: adds make their own room without it.
+   */
+  reserve?(count: number): void;
   /** Removes the keys that exist; returns how many were removed. */
   remove(keys: readonly number[]): number;
   /** Top-k by inner product for each packed query row; best first. */

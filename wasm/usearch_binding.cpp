@@ -549,9 +549,9 @@ constexpr std::size_t grow_once_from_bytes = 1u << 20;
 /// (src/vector/usearch-wasm.ts).
 constexpr std::size_t batch_copy_bytes = 8u << 20;
 
-/// Grows WASM memory once, to hold `bytes` and `margin` more past the allocator's break, for a reservation
-/// about to allocate them in parts (an index's rows block by block, its keys, its lookup and its
-/// sketches). Allocated one by one, the parts grew memory by a fifth at a time: 13 growths while a
+/// Grows WASM memory once, to hold `bytes` and `margin` more past the allocator's break, for a
+/// reservation about to allocate `bytes` in parts (an index's rows block by block, its keys, its
+/// lookup and its sketches). Allocated one by one, the parts grew memory by a fifth at a time: 13 growths while a
 /// memory of 100K messages opened, each of which V8 counts as external memory and answers with a
 /// collection of the whole JS heap (~0.4 GB then). The allocator then moves its break within the
 /// grown memory; room it never uses is never touched, so it is not resident. A failed growth
@@ -603,7 +603,6 @@ class row_blocks_t {
 
     std::size_t row_bytes() const { return row_bytes_; }
     std::size_t rows_per_block() const { return rows_per_block_; }
-    std::size_t capacity() const { return capacity_; }
     /// The bytes `reserve(needed)` allocates, as it allocates them: a first block of the rows needed
     /// and an eighth more, up to a whole block (a first block short of one is grown to a whole
     /// one, counted whole here), then whole blocks.

@@ -32,7 +32,7 @@ export interface UsearchModule {
   _prism_index_dimensions(handle: number): number;
   _prism_index_kind(handle: number): number;
   _prism_index_row_bytes(handle: number): number;
-  _prism_index_reserve(handle: number, extra: number, ahead: number): number;
+  _prism_index_reserve(handle: number, extra: number): number;
   _prism_index_add(handle: number, keys: number, vectors: number, count: number): number;
   _prism_index_add_i8(handle: number, keys: number, records: number, count: number): number;
   _prism_index_add_i4(handle: number, keys: number, records: number, count: number): number;

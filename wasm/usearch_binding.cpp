@@ -123,9 +123,8 @@ class prism_index_t {
     virtual std::size_t dimensions() const = 0;
     /// Bytes one vector's row takes.
     virtual std::size_t row_bytes() const = 0;
-    /// Makes room for `extra` more vectors; false when memory is exhausted. `ahead`: a caller's
-    /// reservation ahead of adds that come in batches, which leaves room for their copies too.
-    virtual bool reserve(std::size_t extra, bool ahead) = 0;
+    /// Makes room for `extra` more vectors; false when memory is exhausted.
+    virtual bool reserve(std::size_t extra) = 0;
     /// All or nothing; returns a status and sets `last_error` on failure.
     virtual std::int32_t add(double const* keys, float const* vectors, std::size_t count) = 0;
     /// `add` for vectors given as i8 records (see `i8_rows`; the caller has checked their scales
@@ -544,24 +543,23 @@ std::size_t with_room(std::size_t needed) { return needed + needed / 8; }
 
 /// Reservations smaller than this are left to grow WASM memory as they allocate.
 constexpr std::size_t grow_once_from_bytes = 1u << 20;
-/// Room a caller's reservation (`prism_index_reserve`) leaves besides its own bytes for the copies
-/// its adds come in: the caller copies rows a chunk of 4 MB at a time, with their keys
-/// (src/vector/usearch-wasm.ts).
+/// Room a growth leaves besides the reservation's own bytes for the copies its adds come in: the
+/// caller copies rows a chunk of 4 MB at a time, with their keys (src/vector/usearch-wasm.ts).
 constexpr std::size_t batch_copy_bytes = 8u << 20;
 
-/// Grows WASM memory once, to hold `bytes` and `margin` more past the allocator's break, for a
-/// reservation about to allocate `bytes` in parts (an index's rows block by block, its keys, its
+/// Grows WASM memory once, where `bytes` do not fit past the allocator's break, to hold them and
+/// `batch_copy_bytes` more, for a reservation about to allocate `bytes` in parts (an index's rows block by block, its keys, its
 /// lookup and its sketches). Allocated one by one, the parts grew memory by a fifth at a time: 13 growths while a
 /// memory of 100K messages opened, each of which V8 counts as external memory and answers with a
 /// collection of the whole JS heap (~0.4 GB then). The allocator then moves its break within the
 /// grown memory; room it never uses is never touched, so it is not resident. A failed growth
 /// leaves the parts to grow memory as before (and fail as they would).
-void grow_once_for(std::size_t bytes, std::size_t margin) {
+void grow_once_for(std::size_t bytes) {
     if (bytes < grow_once_from_bytes)
         return;
     std::uintptr_t const top = reinterpret_cast<std::uintptr_t>(sbrk(0));
-    std::size_t const room = bytes + margin;
-    if (room > bytes && room <= std::numeric_limits<std::uintptr_t>::max() - top && top + room > emscripten_get_heap_size())
+    std::size_t const room = bytes + batch_copy_bytes;
+    if (room > bytes && room <= std::numeric_limits<std::uintptr_t>::max() - top && top + bytes > emscripten_get_heap_size())
         emscripten_resize_heap(top + room);
 }
 
@@ -609,12 +607,16 @@ class row_blocks_t {
     std::size_t bytes_to_reserve(std::size_t needed) const {
         if (needed <= capacity_)
             return 0;
-        std::size_t const first = block_count_ == 0   ? std::min(rows_per_block_, std::max(with_room(needed), first_block_rows))
-                                  : block_count_ == 1 && capacity_ < rows_per_block_ ? rows_per_block_
-                                                                                   : 0;
-        std::size_t const held = block_count_ == 0 ? first : first != 0 ? rows_per_block_ : capacity_;
-        std::size_t const blocks = needed > held ? (needed - held + rows_per_block_ - 1) / rows_per_block_ : 0;
-        return (first + blocks * rows_per_block_) * row_bytes_;
+        // Rows of the blocks allocated (or grown) for them, and the rows held after the first block.
+        std::size_t rows = 0;
+        std::size_t held = capacity_;
+        if (block_count_ == 0)
+            rows = held = std::min(rows_per_block_, std::max(with_room(needed), first_block_rows));
+        else if (block_count_ == 1 && capacity_ < rows_per_block_)
+            rows = held = rows_per_block_;
+        if (needed > held)
+            rows += (needed - held + rows_per_block_ - 1) / rows_per_block_ * rows_per_block_;
+        return rows * row_bytes_;
     }
     std::uint8_t* row(std::size_t r) const { return blocks_[r / rows_per_block_] + (r % rows_per_block_) * row_bytes_; }
     std::uint8_t const* block(std::size_t b) const { return blocks_[b]; }
@@ -735,10 +737,15 @@ class flat_index_t final : public prism_index_t {
                                         : dimensions * sizeof(float);
     }
 
+    /// The key capacity `reserve_keys(needed)` leaves.
+    std::size_t key_capacity_for(std::size_t needed) const {
+        return needed <= key_capacity_ ? key_capacity_ : std::max(with_room(needed), key_capacity_ * 2);
+    }
+
     bool reserve_keys(std::size_t needed) {
         if (needed <= key_capacity_)
             return true;
-        std::size_t const capacity = std::max(with_room(needed), key_capacity_ * 2);
+        std::size_t const capacity = key_capacity_for(needed);
         default_key_t* keys = grow(keys_, capacity);
         if (!keys)
             return false;
@@ -808,7 +815,7 @@ class flat_index_t final : public prism_index_t {
     /// A key over `max_key` or already present is status_invalid.
     template <typename key_of_at, typename write_at>
     std::int32_t add_rows(std::size_t count, key_of_at const& key_of, write_at const& write) {
-        if (!make_room(count, 0))
+        if (!reserve(count))
             return fail(status_out_of_memory, "cannot reserve memory for the new vectors");
         for (std::size_t i = 0; i != count; ++i) {
             default_key_t const key = key_of(i);
@@ -820,7 +827,7 @@ class flat_index_t final : public prism_index_t {
             if (status != status_too_narrow)
                 return fail(static_cast<status_t>(status), status == status_invalid ? "a key is out of range or already in the index"
                                                                                     : "cannot grow the key lookup");
-            if (!widen_rows() || !make_room(count, 0))
+            if (!widen_rows() || !reserve(count))
                 return fail(status_out_of_memory, "cannot widen the index's rows");
             return add_rows(count, key_of, write);
         }
@@ -890,14 +897,12 @@ class flat_index_t final : public prism_index_t {
     std::size_t dimensions() const override { return dimensions_; }
     std::size_t row_bytes() const override { return row_bytes_of(form_, dimensions_); }
 
-    bool reserve(std::size_t extra, bool ahead) override { return make_room(extra, ahead ? batch_copy_bytes : 0); }
-
-    /// Room for `extra` more rows, WASM memory grown once for them and `margin` more where it must grow.
-    bool make_room(std::size_t extra, std::size_t margin) {
+    /// Room for `extra` more rows, WASM memory grown once for them where it must grow (`grow_once_for`).
+    bool reserve(std::size_t extra) override {
         checked_size_result_t needed = checked_add(size_, extra);
         if (!needed)
             return false;
-        grow_once_for(bytes_to_reserve(needed.value), margin);
+        grow_once_for(bytes_to_reserve(needed.value));
         return reserve_keys(needed.value) && rows_.reserve(needed.value) && (!sketched_ || sketches_.reserve(needed.value)) &&
                (needed.value <= row_of_.capacity() || row_of_.try_reserve(needed.value));
     }
@@ -905,7 +910,7 @@ class flat_index_t final : public prism_index_t {
     /// At most the bytes `reserve` allocates for `needed` rows in all, and `start_sketches` after
     /// it where they take the index past `exact_up_to_` (each with the allocator's overhead aside).
     std::size_t bytes_to_reserve(std::size_t needed) const {
-        std::size_t const keys = needed <= key_capacity_ ? key_capacity_ : std::max(with_room(needed), key_capacity_ * 2);
+        std::size_t const keys = key_capacity_for(needed);
         std::size_t bytes = rows_.bytes_to_reserve(needed);
         if (keys > key_capacity_)
             bytes += keys * sizeof(default_key_t);
@@ -1312,7 +1317,7 @@ class hnsw_index_t final : public prism_index_t {
     std::size_t dimensions() const override { return index_.dimensions(); }
     std::size_t row_bytes() const override { return index_.dimensions() * sizeof(float); }
 
-    bool reserve(std::size_t extra, bool) override {
+    bool reserve(std::size_t extra) override {
         std::size_t const needed = index_.size() + extra;
         return needed <= index_.capacity() || index_.try_reserve(index_limits_t(ceil2(needed), wasm_threads));
     }
@@ -1322,7 +1327,7 @@ class hnsw_index_t final : public prism_index_t {
         for (std::size_t i = 0; i != count; ++i)
             if (index_.contains(static_cast<default_key_t>(keys[i])))
                 return fail(status_invalid, "a key is already in the index");
-        if (!reserve(count, false))
+        if (!reserve(count))
             return fail(status_out_of_memory, "cannot reserve memory for the new vectors");
         std::size_t const dims = index_.dimensions();
         for (std::size_t i = 0; i != count; ++i) {
@@ -1483,10 +1488,9 @@ EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_row_bytes(prism_index_t const* ha
 
 EMSCRIPTEN_KEEPALIVE std::uint32_t prism_index_kind(prism_index_t const* handle) { return handle->kind(); }
 
-// Lets the caller add one large batch in chunks without reallocating between them; `ahead` (non-zero):
-// a reservation ahead of several such adds, whose copies it leaves room for.
-EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_reserve(prism_index_t* handle, std::uint32_t extra, std::uint32_t ahead) {
-    return handle->reserve(extra, ahead != 0) ? status_ok : fail(status_out_of_memory, "cannot reserve memory for the new vectors");
+// Lets the caller add one large batch in chunks, or several batches, without reallocating between them.
+EMSCRIPTEN_KEEPALIVE std::int32_t prism_index_reserve(prism_index_t* handle, std::uint32_t extra) {
+    return handle->reserve(extra) ? status_ok : fail(status_out_of_memory, "cannot reserve memory for the new vectors");
 }
 
 // All-or-nothing: a key already present fails the whole batch and leaves the index as it was.

@@ -319,7 +319,7 @@ export class UsearchIndex implements VectorIndex {
    */
   reserve(count: number): void {
     if (!Number.isSafeInteger(count) || count < 0 || count > 0xffff_ffff) throw new PrismError('INVALID_INPUT', `cannot reserve room for ${count} vectors`);
-    this.runtime.check(this.runtime.wasm._prism_index_reserve(this.live(), count, 1));
+    this.runtime.check(this.runtime.wasm._prism_index_reserve(this.live(), count));
   }
 
   /** All or nothing: an invalid row, or a key already in the index, leaves the index unchanged. */
@@ -354,7 +354,7 @@ export class UsearchIndex implements VectorIndex {
     const { runtime } = this;
     const wasm = runtime.wasm;
     runtime.withCopy(Float64Array.from(keys), (keysPointer) => {
-      runtime.check(wasm._prism_index_reserve(handle, keys.length, 0));
+      runtime.check(wasm._prism_index_reserve(handle, keys.length));
       const rowsPerChunk = Math.max(1, Math.floor((ADD_CHUNK_BYTES / rows.BYTES_PER_ELEMENT) / perRow));
       for (let start = 0; start < keys.length; start += rowsPerChunk) {
         const count = Math.min(rowsPerChunk, keys.length - start);

@@ -56,6 +56,8 @@ export interface BrowserGrowthPoint {
   firstOpenMs: number;
   /** A later cold open to the first search result, reading the saved lexical index. */
   coldOpenMs: number;
+  /** The first search's share of `coldOpenMs`: its one-time work (reading the saved lexical index) and the search itself. */
+  firstSearchMs: number;
   searchMs: number[];
   addMs: number[];
   /** A search right after each add, the message added as its query. */

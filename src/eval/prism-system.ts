@@ -38,9 +38,8 @@ const VARIANTS = {
   // Speaker names left in the query vector; the search not narrowed to the named speakers' Episodes.
   'prism-no-name-masking': { mode: 'zero-llm', overlay: { flags: { maskSpeakerNames: false } } },
   'prism-no-speaker-scope': { mode: 'zero-llm', overlay: { flags: { speakerScope: false } } },
-  // The last stop's retrieval, so one run holds the before and after: this stop's one change,
-  // fine units' Episodes sized by text, off (so this is also its ablation row).
-  'prism-last-stop': { mode: 'zero-llm', overlay: { retrieval: { unitBudgets: 0 } } },
+  // Fine units drawn from `unitEpisodes` Episodes however little text they hold (`unitBudgets` 0).
+  'prism-no-unit-budgets': { mode: 'zero-llm', overlay: { retrieval: { unitBudgets: 0 } } },
   'prism-no-date-focus': { mode: 'zero-llm', overlay: { flags: { dateFocus: false } } },
   // Relative time in the query ("two weeks ago") left unresolved, as before search knew when it is asked.
   'prism-no-relative-dates': { mode: 'zero-llm', overlay: { flags: { relativeDates: false } } },

@@ -253,6 +253,13 @@ export interface RetrievalFlags {
    */
   composedTurns: boolean;
   /**
+   * On the meaning route, BM25's hits still anchor N1 (fused as `hybridAnchors` fuses them). Off:
+   * a query the route takes finds its Episodes by meaning alone, since it shares too few words
+   * with any turn for its lexical hits to say where its evidence is (adaptive fusion only weighs
+   * them down; their Episodes still take places that the query's closest ones would have).
+   */
+  meaningRouteLexicalAnchors: boolean;
+  /**
    * In a memory of chats with an assistant (speakers `User`/`user` and `Assistant`/`assistant`),
    * a query in the first person ("my", "I") counts as naming the user and one in the second
    * ("you") as naming the assistant, for the speaker term (`turnScore.pronounSpeaker`).
@@ -394,6 +401,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     meaningRoute: true,
     // Parameter-free; the leave-one-conversation-out choice against off is in the README (*Remarks*).
     composedTurns: true,
+    // Off: chosen leave-one-conversation-out against on (the README's *Remarks*).
+    meaningRouteLexicalAnchors: false,
   },
   seed: 42, // §6
 };

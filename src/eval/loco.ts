@@ -81,6 +81,8 @@ const MEANING_CANDIDATES: readonly LocoCandidate[] = [
   ),
   // At the shipped point: turns ranked by their Facet's cosine instead of their sentences' (`flags.composedTurns`).
   { name: 'loco:meaning-facet-cosine', overlay: { flags: { composedTurns: false } } },
+  // At the shipped point: BM25's anchors kept in N1 on the route (`flags.meaningRouteLexicalAnchors`).
+  { name: 'loco:meaning-lexical-anchors', overlay: { flags: { meaningRouteLexicalAnchors: true } } },
 ];
 
 const GRID_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({

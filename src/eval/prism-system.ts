@@ -64,6 +64,8 @@ const VARIANTS = {
   'prism-meaning-no-reply': { mode: 'zero-llm', overlay: { retrieval: { meaningRoute: { reply: 0 } } } },
   // The meaning route ranking turns by their Facet's cosine (the turn's line), not their sentences taken together.
   'prism-meaning-facet-cosine': { mode: 'zero-llm', overlay: { flags: { composedTurns: false } } },
+  // The meaning route keeping BM25's anchors in N1, as every other query does.
+  'prism-meaning-lexical-anchors': { mode: 'zero-llm', overlay: { flags: { meaningRouteLexicalAnchors: true } } },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
 } satisfies Record<string, PrismVariantSpec>;

@@ -147,8 +147,9 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const scans = await denseAnchors(deps, queryVector, (layer) => (layer === 'facet' ? Math.max(anchorsPerLayer, turnsRead) * overFetch : anchorHits(layer)));
   const denseFound = Object.fromEntries(LAYERS.map((layer) => [layer, scans[layer].slice(0, anchorHits(layer))])) as LayerAnchors;
   const dense = scope ? anchorsWithin(deps.graph, denseFound, scope, anchorsPerLayer) : denseFound;
+  const byMeaning = takesRoute(dense.facet[0]?.score ?? 0);
   const anchors =
-    lexical && config.flags.hybridAnchors
+    lexical && config.flags.hybridAnchors && (!byMeaning || config.flags.meaningRouteLexicalAnchors)
       ? fuseLayerAnchors(dense, lexical.layers, {
           queryVector,
           vectors: deps.graph.vectors,
@@ -166,7 +167,6 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
       ? bundleSearch(deps.graph, anchors, queryVector, routed.intent, config, k, scope)
       : searchForUnits(deps.graph, anchors, { queryVector, intent: routed.intent, config }, Math.max(k, config.retrieval.unitEpisodes), config.retrieval.unitBudgets * fineBudget, scope);
   const bundle = searched.slice(0, k);
-  const byMeaning = takesRoute(dense.facet[0]?.score ?? 0);
   // Turn anchors serve fine units; the Facet layer's dense anchors are a dense search over turns.
   const anchorCount = byMeaning ? config.retrieval.meaningRoute.turns : config.retrieval.turnAnchors;
   const turnSearch: TurnSearch = { graph: deps.graph, facets: scans.facet, scope, overFetch };

@@ -1691,6 +1691,32 @@ describe('session-independent turn anchors and adaptive fusion', () => {
     expect(await ranked(false)).toEqual([['D1:1', 0.5]]);
   });
 
+  it('on the meaning route finds its Episodes by meaning alone, without BM25’s anchors', async () => {
+    // ep-lex holds one of the remark's words and nothing of its meaning; ep-near and ep-mid are close by meaning.
+    const graph = new GraphBuilder()
+      .episode('ep-near', 1, atCos(0.5, 1), [['D1:1', 'Ben', 'I finally paid off the last of the loans.']])
+      .facet('fc-near', 'ep-near', 'Ben: I finally paid off the last of the loans.', atCos(0.45, 2))
+      .point('fp-near', 'fc-near', 'Ben: I finally paid off the last of the loans.', atCos(0.45, 3), { dialogIds: ['D1:1'] })
+      .episode('ep-mid', 2, atCos(0.3, 4), [['D2:1', 'Ana', 'Money has been tight since spring.']])
+      .facet('fc-mid', 'ep-mid', 'Ana: Money has been tight since spring.', atCos(0.3, 5))
+      .point('fp-mid', 'fc-mid', 'Ana: Money has been tight since spring.', atCos(0.3, 6), { dialogIds: ['D2:1'] })
+      .episode('ep-lex', 3, unrelated(), [['D3:1', 'Ana', 'The blender broke again this morning.']])
+      .facet('fc-lex', 'ep-lex', 'Ana: The blender broke again this morning.', atCos(0.05, 7))
+      .point('fp-lex', 'fc-lex', 'Ana: The blender broke again this morning.', atCos(0.05, 8), { dialogIds: ['D3:1'] })
+      .build();
+    const deps = depsFor(graph, { lexical: LexicalIndex.fromGraph(graph) });
+    const bundle = async (query: string, flags: Partial<PrismConfig['flags']>) =>
+      (await retrieve(query, deps, { budget: 2000, k: 2, mode: 'zero-llm', config: { flags, retrieval: { unitEpisodes: 2, unitBudgets: 0 } } })).bundle.map((e) => e.episodeId);
+    const remark = 'honestly the blender is the least of my worries these days';
+    // Kept, BM25's one word brings ep-lex into N1's two Episodes.
+    expect(await bundle(remark, { meaningRouteLexicalAnchors: true })).toContain('ep-lex');
+    // On the route by default: the dense anchors alone, as with no lexical anchors at all.
+    expect(await bundle(remark, {})).toEqual(['ep-near', 'ep-mid']);
+    expect(await bundle(remark, {})).toEqual(await bundle(remark, { hybridAnchors: false }));
+    // A query whose words a turn holds is not on the route, and keeps them.
+    expect(await bundle('when did the blender break', {})).toContain('ep-lex');
+  });
+
   it('trusts BM25 in proportion to the query terms its best turn shares, full at the given share', () => {
     const terms = termsOf('Ben sunrise canvas sofa');
     expect(lexicalConfidence(terms, 'Ben: The sunrise canvas hangs over my sofa.', 1)).toBe(1);

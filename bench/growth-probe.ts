@@ -9,6 +9,11 @@
  * message stored, then recalled against); it prints one JSON line. With `first` it only opens,
  * searches once and closes (the memory then keeps its lexical index saved, as any memory
  * searched before does) and prints `{ "firstOpenMs": … }`.
+ *
+ * The growth bench runs it as a user's process runs the library: compiled to plain JS against the
+ * built package (`dist/`), in Node with no TypeScript loader (bench/growth.bench.ts, `builtProbe`).
+ * Run alone through `tsx` it reads the sources, and its process holds ~40 MB more resident (the
+ * loader's own).
  */
 import { readFile } from 'node:fs/promises';
 import { percentile } from '../src/eval/metrics.ts';

@@ -2,7 +2,8 @@
  * A year of real assistant chat in one memory (issue #25): grows one SQLite scope with the
  * LongMemEval S haystack sessions in order (one session per `add()`; after the last one they
  * come again under new ids, a year later each round) and measures at each size, in a fresh
- * process (bench/growth-probe.ts): nodes and edges per message, store bytes per message beyond
+ * process (bench/growth-probe.ts, run as a user's process runs the library: plain Node on the
+ * package as built, see `builtProbe`): nodes and edges per message, store bytes per message beyond
  * the text, the first open after growth to the first search result (the lexical index is built
  * then, and saved) and a cold open after it, search p50/p95 (query embedding included),
  * `add()` p50 of one message, the delete of one session, resident memory and JS heap.
@@ -20,9 +21,10 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { build, type Plugin } from 'esbuild';
 import { Memory } from '../src/memory.ts';
 import { createNodeMiniLmEmbedder, nodeEmbedder, nodeUsearch, openSqliteStore } from '../src/node.ts';
 import { MemoryStore } from '../src/store/memory.ts';
@@ -57,16 +59,48 @@ async function storeBytes(dir: string): Promise<number> {
   return total;
 }
 
-/** Runs `script` (of this folder) in a fresh process and returns the JSON of its last line of output. */
-async function freshProcess<Result>(script: string, args: readonly string[]): Promise<Result> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', join(import.meta.dirname, script), ...args], { maxBuffer: 1 << 20 });
+/** Runs Node with `args` (`--expose-gc` first) in a fresh process and returns the JSON of its last line of output. */
+async function freshNode<Result>(args: readonly string[]): Promise<Result> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', ...args], { maxBuffer: 1 << 20 });
   return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as Result;
 }
 
-async function probe(path: string, queriesPath: string): Promise<ProbeResult>;
-async function probe(path: string, queriesPath: string, mode: 'first'): Promise<FirstOpenResult>;
-async function probe(path: string, queriesPath: string, mode?: 'first'): Promise<ProbeResult | FirstOpenResult> {
-  return freshProcess('growth-probe.ts', [path, queriesPath, ...(mode ? [mode] : [])]);
+/** Runs `script` (TypeScript, of this folder) through `tsx` in a fresh process and returns the JSON of its last line of output. */
+async function freshProcess<Result>(script: string, args: readonly string[]): Promise<Result> {
+  return freshNode<Result>(['--import', 'tsx', join(import.meta.dirname, script), ...args]);
+}
+
+const REPO_ROOT = resolve(import.meta.dirname, '..');
+
+/**
+ * bench/growth-probe.ts as a user's process runs the library: the package built afresh (`npm
+ * run build`, so `dist/` is this checkout's), the probe compiled to one plain ES module in `dir`
+ * whose imports of `src/` name the same modules of `dist/`, run by Node with no TypeScript
+ * loader. Through `tsx` the probe's process held ~40 MB more resident (the loader's own), a
+ * cost no user pays. Returns the module's path.
+ */
+async function builtProbe(dir: string): Promise<string> {
+  await promisify(execFile)('npm', ['run', 'build'], { cwd: REPO_ROOT, maxBuffer: 1 << 24 });
+  const sourceRoot = join(REPO_ROOT, 'src');
+  const srcToDist: Plugin = {
+    name: 'src-to-dist',
+    setup(plugin) {
+      plugin.onResolve({ filter: /\.ts$/ }, (args) => {
+        const inSource = relative(sourceRoot, resolve(args.resolveDir, args.path));
+        if (inSource.startsWith('..')) return undefined;
+        return { path: pathToFileURL(join(REPO_ROOT, 'dist', inSource.replace(/\.ts$/, '.js'))).href, external: true };
+      });
+    },
+  };
+  const outfile = join(dir, 'growth-probe.mjs');
+  await build({ entryPoints: [join(import.meta.dirname, 'growth-probe.ts')], outfile, bundle: true, packages: 'external', platform: 'node', format: 'esm', plugins: [srcToDist], logLevel: 'error' });
+  return outfile;
+}
+
+async function probe(probeFile: string, path: string, queriesPath: string): Promise<ProbeResult>;
+async function probe(probeFile: string, path: string, queriesPath: string, mode: 'first'): Promise<FirstOpenResult>;
+async function probe(probeFile: string, path: string, queriesPath: string, mode?: 'first'): Promise<ProbeResult | FirstOpenResult> {
+  return freshNode([probeFile, path, queriesPath, ...(mode ? [mode] : [])]);
 }
 
 /** Zero-LLM ingest of real chat (long assistant turns, `sample`) against embedding each turn once, same embedder build. */
@@ -139,6 +173,7 @@ export async function benchGrowth(): Promise<Row[]> {
   const path = join(dir, 'memory.sqlite');
   const queriesPath = join(dir, 'queries.json');
   await writeFile(queriesPath, JSON.stringify(questions.slice(0, PROBE_QUERIES)));
+  const probeFile = await builtProbe(dir);
   const usearch = await nodeUsearch();
   // The probe opens the memory with the shared int8 MiniLM: the stand-in takes its id.
   const real = await nodeEmbedder();
@@ -162,9 +197,9 @@ export async function benchGrowth(): Promise<Row[]> {
       const edges = Object.values(stats.edges).reduce((a, b) => a + b, 0);
       // The first search after growth builds the lexical index and saves it beside the records;
       // every later open (the probe's) reads it back. The bytes count it.
-      const first = await probe(path, queriesPath, 'first');
+      const first = await probe(probeFile, path, queriesPath, 'first');
       const bytes = await storeBytes(dir);
-      const result = await probe(path, queriesPath);
+      const result = await probe(probeFile, path, queriesPath);
       addAt1k ??= result.addP50;
       const at = `${messages} messages`;
       rows.push(

@@ -274,6 +274,14 @@ export interface RetrievalFlags {
    * assistant.
    */
   pastSecondPerson: boolean;
+  /**
+   * Under `pronounSpeakers`, a query whose pronouns point at neither side (no first person, no
+   * second person pointing at what was said: "which happened first, the purchase of the coffee
+   * maker or the mixer's breakdown?", "can you suggest a hotel?") is read as the user's: in a
+   * memory of chats with an assistant the user's turns state their life, and the assistant's
+   * echo them. Off: such a query points at no one.
+   */
+  userByDefault: boolean;
 }
 
 /** What one `add()` may hold (beyond the paper: bounds that keep every later step on bounded text). */
@@ -398,6 +406,8 @@ export const DEFAULT_CONFIG: PrismConfig = {
     pronounSpeakers: true,
     // Chosen by `prism eval longmemeval --loco`, with pronounSpeakers.
     pastSecondPerson: true,
+    // Chosen by `prism eval longmemeval --loco` (every fold), against off.
+    userByDefault: true,
     meaningRoute: true,
     // Parameter-free; the leave-one-conversation-out choice against off is in the README (*Remarks*).
     composedTurns: true,

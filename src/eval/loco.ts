@@ -129,7 +129,8 @@ const PRONOUN_READINGS: readonly { label: string; overlay: DeepPartial<PrismConf
  * (`PRONOUN_READINGS`), with relative time in the query resolved against the time it is asked
  * (`flags.relativeDates`) and no recency term; and, at the defaults, the recency term at 0.5
  * (`turnScore.recency`, which no fold chose at 0.25 or 0.5 in the runs before pronoun readings
- * joined the grid) or relative time left unresolved; and, at the defaults, fitting the
+ * joined the grid) or relative time left unresolved; and, at the defaults, a query in neither
+ * person read as naming no one (`flags.userByDefault` off); and, at the defaults, fitting the
  * remainder (`retrieval.fitRemainder`) off or from 128 tokens left. (From 6 or 32 tokens it
  * recalls more here, but less on LoCoMo's pooled memory or its implicit-recall pairs.) Every
  * LongMemEval question is its own conversation, so leaving one conversation out leaves one
@@ -145,6 +146,7 @@ export const LONGMEMEVAL_CANDIDATES: readonly LocoCandidate[] = [
   })),
   { name: 'loco:recency0.5', overlay: { retrieval: { turnScore: { recency: 0.5 } } } },
   { name: 'loco:relative-off', overlay: { flags: { relativeDates: false } } },
+  { name: 'loco:user-by-default-off', overlay: { flags: { userByDefault: false } } },
   ...[0, 128].map((fitRemainder) => ({ name: `loco:fit${fitRemainder}`, overlay: { retrieval: { fitRemainder } } })),
 ];
 

@@ -47,6 +47,8 @@ const VARIANTS = {
   'prism-no-pronoun-speakers': { mode: 'zero-llm', overlay: { flags: { pronounSpeakers: false } } },
   // Any second-person query read as naming the assistant, requests ("can you suggest…?") too.
   'prism-any-second-person': { mode: 'zero-llm', overlay: { flags: { pastSecondPerson: false } } },
+  // A query pointing at neither side read as naming no one (`flags.userByDefault` off).
+  'prism-no-user-by-default': { mode: 'zero-llm', overlay: { flags: { userByDefault: false } } },
   // A turn that does not fit whole skipped, never fitted as its best sentences (the packing before `fitRemainder`).
   'prism-no-fit-remainder': { mode: 'zero-llm', overlay: { retrieval: { fitRemainder: 0 } } },
   // Turns from the K bundle Episodes only (unitEpisodes = K).

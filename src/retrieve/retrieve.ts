@@ -1,4 +1,4 @@
-import { resolveConfig, type DeepPartial, type PrismConfig } from '../config.ts';
+import { resolveConfig, type DeepPartial, type PrismConfig, type RetrievalFlags } from '../config.ts';
 import { PrismError, throwIfAborted } from '../errors.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
 import { LAYERS, type Layer } from '../graph/types.ts';
@@ -182,7 +182,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
         );
   const anchorWeight = config.flags.adaptiveFusion ? 1 - lexicalWeight : 1;
   // Only speakers the memory has: a memory of people talking (LoCoMo) has no side a pronoun points at.
-  const pronounSpeakers = new Set(config.flags.pronounSpeakers ? addressedRoles(query, config.flags.pastSecondPerson).filter((role) => deps.graph.speaks(role)) : []);
+  const pronounSpeakers = new Set(config.flags.pronounSpeakers ? addressedRoles(query, config.flags).filter((role) => deps.graph.speaks(role)) : []);
   const speakerTerms = speakerTermsOf(focus.speakers, pronounSpeakers, config.retrieval.turnScore);
   const evidence: QueryEvidence = { queryVector, lexicalTurns, queryTerms, speakerTerms, pronounSpeakers, dates, lexicalWeight, turnAnchors: turnAnchorsFound, anchorWeight, byMeaning, factCosines: new Map() };
   const keep = options.m ?? config.retrieval.keep;
@@ -298,9 +298,10 @@ const SECOND_PERSON_PAST =
  * what was said (a request, "can you suggest…?", does not). A memory without such speakers
  * has no turn of theirs to gain anything.
  */
-function addressedRoles(query: string, pastSecondPerson: boolean): readonly string[] {
-  const second = pastSecondPerson ? SECOND_PERSON_PAST : SECOND_PERSON;
-  return [...(FIRST_PERSON.test(query) ? ROLE_SPEAKERS.first : []), ...(second.test(query) ? ROLE_SPEAKERS.second : [])];
+function addressedRoles(query: string, { pastSecondPerson, userByDefault }: Pick<RetrievalFlags, 'pastSecondPerson' | 'userByDefault'>): readonly string[] {
+  const second = (pastSecondPerson ? SECOND_PERSON_PAST : SECOND_PERSON).test(query);
+  const first = FIRST_PERSON.test(query) || (userByDefault && !second);
+  return [...(first ? ROLE_SPEAKERS.first : []), ...(second ? ROLE_SPEAKERS.second : [])];
 }
 
 /** The speaker term by speaker: `speaker` for those the query names, `pronounSpeaker` for those its pronouns point at (the larger where both). */

@@ -295,8 +295,9 @@ const SECOND_PERSON_PAST =
  * an assistant, a question in the first person ("what is my…", "how many did I…") is the user's
  * about themself, whose facts their own turns state; one in the second person ("what did you
  * recommend?") asks what the assistant said, and with `pastSecondPerson` only when it points at
- * what was said (a request, "can you suggest…?", does not). A memory without such speakers
- * has no turn of theirs to gain anything.
+ * what was said (a request, "can you suggest…?", does not). With `userByDefault`, a query
+ * pointing at neither is the user's. A memory without such speakers has no turn of theirs to
+ * gain anything.
  */
 function addressedRoles(query: string, { pastSecondPerson, userByDefault }: Pick<RetrievalFlags, 'pastSecondPerson' | 'userByDefault'>): readonly string[] {
   const second = (pastSecondPerson ? SECOND_PERSON_PAST : SECOND_PERSON).test(query);

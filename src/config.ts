@@ -244,6 +244,11 @@ export interface RetrievalFlags {
   /** Meaning route — beyond the paper: see `retrieval.meaningRoute`. */
   meaningRoute: boolean;
   /**
+   * A capitalised query word one letter away from a speaker's name, that no turn holds, names
+   * that speaker (beyond the paper; see `speakerFocus`).
+   */
+  nameTypos: boolean;
+  /**
    * On the meaning route, a turn's own cosine is that of its sentences taken together: the
    * normalised sum of its FacetPoints' vectors against the query, not its Facet's vector, which
    * embeds the turn's line cut at 160 characters and is the dense baseline's cosine. The turns
@@ -409,6 +414,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // Chosen by `prism eval longmemeval --loco` (every fold), against off.
     userByDefault: true,
     meaningRoute: true,
+    nameTypos: true,
     // Parameter-free; the leave-one-conversation-out choice against off is in the README (*Remarks*).
     composedTurns: true,
     // Off: chosen leave-one-conversation-out against on (the README's *Remarks*).

@@ -399,7 +399,7 @@ describe('runLocomoEval', () => {
 });
 
 describe('eval command settings', () => {
-  const zeroLlmVariants = ['prism', 'prism+n1', 'prism+n1+n2+n4', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-no-question-prior', 'prism-no-exchange', 'prism-no-name-masking', 'prism-no-speaker-scope', 'prism-no-unit-budgets', 'prism-no-date-focus', 'prism-no-relative-dates', 'prism-no-pronoun-speakers', 'prism-any-second-person', 'prism-no-user-by-default', 'prism-no-fit-remainder', 'prism-bundle-turns', 'prism-no-turn-anchors', 'prism-no-adaptive-fusion', 'prism-v0.3-scoring', 'prism-no-meaning-route', 'prism-meaning-no-reply', 'prism-meaning-facet-cosine', 'prism-meaning-lexical-anchors'];
+  const zeroLlmVariants = ['prism', 'prism+n1', 'prism+n1+n2+n4', 'prism-no-n3', 'prism+n4', 'prism-no-hybrid', 'prism-whole-episodes', 'prism-no-speaker', 'prism-no-neighbours', 'prism-no-question-prior', 'prism-no-exchange', 'prism-no-name-masking', 'prism-no-speaker-scope', 'prism-no-unit-budgets', 'prism-no-date-focus', 'prism-no-relative-dates', 'prism-no-pronoun-speakers', 'prism-any-second-person', 'prism-no-user-by-default', 'prism-no-fit-remainder', 'prism-bundle-turns', 'prism-no-turn-anchors', 'prism-no-adaptive-fusion', 'prism-v0.3-scoring', 'prism-no-meaning-route', 'prism-meaning-no-reply', 'prism-meaning-facet-cosine', 'prism-meaning-lexical-anchors', 'prism-no-name-typos'];
 
   it('runs the baselines, PRISM and every ablation by default, and adds prism-llm in LLM mode', () => {
     const locomoBaselines = ['bm25-turns', 'dense-turns', 'dense-sessions', 'full-context'];

@@ -27,7 +27,7 @@ import { countLines } from '../src/util/tokens.ts';
 import { countTokens as o200kCount } from 'gpt-tokenizer/encoding/o200k_base';
 import { retrieve, takesMeaningRoute, type RetrieveResult } from '../src/retrieve/retrieve.ts';
 import { endsAsking } from '../src/retrieve/units.ts';
-import { maskSpeakerNames, speakerFocus } from '../src/retrieve/speakers.ts';
+import { maskSpeakerNames, oneEditApart, speakerFocus } from '../src/retrieve/speakers.ts';
 import { episodesOn, fallsOn, queryTimeSpans } from '../src/retrieve/dates.ts';
 import { absoluteDates } from '../src/ingest/time.ts';
 import { turnLine } from '../src/graph/chunk-text.ts';
@@ -1429,6 +1429,31 @@ describe('speakers the query names', () => {
     const nobody = speakerFocus(graph, termsOf('Who painted?'));
     expect([nobody.speakers.size, nobody.episodes]).toEqual([0, null]);
     expect(jon.episodeCount).toBe(3);
+  });
+
+  it('reads a capitalised word one letter from a speaker’s name, that no turn holds, as that speaker', () => {
+    const graph = twoConversations();
+    // The memory's own words, as retrieval reads them (its lexical index), and any added below.
+    const lexical = LexicalIndex.fromGraph(graph);
+    const words = new Set<string>();
+    const focus = (query: string) => speakerFocus(graph, termsOf(query), { query, heldTerm: (term) => lexical.holdsTerm(term) || words.has(term) });
+    expect([lexical.holdsTerm(normaliseTerm('studio') ?? ''), lexical.holdsTerm(normaliseTerm('John') ?? '')]).toEqual([true, false]);
+    // "John" for Jon (one letter put in), "Carolien" for Caroline (two swapped), "Melaine" for Melanie.
+    expect([...focus('Which city did John visit?').speakers]).toEqual(['Jon']);
+    expect([...focus('Which city did John visit?').nameTerms]).toEqual([normaliseTerm('John')]);
+    expect([...focus('What did Carolien paint?').speakers]).toEqual(['Caroline']);
+    expect([...focus('Did Melaine paint?').speakers]).toEqual(['Melanie']);
+    // A word some turn holds is its own; so is a lower-case one; and without the option nothing is read.
+    words.add(normaliseTerm('John') ?? '');
+    expect(focus('Which city did John visit?').speakers.size).toBe(0);
+    expect(focus('which city did jonh visit?').speakers.size).toBe(0);
+    expect(speakerFocus(graph, termsOf('Did Melaine paint?')).speakers.size).toBe(0);
+  });
+
+  it('counts one letter put in, left out, changed or swapped, keeping the first and four letters', () => {
+    expect([oneEditApart('john', 'jon'), oneEditApart('andew', 'andrew'), oneEditApart('gina', 'gena'), oneEditApart('carolin', 'caorlin')]).toEqual([true, true, true, true]);
+    // Not the same word, not two edits, not a different first letter, not names of three letters.
+    expect([oneEditApart('jon', 'jon'), oneEditApart('jean', 'gina'), oneEditApart('tina', 'gina'), oneEditApart('jon', 'jan'), oneEditApart('andrew', 'andy')]).toEqual([false, false, false, false, false]);
   });
 
   it('embeds the query with names masked and searches only the named speakers’ Episodes', async () => {

@@ -83,6 +83,8 @@ const MEANING_CANDIDATES: readonly LocoCandidate[] = [
   { name: 'loco:meaning-facet-cosine', overlay: { flags: { composedTurns: false } } },
   // At the shipped point: BM25's anchors kept in N1 on the route (`flags.meaningRouteLexicalAnchors`).
   { name: 'loco:meaning-lexical-anchors', overlay: { flags: { meaningRouteLexicalAnchors: true } } },
+  // At the shipped point: a speaker's name misspelt by one letter left unread (`flags.nameTypos`).
+  { name: 'loco:name-typos-off', overlay: { flags: { nameTypos: false } } },
 ];
 
 const GRID_CANDIDATES: readonly LocoCandidate[] = GRID.map((point) => ({

@@ -68,6 +68,8 @@ const VARIANTS = {
   'prism-meaning-facet-cosine': { mode: 'zero-llm', overlay: { flags: { composedTurns: false } } },
   // The meaning route keeping BM25's anchors in N1, as every other query does.
   'prism-meaning-lexical-anchors': { mode: 'zero-llm', overlay: { flags: { meaningRouteLexicalAnchors: true } } },
+  // A capitalised word one letter away from a speaker's name left unread (`flags.nameTypos` off).
+  'prism-no-name-typos': { mode: 'zero-llm', overlay: { flags: { nameTypos: false } } },
   // Routing on so that N4's LLM tier is exercised; `prism+n4` is its zero-LLM counterpart.
   'prism-llm': { mode: 'llm', overlay: { flags: { intentRouting: true } } },
 } satisfies Record<string, PrismVariantSpec>;

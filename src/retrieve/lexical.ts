@@ -252,6 +252,11 @@ export class LexicalIndex {
     return this.intact(() => this.match(query, perLayer));
   }
 
+  /** Whether any document holds `term` (normalised, as `termsOf` gives it). */
+  holdsTerm(term: string): boolean {
+    return this.postings.holdsTerm(term);
+  }
+
   /**
    * `use` of the postings; when a term read from a saved copy turns out damaged as it is read
    * (scored or decoded), the index is built again from its graph (as an open does with a copy it cannot read
@@ -460,6 +465,11 @@ class Postings {
 
   get size(): number {
     return this.docCount;
+  }
+
+  /** Whether a document holds `term` (postings still encoded as read may count documents removed since). */
+  holdsTerm(term: string): boolean {
+    return (this.byTerm.get(term)?.holding ?? 0) > 0;
   }
 
   /** A new pass number for `mark` and `unmarked`. */

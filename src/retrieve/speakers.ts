@@ -38,14 +38,20 @@ function termsOfChunk(chunk: Chunk): ReadonlySet<string> {
 /**
  * Which of the memory's speakers the query names (by any term of their name), and the
  * Episodes they speak in or are named in (a session about someone counts as theirs too).
+ * With `misspelt`, a capitalised word of the query that no turn of the memory holds (`heldTerm`) and
+ * that is one letter away from a speaker's name term names that speaker too ("John" for Jon,
+ * "Andew" for Andrew; see `oneEditApart`): a word the memory holds is someone's or something's own.
  */
-export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>): SpeakerFocus {
+export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>, misspelt: { query: string; heldTerm: (term: string) => boolean } | null = null): SpeakerFocus {
   const speakers = new Set<string>();
   const nameTerms = new Set<string>();
-  for (const speaker of graph.speakers()) {
-    const named = [...termsOf(speaker)].filter((term) => queryTerms.has(term));
-    if (named.length > 0) speakers.add(speaker);
-    for (const term of named) nameTerms.add(term);
+  const speakerNames = [...graph.speakers()].map((speaker) => ({ speaker, terms: termsOf(speaker) }));
+  const unknownNames = misspelt ? capitalisedTerms(misspelt.query).filter((term) => !misspelt.heldTerm(term) && speakerNames.every(({ terms }) => !terms.has(term))) : [];
+  for (const { speaker, terms } of speakerNames) {
+    const named = [...terms].filter((term) => queryTerms.has(term));
+    const misnamed = unknownNames.filter((word) => [...terms].some((term) => oneEditApart(word, term)));
+    if (named.length > 0 || misnamed.length > 0) speakers.add(speaker);
+    for (const term of [...named, ...misnamed]) nameTerms.add(term);
   }
   // Most queries name no speaker: nothing to narrow, and no Episode to read.
   if (nameTerms.size === 0) return { speakers, nameTerms, episodes: null, episodeCount: graph.countOfLayer('episode') };
@@ -63,6 +69,32 @@ export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>
     if (chunk.turns.some((turn) => speakers.has(turn.speaker)) || names.some((term) => termsOfChunk(chunk).has(term))) episodes.add(episode.id);
   }
   return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < episodeCount ? episodes : null, episodeCount };
+}
+
+/** The normalised terms of the query's words that start with a capital letter. */
+function capitalisedTerms(query: string): string[] {
+  const terms = new Set<string>();
+  for (const word of query.match(/\p{Lu}[\p{L}\p{N}]*/gu) ?? []) {
+    const term = normaliseTerm(word);
+    if (term !== null) terms.add(term);
+  }
+  return [...terms];
+}
+
+/**
+ * Whether `a` and `b` differ by one letter put in, left out, changed or swapped with its
+ * neighbour, both starting with the same letter and the longer of at least 4 letters: a typo
+ * of a name keeps its first letter, and among names of 3 letters one edit apart ("Jon", "Jan")
+ * most are other names.
+ */
+export function oneEditApart(a: string, b: string): boolean {
+  if (a === b || a[0] !== b[0] || Math.max(a.length, b.length) < 4 || Math.abs(a.length - b.length) > 1) return false;
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  let i = 0;
+  while (i < short.length && short[i] === long[i]) i++;
+  if (short.length < long.length) return short.slice(i) === long.slice(i + 1);
+  // Same length: one letter changed, or two neighbours swapped.
+  return short.slice(i + 1) === long.slice(i + 1) || (short[i] === long[i + 1] && short[i + 1] === long[i] && short.slice(i + 2) === long.slice(i + 2));
 }
 
 /** What stands for a named speaker in the text the query vector is embedded from. */

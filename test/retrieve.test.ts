@@ -1470,6 +1470,25 @@ describe('speakers the query names', () => {
     const all = await retrieve('What was painted?', deps, { budget: 2000, mode: 'zero-llm' });
     expect(new Set(all.units.map((u) => u.episodeId))).toEqual(new Set(['ep1', 'ep2', 'ep3']));
   });
+
+  it('reads a misspelt name as its speaker where the lexical index shows no turn holds the word', async () => {
+    const embedded: string[] = [];
+    const graph = twoConversations();
+    const search = async (overrides: Partial<RetrieveDeps>, flags: Partial<PrismConfig['flags']> = {}) => {
+      const deps = depsFor(graph, { embedQuery: async (text) => (embedded.push(text), Q), ...overrides });
+      return new Set((await retrieve('What did Carolien paint?', deps, { budget: 2000, mode: 'zero-llm', config: { flags } })).units.map((u) => u.episodeId));
+    };
+    const lexical = LexicalIndex.fromGraph(graph);
+    // Caroline's sessions only: Jon's Episode is the closest to the query vector.
+    const named = await search({ lexical });
+    expect([named.has('ep1'), named.has('ep2')]).toEqual([true, false]);
+    expect(embedded.at(-1)).toBe('What did someone paint?');
+    // Off, or with no index to tell the memory's words by, the word is only a word.
+    for (const [overrides, flags] of [[{ lexical }, { nameTypos: false }], [{}, {}]] as const) {
+      expect((await search(overrides, flags)).has('ep2')).toBe(true);
+      expect(embedded.at(-1)).toBe('What did Carolien paint?');
+    }
+  });
 });
 
 describe('dates the query names', () => {

@@ -103,7 +103,9 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   const tokensBefore = llm ? usageTotals(llm.usage(), QUERY_ROLES).tokens : 0;
 
   const queryTerms = termsOf(query);
-  const focus = speakerFocus(deps.graph, queryTerms, config.flags.nameTypos && deps.lexical ? { query, heldTerm: (term) => deps.lexical?.holdsTerm(term) ?? true } : null);
+  // A misspelt speaker's name is a word no turn holds, which only the lexical index can tell.
+  const { lexical: lexicalIndex } = deps;
+  const focus = speakerFocus(deps.graph, queryTerms, config.flags.nameTypos && lexicalIndex ? { query, heldTerm: (term) => lexicalIndex.holdsTerm(term) } : null);
   const dates = config.flags.dateFocus ? await queryTimeSpans(query, config.flags.relativeDates ? options.now : null) : [];
   // Speaker scope: the named speakers' Episodes, when they are fewer than all (see `speakerScope`).
   const scope = config.flags.speakerScope ? focus.episodes : null;

@@ -414,6 +414,7 @@ export const DEFAULT_CONFIG: PrismConfig = {
     // Chosen by `prism eval longmemeval --loco` (every fold), against off.
     userByDefault: true,
     meaningRoute: true,
+    // Parameter-free; no fold of `prism eval locomo --loco` turns it off (README, *Results*).
     nameTypos: true,
     // Parameter-free; the leave-one-conversation-out choice against off is in the README (*Remarks*).
     composedTurns: true,

@@ -123,7 +123,7 @@ async function retrieveInMode(query: string, deps: RetrieveDeps, options: AskedO
   // Fine units serve a token budget; without one the context is the M Episodes, as in the paper.
   const fineBudget = config.flags.fineUnits && options.budget !== undefined ? options.budget : null;
   // Fusion reads the best `lexicalAnchors` hits of each layer, so the index selects only those.
-  const lexicalFound = deps.lexical?.search(query, lexicalAnchors * overFetch);
+  const lexicalFound = lexicalIndex?.search(query, lexicalAnchors * overFetch);
   const lexical =
     lexicalFound && scope
       ? { layers: anchorsWithin(deps.graph, lexicalFound.layers, scope, lexicalAnchors), turns: lexicalFound.turns.within(scope) }

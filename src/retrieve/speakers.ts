@@ -45,13 +45,12 @@ function termsOfChunk(chunk: Chunk): ReadonlySet<string> {
 export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>, misspelt: { query: string; heldTerm: (term: string) => boolean } | null = null): SpeakerFocus {
   const speakers = new Set<string>();
   const nameTerms = new Set<string>();
-  const speakerNames = [...graph.speakers()].map((speaker) => ({ speaker, terms: termsOf(speaker) }));
-  const unknownNames = misspelt ? capitalisedTerms(misspelt.query).filter((term) => !misspelt.heldTerm(term) && speakerNames.every(({ terms }) => !terms.has(term))) : [];
+  const speakerNames = [...graph.speakers()].map((speaker) => ({ speaker, terms: [...termsOf(speaker)] }));
+  const unknownNames = misspelt ? capitalisedTerms(misspelt.query).filter((word) => !misspelt.heldTerm(word) && speakerNames.every(({ terms }) => !terms.includes(word))) : [];
   for (const { speaker, terms } of speakerNames) {
-    const named = [...terms].filter((term) => queryTerms.has(term));
-    const misnamed = unknownNames.filter((word) => [...terms].some((term) => oneEditApart(word, term)));
-    if (named.length > 0 || misnamed.length > 0) speakers.add(speaker);
-    for (const term of [...named, ...misnamed]) nameTerms.add(term);
+    const named = [...terms.filter((term) => queryTerms.has(term)), ...unknownNames.filter((word) => terms.some((term) => oneEditApart(word, term)))];
+    if (named.length > 0) speakers.add(speaker);
+    for (const term of named) nameTerms.add(term);
   }
   // Most queries name no speaker: nothing to narrow, and no Episode to read.
   if (nameTerms.size === 0) return { speakers, nameTerms, episodes: null, episodeCount: graph.countOfLayer('episode') };
@@ -71,14 +70,9 @@ export function speakerFocus(graph: MemoryGraph, queryTerms: ReadonlySet<string>
   return { speakers, nameTerms, episodes: episodes.size > 0 && episodes.size < episodeCount ? episodes : null, episodeCount };
 }
 
-/** The normalised terms of the query's words that start with a capital letter. */
+/** The terms (`termsOf`) of the query's words that start with a capital letter. */
 function capitalisedTerms(query: string): string[] {
-  const terms = new Set<string>();
-  for (const word of query.match(/\p{Lu}[\p{L}\p{N}]*/gu) ?? []) {
-    const term = normaliseTerm(word);
-    if (term !== null) terms.add(term);
-  }
-  return [...terms];
+  return [...termsOf((query.match(/\p{Lu}[\p{L}\p{N}]*/gu) ?? []).join(' '))];
 }
 
 /**

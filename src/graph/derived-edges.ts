@@ -40,6 +40,16 @@ export class DerivedEdgeKeys {
     this.tables[type].delete(node.key);
   }
 
+  /** `get` of the node of key `nodeKey`: for a fact the graph holds as columns, which has no node object to name it. */
+  getByNodeKey(type: DerivedEdgeType, nodeKey: number): number | undefined {
+    return this.tables[type].get(nodeKey);
+  }
+
+  /** `set` of the node of key `nodeKey` (see `getByNodeKey`). */
+  setByNodeKey(type: DerivedEdgeType, nodeKey: number, key: number): void {
+    this.tables[type].set(nodeKey, key);
+  }
+
   /** How many nodes keep an edge of `type`. */
   size(type: DerivedEdgeType): number {
     return this.tables[type].size;

@@ -1,7 +1,8 @@
 import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
+import { columnFact, factNode, type FactColumns } from './fact-columns.ts';
 import { VectorTable } from './vector-table.ts';
-import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
+import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type EpisodeFact, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
 /**
  * What changed in a graph's nodes since `MemoryGraph.takeChanges` was last called: enough for the
@@ -52,7 +53,29 @@ const CHANGES_KEPT = 1 << 16;
  * does no I/O.
  */
 export class MemoryGraph {
-  readonly nodes = new Map<string, GraphNode>();
+  /**
+   * Every node by id: the nodes held as objects, and the facts an open left as columns
+   * (`putFactColumns`), each made a node object when it is read. Read-only: change nodes through
+   * `putNode` and `deleteNode`. Listed in the order they came, as a Map lists its entries.
+   */
+  readonly nodes: ReadonlyMap<string, GraphNode> = new NodeView(this);
+  /** The nodes held as objects: all but the facts left as columns. */
+  private readonly heldNodes = new Map<string, GraphNode>();
+  /**
+   * The FacetPoints an open read as columns (store/record-plan.ts): two in three nodes of a memory
+   * of chat, of which a search reads those of ~60 chunks. As objects (with their content strings
+   * and their entries in the maps by id) they were ~80 MB of the heap at 100K messages, and
+   * filing them most of building the graph at an open. A fact a write changes or deletes is
+   * held as an object from then on (`wakeFact`).
+   */
+  private facts: ColumnFacts | null = null;
+  /**
+   * The key a node put again under another key was first put under: where `nodes` lists it, as
+   * a Map keeps an entry where it was first set (`listed`).
+   */
+  private readonly listedAt = new Map<string, number>();
+  /** The chunk `episodeIdOfChunk` was last asked about, and its Episode's id: a chunk's facts are read together. */
+  private readonly lastEpisodeOfChunk: SharedId = { asked: '', shared: '' };
   /**
    * Every edge by id. A derived edge (graph/derived-edges.ts) is kept as its key by its node
    * (`derivedKeys`), and read as a new object each time: as objects in maps and lists they were a
@@ -100,9 +123,10 @@ export class MemoryGraph {
   /**
    * Nodes and held edges by key: derived edges have no vector, so no index asks for theirs. An
    * array by key, not a map: keys are small integers given out in order (an open puts them in key
-   * order), and setting ~744K of them in a map was ~0.2 s of an open at 100K messages.
+   * order), and setting ~744K of them in a map was ~0.2 s of an open at 100K messages. A fact held
+   * as columns is its ordinal there.
    */
-  private readonly byKey: Array<GraphNode | GraphEdge | undefined> = [];
+  private readonly byKey: Array<GraphNode | GraphEdge | number | undefined> = [];
   /** How many nodes each layer holds. */
   private readonly layerCounts = new Map<Layer, number>();
   /**
@@ -147,7 +171,7 @@ export class MemoryGraph {
    * `facetPointsOf` by Episode id, until a node or edge changes: retrieval reads the FacetPoints
    * of every Episode it scores, every query, and the walk costs more than their cosines.
    */
-  private readonly pointsByEpisode = new Map<string, readonly FacetPointNode[]>();
+  private readonly pointsByEpisode = new Map<string, readonly EpisodeFact[]>();
   /**
    * Episodes in time order (`compareEpisodes`), kept sorted as they come and go: each add links
    * its Episode between its neighbours in time (design §2.4), and finding them by scanning every
@@ -164,7 +188,7 @@ export class MemoryGraph {
   constructor(snapshot: Pick<MemorySnapshot, 'nodes' | 'edges' | 'chunks' | 'vectors'>) {
     this.vectors = snapshot.vectors;
     // Vectors an open lends its indexes by key are found through the records that hold the keys.
-    if (this.vectors instanceof VectorTable) this.vectors.attachOwners({ keyOf: (id) => this.recordOf(id)?.key, idOf: (key) => this.byKey[key]?.id });
+    if (this.vectors instanceof VectorTable) this.vectors.attachOwners({ keyOf: (id) => this.keyOfRecord(id), idOf: (key) => this.idForKey(key) });
     for (const chunk of snapshot.chunks) this.putChunk(chunk);
     for (const node of snapshot.nodes) this.putNode(node);
     for (const edge of snapshot.edges) this.putEdge(edge);
@@ -211,7 +235,7 @@ export class MemoryGraph {
     return this.layerCounts.get(layer) ?? 0;
   }
 
-  private countLayer(layer: Layer, step: 1 | -1): void {
+  private countLayer(layer: Layer, step: number): void {
     this.layerCounts.set(layer, (this.layerCounts.get(layer) ?? 0) + step);
   }
 
@@ -241,7 +265,7 @@ export class MemoryGraph {
 
   /** Puts `node` in place of any node of its id; true when the graph held none (an open puts ~464K nodes at 100K messages, and asking first was a second lookup of each). */
   putNode(node: GraphNode): boolean {
-    const previous = this.nodes.get(node.id);
+    const previous = this.heldNode(node.id);
     this.place(node, previous);
     return previous === undefined;
   }
@@ -262,13 +286,15 @@ export class MemoryGraph {
       this.rekeyDerived(previous, node);
       // Its vector stays in its index under the key it was lent by.
       if (previous.key !== node.key && this.vectors instanceof VectorTable) this.vectors.rekeyLent(node.id, previous.key);
+      // Listed where it was first put, as a Map keeps an entry (a woken fact is listed among the columns).
+      if (previous.key !== node.key && !this.listedAt.has(node.id) && !this.facts?.woken.has(node.id)) this.listedAt.set(node.id, previous.key);
     }
     this.notePut(node, previous);
     this.shareStrings(node, previous);
     this.forgetPoints();
     if (previous?.layer === 'episode') this.unchain(previous);
     if (node.layer === 'episode') this.episodeChain.splice(searchChain(this.episodeChain, node, false), 0, node);
-    this.nodes.set(node.id, node);
+    this.heldNodes.set(node.id, node);
     this.byKey[node.key] = node;
     if (previous?.layer !== node.layer) {
       if (previous) this.unlist(previous);
@@ -279,7 +305,7 @@ export class MemoryGraph {
   }
 
   deleteNode(id: string): void {
-    const node = this.nodes.get(id);
+    const node = this.heldNode(id);
     if (!node) return;
     // First, while the node's key still finds a vector lent by key.
     this.vectors.delete(id);
@@ -287,7 +313,9 @@ export class MemoryGraph {
     this.noteDelete(node);
     this.forgetPoints();
     if (node.layer === 'episode') this.unchain(node);
-    this.nodes.delete(id);
+    this.heldNodes.delete(id);
+    this.listedAt.delete(id);
+    this.facts?.woken.delete(id);
     this.byKey[node.key] = undefined;
     this.unlist(node);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
@@ -377,7 +405,7 @@ export class MemoryGraph {
   /** The Entity named `name` (case-insensitive), if any. */
   entityNamed(name: string): EntityNode | undefined {
     const id = this.entitiesByName.get(name.toLowerCase());
-    const node = id === undefined ? undefined : this.nodes.get(id);
+    const node = id === undefined ? undefined : this.heldNodes.get(id);
     return node?.layer === 'entity' ? node : undefined;
   }
 
@@ -387,7 +415,7 @@ export class MemoryGraph {
    */
   mentionNamed(name: string): { chunkId: string; mention: EntityMention } | undefined {
     const held = this.mentionsByName.get(name.toLowerCase());
-    return held && !this.nodes.has(held.mention.id) ? held : undefined;
+    return held && !this.hasNode(held.mention.id) ? held : undefined;
   }
 
   /** Leaves the relation edges in `stored` (see `storedRelations`): the graph must hold none yet but those with a vector. */
@@ -401,7 +429,7 @@ export class MemoryGraph {
       if (this.leftStored(edge)) return;
     }
     // The start node is looked up once, for its id string and for what it derives (an open puts ~280K edges at 100K messages).
-    const from = this.nodes.get(edge.from);
+    const from = this.node(edge.from);
     if (from) edge.from = from.id;
     edge.to = this.nodeId(edge.to);
     edge.chunkId = this.chunkId(edge.chunkId);
@@ -605,9 +633,25 @@ export class MemoryGraph {
 
   /** The derived edge of `type` the graph keeps from node `from`, made afresh; null when it keeps none. */
   private derivedFromNode(from: string, type: DerivedEdgeType): GraphEdge | null {
-    const node = this.nodes.get(from);
+    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(from);
+    if (ordinal >= 0) return this.factEdge(ordinal, type);
+    const node = this.heldNodes.get(from);
     const key = node && this.derivedKeys.get(type, node);
     return node && key !== undefined ? derivedEdge(node, type, key) : null;
+  }
+
+  /**
+   * The derived edge of `type` the fact of `ordinal` held as columns keeps, made from its columns
+   * (`derivedEdge` of its node, without making the node): a search walks an Entity's facts by
+   * their edges, and most of them no further.
+   */
+  private factEdge(ordinal: number, type: DerivedEdgeType): GraphEdge | null {
+    const { columns } = this.facts as ColumnFacts;
+    const key = this.derivedKeys.getByNodeKey(type, columns.keys[ordinal] as number);
+    const to = type === 'belongs_to' ? columns.facetIds[ordinal] : columns.entityIds[ordinal];
+    if (key === undefined || to === null || to === undefined) return null;
+    const from = columns.ids[ordinal] as string;
+    return { id: edgeId(type, from, to), key, type, from, to, chunkId: columns.chunkIds[ordinal] as string, description: null, confidence: null };
   }
 
   /** How many edges the graph holds, derived ones included. */
@@ -645,8 +689,8 @@ export class MemoryGraph {
       // A derived edge runs from a node of a chunk (a Facet or FacetPoint), so one a chunk owns starts at one of `nodeIds`.
       const from = new Set<string>();
       for (const id of nodeIds) {
-        const node = this.nodes.get(id);
-        if (node && this.derivedKeys.has(type, node)) from.add(id);
+        const key = this.keyOfNode(id);
+        if (key !== undefined && this.derivedKeys.getByNodeKey(type, key) !== undefined) from.add(id);
         for (const source of this.derivedSources[type].get(id) ?? []) from.add(source);
       }
       for (const id of from) {
@@ -662,7 +706,7 @@ export class MemoryGraph {
     this.holdRelations();
     yield* this.heldEdges.values();
     for (const type of DERIVED_EDGE_TYPES) {
-      for (const node of this.nodes.values()) {
+      for (const node of this.allNodes()) {
         const key = this.derivedKeys.get(type, node);
         const edge = key === undefined ? null : derivedEdge(node, type, key);
         if (edge) yield edge;
@@ -706,7 +750,7 @@ export class MemoryGraph {
   /** The graph's own string for node id `id` (`id` itself when the node is unknown). */
   private nodeId(id: string, last?: SharedId): string {
     if (last?.asked === id) return last.shared;
-    const shared = this.nodes.get(id)?.id ?? id;
+    const shared = this.idOfNode(id) ?? id;
     if (last) {
       last.asked = id;
       last.shared = shared;
@@ -716,17 +760,221 @@ export class MemoryGraph {
 
   /** Node or edge id behind an index key. */
   idForKey(key: number): string | undefined {
-    return this.byKey[key]?.id;
+    const held = this.byKey[key];
+    return typeof held === 'number' ? this.facts?.columns.ids[held] : held?.id;
   }
 
   /** The node or held edge behind an index key. */
   recordForKey(key: number): GraphNode | GraphEdge | undefined {
-    return this.byKey[key];
+    const held = this.byKey[key];
+    return typeof held === 'number' ? this.factNodeAt(held) : held;
+  }
+
+  /**
+   * The id of the node or held edge whose key is `key` now (undefined where none is, or where the
+   * one there was put again under another key), without making the node of a fact held as columns:
+   * what an open checks a stored vector's key against (memory/keyed-vectors.ts).
+   */
+  currentIdOfKey(key: number): string | undefined {
+    const held = this.byKey[key];
+    if (typeof held === 'number') return this.facts?.columns.ids[held];
+    return held !== undefined && held.key === key ? held.id : undefined;
+  }
+
+  /** The layer of the node, or the type of the held edge, under key `key` (see `currentIdOfKey`). */
+  kindOfKey(key: number): Layer | EdgeType | undefined {
+    const held = this.byKey[key];
+    if (typeof held === 'number') return 'facetPoint';
+    return held === undefined ? undefined : 'layer' in held ? held.layer : held.type;
   }
 
   /** The node or held edge of id `id` (a derived edge, or one left in the store, is not held). */
   recordOf(id: string): GraphNode | GraphEdge | undefined {
-    return this.nodes.get(id) ?? this.heldEdges.get(id);
+    return this.node(id) ?? this.heldEdges.get(id);
+  }
+
+  /** The key of the node or held edge of id `id`, without making the node of a fact held as columns. */
+  keyOfRecord(id: string): number | undefined {
+    return this.keyOfNode(id) ?? this.heldEdges.get(id)?.key;
+  }
+
+  /** The node `id`, made of its columns for a fact held so (`nodes.get`). */
+  node(id: string): GraphNode | undefined {
+    // A fact's id is looked for among the columns first: most facts are there, and a miss in the map of objects costs more.
+    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    return ordinal < 0 ? this.heldNodes.get(id) : this.factNodeAt(ordinal);
+  }
+
+  /** Whether the graph holds node `id` (`nodes.has`). */
+  hasNode(id: string): boolean {
+    return (this.facts !== null && this.facts.liveOrdinal(id) >= 0) || this.heldNodes.has(id);
+  }
+
+  /** How many nodes the graph holds (`nodes.size`). */
+  nodeCount(): number {
+    return this.heldNodes.size + (this.facts?.liveCount ?? 0);
+  }
+
+  /** The key of node `id`, without making the node of a fact held as columns. */
+  private keyOfNode(id: string): number | undefined {
+    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    return ordinal < 0 ? this.heldNodes.get(id)?.key : this.facts?.columns.keys[ordinal];
+  }
+
+  /** The graph's own string for node id `id`, without making the node of a fact held as columns. */
+  private idOfNode(id: string): string | undefined {
+    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    return ordinal < 0 ? this.heldNodes.get(id)?.id : this.facts?.columns.ids[ordinal];
+  }
+
+  /** Node `id` held as an object, a fact held as columns made one first (`wakeFact`): what a write changes or deletes. */
+  private heldNode(id: string): GraphNode | undefined {
+    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    return ordinal < 0 ? this.heldNodes.get(id) : this.wakeFact(ordinal);
+  }
+
+  /**
+   * Holds the fact of `ordinal` as an object from now on, in its place: a write is about to put it
+   * again or delete it, which the graph does to objects. It stays listed where its columns were.
+   */
+  private wakeFact(ordinal: number): GraphNode {
+    const facts = this.facts as ColumnFacts;
+    const node = this.factNodeAt(ordinal);
+    facts.sleepNoMore(ordinal);
+    this.heldNodes.set(node.id, node);
+    this.byKey[node.key] = node;
+    return node;
+  }
+
+  /** The node of the fact of `ordinal` held as columns, made as `decodeNode` reads its record, with the graph's own strings. */
+  private factNodeAt(ordinal: number): FacetPointNode {
+    const facts = this.facts as ColumnFacts;
+    const made = facts.made.get(ordinal);
+    if (made !== undefined) return made;
+    const chunkId = facts.columns.chunkIds[ordinal] as string;
+    const chunk = this.chunkById.get(chunkId);
+    if (chunk === undefined) throw new Error(`fact ${facts.columns.ids[ordinal]} is of chunk ${chunkId}, which the graph does not hold`);
+    const node = factNode(facts.columns, ordinal, chunk, this.episodeIdOfChunk(chunk.id), facts.columns.facetIds[ordinal] as string, facts.columns.entityIds[ordinal] as string | null);
+    facts.remember(ordinal, node);
+    return node;
+  }
+
+  /** The fact of `ordinal` held as columns as `facetPointsOf` reads it, its node not made (`ColumnFact`). */
+  private columnFactAt(ordinal: number): EpisodeFact {
+    const { columns } = this.facts as ColumnFacts;
+    const chunk = this.chunkById.get(columns.chunkIds[ordinal] as string);
+    if (chunk === undefined) throw new Error(`fact ${columns.ids[ordinal]} is of chunk ${columns.chunkIds[ordinal]}, which the graph does not hold`);
+    return columnFact(columns, ordinal, chunk, columns.facetIds[ordinal] as string);
+  }
+
+  /** The graph's own string for the id of chunk `chunkId`'s Episode, the one the chunk's facts name. */
+  private episodeIdOfChunk(chunkId: string): string {
+    const shared = this.lastEpisodeOfChunk;
+    if (shared.asked !== chunkId) {
+      const id = episodeIdOf(chunkId);
+      shared.asked = chunkId;
+      shared.shared = this.heldNodes.get(id)?.id ?? id;
+    }
+    return shared.shared;
+  }
+
+  /**
+   * Takes over `columns`, the FacetPoints of an open's working set (`WorkingSnapshot.facts`), as
+   * columns: into a graph that holds its chunks and other nodes already (their strings are shared)
+   * and no fact; `inKeyOrder` lists their ordinals by key. The derived edges they keep are filed
+   * by `putFactEdges`.
+   */
+  putFactColumns(columns: FactColumns, inKeyOrder: Int32Array): void {
+    if (this.facts !== null) throw new Error('the graph holds facts as columns already');
+    const { facetIds, entityIds } = columns;
+    for (let ordinal = 0; ordinal < columns.size; ordinal++) {
+      // The graph's own strings in place of the read's (equal ones): at 100K messages the read's were ~15 MB of heap.
+      facetIds[ordinal] = this.nodeId(facetIds[ordinal] as string, this.lastShared.facet);
+      const entityId = entityIds[ordinal] as string | null;
+      if (entityId !== null) entityIds[ordinal] = this.nodeId(entityId, this.lastShared.entity);
+      this.byKey[columns.keys[ordinal] as number] = ordinal;
+    }
+    this.facts = new ColumnFacts(columns, inKeyOrder);
+    this.countLayer('facetPoint', columns.size);
+    this.forgetPoints();
+  }
+
+  /**
+   * Files the derived edges of `type` the facts held as columns keep, visiting their ordinals in
+   * `ordinals` order (their edges' key order): as `putDerivedEdges` files those of nodes put into
+   * a graph that keeps none of the facts' yet.
+   */
+  putFactEdges(type: DerivedEdgeType, ordinals: ArrayLike<number>): void {
+    const facts = this.facts as ColumnFacts;
+    const { columns } = facts;
+    const keys = type === 'belongs_to' ? columns.belongsKeys : columns.involvesKeys;
+    const targets = type === 'belongs_to' ? columns.facetIds : columns.entityIds;
+    this.forgetPoints();
+    let runTarget: string | null = null;
+    let run: string[] = [];
+    for (let i = 0; i < ordinals.length; i++) {
+      const ordinal = ordinals[i] as number;
+      const key = keys[ordinal] as number;
+      const to = targets[ordinal] as string | null;
+      if (key < 0 || to === null) continue;
+      if (to !== runTarget) {
+        runTarget = to;
+        run = this.sourcesOf(type, to);
+      }
+      run.push(columns.ids[ordinal] as string);
+      this.derivedKeys.setByNodeKey(type, columns.keys[ordinal] as number, key);
+    }
+  }
+
+  /**
+   * Every node as `nodes` lists it: in the order they came, as a Map lists its entries (an open
+   * puts them in key order, so the facts held as columns fall in among the objects by key), a
+   * fact held as columns as its ordinal.
+   */
+  private *listed(): Generator<GraphNode | number> {
+    const facts = this.facts;
+    const held = this.heldNodes.values();
+    if (facts === null) {
+      yield* held;
+      return;
+    }
+    const keys = facts.columns.keys;
+    const order = facts.inKeyOrder;
+    let at = 0;
+    // A fact woken from its columns is listed where its columns were, not where the Map holds it.
+    const nextHeld = (): GraphNode | undefined => {
+      for (let step = held.next(); !step.done; step = held.next()) if (!facts.woken.has(step.value.id)) return step.value;
+      return undefined;
+    };
+    let node = nextHeld();
+    while (node !== undefined || at < order.length) {
+      const listedKey = node === undefined ? Infinity : this.listedAt.size > 0 ? (this.listedAt.get(node.id) ?? node.key) : node.key;
+      if (at < order.length && (keys[order[at] as number] as number) < listedKey) {
+        const ordinal = order[at++] as number;
+        if (facts.live[ordinal] === 1) yield ordinal;
+        else {
+          const woken = facts.woken.has(facts.columns.ids[ordinal] as string) ? this.heldNodes.get(facts.columns.ids[ordinal] as string) : undefined;
+          if (woken !== undefined) yield woken;
+        }
+        continue;
+      }
+      yield node as GraphNode;
+      node = nextHeld();
+    }
+  }
+
+  /** Every node, in `listed` order, each fact held as columns made a node. */
+  *allNodes(): Generator<GraphNode> {
+    for (const node of this.listed()) yield typeof node === 'number' ? this.factNodeAt(node) : node;
+  }
+
+  /** The id, key and layer of every node, in `listed` order, without making the nodes of facts held as columns. */
+  forEachNodeBrief(visit: (id: string, key: number, layer: Layer, chunkId: string | null) => void): void {
+    const columns = this.facts?.columns;
+    for (const node of this.listed()) {
+      if (typeof node === 'number') visit(columns?.ids[node] as string, columns?.keys[node] as number, 'facetPoint', columns?.chunkIds[node] as string);
+      else visit(node.id, node.key, node.layer, node.layer === 'entity' ? null : node.chunkId);
+    }
   }
 
   /**
@@ -768,22 +1016,29 @@ export class MemoryGraph {
     const sources = isDerivedEdgeType(type) ? this.derivedSources[type].get(id) : undefined;
     if (!sources || held.length > 0) return this.edgesTo(id, type).map((edge) => edge.from);
     return sources.filter((from) => {
-      const node = this.nodes.get(from);
-      return node !== undefined && this.derivedKeys.has(type as DerivedEdgeType, node);
+      const key = this.keyOfNode(from);
+      return key !== undefined && this.derivedKeys.getByNodeKey(type as DerivedEdgeType, key) !== undefined;
     });
   }
 
   /** The FacetPoints under an Episode, through its Facets (`belongs_to` edges, in insertion order). Read-only: the list is the graph's own. */
-  facetPointsOf(episodeId: string): readonly FacetPointNode[] {
+  facetPointsOf(episodeId: string): readonly EpisodeFact[] {
     const known = this.pointsByEpisode.get(episodeId);
     if (known) return known;
-    const points: FacetPointNode[] = [];
+    const points: EpisodeFact[] = [];
     for (const facet of this.sourcesTo(episodeId, 'belongs_to')) {
       for (const point of this.sourcesTo(facet, 'belongs_to')) {
-        const node = this.nodes.get(point);
+        const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(point);
+        if (ordinal >= 0) {
+          points.push(this.columnFactAt(ordinal));
+          continue;
+        }
+        const node = this.heldNodes.get(point);
         if (node?.layer === 'facetPoint') points.push(node);
       }
     }
+    // Bounded: the lists hold the nodes made of facts held as columns, which a long run of searches would otherwise keep them all.
+    if (this.pointsByEpisode.size >= POINTS_KEPT) this.pointsByEpisode.clear();
     this.pointsByEpisode.set(episodeId, points);
     return points;
   }
@@ -796,13 +1051,15 @@ export class MemoryGraph {
   nodesOfLayer<L extends Layer>(layer: L): Array<Extract<GraphNode, { layer: L }>> {
     let ids = this.byLayer.get(layer);
     if (!ids) {
-      ids = new Set();
-      for (const node of this.nodes.values()) if (node.layer === layer) ids.add(node.id);
-      this.byLayer.set(layer, ids);
+      const listing = new Set<string>();
+      this.forEachNodeBrief((id, _key, nodeLayer) => {
+        if (nodeLayer === layer) listing.add(id);
+      });
+      this.byLayer.set(layer, (ids = listing));
     }
     const out: Array<Extract<GraphNode, { layer: L }>> = [];
     for (const id of ids) {
-      const node = this.nodes.get(id);
+      const node = this.node(id);
       if (node?.layer === layer) out.push(node as Extract<GraphNode, { layer: L }>);
     }
     return out;
@@ -843,6 +1100,92 @@ function withHeld(held: readonly GraphEdge[], derived: readonly GraphEdge[]): re
   if (held.length === 0) return derived;
   if (derived.length === 0) return held;
   return [...held, ...derived].sort((a, b) => a.key - b.key);
+}
+
+/** Nodes of facts a graph remembers having made of its columns (`ColumnFacts.made`): a search reads those of ~60 chunks, ~2,200 facts, several times each. */
+const MADE_FACTS = 1 << 16;
+
+/** Episodes whose FacetPoints `facetPointsOf` keeps listed: a search scores those of a few hundred. */
+const POINTS_KEPT = 8192;
+
+/** The facts a graph holds as columns (`MemoryGraph.putFactColumns`): which are still held so, and the nodes lately made of them. */
+class ColumnFacts {
+  /** By ordinal: 1 while the fact is held as columns (not woken by a write, nor deleted). */
+  readonly live: Uint8Array;
+  liveCount: number;
+  /** Ids of the facts a write woke (`MemoryGraph.wakeFact`): held as objects, listed where their columns were. */
+  readonly woken = new Set<string>();
+  /**
+   * Nodes made of facts, by ordinal, so that a fact read again is the same object; forgotten all at
+   * once past `MADE_FACTS`, so that a walk of every node leaves no second copy of them all.
+   */
+  readonly made = new Map<number, FacetPointNode>();
+
+  constructor(
+    /** The facts, their Facets and Entities named by the graph's own strings. */
+    readonly columns: FactColumns,
+    /** The ordinals by key. */
+    readonly inKeyOrder: Int32Array,
+  ) {
+    this.live = new Uint8Array(columns.size).fill(1);
+    this.liveCount = columns.size;
+  }
+
+  /** The ordinal of the fact of id `id` held as columns, or −1. */
+  liveOrdinal(id: string): number {
+    const ordinal = this.columns.ordinalOf(id);
+    return ordinal >= 0 && this.live[ordinal] === 1 ? ordinal : -1;
+  }
+
+  remember(ordinal: number, node: FacetPointNode): void {
+    if (this.made.size >= MADE_FACTS) this.made.clear();
+    this.made.set(ordinal, node);
+  }
+
+  /** The fact of `ordinal` is held as an object from now on. */
+  sleepNoMore(ordinal: number): void {
+    this.live[ordinal] = 0;
+    this.liveCount--;
+    this.made.delete(ordinal);
+    this.woken.add(this.columns.ids[ordinal] as string);
+  }
+}
+
+/** `MemoryGraph.nodes`: a read-only map over the graph's nodes, those held as objects and the facts held as columns. */
+class NodeView implements ReadonlyMap<string, GraphNode> {
+  constructor(private readonly graph: MemoryGraph) {}
+
+  get size(): number {
+    return this.graph.nodeCount();
+  }
+
+  get(id: string): GraphNode | undefined {
+    return this.graph.node(id);
+  }
+
+  has(id: string): boolean {
+    return this.graph.hasNode(id);
+  }
+
+  values(): MapIterator<GraphNode> {
+    return this.graph.allNodes();
+  }
+
+  *keys(): MapIterator<string> {
+    for (const node of this.graph.allNodes()) yield node.id;
+  }
+
+  *entries(): MapIterator<[string, GraphNode]> {
+    for (const node of this.graph.allNodes()) yield [node.id, node];
+  }
+
+  [Symbol.iterator](): MapIterator<[string, GraphNode]> {
+    return this.entries();
+  }
+
+  forEach(callback: (value: GraphNode, key: string, map: ReadonlyMap<string, GraphNode>) => void, thisArg?: unknown): void {
+    for (const node of this.graph.allNodes()) callback.call(thisArg, node, node.id, this);
+  }
 }
 
 /** `MemoryGraph.edges`: a read-only map over the graph's held and derived edges. */

@@ -84,6 +84,12 @@ export interface FacetPointNode extends NodeBase {
   dialogIds: readonly string[];
 }
 
+/**
+ * What retrieval reads of each FacetPoint of an Episode (`MemoryGraph.facetPointsOf`): the node,
+ * or, for a fact the graph holds as columns, its fields with its content made when first read.
+ */
+export type EpisodeFact = Readonly<Pick<FacetPointNode, 'id' | 'key' | 'facetId' | 'time' | 'content' | 'dialogIds'>>;
+
 export interface EntityNode extends NodeBase {
   layer: 'entity';
   name: string;

@@ -1,5 +1,5 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { GraphEdge, MemoryMeta } from '../graph/types.ts';
+import type { EntityNode, GraphEdge, MemoryMeta } from '../graph/types.ts';
 import type { WriteBatch } from '../store/types.ts';
 
 /**
@@ -12,15 +12,19 @@ import type { WriteBatch } from '../store/types.ts';
 export function deletionBatch(graph: MemoryGraph, meta: MemoryMeta, chunkIds: Set<string>): WriteBatch & { deleteNodes: string[] } {
   const deleteNodes = new Set<string>();
   const mentionsAgain: string[] = [];
-  const putNodes = [];
-  for (const node of graph.nodes.values()) {
-    if (node.layer === 'entity') {
-      const remaining = node.chunkIds.filter((id) => !chunkIds.has(id));
-      if (remaining.length === 0) deleteNodes.add(node.id);
-      else if (remaining.length === 1 && isMentionOf(graph, remaining[0] as string, node.id)) mentionsAgain.push(node.id);
-      else if (remaining.length !== node.chunkIds.length) putNodes.push({ ...node, chunkIds: remaining });
-    } else if (chunkIds.has(node.chunkId)) deleteNodes.add(node.id);
-  }
+  const putNodes: EntityNode[] = [];
+  // By id, layer and chunk: a fact the graph holds as columns is not made a node to be passed over.
+  graph.forEachNodeBrief((id, _key, layer, chunkId) => {
+    if (layer !== 'entity') {
+      if (chunkIds.has(chunkId as string)) deleteNodes.add(id);
+      return;
+    }
+    const node = graph.nodes.get(id) as EntityNode;
+    const remaining = node.chunkIds.filter((chunk) => !chunkIds.has(chunk));
+    if (remaining.length === 0) deleteNodes.add(node.id);
+    else if (remaining.length === 1 && isMentionOf(graph, remaining[0] as string, node.id)) mentionsAgain.push(node.id);
+    else if (remaining.length !== node.chunkIds.length) putNodes.push({ ...node, chunkIds: remaining });
+  });
   const deleteEdges: GraphEdge[] = graph.edgesOwnedBy(chunkIds, deleteNodes);
   const nodesGone = [...deleteNodes, ...mentionsAgain];
   return {

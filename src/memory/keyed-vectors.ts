@@ -1,5 +1,5 @@
 import { PrismError } from '../errors.ts';
-import type { GraphEdge, GraphNode } from '../graph/types.ts';
+import { LAYERS, type EdgeType, type Layer } from '../graph/types.ts';
 import type { VectorTable } from '../graph/vector-table.ts';
 import { DERIVED_EDGE_TYPES } from '../graph/derived-edges.ts';
 import type { MemoryState } from '../ingest/pipeline.ts';
@@ -49,9 +49,8 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
       const members = membersOf(group, state);
       if (members === null) return false;
       walkGroupValues(members.what, members.names, data, (member, start, end) => {
-        const owner = members.next(member);
-        const key = owner?.key ?? -1;
-        const space = owner === undefined ? null : spaceOf(owner);
+        const key = members.next(member);
+        const space = key < 0 ? null : spaceOf(state.graph.kindOfKey(key));
         trusted &&= space !== null && key >= 0 && key < nextKey && end - start === length && Number.isFinite(view.getFloat32(start, true)) && placeOfKey[key] === -1;
         if (trusted) {
           let code = spaces.indexOf(space as IndexSpace);
@@ -75,7 +74,7 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
     if (at < 0) continue;
     const list = lists[spaceAt[at] as number] as (typeof lists)[number];
     list.keys.push(key);
-    list.ids.push((state.graph.recordForKey(key) as GraphNode | GraphEdge).id);
+    list.ids.push(state.graph.idForKey(key) as string);
     list.places.push(at);
   }
   const records = new KeyedRecords(groups, groupOf, startOf, length, dim);
@@ -86,18 +85,18 @@ export function indexKeyedVectors(state: MemoryState, groups: readonly KeyedVect
 }
 
 /**
- * A group's member names, in order, and `next`, which gives each member's node or edge in turn
- * (undefined where the group does not name it): a SQL group's by its stored key, trusted where
- * the record of that key has the member's id; an IndexedDB group's by the member's id, but a
- * derived edge's. Null where a SQL group's keys cannot be trusted at all: a group of a derived
- * edge type (whose vectors decide which edges the graph holds as edges), or stored keys that are
- * not one a member.
+ * A group's member names, in order, and `next`, which gives the key of each member's node or edge
+ * in turn (−1 where the group does not name one): a SQL group's stored key, trusted where the
+ * record of that key has the member's id; an IndexedDB group's by the member's id, but a derived
+ * edge's. Null where a SQL group's keys cannot be trusted at all: a group of a derived edge type
+ * (whose vectors decide which edges the graph holds as edges), or stored keys that are not one a
+ * member. No node of a fact held as columns is made.
  */
-function membersOf(group: KeyedVectorGroup, state: MemoryState): { what: string; names: ReadonlyArray<string | null>; next: (name: string | null) => GraphNode | GraphEdge | undefined } | null {
+function membersOf(group: KeyedVectorGroup, state: MemoryState): { what: string; names: ReadonlyArray<string | null>; next: (name: string | null) => number } | null {
   const { graph } = state;
   // A derived edge's id names no owner (as a derived type's stem makes a SQL group untrusted),
   // told as the walk reaches it rather than in a pass of its own over every id.
-  if ('ids' in group) return { what: group.name, names: group.ids, next: (id) => (id === null || ofDerivedType(id) ? undefined : graph.recordOf(id)) };
+  if ('ids' in group) return { what: group.name, names: group.ids, next: (id) => (id === null || ofDerivedType(id) ? -1 : (graph.keyOfRecord(id) ?? -1)) };
   const { stem } = group;
   if (ofDerivedType(stem)) return null;
   const names = vectorGroupMembers(stem, group.members);
@@ -109,8 +108,8 @@ function membersOf(group: KeyedVectorGroup, state: MemoryState): { what: string;
     names,
     next: (member) => {
       const key = keys[i++] as number;
-      const owner = graph.recordForKey(key);
-      return owner?.key === key && isMemberId(owner.id, stem, member) ? owner : undefined;
+      const owner = graph.currentIdOfKey(key);
+      return owner !== undefined && isMemberId(owner, stem, member) ? key : -1;
     },
   };
 }
@@ -120,9 +119,14 @@ function ofDerivedType(id: string): boolean {
   return DERIVED_EDGE_TYPES.some((type) => id.startsWith(`${type}:`));
 }
 
-/** The index space of a node's or an edge's vector; null for an edge type no index takes. */
-function spaceOf(owner: GraphNode | GraphEdge): IndexSpace | null {
-  return 'layer' in owner ? owner.layer : edgeSpace(owner.type);
+/** The index space of the vector of a node of layer `kind`, or of an edge of type `kind`; null for an edge type no index takes, or none. */
+function spaceOf(kind: Layer | EdgeType | undefined): IndexSpace | null {
+  if (kind === undefined) return null;
+  return isLayer(kind) ? kind : edgeSpace(kind);
+}
+
+function isLayer(kind: Layer | EdgeType): kind is Layer {
+  return (LAYERS as readonly string[]).includes(kind);
 }
 
 /** Whether `id` is `memberId(stem, member)`, told without making that string. */

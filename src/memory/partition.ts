@@ -1,12 +1,14 @@
 import type { Embedder } from '../embed/types.ts';
 import { PrismError } from '../errors.ts';
 import { MemoryGraph, type StoredRelations } from '../graph/memory-graph.ts';
+import type { FactColumns } from '../graph/fact-columns.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, type DerivedEdgeType } from '../graph/derived-edges.ts';
 import { edgeId, type GraphEdge, type GraphNode, type MemoryMeta, type MemorySnapshot } from '../graph/types.ts';
 import { applyBatch, type BatchWriter, type MemoryState } from '../ingest/pipeline.ts';
 import { scopeOfPartition, type ResolvedScope } from '../scope.ts';
 import { dropsDerived, wholeWorkingSet, withLaterVectors, type FoldedEdgeLists, type GraphStore, type KeyedVectorGroup, type LaterVectors, type StoredRelationEdges, type WorkingSnapshot } from '../store/types.ts';
+import { withFactsAsNodes } from '../store/record-plan.ts';
 import { addKeyedGroups } from '../store/vector-groups.ts';
 import { roundVectors } from '../store/vector-codec.ts';
 import { checkMemoryStructure, checkRelationEdge, checkStoredVectors, type RelationEdgeContext } from '../store/validate-snapshot.ts';
@@ -155,6 +157,8 @@ function indexedByKey(state: MemoryState, keyed: readonly KeyedVectorGroup[], ve
 
 /** The graph and the indexes of `snapshot`, whose vectors are in `vectors` (all of them where the store read them by id). */
 function stateOf(snapshot: MemorySnapshot | WorkingSnapshot, vectors: VectorTable, host: PartitionHost, now: PartitionNow): MemoryState {
+  // Vectors found by id are indexed as their nodes are put (`applyBatch`): facts read as columns are made nodes for that.
+  if (vectors.size > 0 && 'facts' in snapshot && snapshot.facts) return stateOf(withFactsAsNodes(snapshot), vectors, host, now);
   const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [], vectors });
   const state: MemoryState = { graph, indexes: new IndexSet(snapshot.meta.dim, host.createIndex), meta: snapshot.meta, hashes: new Set(), version: 0 };
   // Keys are allocated in ingestion order: replaying records by key rebuilds maps and indexes in
@@ -177,8 +181,31 @@ function stateOf(snapshot: MemorySnapshot | WorkingSnapshot, vectors: VectorTabl
   });
   // Apart from the held edges, and after them: the two kinds never share an id (a store's edge row replaces the folded edge it names).
   for (const { type, from, keys } of derived?.kept ?? []) graph.putDerivedEdges(type, from, keys);
+  if ('facts' in snapshot && snapshot.facts) putFacts(graph, snapshot.facts);
   if ('relations' in snapshot && snapshot.relations) graph.leaveRelations(checkedRelations(snapshot.relations, graph, now));
   return state;
+}
+
+/**
+ * Hands the facts a working set read as columns to `graph` (which holds its chunks and other
+ * nodes), in key order, then the derived edges they keep, each type's in key order: the order
+ * `putDerivedEdges` files a node's, into lists that hold no other node's (a Facet's facts, an
+ * Entity's; a store reads all of a partition's facts as columns or none).
+ */
+function putFacts(graph: MemoryGraph, facts: FactColumns): void {
+  graph.putFactColumns(facts, Int32Array.from(keyOrder(facts.keys)));
+  for (const type of DERIVED_EDGE_TYPES) {
+    const edgeKeys = type === 'belongs_to' ? facts.belongsKeys : facts.involvesKeys;
+    const ordinals: number[] = [];
+    const keys: number[] = [];
+    for (let ordinal = 0; ordinal < edgeKeys.length; ordinal++) {
+      const key = edgeKeys[ordinal] as number;
+      if (key < 0) continue;
+      ordinals.push(ordinal);
+      keys.push(key);
+    }
+    graph.putFactEdges(type, keyOrder(keys).map((i) => ordinals[i] as number));
+  }
 }
 
 /**
@@ -247,8 +274,8 @@ export function inKeyOrder<T extends { key: number }>(records: readonly T[]): T[
 }
 
 /** The positions of `keys` in the order `inKeyOrder` puts records of those keys: placed by key where it can, else sorted (stable). */
-function keyOrder(keys: readonly number[]): number[] {
-  const sorted = () => keys.map((_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number));
+function keyOrder(keys: ArrayLike<number>): number[] {
+  const sorted = () => Array.from({ length: keys.length }, (_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number));
   let last = -1;
   // Indexed loops here and below: each runs over every record of an open once, and an iterator's
   // step left garbage for the collector before the loop was optimized.

@@ -171,12 +171,15 @@ function forEachPath(
     if (node.layer === 'entity') {
       if (1 - score + entityHops * leastHop > bound) continue;
       for (const involves of graph.edgesTo(id, 'involves_entity')) {
+        const cost = edgeCost(involves, ctx);
+        // The path's total, as `step` adds it, is checked before any path object is made, or the
+        // fact read (an Entity may name thousands, most of them past the bound).
+        const past = 1 - score + cost + hopCost + leastHop > bound;
+        if (past && pruning) continue;
         const point = graph.nodes.get(involves.from);
         if (point?.layer !== 'facetPoint') continue;
-        const cost = edgeCost(involves, ctx);
         if (!pruning) climb(step(start(node, score, 'En→FP→Fc→Ep'), involves, point, cost));
-        // The path's total, as `step` adds it, is checked before any path object is made.
-        if (1 - score + cost + hopCost + leastHop > bound) continue;
+        if (past) continue;
         for (const up of graph.edgesFrom(point.id, 'belongs_to')) {
           const facet = graph.nodes.get(up.to);
           if (facet?.layer === 'facet') climb(step(start(node, score, 'En→Fc→Ep'), involves, facet, cost));

@@ -1,5 +1,5 @@
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { FacetPointNode } from '../graph/types.ts';
+import type { EpisodeFact } from '../graph/types.ts';
 import { vectorDot } from '../graph/vector-table.ts';
 import type { TimeSpan } from './dates.ts';
 import type { TurnScores } from './lexical.ts';
@@ -39,7 +39,7 @@ export interface QueryEvidence {
  */
 export interface EpisodeFacts {
   /** The Episode's FacetPoints that have a vector. */
-  points: readonly FacetPointNode[];
+  points: readonly EpisodeFact[];
   /** `cosines[i]` is `points[i]`'s cosine to the query. */
   cosines: Float64Array;
 }
@@ -59,10 +59,10 @@ export function factCosines(graph: MemoryGraph, episodeId: string, evidence: Que
  * The cosine of each of `points` to `query`, straight from the kept vector (an i8 record is not
  * decoded): the same doubles as `dot`. Null when one of them has no vector.
  */
-function cosinesOf(graph: MemoryGraph, points: readonly FacetPointNode[], query: Float32Array): EpisodeFacts | null {
+function cosinesOf(graph: MemoryGraph, points: readonly EpisodeFact[], query: Float32Array): EpisodeFacts | null {
   const cosines = new Float64Array(points.length);
   for (let i = 0; i < points.length; i++) {
-    const cosine = vectorDot(graph.vectors, (points[i] as FacetPointNode).id, query);
+    const cosine = vectorDot(graph.vectors, (points[i] as EpisodeFact).id, query);
     if (cosine === undefined) return null;
     cosines[i] = cosine;
   }
@@ -70,7 +70,7 @@ function cosinesOf(graph: MemoryGraph, points: readonly FacetPointNode[], query:
 }
 
 /** The Episode's FacetPoints that have a vector (`EpisodeFacts.points`), without their cosines. */
-export function factPoints(graph: MemoryGraph, episodeId: string): readonly FacetPointNode[] {
+export function factPoints(graph: MemoryGraph, episodeId: string): readonly EpisodeFact[] {
   const all = graph.facetPointsOf(episodeId);
   // Usually every FacetPoint has a vector; only when one has none is a filtered list built.
   return all.every((point) => graph.vectors.has(point.id)) ? all : all.filter((point) => graph.vectors.has(point.id));

@@ -200,8 +200,8 @@ export class LexicalIndex {
     // this over the whole graph: documents it holds are only marked as still wanted, and only new ones are made.
     const pass = this.postings.startPass();
     const fresh: Array<[GraphNode, number]> = [];
-    forEachLexicalDocument(graph, (node, position, dialogId) => {
-      if (!this.postings.mark(node, position, dialogId, pass)) fresh.push([node, position]);
+    forEachLexicalDocument(graph, (id, key, layer, position, dialogId) => {
+      if (!this.postings.mark(id, key, layer, position, dialogId, pass)) fresh.push([graph.nodes.get(id) as GraphNode, position]);
     });
     return this.replace(graph, this.postings.unmarked(pass), fresh);
   }
@@ -625,16 +625,16 @@ class Postings {
    * not hold it. A `ByteFormatError` when the index holds it under another layer: a node's key
    * names one node of one layer for good, so the index was not written for this graph.
    */
-  mark(node: GraphNode, position: number, dialogId: string, pass: number): boolean {
-    const ordinal = this.ordinalsByNode.ordinalOf(node.key, position);
+  mark(id: string, key: number, layer: Layer, position: number, dialogId: string, pass: number): boolean {
+    const ordinal = this.ordinalsByNode.ordinalOf(key, position);
     if (ordinal === undefined) return false;
     this.docPass[ordinal] = pass;
     // Once a read document is named it has been checked; one the index added is its node's own.
     if (this.docNodeId[ordinal] === '') {
-      if (LAYER_CODES[this.docLayer[ordinal] as number] !== node.layer) throw new ByteFormatError('document of another layer than its node');
-      this.docNodeId[ordinal] = node.id;
+      if (LAYER_CODES[this.docLayer[ordinal] as number] !== layer) throw new ByteFormatError('document of another layer than its node');
+      this.docNodeId[ordinal] = id;
       this.docDialogId[ordinal] = dialogId;
-      if (node.layer === 'episode') this.episodeKeys.set(node.id, node.key);
+      if (layer === 'episode') this.episodeKeys.set(id, key);
     }
     return true;
   }
@@ -940,15 +940,18 @@ export function turnDocumentText(turn: Pick<ChunkTurn, 'speaker' | 'text'>): str
  * Calls `visit` with the node and position (a turn's in its Episode; 0 for any other) of each
  * document the index holds for `graph`, in the graph's node order; `lexicalDocOf` makes one.
  */
-/** Visits every document of the graph: its node, its position there, and its dialog id (a turn's; else empty). */
-function forEachLexicalDocument(graph: MemoryGraph, visit: (node: GraphNode, position: number, dialogId: string) => void): void {
-  for (const node of graph.nodes.values()) {
-    if (node.layer !== 'episode') visit(node, 0, '');
+/**
+ * Visits every document of the graph: its node's id, key and layer, its position there, and its
+ * dialog id (a turn's; else empty). A fact the graph holds as columns is not made a node for it.
+ */
+function forEachLexicalDocument(graph: MemoryGraph, visit: (id: string, key: number, layer: Layer, position: number, dialogId: string) => void): void {
+  graph.forEachNodeBrief((id, key, layer, chunkId) => {
+    if (layer !== 'episode') visit(id, key, layer, 0, '');
     else {
-      const turns = graph.chunks.get(node.chunkId)?.turns ?? [];
-      for (let i = 0, documents = documentCount(graph, node); i < documents; i++) visit(node, i, (turns[i] as ChunkTurn).dialogId);
+      const turns = (chunkId !== null && graph.chunks.get(chunkId)?.turns) || [];
+      for (let i = 0, documents = Math.min(turns.length, TURN_SPAN); i < documents; i++) visit(id, key, layer, i, (turns[i] as ChunkTurn).dialogId);
     }
-  }
+  });
 }
 
 /** How many documents the index holds for `node`: an Episode's turns (up to `TURN_SPAN`), else one. */
@@ -979,7 +982,7 @@ function lexicalDocOf(graph: MemoryGraph, node: GraphNode, position: number): Le
 /** The documents the index holds for `graph`, in the graph's node order. */
 export function lexicalDocuments(graph: MemoryGraph): LexicalDoc[] {
   const docs: LexicalDoc[] = [];
-  forEachLexicalDocument(graph, (node, position) => docs.push(lexicalDocOf(graph, node, position)));
+  forEachLexicalDocument(graph, (id, _key, _layer, position) => docs.push(lexicalDocOf(graph, graph.nodes.get(id) as GraphNode, position)));
   return docs;
 }
 

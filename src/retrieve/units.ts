@@ -1,6 +1,6 @@
 import type { PrismConfig } from '../config.ts';
 import type { MemoryGraph } from '../graph/memory-graph.ts';
-import type { Chunk, ChunkTurn, FacetPointNode } from '../graph/types.ts';
+import type { Chunk, ChunkTurn, EpisodeFact } from '../graph/types.ts';
 import { turnLine, turnLineHead } from '../graph/chunk-text.ts';
 import { factCosines, factPoints, type EpisodeFacts, type QueryEvidence } from './evidence.ts';
 import { fallsOn } from './dates.ts';
@@ -335,9 +335,9 @@ interface TurnIndex {
  * text. Kept for as long as each list lived, they grew with every Episode a long-running process
  * had searched, to a second copy of its whole text in turn lines.
  */
-const turnIndexes = new LruCache<readonly FacetPointNode[], TurnIndex>(8_000_000, (index) => index.chunk.text.length);
+const turnIndexes = new LruCache<readonly EpisodeFact[], TurnIndex>(8_000_000, (index) => index.chunk.text.length);
 
-function turnIndexOf(points: readonly FacetPointNode[], chunk: Chunk, episodeId: string): TurnIndex {
+function turnIndexOf(points: readonly EpisodeFact[], chunk: Chunk, episodeId: string): TurnIndex {
   const known = turnIndexes.get(points);
   if (known?.chunk === chunk && known.episodeId === episodeId) return known;
   const facetSlots = new Map<string, number>();

@@ -709,7 +709,7 @@ export class IndexedDbStore implements GraphStore {
       // Entity pages and chunks first, which the nodes' decoding reads, then nodes, then edges.
       const chunks = new Map<string, Chunk>();
       const pages = new Map<string, string[]>();
-      const records = new StoredRecordsReader(chunks, pages);
+      const records = new StoredRecordsReader(chunks, pages, form === 'working');
       let opened = null as PartitionMeta | null;
       const table = new VectorTable();
       const vectorRows: Array<[string, Uint8Array]> = [];

@@ -1,6 +1,7 @@
 import { chunkText, joinChunkText, shareTurnTexts, speakerLead, turnTheme } from '../graph/chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type NodeEdgeKeys } from '../graph/derived-edges.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
+import { isCanonicalFactIdOf, type FactColumns } from '../graph/fact-columns.ts';
 import { appendedTo } from '../util/appended.ts';
 
 /**
@@ -423,6 +424,64 @@ export function decodeNode(
 ): { node: GraphNode; edgeKeys: NodeEdgeKeys } {
   const { fields, edgeKeys } = readStored(json, rowKey);
   return { node: rebuiltNode(fields, chunks, pages, sharing), edgeKeys };
+}
+
+/** How a stored FacetPoint array in the plain keyed form starts: its layer's code, then the `null` its row key stands in for. */
+const PLAIN_FACT_HEAD = `[${STORED_LAYERS.indexOf('facetPoint')},null,`;
+/** Values of a stored FacetPoint array: the layer's code and every field but the layer (`NODE_KEYS`), then, where it folds edges in, their key offsets. */
+const FACT_VALUES = NODE_KEYS.facetPoint.length;
+
+/**
+ * Adds the FacetPoint stored as `json` under row key `rowKey` to `columns` when it is one graph
+ * building wrote, in the keyed form (record-codec's header): its id canonical for its chunk
+ * (`fp:<chunk prefix>:<n>`), its Episode its chunk's, its content a stretch of a turn of its
+ * chunk, its dialog ids that turn's alone, and any folded edge's key a count. False, nothing
+ * added, for any other record: `decodeNode` reads it, and validation judges it as ever. What is
+ * added reads back (`MemoryGraph`'s fact nodes) equal to what `decodeNode` makes of it.
+ */
+export function addPlainFact(columns: FactColumns, json: string, rowKey: string, chunks: ReadonlyMap<string, Chunk>, sharing: ReadSharing): boolean {
+  if (!json.startsWith(PLAIN_FACT_HEAD)) return false;
+  const values: unknown = JSON.parse(json);
+  if (!Array.isArray(values) || (values.length !== FACT_VALUES && values.length !== FACT_VALUES + 1) || values[4] !== null) return false;
+  const [, , key, chunkId, , facetId, stretch, entityId, timeText, time, turnAt, offsets] = values as unknown[];
+  if (!Number.isSafeInteger(key) || (key as number) < 0 || typeof chunkId !== 'string' || !isCanonicalFactIdOf(rowKey, chunkId)) return false;
+  if (!isPlainEnd(facetId) || (entityId !== null && !isPlainEnd(entityId)) || !isStringOrNull(timeText) || !isStringOrNull(time)) return false;
+  const chunk = chunks.get(chunkId);
+  const turns = chunk ? wholeTurns(chunk.turns) : null;
+  const turn = turns !== null && Number.isInteger(turnAt) ? turns[turnAt as number] : undefined;
+  // The first turn of its dialog id, as `rebuiltNode` finds the turn a content's stretch is of.
+  if (chunk === undefined || turn === undefined || typeof turn['dialogId'] !== 'string' || turnIndex(chunk.turns, turn['dialogId']) !== turnAt) return false;
+  const text = turn['text'];
+  if (typeof text !== 'string' || !isOffsets(stretch) || stretch[0] < 0 || stretch[0] > stretch[1] || stretch[1] > text.length) return false;
+  const edgeKeys = foldedKeys(key as number, offsets);
+  if (edgeKeys === null) return false;
+  // An involves_entity key of a fact with no Entity stands for no edge, as `StoredRecordsReader` reads it.
+  const involves = entityId === null ? -1 : edgeKeys[1];
+  columns.add(rowKey, key as number, chunk.id, sharing.id('facetId', facetId), entityId === null ? null : sharing.id('entityId', entityId), turnAt as number, stretch[0], stretch[1], timeText, time, edgeKeys[0], involves);
+  return true;
+}
+
+/** A plain node id an edge may end at: non-empty, without `>` (`StoredRecordsReader` keeps such edges as keys). */
+function isPlainEnd(id: unknown): id is string {
+  return typeof id === 'string' && id !== '' && !id.includes('>');
+}
+
+function isStringOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === 'string';
+}
+
+/** The `belongs_to` and `involves_entity` keys (−1: none) a node of key `key` folds in, from their stored offsets; null unless each is a count. */
+function foldedKeys(key: number, offsets: unknown): [number, number] | null {
+  if (offsets === undefined) return [-1, -1];
+  if (!Array.isArray(offsets)) return null;
+  const keys: [number, number] = [-1, -1];
+  for (let i = 0; i < 2; i++) {
+    const offset: unknown = offsets[i];
+    if (offset === null || offset === undefined) continue;
+    if (typeof offset !== 'number' || !Number.isSafeInteger(key + offset) || key + offset < 0) return null;
+    keys[i] = key + offset;
+  }
+  return keys;
 }
 
 /**

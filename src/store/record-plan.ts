@@ -1,6 +1,7 @@
-import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget } from '../graph/derived-edges.ts';
+import { canDeriveEdges, DERIVED_EDGE_TYPES, derivedEdge, derivedEdgeSources, derivedEdgesOf, derivedTarget, type DerivedEdgeType, type NodeEdgeKeys } from '../graph/derived-edges.ts';
 import { edgeId, type Chunk, type GraphEdge, type GraphNode } from '../graph/types.ts';
-import { decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, ReadSharing, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
+import { FactColumns, factNode } from '../graph/fact-columns.ts';
+import { addPlainFact, decodeEdge, decodeNode, encodeNode, ENTITY_PAGE_IDS, entityPaging, storedPageCount, ReadSharing, withoutFoldedEdge, type WrittenList } from './record-codec.ts';
 import { noFoldedEdges, type FoldedEdgeLists } from './types.ts';
 
 /**
@@ -183,6 +184,8 @@ export interface StoredRecords {
   /** Every edge but those in `folded`. */
   edges: GraphEdge[];
   folded: FoldedEdgeLists;
+  /** Where read as columns (`StoredRecordsReader`'s `factColumns`): every FacetPoint, none of them in `nodes`, its derived edges' keys with it. */
+  facts?: FactColumns;
 }
 
 /** A stored record: its key's id (which a keyed record's JSON leaves out) and its JSON. */
@@ -191,7 +194,8 @@ export type StoredRow = readonly [rowKey: string, json: string];
 /**
  * A partition's nodes and edges from its stored rows: each node with the derived edges it folds
  * in, kept as keys, then the edge rows, which win over a folded edge of the same id. `chunks`
- * are the partition's chunks, `pages` each paged Entity's pages in order.
+ * are the partition's chunks, `pages` each paged Entity's pages in order; with `factColumns`
+ * the FacetPoints are read as columns where they allow it (`StoredRecordsReader`).
  *
  * A folded edge whose ends hold a `>` is made an edge rather than kept as a key: only there can
  * two edges' ids be equal (an id is `<type>:<from>><to>`), and such ids meet as they always did,
@@ -202,8 +206,9 @@ export function readStoredRecords(
   edgeRows: Iterable<StoredRow>,
   chunks: ReadonlyMap<string, Chunk>,
   pages: ReadonlyMap<string, readonly string[]>,
+  factColumns = false,
 ): StoredRecords {
-  const reader = new StoredRecordsReader(chunks, pages);
+  const reader = new StoredRecordsReader(chunks, pages, factColumns);
   reader.addNodes(nodeRows);
   reader.addEdges(edgeRows);
   return reader.finish();
@@ -220,30 +225,56 @@ export class StoredRecordsReader {
   private readonly nodes: GraphNode[] = [];
   private readonly sharing = new ReadSharing();
   private readonly rowsOfDerivedTypes: GraphEdge[] = [];
+  /**
+   * The FacetPoints read so far as columns (`StoredRecords.facts`), while every one read is in
+   * the plain keyed form (`addPlainFact`): all of a partition's facts are columns, or none are
+   * (one that is not turns those read before into nodes), so that no Facet's or Entity's facts
+   * are split between the two and their edges and vectors keep one order.
+   */
+  private facts: FactColumns | null;
 
+  /** `factColumns`: read the FacetPoints as columns where they allow it (an open's working set). */
   constructor(
     private readonly chunks: ReadonlyMap<string, Chunk>,
     private readonly pages: ReadonlyMap<string, readonly string[]>,
-  ) {}
+    factColumns = false,
+  ) {
+    this.facts = factColumns ? new FactColumns() : null;
+  }
 
   addNodes(rows: Iterable<StoredRow>): void {
-    const { nodes, folded, edges } = this;
     for (const [rowKey, json] of rows) {
+      if (this.facts !== null && addPlainFact(this.facts, json, rowKey, this.chunks, this.sharing)) continue;
       const { node, edgeKeys } = decodeNode(json, this.chunks, this.pages, rowKey, this.sharing);
-      const at = nodes.push(node) - 1;
-      for (const type of DERIVED_EDGE_TYPES) {
-        const key = edgeKeys[type];
-        const to = key === undefined ? null : derivedTarget(node, type);
-        if (key === undefined || to === null) continue;
-        if (plainEnd(node.id) && plainEnd(to)) {
-          folded[type].nodes.push(at);
-          folded[type].keys.push(key);
-        } else {
-          const edge = derivedEdge(node, type, key) as GraphEdge;
-          edges.set(edge.id, edge);
-        }
+      if (node.layer === 'facetPoint') this.factsAsNodes();
+      this.addNode(node, edgeKeys);
+    }
+  }
+
+  /** Adds `node`, with the derived edges it keeps the keys of. */
+  private addNode(node: GraphNode, edgeKeys: NodeEdgeKeys): void {
+    const { nodes, folded, edges } = this;
+    const at = nodes.push(node) - 1;
+    for (const type of DERIVED_EDGE_TYPES) {
+      const key = edgeKeys[type];
+      const to = key === undefined ? null : derivedTarget(node, type);
+      if (key === undefined || to === null) continue;
+      if (plainEnd(node.id) && plainEnd(to)) {
+        folded[type].nodes.push(at);
+        folded[type].keys.push(key);
+      } else {
+        const edge = derivedEdge(node, type, key) as GraphEdge;
+        edges.set(edge.id, edge);
       }
     }
+  }
+
+  /** Makes the facts read as columns nodes, as `decodeNode` reads them, and reads every later fact so. */
+  private factsAsNodes(): void {
+    const { facts } = this;
+    if (facts === null) return;
+    this.facts = null;
+    forEachFactNode(facts, this.chunks, this.sharing, (node, edgeKeys) => this.addNode(node, edgeKeys));
   }
 
   addEdges(rows: Iterable<StoredRow>): void {
@@ -255,9 +286,50 @@ export class StoredRecordsReader {
   }
 
   finish(): StoredRecords {
-    if (this.rowsOfDerivedTypes.length > 0) dropOverwritten(this.rowsOfDerivedTypes, this.nodes, this.folded);
-    return { nodes: this.nodes, edges: [...this.edges.values()], folded: this.folded };
+    // An edge row of a derived type replaces the folded edge of its id: rare enough to read the facts as nodes for.
+    if (this.rowsOfDerivedTypes.length > 0) {
+      this.factsAsNodes();
+      dropOverwritten(this.rowsOfDerivedTypes, this.nodes, this.folded);
+    }
+    const { facts } = this;
+    facts?.trim();
+    return { nodes: this.nodes, edges: [...this.edges.values()], folded: this.folded, ...(facts !== null && facts.size > 0 ? { facts } : {}) };
   }
+}
+
+/** Each fact of `facts` as the node `decodeNode` makes of its record, with the keys of the derived edges it keeps; `chunks` by id hold every fact's chunk. */
+function forEachFactNode(facts: FactColumns, chunks: ReadonlyMap<string, Chunk>, sharing: ReadSharing, visit: (node: GraphNode, edgeKeys: NodeEdgeKeys) => void): void {
+  for (let at = 0; at < facts.size; at++) {
+    const chunk = chunks.get(facts.chunkIds[at] as string) as Chunk;
+    const node = factNode(facts, at, chunk, sharing.episodeIdOf(chunk.id), facts.facetIds[at] as string, facts.entityIds[at] as string | null);
+    const edgeKeys: NodeEdgeKeys = {};
+    if ((facts.belongsKeys[at] as number) >= 0) edgeKeys.belongs_to = facts.belongsKeys[at] as number;
+    if ((facts.involvesKeys[at] as number) >= 0) edgeKeys.involves_entity = facts.involvesKeys[at] as number;
+    visit(node, edgeKeys);
+  }
+}
+
+/**
+ * `records` with the facts it holds as columns (`StoredRecords.facts`) made nodes, each after
+ * the others, its derived edges folded in as keys: what a read that takes no columns would have
+ * handed over (an open that finds its vectors by id indexes them node by node).
+ */
+export function withFactsAsNodes<R extends { nodes: GraphNode[]; folded: FoldedEdgeLists; facts?: FactColumns; chunks: readonly Chunk[] }>(records: R): R {
+  const { facts, ...rest } = records;
+  if (facts === undefined) return records;
+  const nodes = [...records.nodes];
+  const copied = (type: DerivedEdgeType) => ({ nodes: [...records.folded[type].nodes], keys: [...records.folded[type].keys] });
+  const folded: FoldedEdgeLists = { belongs_to: copied('belongs_to'), involves_entity: copied('involves_entity') };
+  forEachFactNode(facts, new Map(records.chunks.map((chunk) => [chunk.id, chunk])), new ReadSharing(), (node, edgeKeys) => {
+    const at = nodes.push(node) - 1;
+    for (const type of DERIVED_EDGE_TYPES) {
+      const key = edgeKeys[type];
+      if (key === undefined) continue;
+      folded[type].nodes.push(at);
+      folded[type].keys.push(key);
+    }
+  });
+  return { ...rest, nodes, folded } as unknown as R;
 }
 
 /** Whether an edge end is a string without `>`, so that the edge's id tells its ends apart. */

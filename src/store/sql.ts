@@ -519,6 +519,7 @@ export class SqlStore implements GraphStore {
         edgeRows,
         new Map(chunks.map((chunk) => [chunk.id, chunk])),
         this.entityPages(partition),
+        form === 'working',
       );
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
       return { meta, ...records, chunks, vectors, hashes: new Set(hashes), ...(keyed && keyed.length > 0 ? { keyedVectors: keyed } : {}) };

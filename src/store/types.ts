@@ -1,4 +1,5 @@
 import type { DerivedEdgeType } from '../graph/derived-edges.ts';
+import type { FactColumns } from '../graph/fact-columns.ts';
 import type { RelationChanges } from '../graph/memory-graph.ts';
 import type { Chunk, EdgeType, GraphEdge, GraphNode, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
 import type { VectorPrecision } from './vector-codec.ts';
@@ -28,6 +29,12 @@ export interface WriteBatch {
  */
 export interface WorkingSnapshot extends MemorySnapshot {
   folded: FoldedEdgeLists;
+  /**
+   * Where the store read them so (SQL and IndexedDB working sets): every FacetPoint, as columns
+   * (`FactColumns`), none of them in `nodes`, each with the keys of the derived edges it keeps
+   * (none of them in `folded`). The graph makes a fact's node when something reads it.
+   */
+  facts?: FactColumns;
   /**
    * Where the relation edges (graph/derived-edges.ts's `RELATION_EDGE_TYPES`) are, when the store
    * left them out of `edges` (those with a vector excepted): read synchronously, as the store

@@ -4,6 +4,7 @@ import { EDGE_TYPES } from '../graph/types.ts';
 import { appendedTo } from '../util/appended.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import type { Chunk, ChunkExtraction, EntityType, GraphEdge, GraphNode, Layer, MemoryMeta, MemorySnapshot } from '../graph/types.ts';
+import type { FactColumns } from '../graph/fact-columns.ts';
 import type { FoldedEdgeLists } from './types.ts';
 
 /**
@@ -275,6 +276,8 @@ export interface UncheckedMemory {
   hashes: Iterable<unknown>;
   /** Derived edges kept as keys, not in `edges` (a store's working set, `GraphStore.loadWorkingSet`). */
   folded?: FoldedEdgeLists;
+  /** FacetPoints held as columns, not in `nodes` (`WorkingSnapshot.facts`). */
+  facts?: FactColumns;
 }
 
 /**
@@ -347,13 +350,15 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
     claimKey(node.key);
     return node;
   });
+  // After the other nodes, before the edges: a SQL store reads them in id order, and facts' ids sort after every other node's.
+  if (memory.facts) claimFacts(memory.facts, claimId, claimKey);
   const edges = memory.edges.map((edge) => {
     checkEdge(edge, fail);
     claimId('node or edge', edge.id);
     claimKey(edge.key);
     return edge;
   });
-  if (memory.folded) checkFoldedEdges(memory.folded, nodes, edges, claimKey, fail);
+  if (memory.folded) checkFoldedEdges(memory.folded, nodes, edges, claimKey, fail, memory.facts);
   const chunkIds = new Set<string>();
   const orders = new Map<number, string>();
   const chunks = memory.chunks.map((chunk) => {
@@ -383,7 +388,7 @@ export function checkMemoryStructure(memory: UncheckedMemory, fail: Fail): Memor
  * its own; no node or edge has its id. Kept keys have ends without `>` (a store makes any other
  * an edge), so their ids differ from one another.
  */
-function checkFoldedEdges(folded: FoldedEdgeLists, nodes: readonly GraphNode[], edges: readonly GraphEdge[], claimKey: (key: number) => void, fail: Fail): void {
+function checkFoldedEdges(folded: FoldedEdgeLists, nodes: readonly GraphNode[], edges: readonly GraphEdge[], claimKey: (key: number) => void, fail: Fail, facts?: FactColumns): void {
   for (const type of DERIVED_EDGE_TYPES) {
     const { nodes: positions, keys } = folded[type];
     if (positions.length !== keys.length) fail(`the ${type} edges kept as keys list ${positions.length} nodes and ${keys.length} keys`);
@@ -411,7 +416,7 @@ function checkFoldedEdges(folded: FoldedEdgeLists, nodes: readonly GraphNode[], 
   let kept: { keys: KeptKeys; byId: Map<string, GraphNode> } | undefined;
   const clashes = (id: string): boolean => {
     if (derivedEdgeSources(id) === null) return false;
-    kept ??= keptKeysById(folded, nodes);
+    kept ??= keptKeysById(folded, nodes, facts);
     const { keys, byId } = kept;
     return keptDerivedEdge(id, (type, node) => keys[type].has(node.id), byId) !== undefined;
   };
@@ -427,11 +432,36 @@ function checkFoldedEdges(folded: FoldedEdgeLists, nodes: readonly GraphNode[], 
 /** The ids of the nodes that keep a derived edge's key, by type. */
 type KeptKeys = Record<DerivedEdgeType, Set<string>>;
 
-/** Which nodes `folded` keeps each type's key on, by id, with the nodes by id: a failure's and a rare record's path. */
-function keptKeysById(folded: FoldedEdgeLists, nodes: readonly GraphNode[]): { keys: KeptKeys; byId: Map<string, GraphNode> } {
+/** Which nodes `folded` (and `facts`) keep each type's key on, by id, with the nodes by id: a failure's and a rare record's path. */
+function keptKeysById(folded: FoldedEdgeLists, nodes: readonly GraphNode[], facts?: FactColumns): { keys: KeptKeys; byId: Map<string, GraphNode> } {
   const keys: KeptKeys = { belongs_to: new Set(), involves_entity: new Set() };
   for (const type of DERIVED_EDGE_TYPES) for (const at of folded[type].nodes) keys[type].add((nodes[at] as GraphNode).id);
-  return { keys, byId: new Map(nodes.map((node) => [node.id, node])) };
+  const byId = new Map(nodes.map((node) => [node.id, node]));
+  for (let at = 0; at < (facts?.size ?? 0); at++) {
+    const columns = facts as FactColumns;
+    const id = columns.ids[at] as string;
+    // What an edge's id is told from: the fact's id and the ends of the edges it keeps.
+    byId.set(id, { id, key: columns.keys[at] as number, layer: 'facetPoint', chunkId: columns.chunkIds[at] as string, episodeId: '', facetId: columns.facetIds[at] as string, content: '', entityId: columns.entityIds[at] as string | null, timeText: null, time: null, dialogIds: [] });
+    if ((columns.belongsKeys[at] as number) >= 0) keys.belongs_to.add(id);
+    if ((columns.involvesKeys[at] as number) >= 0) keys.involves_entity.add(id);
+  }
+  return { keys, byId };
+}
+
+/**
+ * Claims the ids and keys of the facts a working set holds as columns, as `nodes`' and `folded`'s
+ * are claimed: each id and key once, each derived edge's key once. Their fields and their edges'
+ * ends were checked as they were read (record-codec's `addPlainFact` takes only records whose
+ * node would pass `checkNode`, keeping edges with plain ends).
+ */
+function claimFacts(facts: FactColumns, claimId: (what: string, id: string) => void, claimKey: (key: number) => void): void {
+  for (let at = 0; at < facts.size; at++) {
+    claimId('node', facts.ids[at] as string);
+    claimKey(facts.keys[at] as number);
+  }
+  for (const keys of [facts.belongsKeys, facts.involvesKeys]) {
+    for (let at = 0; at < keys.length; at++) if ((keys[at] as number) >= 0) claimKey(keys[at] as number);
+  }
 }
 
 /** Largest `meta.nextKey` whose keys are claimed in a bitmap (16 MB); a set takes any larger. */
@@ -462,6 +492,13 @@ function ownersOfKey(memory: UncheckedMemory, key: number): string[] {
   const owners: string[] = [];
   const idOf = (record: unknown) => shown((record as { id?: unknown }).id);
   for (const node of memory.nodes) if ((node as { key?: unknown }).key === key) owners.push(`node ${idOf(node)}`);
+  const facts = memory.facts;
+  for (let at = 0; at < (facts?.size ?? 0); at++) {
+    const columns = facts as FactColumns;
+    if (columns.keys[at] === key) owners.push(`node ${shown(columns.ids[at])}`);
+    if (columns.belongsKeys[at] === key) owners.push(`belongs_to edge of node ${shown(columns.ids[at])}`);
+    if (columns.involvesKeys[at] === key) owners.push(`involves_entity edge of node ${shown(columns.ids[at])}`);
+  }
   for (const edge of memory.edges) if ((edge as { key?: unknown }).key === key) owners.push(`edge ${idOf(edge)}`);
   for (const type of DERIVED_EDGE_TYPES) {
     const list = memory.folded?.[type];

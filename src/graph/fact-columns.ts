@@ -1,0 +1,227 @@
+import { speakerLead } from './chunk-text.ts';
+import type { Chunk, ChunkTurn, EpisodeFact, FacetPointNode } from './types.ts';
+
+/**
+ * A working set's FacetPoints held as columns, not as node objects: an open reads every fact of a
+ * memory (317K at 100K messages of chat, two in three of its nodes), but a search reads those of
+ * ~60 chunks. Each fact here is what its stored record says in record-codec's plain keyed form
+ * (its content a stretch of its turn, its dialog ids that turn's, its Episode its chunk's), a
+ * row of numbers and shared strings; the graph makes a fact's node when something reads it
+ * (`MemoryGraph.putFactColumns`, which puts its own strings for the Facets' and Entities' ids in
+ * place of the read's, and changes nothing else).
+ */
+export class FactColumns {
+  /** Each fact's id, `fp:<chunk prefix>:<n>` (`isCanonicalFactId`). */
+  readonly ids: string[] = [];
+  readonly chunkIds: string[] = [];
+  /** Each fact's Facet and Entity: the read's strings, then the graph's own (`MemoryGraph.putFactColumns` puts equal ones in their place). */
+  readonly facetIds: string[] = [];
+  readonly entityIds: Array<string | null> = [];
+  private size_ = 0;
+  private capacity = 0;
+  private keys_ = new Float64Array(0);
+  private belongsKeys_ = new Float64Array(0);
+  private involvesKeys_ = new Float64Array(0);
+  private turns_ = new Int32Array(0);
+  private starts_ = new Int32Array(0);
+  private ends_ = new Int32Array(0);
+  /** 1 where the fact has a `timeText` or a `time` (`times`). */
+  private timed_ = new Uint8Array(0);
+  /** `timeText` and `time` of the facts that have either (a fact's time expression is rare). */
+  private readonly times = new Map<number, readonly [timeText: string | null, time: string | null]>();
+  /** Each chunk's facts by the number their id ends in: a fact's place in its chunk's extraction. */
+  private readonly byChunk = new Map<string, number[]>();
+
+  get size(): number {
+    return this.size_;
+  }
+
+  /** Each fact's key. */
+  get keys(): ArrayLike<number> {
+    return this.keys_;
+  }
+
+  /** The keys of the `belongs_to` and `involves_entity` edges each fact keeps (−1: none). */
+  get belongsKeys(): ArrayLike<number> {
+    return this.belongsKeys_;
+  }
+
+  get involvesKeys(): ArrayLike<number> {
+    return this.involvesKeys_;
+  }
+
+  /** Each fact's turn, by its index in its chunk, and the stretch of that turn's text its content quotes. */
+  get turns(): ArrayLike<number> {
+    return this.turns_;
+  }
+
+  get starts(): ArrayLike<number> {
+    return this.starts_;
+  }
+
+  get ends(): ArrayLike<number> {
+    return this.ends_;
+  }
+
+  /** Appends a fact whose `id` is canonical for `chunkId` (`isCanonicalFactIdOf`); its position (ordinal). */
+  add(id: string, key: number, chunkId: string, facetId: string, entityId: string | null, turn: number, start: number, end: number, timeText: string | null, time: string | null, belongsKey: number, involvesKey: number): number {
+    const ordinal = this.size_++;
+    if (ordinal === this.capacity) this.resize(Math.max(1024, this.capacity * 2));
+    this.ids.push(id);
+    this.chunkIds.push(chunkId);
+    this.facetIds.push(facetId);
+    this.entityIds.push(entityId);
+    this.keys_[ordinal] = key;
+    this.belongsKeys_[ordinal] = belongsKey;
+    this.involvesKeys_[ordinal] = involvesKey;
+    this.turns_[ordinal] = turn;
+    this.starts_[ordinal] = start;
+    this.ends_[ordinal] = end;
+    if (timeText !== null || time !== null) {
+      this.times.set(ordinal, [timeText, time]);
+      this.timed_[ordinal] = 1;
+    }
+    const prefix = chunkId.slice(0, CHUNK_PREFIX);
+    let places = this.byChunk.get(prefix);
+    if (!places) this.byChunk.set(prefix, (places = []));
+    places[numberOf(id)] = ordinal;
+    return ordinal;
+  }
+
+  /** Gives back the room appended facts did not take: once the last is added. */
+  trim(): void {
+    this.resize(this.size_);
+  }
+
+  private resize(capacity: number): void {
+    const keep = <A extends Float64Array | Int32Array | Uint8Array>(from: A, to: A): A => {
+      to.set(from.subarray(0, this.size_));
+      return to;
+    };
+    this.keys_ = keep(this.keys_, new Float64Array(capacity));
+    this.belongsKeys_ = keep(this.belongsKeys_, new Float64Array(capacity));
+    this.involvesKeys_ = keep(this.involvesKeys_, new Float64Array(capacity));
+    this.turns_ = keep(this.turns_, new Int32Array(capacity));
+    this.starts_ = keep(this.starts_, new Int32Array(capacity));
+    this.ends_ = keep(this.ends_, new Int32Array(capacity));
+    this.timed_ = keep(this.timed_, new Uint8Array(capacity));
+    this.capacity = capacity;
+  }
+
+  /** The fact's `timeText` and `time` (both null for most facts). */
+  timesOf(ordinal: number): readonly [timeText: string | null, time: string | null] {
+    return (this.timed_[ordinal] === 1 && this.times.get(ordinal)) || NO_TIMES;
+  }
+
+  /** The ordinal of the fact of id `id`, or −1. */
+  ordinalOf(id: string): number {
+    // Told apart by their first characters: the graph asks this of every node id it looks up.
+    if (id.length < MIN_FACT_ID || id.charCodeAt(0) !== 0x66 || id.charCodeAt(1) !== 0x70 || id.charCodeAt(2) !== 0x3a) return -1;
+    // A chunk's facts are read together (an Episode's, a Facet's): its places are looked up once for them.
+    if (!id.startsWith(this.lastPrefix, FACT_PREFIX.length)) {
+      this.lastPrefix = id.slice(FACT_PREFIX.length, FACT_PREFIX.length + CHUNK_PREFIX);
+      this.lastPlaces = this.byChunk.get(this.lastPrefix);
+    }
+    const ordinal = this.lastPlaces?.[numberOf(id)];
+    return ordinal !== undefined && this.ids[ordinal] === id ? ordinal : -1;
+  }
+
+  /** The chunk prefix `ordinalOf` looked up last, and its facts' places. */
+  private lastPrefix = '\u0000';
+  private lastPlaces: number[] | undefined;
+}
+
+const NO_TIMES = [null, null] as const;
+
+const FACT_PREFIX = 'fp:';
+/** Characters of a chunk id a fact's id names its chunk by (graph building's `fp:<chunk.id.slice(0, 12)>:<n>`). */
+const CHUNK_PREFIX = 12;
+const CANONICAL_FACT_ID = /^fp:[0-9a-f]{12}:(?:0|[1-9][0-9]{0,5})$/;
+
+/** Whether `id` reads as graph building names a fact: `fp:`, twelve hex digits of its chunk's id, `:` and a number. */
+function isCanonicalFactId(id: string): boolean {
+  return CANONICAL_FACT_ID.test(id);
+}
+
+/** Whether `id` is the canonical id of a fact of chunk `chunkId`. */
+export function isCanonicalFactIdOf(id: string, chunkId: string): boolean {
+  return isCanonicalFactId(id) && id.startsWith(chunkId.slice(0, CHUNK_PREFIX), FACT_PREFIX.length) && chunkId.length >= CHUNK_PREFIX;
+}
+
+/** The shortest canonical fact id: `fp:`, the chunk prefix, `:` and a digit. */
+const MIN_FACT_ID = FACT_PREFIX.length + CHUNK_PREFIX + 2;
+
+/** The number a canonical fact id ends in (NaN, naming no place, for any other id of its length). */
+function numberOf(id: string): number {
+  let number = 0;
+  for (let at = FACT_PREFIX.length + CHUNK_PREFIX + 1; at < id.length; at++) {
+    const digit = id.charCodeAt(at) - 0x30;
+    if (digit < 0 || digit > 9) return Number.NaN;
+    number = number * 10 + digit;
+  }
+  return number;
+}
+
+/**
+ * The node of fact `ordinal` of `columns`, whose chunk is `chunk`, naming its Episode, Facet and
+ * Entity by the strings given (the reader's or the graph's own): the record `decodeNode` makes of
+ * its stored form, field for field and in the same key order. Its dialog ids are one frozen list
+ * per turn, as a read shares them.
+ */
+export function factNode(columns: FactColumns, ordinal: number, chunk: Chunk, episodeId: string, facetId: string, entityId: string | null): FacetPointNode {
+  const turn = chunk.turns[columns.turns[ordinal] as number] as ChunkTurn;
+  const [timeText, time] = columns.timesOf(ordinal);
+  return {
+    id: columns.ids[ordinal] as string,
+    key: columns.keys[ordinal] as number,
+    layer: 'facetPoint',
+    chunkId: chunk.id,
+    episodeId,
+    facetId,
+    content: speakerLead(turn.speaker) + turn.text.slice(columns.starts[ordinal], columns.ends[ordinal]),
+    entityId,
+    timeText,
+    time,
+    dialogIds: dialogIdsOf(turn),
+  };
+}
+
+/** Each turn's dialog id as a frozen one-item list, shared by the facts made of it. */
+const turnDialogIds = new WeakMap<ChunkTurn, readonly string[]>();
+
+function dialogIdsOf(turn: ChunkTurn): readonly string[] {
+  let ids = turnDialogIds.get(turn);
+  if (!ids) turnDialogIds.set(turn, (ids = Object.freeze([turn.dialogId])));
+  return ids;
+}
+
+/**
+ * A fact held as columns as `MemoryGraph.facetPointsOf` hands it to retrieval (`EpisodeFact`): its
+ * fields, and its content made from its turn when first read. A search weighs ~2,200 facts of ~60
+ * Episodes by their cosines, turns and Facets, and reads the content of the few in the turns it
+ * cuts into excerpts: making each fact's node first cost ~2 ms a question at 100K messages.
+ */
+export class ColumnFact implements EpisodeFact {
+  private made: string | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly key: number,
+    readonly facetId: string,
+    readonly time: string | null,
+    readonly dialogIds: readonly string[],
+    private readonly turn: ChunkTurn,
+    private readonly start: number,
+    private readonly end: number,
+  ) {}
+
+  get content(): string {
+    return (this.made ??= speakerLead(this.turn.speaker) + this.turn.text.slice(this.start, this.end));
+  }
+}
+
+/** Fact `ordinal` of `columns`, whose chunk is `chunk`, as retrieval reads it (`ColumnFact`). */
+export function columnFact(columns: FactColumns, ordinal: number, chunk: Chunk, facetId: string): ColumnFact {
+  const turn = chunk.turns[columns.turns[ordinal] as number] as ChunkTurn;
+  return new ColumnFact(columns.ids[ordinal] as string, columns.keys[ordinal] as number, facetId, columns.timesOf(ordinal)[1], dialogIdsOf(turn), turn, columns.starts[ordinal] as number, columns.ends[ordinal] as number);
+}

@@ -1,0 +1,150 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Conversation } from '../src/ingest/conversation.ts';
+import { Memory } from '../src/memory.ts';
+import { stateFrom, type PartitionHost } from '../src/memory/partition.ts';
+import { DEFAULT_PARTITION } from '../src/scope.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import { openSqliteStore } from '../src/store/sqlite.node.ts';
+import type { GraphStore, WorkingSnapshot } from '../src/store/types.ts';
+import type { MemorySnapshot } from '../src/graph/types.ts';
+import { graphView } from '../e2e/support/graph-view.ts';
+import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
+
+/**
+ * An open of a SQL store reads a partition's FacetPoints as columns (graph/fact-columns.ts) and
+ * makes a fact's node when something reads it. Whatever reads the graph must see what it sees
+ * when every fact is a node: the same nodes in the same order, the same edges, searches, deletes
+ * and adds, and the same refusals of a damaged store.
+ */
+
+let runtime: TestRuntime;
+let dir = '';
+const stores: GraphStore[] = [];
+beforeAll(async () => {
+  runtime = await testRuntime();
+});
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'prism-fact-columns-'));
+});
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A conversation of long turns, so that several of them are cut into many facts. */
+const chat: Conversation = {
+  id: 'chat',
+  sessions: Array.from({ length: 4 }, (_, s) => ({
+    id: `s${s}`,
+    dateText: `${10 + s} May 2024`,
+    time: `2024-05-${10 + s}T09:00:00`,
+    turns: [
+      { dialogId: `D${s}:1`, speaker: 'User', text: `I adopted a cat named Biscuit in week ${s}. She sleeps on the red sofa. My sister Ana visits on Sundays and brings plums.` },
+      { dialogId: `D${s}:2`, speaker: 'Assistant', text: `Biscuit sounds lovely. Cats like warm places; a heated bed helps in winter. Ana could bring catnip as well. Week ${s} was busy for you.` },
+      { dialogId: `D${s}:3`, speaker: 'User', text: `Last Tuesday I ran ${5 + s} kilometres by the river with Tom.` },
+    ],
+  })),
+};
+
+async function sqlite(name = 'memory.sqlite'): Promise<GraphStore> {
+  const store = await openSqliteStore(join(dir, name));
+  stores.push(store);
+  return store;
+}
+
+/** `chat` added to a SQLite file of its own, closed (a memory closes its store). */
+async function ingested(): Promise<void> {
+  const memory = await Memory.open({ store: await openSqliteStore(join(dir, 'memory.sqlite')), embedder: runtime.embedder, createIndex: runtime.createIndex });
+  await memory.addConversation(chat);
+  await memory.close();
+}
+
+function host(store: GraphStore): PartitionHost {
+  return { store, embedder: runtime.embedder, createIndex: runtime.createIndex };
+}
+
+/** The graph as a reader sees it, and every node in `nodes` order as JSON (key order included). */
+function seen(snapshot: MemorySnapshot | WorkingSnapshot, store: GraphStore) {
+  const now = { name: DEFAULT_PARTITION, revision: () => 0, meta: () => snapshot.meta };
+  const state = stateFrom(snapshot, host(store), now);
+  return { view: graphView(state), nodes: [...state.graph.nodes.values()].map((node) => JSON.stringify(node)), size: state.graph.nodes.size };
+}
+
+describe('facts held as columns', () => {
+  it('an open of a SQL store reads every fact as columns and lists every node as the whole load does', async () => {
+    await ingested();
+    const store = await sqlite();
+    const working = (await store.loadWorkingSet?.(DEFAULT_PARTITION)) as WorkingSnapshot;
+    const whole = (await store.load(DEFAULT_PARTITION)) as MemorySnapshot;
+    const facts = whole.nodes.filter((node) => node.layer === 'facetPoint');
+    expect(facts.length).toBeGreaterThan(10);
+    expect(working.facts?.size).toBe(facts.length);
+    expect(working.nodes.some((node) => node.layer === 'facetPoint')).toBe(false);
+    expect(seen(working, store)).toEqual(seen(whole, store));
+  });
+
+  it('searches as a memory of nodes does, and after a delete and an add as a fresh open of what they wrote', async () => {
+    await ingested();
+    const columns = await Memory.open({ store: await sqlite(), embedder: runtime.embedder, createIndex: runtime.createIndex });
+    const nodes = await Memory.open({ store: new MemoryStore(), embedder: runtime.embedder, createIndex: runtime.createIndex });
+    await nodes.import(await columns.export());
+    const asSeen = async (memory: Memory) => {
+      const searches = [];
+      for (const query of ['What is the name of my cat?', 'Who brings plums?', 'How far did I run by the river?']) {
+        const result = await memory.search(query, { budget: 300 });
+        searches.push({ context: result.context, units: result.units.map((unit) => unit.id) });
+      }
+      const { graph } = await memory.inspect();
+      return { searches, nodes: [...graph.nodes.values()].map((node) => JSON.stringify(node)), edges: [...graph.edges.keys()].sort() };
+    };
+    expect(await asSeen(columns)).toEqual(await asSeen(nodes));
+    await nodes.close();
+    const reopened = async () => {
+      const fresh = await Memory.open({ store: await sqlite(), embedder: runtime.embedder, createIndex: runtime.createIndex });
+      const seenThere = await asSeen(fresh);
+      await fresh.close();
+      return seenThere;
+    };
+    // A delete wakes the facts it takes (their nodes made, then deleted); an add puts its facts as nodes.
+    await columns.delete({ sessionId: 'chat/s1' });
+    expect(await asSeen(columns)).toEqual(await reopened());
+    await columns.addConversation({ id: 'chat', sessions: [chat.sessions[1] as Conversation['sessions'][number]] });
+    expect(await asSeen(columns)).toEqual(await reopened());
+    await columns.close();
+  });
+
+  it('reads every fact as a node where one is not in the plain form, and the graph is the same', async () => {
+    await ingested();
+    const db = new Database(join(dir, 'memory.sqlite'));
+    const row = db.prepare("SELECT id, json FROM nodes WHERE id LIKE 'fp:%' LIMIT 1").get() as { id: string; json: string };
+    // Its content written out rather than as a stretch of its turn: a form graph building does not write.
+    const values = JSON.parse(row.json) as unknown[];
+    values[6] = 'User: written out';
+    db.prepare('UPDATE nodes SET json = ? WHERE id = ?').run(JSON.stringify(values), row.id);
+    db.close();
+    const reopened = await sqlite();
+    const working = (await reopened.loadWorkingSet?.(DEFAULT_PARTITION)) as WorkingSnapshot;
+    expect(working.facts).toBeUndefined();
+    expect(working.nodes.find((node) => node.id === row.id)).toMatchObject({ layer: 'facetPoint', content: 'User: written out' });
+    const whole = (await reopened.load(DEFAULT_PARTITION)) as MemorySnapshot;
+    expect(seen(working, reopened)).toEqual(seen(whole, reopened));
+  });
+
+  it('refuses a fact held as columns whose key another node holds, as it refuses a node', async () => {
+    await ingested();
+    const db = new Database(join(dir, 'memory.sqlite'));
+    const episode = JSON.parse((db.prepare("SELECT json FROM nodes WHERE id LIKE 'ep:%' LIMIT 1").get() as { json: string }).json) as unknown[];
+    const row = db.prepare("SELECT id, json FROM nodes WHERE id LIKE 'fp:%' LIMIT 1").get() as { id: string; json: string };
+    const values = JSON.parse(row.json) as unknown[];
+    values[2] = episode[2];
+    db.prepare('UPDATE nodes SET json = ? WHERE id = ?').run(JSON.stringify(values), row.id);
+    db.close();
+    const reopened = await sqlite();
+    expect((await reopened.loadWorkingSet?.(DEFAULT_PARTITION))?.facts).toBeDefined();
+    await expect(Memory.open({ store: reopened, embedder: runtime.embedder, createIndex: runtime.createIndex })).rejects.toMatchObject({ code: 'CORRUPT_CHECKPOINT', message: expect.stringMatching(/node ep:\S+ and node fp:\S+ share key/) });
+  });
+});

@@ -17,69 +17,46 @@ export class FactColumns {
   /** Each fact's Facet and Entity: the read's strings, then the graph's own (`MemoryGraph.putFactColumns` puts equal ones in their place). */
   readonly facetIds: string[] = [];
   readonly entityIds: Array<string | null> = [];
-  private size_ = 0;
-  private capacity = 0;
-  private keys_ = new Float64Array(0);
-  private belongsKeys_ = new Float64Array(0);
-  private involvesKeys_ = new Float64Array(0);
-  private turns_ = new Int32Array(0);
-  private starts_ = new Int32Array(0);
-  private ends_ = new Int32Array(0);
+  /** Each fact's key. */
+  keys: ArrayLike<number> = new Float64Array(0);
+  /** The keys of the `belongs_to` and `involves_entity` edges each fact keeps (−1: none). */
+  belongsKeys: ArrayLike<number> = new Float64Array(0);
+  involvesKeys: ArrayLike<number> = new Float64Array(0);
+  /** Each fact's turn, by its index in its chunk, and the stretch of that turn's text its content quotes. */
+  turns: ArrayLike<number> = new Int32Array(0);
+  starts: ArrayLike<number> = new Int32Array(0);
+  ends: ArrayLike<number> = new Int32Array(0);
   /** 1 where the fact has a `timeText` or a `time` (`times`). */
-  private timed_ = new Uint8Array(0);
+  private timed = new Uint8Array(0);
+  private count = 0;
+  private capacity = 0;
   /** `timeText` and `time` of the facts that have either (a fact's time expression is rare). */
   private readonly times = new Map<number, readonly [timeText: string | null, time: string | null]>();
   /** Each chunk's facts by the number their id ends in: a fact's place in its chunk's extraction. */
   private readonly byChunk = new Map<string, number[]>();
 
   get size(): number {
-    return this.size_;
-  }
-
-  /** Each fact's key. */
-  get keys(): ArrayLike<number> {
-    return this.keys_;
-  }
-
-  /** The keys of the `belongs_to` and `involves_entity` edges each fact keeps (−1: none). */
-  get belongsKeys(): ArrayLike<number> {
-    return this.belongsKeys_;
-  }
-
-  get involvesKeys(): ArrayLike<number> {
-    return this.involvesKeys_;
-  }
-
-  /** Each fact's turn, by its index in its chunk, and the stretch of that turn's text its content quotes. */
-  get turns(): ArrayLike<number> {
-    return this.turns_;
-  }
-
-  get starts(): ArrayLike<number> {
-    return this.starts_;
-  }
-
-  get ends(): ArrayLike<number> {
-    return this.ends_;
+    return this.count;
   }
 
   /** Appends a fact whose `id` is canonical for `chunkId` (`isCanonicalFactIdOf`); its position (ordinal). */
   add(id: string, key: number, chunkId: string, facetId: string, entityId: string | null, turn: number, start: number, end: number, timeText: string | null, time: string | null, belongsKey: number, involvesKey: number): number {
-    const ordinal = this.size_++;
+    const ordinal = this.count++;
     if (ordinal === this.capacity) this.resize(Math.max(1024, this.capacity * 2));
     this.ids.push(id);
     this.chunkIds.push(chunkId);
     this.facetIds.push(facetId);
     this.entityIds.push(entityId);
-    this.keys_[ordinal] = key;
-    this.belongsKeys_[ordinal] = belongsKey;
-    this.involvesKeys_[ordinal] = involvesKey;
-    this.turns_[ordinal] = turn;
-    this.starts_[ordinal] = start;
-    this.ends_[ordinal] = end;
+    // The numeric columns are typed arrays of this class's own making (`resize`), shown read-only.
+    (this.keys as Float64Array)[ordinal] = key;
+    (this.belongsKeys as Float64Array)[ordinal] = belongsKey;
+    (this.involvesKeys as Float64Array)[ordinal] = involvesKey;
+    (this.turns as Int32Array)[ordinal] = turn;
+    (this.starts as Int32Array)[ordinal] = start;
+    (this.ends as Int32Array)[ordinal] = end;
     if (timeText !== null || time !== null) {
       this.times.set(ordinal, [timeText, time]);
-      this.timed_[ordinal] = 1;
+      this.timed[ordinal] = 1;
     }
     const prefix = chunkId.slice(0, CHUNK_PREFIX);
     let places = this.byChunk.get(prefix);
@@ -90,27 +67,27 @@ export class FactColumns {
 
   /** Gives back the room appended facts did not take: once the last is added. */
   trim(): void {
-    this.resize(this.size_);
+    this.resize(this.count);
   }
 
   private resize(capacity: number): void {
-    const keep = <A extends Float64Array | Int32Array | Uint8Array>(from: A, to: A): A => {
-      to.set(from.subarray(0, this.size_));
+    const kept = <A extends Float64Array | Int32Array | Uint8Array>(from: ArrayLike<number>, to: A): A => {
+      to.set((from as A).subarray(0, this.count));
       return to;
     };
-    this.keys_ = keep(this.keys_, new Float64Array(capacity));
-    this.belongsKeys_ = keep(this.belongsKeys_, new Float64Array(capacity));
-    this.involvesKeys_ = keep(this.involvesKeys_, new Float64Array(capacity));
-    this.turns_ = keep(this.turns_, new Int32Array(capacity));
-    this.starts_ = keep(this.starts_, new Int32Array(capacity));
-    this.ends_ = keep(this.ends_, new Int32Array(capacity));
-    this.timed_ = keep(this.timed_, new Uint8Array(capacity));
+    this.keys = kept(this.keys, new Float64Array(capacity));
+    this.belongsKeys = kept(this.belongsKeys, new Float64Array(capacity));
+    this.involvesKeys = kept(this.involvesKeys, new Float64Array(capacity));
+    this.turns = kept(this.turns, new Int32Array(capacity));
+    this.starts = kept(this.starts, new Int32Array(capacity));
+    this.ends = kept(this.ends, new Int32Array(capacity));
+    this.timed = kept(this.timed, new Uint8Array(capacity));
     this.capacity = capacity;
   }
 
   /** The fact's `timeText` and `time` (both null for most facts). */
   timesOf(ordinal: number): readonly [timeText: string | null, time: string | null] {
-    return (this.timed_[ordinal] === 1 && this.times.get(ordinal)) || NO_TIMES;
+    return (this.timed[ordinal] === 1 && this.times.get(ordinal)) || NO_TIMES;
   }
 
   /** The ordinal of the fact of id `id`, or −1. */

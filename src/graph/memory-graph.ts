@@ -58,7 +58,7 @@ export class MemoryGraph {
    * (`putFactColumns`), each made a node object when it is read. Read-only: change nodes through
    * `putNode` and `deleteNode`. Listed in the order they came, as a Map lists its entries.
    */
-  readonly nodes: ReadonlyMap<string, GraphNode> = new NodeView(this);
+  readonly nodes: ReadonlyMap<string, GraphNode> = new RecordView<GraphNode>({ size: () => this.nodeCount(), get: (id) => this.node(id), has: (id) => this.hasNode(id), all: () => this.allNodes() });
   /** The nodes held as objects: all but the facts left as columns. */
   private readonly heldNodes = new Map<string, GraphNode>();
   /**
@@ -82,7 +82,7 @@ export class MemoryGraph {
    * third of the heap of a memory of chat (131 of 405 MB at 30K messages). Read-only: change
    * edges through `putEdge` and `deleteEdge`.
    */
-  readonly edges: ReadonlyMap<string, GraphEdge> = new EdgeView(this);
+  readonly edges: ReadonlyMap<string, GraphEdge> = new RecordView<GraphEdge>({ size: () => this.edgeCount(), get: (id) => this.edge(id), has: (id) => this.hasEdge(id), all: () => this.allEdges() });
   /** The edges held as objects: every edge but the derived ones. */
   private readonly heldEdges = new Map<string, GraphEdge>();
   /**
@@ -1151,77 +1151,52 @@ class ColumnFacts {
   }
 }
 
-/** `MemoryGraph.nodes`: a read-only map over the graph's nodes, those held as objects and the facts held as columns. */
-class NodeView implements ReadonlyMap<string, GraphNode> {
-  constructor(private readonly graph: MemoryGraph) {}
-
-  get size(): number {
-    return this.graph.nodeCount();
-  }
-
-  get(id: string): GraphNode | undefined {
-    return this.graph.node(id);
-  }
-
-  has(id: string): boolean {
-    return this.graph.hasNode(id);
-  }
-
-  values(): MapIterator<GraphNode> {
-    return this.graph.allNodes();
-  }
-
-  *keys(): MapIterator<string> {
-    for (const node of this.graph.allNodes()) yield node.id;
-  }
-
-  *entries(): MapIterator<[string, GraphNode]> {
-    for (const node of this.graph.allNodes()) yield [node.id, node];
-  }
-
-  [Symbol.iterator](): MapIterator<[string, GraphNode]> {
-    return this.entries();
-  }
-
-  forEach(callback: (value: GraphNode, key: string, map: ReadonlyMap<string, GraphNode>) => void, thisArg?: unknown): void {
-    for (const node of this.graph.allNodes()) callback.call(thisArg, node, node.id, this);
-  }
+/** How a `RecordView` reads the records it lists: its graph's methods for nodes, or for edges. */
+interface RecordAccess<R extends { id: string }> {
+  size(): number;
+  get(id: string): R | undefined;
+  has(id: string): boolean;
+  all(): IterableIterator<R>;
 }
 
-/** `MemoryGraph.edges`: a read-only map over the graph's held and derived edges. */
-class EdgeView implements ReadonlyMap<string, GraphEdge> {
-  constructor(private readonly graph: MemoryGraph) {}
+/**
+ * `MemoryGraph.nodes` and `MemoryGraph.edges`: a read-only map over records the graph keeps in
+ * other forms than one map by id (facts held as columns, derived edges kept as keys), each made
+ * when read.
+ */
+class RecordView<R extends { id: string }> implements ReadonlyMap<string, R> {
+  constructor(private readonly access: RecordAccess<R>) {}
 
   get size(): number {
-    return this.graph.edgeCount();
+    return this.access.size();
   }
 
-  get(id: string): GraphEdge | undefined {
-    return this.graph.edge(id);
+  get(id: string): R | undefined {
+    return this.access.get(id);
   }
 
   has(id: string): boolean {
-    return this.graph.hasEdge(id);
+    return this.access.has(id);
   }
 
-  values(): MapIterator<GraphEdge> {
-    return this.graph.allEdges();
+  *values(): MapIterator<R> {
+    yield* this.access.all();
   }
 
   *keys(): MapIterator<string> {
-    for (const edge of this.graph.allEdges()) yield edge.id;
+    for (const record of this.access.all()) yield record.id;
   }
 
-  *entries(): MapIterator<[string, GraphEdge]> {
-    for (const edge of this.graph.allEdges()) yield [edge.id, edge];
+  *entries(): MapIterator<[string, R]> {
+    for (const record of this.access.all()) yield [record.id, record];
   }
 
-  [Symbol.iterator](): MapIterator<[string, GraphEdge]> {
+  [Symbol.iterator](): MapIterator<[string, R]> {
     return this.entries();
   }
 
-  forEach(callback: (value: GraphEdge, key: string, map: ReadonlyMap<string, GraphEdge>) => void, thisArg?: unknown): void {
-    for (const edge of this.graph.allEdges()) callback.call(thisArg, edge, edge.id, this);
+  forEach(callback: (value: R, key: string, map: ReadonlyMap<string, R>) => void, thisArg?: unknown): void {
+    for (const record of this.access.all()) callback.call(thisArg, record, record.id, this);
   }
 }
 

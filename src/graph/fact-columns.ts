@@ -155,12 +155,17 @@ export function factNode(columns: FactColumns, ordinal: number, chunk: Chunk, ep
     chunkId: chunk.id,
     episodeId,
     facetId,
-    content: speakerLead(turn.speaker) + turn.text.slice(columns.starts[ordinal], columns.ends[ordinal]),
+    content: stretchOf(turn, columns.starts[ordinal] as number, columns.ends[ordinal] as number),
     entityId,
     timeText,
     time,
     dialogIds: dialogIdsOf(turn),
   };
+}
+
+/** A fact's content: its speaker's lead, then the stretch of its turn's text it quotes (as `decodeNode` rebuilds it). */
+function stretchOf(turn: ChunkTurn, start: number, end: number): string {
+  return speakerLead(turn.speaker) + turn.text.slice(start, end);
 }
 
 /** Each turn's dialog id as a frozen one-item list, shared by the facts made of it. */
@@ -193,7 +198,7 @@ export class ColumnFact implements EpisodeFact {
   ) {}
 
   get content(): string {
-    return (this.made ??= speakerLead(this.turn.speaker) + this.turn.text.slice(this.start, this.end));
+    return (this.made ??= stretchOf(this.turn, this.start, this.end));
   }
 }
 

@@ -633,7 +633,7 @@ export class MemoryGraph {
 
   /** The derived edge of `type` the graph keeps from node `from`, made afresh; null when it keeps none. */
   private derivedFromNode(from: string, type: DerivedEdgeType): GraphEdge | null {
-    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(from);
+    const ordinal = this.factOrdinal(from);
     if (ordinal >= 0) return this.factEdge(ordinal, type);
     const node = this.heldNodes.get(from);
     const key = node && this.derivedKeys.get(type, node);
@@ -798,16 +798,21 @@ export class MemoryGraph {
     return this.keyOfNode(id) ?? this.heldEdges.get(id)?.key;
   }
 
+  /** The ordinal of the fact of id `id` held as columns, or −1 (every lookup of a node by id asks it first). */
+  private factOrdinal(id: string): number {
+    return this.facts === null ? -1 : this.facts.liveOrdinal(id);
+  }
+
   /** The node `id`, made of its columns for a fact held so (`nodes.get`). */
   node(id: string): GraphNode | undefined {
     // A fact's id is looked for among the columns first: most facts are there, and a miss in the map of objects costs more.
-    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    const ordinal = this.factOrdinal(id);
     return ordinal < 0 ? this.heldNodes.get(id) : this.factNodeAt(ordinal);
   }
 
   /** Whether the graph holds node `id` (`nodes.has`). */
   hasNode(id: string): boolean {
-    return (this.facts !== null && this.facts.liveOrdinal(id) >= 0) || this.heldNodes.has(id);
+    return this.factOrdinal(id) >= 0 || this.heldNodes.has(id);
   }
 
   /** How many nodes the graph holds (`nodes.size`). */
@@ -817,19 +822,19 @@ export class MemoryGraph {
 
   /** The key of node `id`, without making the node of a fact held as columns. */
   private keyOfNode(id: string): number | undefined {
-    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    const ordinal = this.factOrdinal(id);
     return ordinal < 0 ? this.heldNodes.get(id)?.key : this.facts?.columns.keys[ordinal];
   }
 
   /** The graph's own string for node id `id`, without making the node of a fact held as columns. */
   private idOfNode(id: string): string | undefined {
-    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    const ordinal = this.factOrdinal(id);
     return ordinal < 0 ? this.heldNodes.get(id)?.id : this.facts?.columns.ids[ordinal];
   }
 
   /** Node `id` held as an object, a fact held as columns made one first (`wakeFact`): what a write changes or deletes. */
   private heldNode(id: string): GraphNode | undefined {
-    const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(id);
+    const ordinal = this.factOrdinal(id);
     return ordinal < 0 ? this.heldNodes.get(id) : this.wakeFact(ordinal);
   }
 
@@ -1028,7 +1033,7 @@ export class MemoryGraph {
     const points: EpisodeFact[] = [];
     for (const facet of this.sourcesTo(episodeId, 'belongs_to')) {
       for (const point of this.sourcesTo(facet, 'belongs_to')) {
-        const ordinal = this.facts === null ? -1 : this.facts.liveOrdinal(point);
+        const ordinal = this.factOrdinal(point);
         if (ordinal >= 0) {
           points.push(this.columnFactAt(ordinal));
           continue;

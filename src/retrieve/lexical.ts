@@ -949,14 +949,19 @@ function forEachLexicalDocument(graph: MemoryGraph, visit: (id: string, key: num
     if (layer !== 'episode') visit(id, key, layer, 0, '');
     else {
       const turns = (chunkId !== null && graph.chunks.get(chunkId)?.turns) || [];
-      for (let i = 0, documents = Math.min(turns.length, TURN_SPAN); i < documents; i++) visit(id, key, layer, i, (turns[i] as ChunkTurn).dialogId);
+      for (let i = 0, documents = turnDocuments(turns); i < documents; i++) visit(id, key, layer, i, (turns[i] as ChunkTurn).dialogId);
     }
   });
 }
 
 /** How many documents the index holds for `node`: an Episode's turns (up to `TURN_SPAN`), else one. */
 function documentCount(graph: MemoryGraph, node: GraphNode): number {
-  return node.layer === 'episode' ? Math.min(graph.chunks.get(node.chunkId)?.turns.length ?? 0, TURN_SPAN) : 1;
+  return node.layer === 'episode' ? turnDocuments(graph.chunks.get(node.chunkId)?.turns ?? []) : 1;
+}
+
+/** How many of an Episode's turns the index holds as documents: up to `TURN_SPAN`. */
+function turnDocuments(turns: readonly ChunkTurn[]): number {
+  return Math.min(turns.length, TURN_SPAN);
 }
 
 /**

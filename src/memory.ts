@@ -18,6 +18,7 @@ import type { LlmClient } from './llm/types.ts';
 import { usageTotals } from './llm/usage.ts';
 import { catchUp, checkCompatible, loadPartition, partitionWhole, replaceState, writerFor, type Partition, type PartitionHost } from './memory/partition.ts';
 import { lexicalIndexOf, settleLexical } from './memory/lexical-state.ts';
+import { saveAfterSearch, saveFactImage } from './memory/fact-image.ts';
 import { findRecord, listSessions, unitTurns, type MemoryRecord, type MemoryTurn, type SessionInfo } from './memory/records.ts';
 import { answerFromContext } from './retrieve/answer.ts';
 import { PrototypeBank } from './retrieve/intent.ts';
@@ -372,6 +373,7 @@ export class Memory {
     const { graph, indexes } = partition.state;
     return indexes.reading(async () => {
       const result = await retrieve(query, await this.retrieveDeps(partition, graph, indexes), options);
+      saveAfterSearch(this.options.store, partition);
       return { ...result, units: result.units.map((unit) => ({ ...unit, turns: unitTurns(graph, unit.episodeId, unit.dialogIds, partition.scope) })) };
     });
   }
@@ -571,6 +573,8 @@ export class Memory {
       if (!partition) continue;
       // A save of the lexical index in flight finishes first: it writes to the store closed below.
       await settleLexical(this.options.store, partition);
+      // After a write, so that the next open reads the facts without their rows.
+      await saveFactImage(this.options.store, partition).catch(() => undefined);
       await partition.serial(async () => partition.state.indexes.dispose());
     }
     this.partitions.clear();

@@ -56,11 +56,23 @@ async function sqlite(name = 'memory.sqlite'): Promise<GraphStore> {
   return store;
 }
 
-/** `chat` added to a SQLite file of its own, closed (a memory closes its store). */
+/**
+ * `chat` added to a SQLite file of its own, closed (a memory closes its store), and its revision
+ * moved on: the opens here read the fact rows, not the fact image the close saved (which
+ * test/fact-image.test.ts reads).
+ */
 async function ingested(): Promise<void> {
   const memory = await Memory.open({ store: await openSqliteStore(join(dir, 'memory.sqlite')), embedder: runtime.embedder, createIndex: runtime.createIndex });
   await memory.addConversation(chat);
   await memory.close();
+  const db = new Database(join(dir, 'memory.sqlite'));
+  bumpRevision(db);
+  db.close();
+}
+
+/** Moves the revision on, as any writer's commit does: the fact image saved at the last one (store/fact-image.ts) is not read then. */
+function bumpRevision(db: Database.Database): void {
+  db.prepare('UPDATE revisions SET revision = revision + 1').run();
 }
 
 function host(store: GraphStore): PartitionHost {

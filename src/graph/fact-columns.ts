@@ -12,11 +12,11 @@ import type { Chunk, ChunkTurn, EpisodeFact, FacetPointNode } from './types.ts';
  */
 export class FactColumns {
   /** Each fact's id, `fp:<chunk prefix>:<n>` (`isCanonicalFactId`). */
-  readonly ids: string[] = [];
-  readonly chunkIds: string[] = [];
+  readonly ids: string[];
+  readonly chunkIds: string[];
   /** Each fact's Facet and Entity: the read's strings, then the graph's own (`MemoryGraph.putFactColumns` puts equal ones in their place). */
-  readonly facetIds: string[] = [];
-  readonly entityIds: Array<string | null> = [];
+  readonly facetIds: string[];
+  readonly entityIds: Array<string | null>;
   /** Each fact's key. */
   keys: ArrayLike<number> = new Float64Array(0);
   /** The keys of the `belongs_to` and `involves_entity` edges each fact keeps (−1: none). */
@@ -35,8 +35,61 @@ export class FactColumns {
   /** Each chunk's facts by the number their id ends in: a fact's place in its chunk's extraction. */
   private readonly byChunk = new Map<string, number[]>();
 
+  /** No facts, or (`FactColumns.whole`) the lists of `whole`, taken over. */
+  private constructor(whole?: WholeFacts) {
+    this.ids = whole?.ids ?? [];
+    this.chunkIds = whole?.chunkIds ?? [];
+    this.facetIds = whole?.facetIds ?? [];
+    this.entityIds = whole?.entityIds ?? [];
+  }
+
+  /** No facts, to `add` to. */
+  static empty(): FactColumns {
+    return new FactColumns();
+  }
+
   get size(): number {
     return this.count;
+  }
+
+  /**
+   * Facts given whole, a column each (a fact image's, store/fact-image.ts): the typed columns are
+   * taken over, and each chunk's places are found once. Null where an id is not canonical for its
+   * chunk, or two facts have one id.
+   */
+  static whole(facts: WholeFacts): FactColumns | null {
+    const columns = new FactColumns(facts);
+    const { ids, chunkIds } = facts;
+    let chunkId = '';
+    let prefix = '';
+    let places: number[] = [];
+    for (let ordinal = 0; ordinal < ids.length; ordinal++) {
+      const id = ids[ordinal] as string;
+      if (chunkIds[ordinal] !== chunkId) {
+        chunkId = chunkIds[ordinal] as string;
+        prefix = chunkId.slice(0, CHUNK_PREFIX);
+        const known = columns.byChunk.get(prefix);
+        if (!known) columns.byChunk.set(prefix, (places = []));
+        else places = known;
+      }
+      // The id's number at its place, once: an id canonical for its chunk names one place.
+      const number = isCanonicalFactIdOf(id, chunkId) ? factNumberOf(id) : Number.NaN;
+      if (Number.isNaN(number) || places[number] !== undefined) return null;
+      places[number] = ordinal;
+    }
+    columns.keys = facts.keys;
+    columns.belongsKeys = facts.belongsKeys;
+    columns.involvesKeys = facts.involvesKeys;
+    columns.turns = facts.turns;
+    columns.starts = facts.starts;
+    columns.ends = facts.ends;
+    columns.count = columns.capacity = ids.length;
+    columns.timed = new Uint8Array(ids.length);
+    for (const [ordinal, times] of facts.times) {
+      columns.times.set(ordinal, times);
+      columns.timed[ordinal] = 1;
+    }
+    return columns;
   }
 
   /** Appends a fact whose `id` is canonical for `chunkId` (`isCanonicalFactIdOf`); its position (ordinal). */
@@ -61,7 +114,7 @@ export class FactColumns {
     const prefix = chunkId.slice(0, CHUNK_PREFIX);
     let places = this.byChunk.get(prefix);
     if (!places) this.byChunk.set(prefix, (places = []));
-    places[numberOf(id)] = ordinal;
+    places[factNumberOf(id)] = ordinal;
     return ordinal;
   }
 
@@ -95,11 +148,11 @@ export class FactColumns {
     // Told apart by their first characters: the graph asks this of every node id it looks up.
     if (id.length < MIN_FACT_ID || id.charCodeAt(0) !== 0x66 || id.charCodeAt(1) !== 0x70 || id.charCodeAt(2) !== 0x3a) return -1;
     // A chunk's facts are read together (an Episode's, a Facet's): its places are looked up once for them.
-    if (!id.startsWith(this.lastPrefix, FACT_PREFIX.length)) {
-      this.lastPrefix = id.slice(FACT_PREFIX.length, FACT_PREFIX.length + CHUNK_PREFIX);
+    if (!id.startsWith(this.lastPrefix, FACT_ID_PREFIX.length)) {
+      this.lastPrefix = id.slice(FACT_ID_PREFIX.length, FACT_ID_PREFIX.length + CHUNK_PREFIX);
       this.lastPlaces = this.byChunk.get(this.lastPrefix);
     }
-    const ordinal = this.lastPlaces?.[numberOf(id)];
+    const ordinal = this.lastPlaces?.[factNumberOf(id)];
     return ordinal !== undefined && this.ids[ordinal] === id ? ordinal : -1;
   }
 
@@ -110,7 +163,70 @@ export class FactColumns {
 
 const NO_TIMES = [null, null] as const;
 
-const FACT_PREFIX = 'fp:';
+/** Facts appended one by one into `WholeFacts`, its numbers in typed arrays grown as they come. */
+export class WholeFactsBuilder {
+  private readonly facts: WholeFacts = { ids: [], chunkIds: [], facetIds: [], entityIds: [], keys: new Float64Array(1024), belongsKeys: new Float64Array(1024), involvesKeys: new Float64Array(1024), turns: new Int32Array(1024), starts: new Int32Array(1024), ends: new Int32Array(1024), times: new Map() };
+
+  /** Appends fact `at` of `from` with the edges' keys given (−1: none). */
+  copy(from: FactColumns, at: number, belongsKey: number, involvesKey: number): void {
+    const { facts } = this;
+    const ordinal = facts.ids.push(from.ids[at] as string) - 1;
+    if (ordinal === facts.keys.length) this.grow(ordinal * 2);
+    facts.chunkIds.push(from.chunkIds[at] as string);
+    facts.facetIds.push(from.facetIds[at] as string);
+    facts.entityIds.push(from.entityIds[at] as string | null);
+    facts.keys[ordinal] = from.keys[at] as number;
+    facts.belongsKeys[ordinal] = belongsKey;
+    facts.involvesKeys[ordinal] = involvesKey;
+    facts.turns[ordinal] = from.turns[at] as number;
+    facts.starts[ordinal] = from.starts[at] as number;
+    facts.ends[ordinal] = from.ends[at] as number;
+    const times = from.timesOf(at);
+    if (times !== NO_TIMES) facts.times.set(ordinal, times);
+  }
+
+  /** The facts appended, the typed arrays cut to their count. */
+  finish(): WholeFacts {
+    this.grow(this.facts.ids.length);
+    return this.facts;
+  }
+
+  private grow(capacity: number): void {
+    const { facts } = this;
+    const count = facts.ids.length;
+    const kept = <A extends Float64Array | Int32Array>(from: A, to: A): A => {
+      to.set(from.subarray(0, Math.min(count, capacity)));
+      return to;
+    };
+    facts.keys = kept(facts.keys, new Float64Array(capacity));
+    facts.belongsKeys = kept(facts.belongsKeys, new Float64Array(capacity));
+    facts.involvesKeys = kept(facts.involvesKeys, new Float64Array(capacity));
+    facts.turns = kept(facts.turns, new Int32Array(capacity));
+    facts.starts = kept(facts.starts, new Int32Array(capacity));
+    facts.ends = kept(facts.ends, new Int32Array(capacity));
+  }
+}
+
+/**
+ * Facts a column a field, one entry a fact (`times` only of the facts with a time): what
+ * `FactColumns.whole` takes over (its numbers as typed arrays), and what a fact image is made of.
+ */
+export interface WholeFacts {
+  ids: string[];
+  chunkIds: string[];
+  facetIds: string[];
+  entityIds: Array<string | null>;
+  keys: Float64Array;
+  belongsKeys: Float64Array;
+  involvesKeys: Float64Array;
+  turns: Int32Array;
+  starts: Int32Array;
+  ends: Int32Array;
+  times: Map<number, readonly [timeText: string | null, time: string | null]>;
+}
+
+/** How every fact id graph building makes starts. */
+export const FACT_ID_PREFIX = 'fp:';
 /** Characters of a chunk id a fact's id names its chunk by (graph building's `fp:<chunk.id.slice(0, 12)>:<n>`). */
 const CHUNK_PREFIX = 12;
 const CANONICAL_FACT_ID = /^fp:[0-9a-f]{12}:(?:0|[1-9][0-9]{0,5})$/;
@@ -122,16 +238,16 @@ function isCanonicalFactId(id: string): boolean {
 
 /** Whether `id` is the canonical id of a fact of chunk `chunkId`. */
 export function isCanonicalFactIdOf(id: string, chunkId: string): boolean {
-  return isCanonicalFactId(id) && id.startsWith(chunkId.slice(0, CHUNK_PREFIX), FACT_PREFIX.length) && chunkId.length >= CHUNK_PREFIX;
+  return isCanonicalFactId(id) && id.startsWith(chunkId.slice(0, CHUNK_PREFIX), FACT_ID_PREFIX.length) && chunkId.length >= CHUNK_PREFIX;
 }
 
 /** The shortest canonical fact id: `fp:`, the chunk prefix, `:` and a digit. */
-const MIN_FACT_ID = FACT_PREFIX.length + CHUNK_PREFIX + 2;
+const MIN_FACT_ID = FACT_ID_PREFIX.length + CHUNK_PREFIX + 2;
 
 /** The number a canonical fact id ends in (NaN, naming no place, for any other id of its length). */
-function numberOf(id: string): number {
+export function factNumberOf(id: string): number {
   let number = 0;
-  for (let at = FACT_PREFIX.length + CHUNK_PREFIX + 1; at < id.length; at++) {
+  for (let at = FACT_ID_PREFIX.length + CHUNK_PREFIX + 1; at < id.length; at++) {
     const digit = id.charCodeAt(at) - 0x30;
     if (digit < 0 || digit > 9) return Number.NaN;
     number = number * 10 + digit;

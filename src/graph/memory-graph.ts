@@ -1,6 +1,6 @@
 import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
-import { columnFact, factNode, type FactColumns } from './fact-columns.ts';
+import { columnFact, FACT_ID_PREFIX, FactColumns, factNode, WholeFactsBuilder, type WholeFacts } from './fact-columns.ts';
 import { VectorTable } from './vector-table.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type EpisodeFact, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 
@@ -966,6 +966,32 @@ export class MemoryGraph {
       yield node as GraphNode;
       node = nextHeld();
     }
+  }
+
+  /**
+   * Every fact, in `listed` order, a column a field, in record-codec's plain keyed form (what a fact
+   * image holds, store/fact-image.ts): each held as columns as it is, with its derived edges' keys
+   * as the graph holds them now; each held as an object as `asColumns` puts it in columns of its
+   * own (null where it cannot), whose last fact is read. Null where one cannot be, or where a node
+   * of another layer has a fact's id (`fp:`).
+   */
+  factsAsColumns(asColumns: (node: FacetPointNode) => FactColumns | null): WholeFacts | null {
+    const out = new WholeFactsBuilder();
+    const columns = this.facts?.columns;
+    for (const listed of this.listed()) {
+      if (typeof listed === 'number') {
+        const from = columns as FactColumns;
+        const key = from.keys[listed] as number;
+        const involvesKey = from.entityIds[listed] === null ? -1 : (this.derivedKeys.getByNodeKey('involves_entity', key) ?? -1);
+        out.copy(from, listed, this.derivedKeys.getByNodeKey('belongs_to', key) ?? -1, involvesKey);
+      } else if (listed.layer === 'facetPoint') {
+        const own = asColumns(listed);
+        if (own === null) return null;
+        const at = own.size - 1;
+        out.copy(own, at, own.belongsKeys[at] as number, own.involvesKeys[at] as number);
+      } else if (listed.id.startsWith(FACT_ID_PREFIX)) return null;
+    }
+    return out.finish();
   }
 
   /** Every node, in `listed` order, each fact held as columns made a node. */

@@ -16,6 +16,7 @@ import { createSerial, type Serial } from '../util/serial.ts';
 import { IndexSet } from '../vector/index-set.ts';
 import { indexKeyedVectors } from './keyed-vectors.ts';
 import { noteCopyDropped, type LexicalState } from './lexical-state.ts';
+import { factImageStateOf, noteFactBatch, type FactImageState } from './fact-image.ts';
 import type { VectorIndex } from '../vector/types.ts';
 
 export const SCHEMA_VERSION = 1;
@@ -41,6 +42,8 @@ export interface Partition {
   readonly serial: Serial;
   /** The lexical index, read or built at the first search (see lexical-state.ts). */
   lexical: Promise<LexicalState> | null;
+  /** Whether its store holds a fact image of its revision, and can be given one (see fact-image.ts); null where the store reads none. */
+  factImage: FactImageState | null;
   /** Reads the relation edges its open left unread (`WorkingSnapshot.relationsRead`), until they are read (see `partitionWhole`). */
   relationsRead: (() => Promise<void>) | null;
 }
@@ -389,6 +392,7 @@ export async function loadPartition(host: PartitionHost, name: string): Promise<
     writing: 0,
     serial: createSerial(),
     lexical: null,
+    factImage: factImageStateOf(host.store, snapshot),
     relationsRead: (snapshot && 'relationsRead' in snapshot && snapshot.relationsRead) || null,
   };
   return partition;
@@ -410,6 +414,7 @@ export function replaceState(host: PartitionHost, partition: Partition, snapshot
   Object.assign(partition.state, stateFrom(snapshot ?? emptySnapshot(host.embedder), host, nowOf(partition.name, () => partition)));
   partition.state.version = version + 1;
   partition.revision = revision;
+  partition.factImage = factImageStateOf(host.store, snapshot);
   // Its relation edges came whole with the snapshot (`wholeWorkingSet`), or it holds none.
   partition.relationsRead = null;
 }
@@ -433,6 +438,7 @@ export function writerFor(host: PartitionHost, partition: Partition, lockHeld = 
       const batch = written.putVectors ? { ...written, putVectors: roundVectors(written.putVectors, host.store.vectorPrecision) } : written;
       partition.revision = await host.store.commit(partition.name, batch);
       applyBatch(partition.state, batch);
+      noteFactBatch(partition, batch);
       if (dropsDerived(batch)) noteCopyDropped(partition);
     },
   };

@@ -259,6 +259,8 @@ export class ReadSharing {
   private episodeChunkId = '';
   private episodeId = '';
   private readonly last = { facetId: '', entityId: '' };
+  private stretchChunk: Chunk | null = null;
+  private lengths: readonly number[] = [];
 
   dialogIds(chunk: Chunk, turn: number, dialogId: string): readonly string[] {
     if (chunk !== this.chunk) {
@@ -266,6 +268,20 @@ export class ReadSharing {
       this.lists = [];
     }
     return (this.lists[turn] ??= Object.freeze([dialogId]));
+  }
+
+  /**
+   * The length of the text of each turn of `chunk` a FacetPoint's content may be a stretch of: the
+   * first turn of its dialog id (as `rebuiltNode` finds the turn a content's stretch is of), −1 for
+   * any other (or one that is not whole); the same list while the chunk is the same.
+   */
+  stretchLengths(chunk: Chunk): readonly number[] {
+    if (chunk !== this.stretchChunk) {
+      this.stretchChunk = chunk;
+      const turns = wholeTurns(chunk.turns) ?? [];
+      this.lengths = turns.map((turn, at) => (typeof turn['dialogId'] === 'string' && typeof turn['text'] === 'string' && turnIndex(chunk.turns, turn['dialogId']) === at ? turn['text'].length : -1));
+    }
+    return this.lengths;
   }
 
   /** `episodeIdOf(chunkId)`, the same string while the chunk is the same. */
@@ -444,29 +460,62 @@ export function addPlainFact(columns: FactColumns, json: string, rowKey: string,
   const values: unknown = JSON.parse(json);
   if (!Array.isArray(values) || (values.length !== FACT_VALUES && values.length !== FACT_VALUES + 1) || values[4] !== null) return false;
   const [, , key, chunkId, , facetId, stretch, entityId, timeText, time, turnAt, offsets] = values as unknown[];
-  if (!Number.isSafeInteger(key) || (key as number) < 0 || typeof chunkId !== 'string' || !isCanonicalFactIdOf(rowKey, chunkId)) return false;
-  if (!isPlainEnd(facetId) || (entityId !== null && !isPlainEnd(entityId)) || !isStringOrNull(timeText) || !isStringOrNull(time)) return false;
-  const chunk = chunks.get(chunkId);
-  const turns = chunk ? wholeTurns(chunk.turns) : null;
-  const turn = turns !== null && Number.isInteger(turnAt) ? turns[turnAt as number] : undefined;
-  // The first turn of its dialog id, as `rebuiltNode` finds the turn a content's stretch is of.
-  if (chunk === undefined || turn === undefined || typeof turn['dialogId'] !== 'string' || turnIndex(chunk.turns, turn['dialogId']) !== turnAt) return false;
-  const text = turn['text'];
-  if (typeof text !== 'string' || !isOffsets(stretch) || stretch[0] < 0 || stretch[0] > stretch[1] || stretch[1] > text.length) return false;
+  if (!Number.isSafeInteger(key) || (key as number) < 0 || !isOffsets(stretch)) return false;
   const edgeKeys = foldedKeys(key as number, offsets);
   if (edgeKeys === null) return false;
+  const fact: PlainFact = { id: rowKey, key: key as number, chunkId, facetId, entityId, turn: turnAt, start: stretch[0], end: stretch[1], timeText, time, belongsKey: edgeKeys[0], involvesKey: edgeKeys[1] };
+  return addCheckedFact(columns, fact, chunks, sharing);
+}
+
+/**
+ * A FacetPoint's values in record-codec's plain keyed form, as a reader found them (a stored
+ * row's, a fact image's): its key and edges' keys counts (−1: no edge), the rest to be checked.
+ */
+export interface PlainFact {
+  id: string;
+  key: number;
+  chunkId: unknown;
+  facetId: unknown;
+  entityId: unknown;
+  /** Its turn's index in its chunk, and the stretch of that turn's text its content quotes. */
+  turn: unknown;
+  start: number;
+  end: number;
+  timeText: unknown;
+  time: unknown;
+  belongsKey: number;
+  involvesKey: number;
+}
+
+/**
+ * Adds `fact` to `columns` when it is one graph building wrote: its id canonical for its chunk
+ * (`fp:<chunk prefix>:<n>`), its content a stretch of a turn of its chunk (of `chunks`), its
+ * dialog ids that turn's alone. False, nothing added, for any other.
+ */
+export function addCheckedFact(columns: FactColumns, fact: PlainFact, chunks: ReadonlyMap<string, Chunk>, sharing: ReadSharing): boolean {
+  const { id, chunkId, facetId, entityId, timeText, time, turn: turnAt, start, end } = fact;
+  if (typeof chunkId !== 'string' || !isCanonicalFactIdOf(id, chunkId)) return false;
+  if (!isPlainEnd(facetId) || (entityId !== null && !isPlainEnd(entityId)) || !isStringOrNull(timeText) || !isStringOrNull(time)) return false;
+  const chunk = chunks.get(chunkId);
+  if (chunk === undefined || !isStretchOf(sharing.stretchLengths(chunk), turnAt, start, end)) return false;
   // An involves_entity key of a fact with no Entity stands for no edge, as `StoredRecordsReader` reads it.
-  const involves = entityId === null ? -1 : edgeKeys[1];
-  columns.add(rowKey, key as number, chunk.id, sharing.id('facetId', facetId), entityId === null ? null : sharing.id('entityId', entityId), turnAt as number, stretch[0], stretch[1], timeText, time, edgeKeys[0], involves);
+  const involves = entityId === null ? -1 : fact.involvesKey;
+  columns.add(id, fact.key, chunk.id, sharing.id('facetId', facetId), entityId === null ? null : sharing.id('entityId', entityId), turnAt as number, start, end, timeText, time, fact.belongsKey, involves);
   return true;
 }
 
+/** Whether `start` to `end` is a stretch of the text of turn `turn`, of `lengths` (`ReadSharing.stretchLengths`). */
+export function isStretchOf(lengths: readonly number[], turn: unknown, start: number, end: number): boolean {
+  const length = Number.isInteger(turn) ? lengths[turn as number] : undefined;
+  return length !== undefined && start >= 0 && start <= end && end <= length;
+}
+
 /** A plain node id an edge may end at: non-empty, without `>` (`StoredRecordsReader` keeps such edges as keys). */
-function isPlainEnd(id: unknown): id is string {
+export function isPlainEnd(id: unknown): id is string {
   return typeof id === 'string' && id !== '' && !id.includes('>');
 }
 
-function isStringOrNull(value: unknown): value is string | null {
+export function isStringOrNull(value: unknown): value is string | null {
   return value === null || typeof value === 'string';
 }
 

@@ -195,7 +195,8 @@ export type StoredRow = readonly [rowKey: string, json: string];
  * A partition's nodes and edges from its stored rows: each node with the derived edges it folds
  * in, kept as keys, then the edge rows, which win over a folded edge of the same id. `chunks`
  * are the partition's chunks, `pages` each paged Entity's pages in order; with `factColumns`
- * the FacetPoints are read as columns where they allow it (`StoredRecordsReader`).
+ * the FacetPoints are read as columns where they allow it (`StoredRecordsReader`), or are those
+ * columns, read from a fact image, and the rows hold none.
  *
  * A folded edge whose ends hold a `>` is made an edge rather than kept as a key: only there can
  * two edges' ids be equal (an id is `<type>:<from>><to>`), and such ids meet as they always did,
@@ -206,7 +207,7 @@ export function readStoredRecords(
   edgeRows: Iterable<StoredRow>,
   chunks: ReadonlyMap<string, Chunk>,
   pages: ReadonlyMap<string, readonly string[]>,
-  factColumns = false,
+  factColumns: boolean | FactColumns = false,
 ): StoredRecords {
   const reader = new StoredRecordsReader(chunks, pages, factColumns);
   reader.addNodes(nodeRows);
@@ -233,13 +234,16 @@ export class StoredRecordsReader {
    */
   private facts: FactColumns | null;
 
-  /** `factColumns`: read the FacetPoints as columns where they allow it (an open's working set). */
+  /**
+   * `factColumns`: read the FacetPoints as columns where they allow it (an open's working set); or
+   * the FacetPoints, as columns a fact image holds (store/fact-image.ts), where the rows hold none.
+   */
   constructor(
     private readonly chunks: ReadonlyMap<string, Chunk>,
     private readonly pages: ReadonlyMap<string, readonly string[]>,
-    factColumns = false,
+    factColumns: boolean | FactColumns = false,
   ) {
-    this.facts = factColumns ? new FactColumns() : null;
+    this.facts = factColumns instanceof FactColumns ? factColumns : factColumns ? FactColumns.empty() : null;
   }
 
   addNodes(rows: Iterable<StoredRow>): void {

@@ -8,6 +8,8 @@ import { changesDimension, compareIds, sortById, validateBatch } from './snapsho
 import { dropsDerived, type DerivedState, type GraphStore, type StemVectorGroup, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
 import { concatBytes } from '../util/bytes.ts';
+import type { FactColumns } from '../graph/fact-columns.ts';
+import { FACT_IMAGE, readFactImage } from './fact-image.ts';
 import { DEFAULT_VECTOR_PRECISION, encodeVector, type VectorPrecision } from './vector-codec.ts';
 import { addKeyedGroups, decodeGroupKeys, decodeVectorGroup, encodeGroupKeys, encodeVectorGroup, memberId, GroupEdits, vectorGroupMembers, vectorGroupOf, type VectorGroup } from './vector-groups.ts';
 
@@ -85,6 +87,9 @@ export function* steppedRows(open: () => Iterator<unknown>, failed: (err: unknow
  * rows read in 265–320 ms, of 16K and more in 440–840 ms (a page that big leaves the young generation).
  */
 const ROWS_A_PAGE = 2048;
+
+/** The ids of graph building's facts (`fp:…`, fact-columns' `isCanonicalFactIdOf`), from inclusive to exclusive: the rows a fact image stands in for. */
+const FACT_ID_RANGE = ['fp:', 'fp;'] as const;
 
 /** A row of `id` and `json` as a record's; CORRUPT_CHECKPOINT where either is not text. The row is the pair itself: no copy of ~750K of them at 100K messages. */
 function storedRow(row: readonly SqlValue[]): StoredRow {
@@ -380,6 +385,7 @@ function schemaVersion(driver: SqlDriver): number {
 export class SqlStore implements GraphStore {
   /** The long Entity chunk lists this store wrote last (see record-codec's `WrittenList`). */
   private readonly writtenLists = new WrittenLists();
+  readonly readsFactImage = true;
 
   private constructor(
     private readonly driver: SqlDriver,
@@ -444,16 +450,44 @@ export class SqlStore implements GraphStore {
    * `ROWS_A_PAGE` at a time, each page after the last id of the one before: an open reads every
    * node (~464K rows at 100K messages), and stepping them one by one took ~0.4 s of it where
    * pages take ~0.27 s. The pages are read in the caller's transaction, so they are of one snapshot.
+   * With `skipped`, the rows whose ids are in that range (from inclusive, to exclusive) are not read.
    */
-  private *pagedRows(table: 'nodes' | 'edges', partition: string): Iterable<StoredRow> {
+  private *pagedRows(table: 'nodes' | 'edges', partition: string, skipped?: readonly [from: string, to: string]): Iterable<StoredRow> {
+    if (skipped) {
+      yield* this.pagedRowsIn(table, partition, null, skipped[0]);
+      yield* this.pagedRowsIn(table, partition, skipped[1], null);
+      return;
+    }
+    yield* this.pagedRowsIn(table, partition, null, null);
+  }
+
+  /** `pagedRows` of the ids from `from` (inclusive) to `to` (exclusive), null where unbounded. */
+  private *pagedRowsIn(table: 'nodes' | 'edges', partition: string, from: string | null, to: string | null): Iterable<StoredRow> {
     let after: string | null = null;
+    const below = to === null ? '' : ' AND id < ?';
     for (;;) {
-      const sql = `SELECT id, json FROM ${table} WHERE partition = ?${after === null ? '' : ' AND id > ?'} ORDER BY id LIMIT ${ROWS_A_PAGE}`;
-      const rows = this.driver.rows(sql, after === null ? [partition] : [partition, after]);
+      const start = after === null ? (from === null ? '' : ' AND id >= ?') : ' AND id > ?';
+      const params = [partition, ...(after === null ? (from === null ? [] : [from]) : [after]), ...(to === null ? [] : [to])];
+      const rows = this.driver.rows(`SELECT id, json FROM ${table} WHERE partition = ?${start}${below} ORDER BY id LIMIT ${ROWS_A_PAGE}`, params);
       for (const row of rows) yield storedRow(row);
       if (rows.length < ROWS_A_PAGE) return;
       after = (rows[rows.length - 1] as StoredRow)[0];
     }
+  }
+
+  /**
+   * The partition's facts as its fact image holds them (store/fact-image.ts), where one was saved
+   * at its current revision, reads whole and checks against `chunks`, and holds as many facts as
+   * the rows of fact ids: an open then reads no fact row. Null otherwise: the rows are read.
+   */
+  private factImage(partition: string, chunks: ReadonlyMap<string, Chunk>): FactColumns | null {
+    const saved = this.derivedState(partition, FACT_IMAGE);
+    if (saved === null || saved.revision !== this.currentRevision(partition)) return null;
+    const facts = readFactImage(saved.bytes, chunks);
+    if (facts === null) return null;
+    const [from, to] = FACT_ID_RANGE;
+    const rows = this.driver.all('SELECT count(*) AS count FROM nodes WHERE partition = ? AND id >= ? AND id < ?', [partition, from, to])[0]?.['count'];
+    return Number(rows) === facts.size ? facts : null;
   }
 
   /** The partition's edge rows whose ids are `relations` (a relation type's, see `RELATION_ID_RANGES`) or not, read as the caller reaches each. */
@@ -485,6 +519,8 @@ export class SqlStore implements GraphStore {
       const meta = this.readMeta(partition);
       if (meta === null) return null;
       const chunks = this.driver.all('SELECT json, text FROM chunks WHERE partition = ?', [partition]).map(chunkOfRow);
+      const chunksById = new Map(chunks.map((chunk) => [chunk.id, chunk]));
+      const facts = form === 'working' ? this.factImage(partition, chunksById) : null;
       const vectors = new VectorTable();
       const sorted: Array<[string, Uint8Array]> = [];
       const indexedRelations: string[] = [];
@@ -515,14 +551,22 @@ export class SqlStore implements GraphStore {
       for (const [id, bytes] of sorted.sort((a, b) => compareIds(a[0], b[0]))) vectors.addStored(id, bytes, meta.dim);
       const edgeRows = form === 'whole' ? this.pagedRows('edges', partition) : this.workingEdgeRows(partition, indexedRelations);
       const records = readStoredRecords(
-        this.pagedRows('nodes', partition),
+        facts ? this.pagedRows('nodes', partition, FACT_ID_RANGE) : this.pagedRows('nodes', partition),
         edgeRows,
-        new Map(chunks.map((chunk) => [chunk.id, chunk])),
+        chunksById,
         this.entityPages(partition),
-        form === 'working',
+        form === 'working' && (facts ?? true),
       );
       const hashes = this.driver.all('SELECT hash FROM hashes WHERE partition = ?', [partition]).map((row) => text(row, 'hash'));
-      return { meta, ...records, chunks, vectors, hashes: new Set(hashes), ...(keyed && keyed.length > 0 ? { keyedVectors: keyed } : {}) };
+      return {
+        meta,
+        ...records,
+        chunks,
+        vectors,
+        hashes: new Set(hashes),
+        ...(keyed && keyed.length > 0 ? { keyedVectors: keyed } : {}),
+        ...(form === 'working' ? { factImage: facts ? ('read' as const) : ('missing' as const) } : {}),
+      };
     });
   }
 
@@ -649,13 +693,16 @@ export class SqlStore implements GraphStore {
   }
 
   async loadDerived(partition: string, name: string): Promise<DerivedState | null> {
-    return this.driver.transaction('read', () => {
-      const rows = this.driver.all('SELECT page, revision, data FROM derived WHERE partition = ? AND name = ? ORDER BY page', [partition, name]);
-      const revision = rows[0]?.['revision'];
-      // Pages of one save share its revision and run 0, 1, 2…; anything else is not one save whole.
-      if (typeof revision !== 'number' || rows.some((row, i) => row['page'] !== i || row['revision'] !== revision)) return null;
-      return { revision, bytes: concatBytes(rows.map((row) => bytesOf(row['data']))) };
-    });
+    return this.driver.transaction('read', () => this.derivedState(partition, name));
+  }
+
+  /** `loadDerived` within the caller's transaction. */
+  private derivedState(partition: string, name: string): DerivedState | null {
+    const rows = this.driver.all('SELECT page, revision, data FROM derived WHERE partition = ? AND name = ? ORDER BY page', [partition, name]);
+    const revision = rows[0]?.['revision'];
+    // Pages of one save share its revision and run 0, 1, 2…; anything else is not one save whole.
+    if (typeof revision !== 'number' || rows.some((row, i) => row['page'] !== i || row['revision'] !== revision)) return null;
+    return { revision, bytes: concatBytes(rows.map((row) => bytesOf(row['data']))) };
   }
 
   async saveDerived(partition: string, name: string, revision: number, bytes: Uint8Array): Promise<boolean> {

@@ -36,6 +36,12 @@ export interface WorkingSnapshot extends MemorySnapshot {
    */
   facts?: FactColumns;
   /**
+   * Where the store reads a fact image in place of the fact rows (SQL: store/fact-image.ts):
+   * `read` where it did (one saved at the revision read), `missing` where it had none to read,
+   * which the memory then saves (memory/fact-image.ts). Absent where the store reads none.
+   */
+  factImage?: 'read' | 'missing';
+  /**
    * Where the relation edges (graph/derived-edges.ts's `RELATION_EDGE_TYPES`) are, when the store
    * left them out of `edges` (those with a vector excepted): read synchronously, as the store
    * holds them at the time, or as the open read them and changed since (`asOpened`). Absent
@@ -197,6 +203,12 @@ export interface GraphStore {
    * it before committing, so what a reopened memory reads is exactly what the writing one held.
    */
   readonly vectorPrecision?: VectorPrecision;
+  /**
+   * True where `loadWorkingSet` reads the partition's fact image (store/fact-image.ts, which a
+   * memory saves with `saveDerived`) in place of its fact rows, when one of its revision is there
+   * (`WorkingSnapshot.factImage`). A memory saves none for a store without it.
+   */
+  readonly readsFactImage?: boolean;
   /** Partitions that hold a memory, in no particular order. */
   partitions(): Promise<string[]>;
   /** Loads one partition's whole memory, or `null` when it holds none. */

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { FactColumns } from '../src/graph/fact-columns.ts';
+import { WholeFactsBuilder, type FactColumns } from '../src/graph/fact-columns.ts';
 import type { MemorySnapshot } from '../src/graph/types.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import { Memory } from '../src/memory.ts';
 import { stateFrom } from '../src/memory/partition.ts';
 import { DEFAULT_PARTITION } from '../src/scope.ts';
-import { FACT_IMAGE, readFactImage } from '../src/store/fact-image.ts';
+import { FACT_IMAGE, factImageBytes, readFactImage } from '../src/store/fact-image.ts';
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import type { GraphStore, WorkingSnapshot } from '../src/store/types.ts';
 import { graphView } from '../e2e/support/graph-view.ts';
@@ -174,6 +174,31 @@ describe('the fact image', () => {
     expect(factsOf(image.facts)).toEqual(factsOf(rows.facts));
   });
 
+  it('keeps every number whatever the width its column needs: edge keys before and far after their node, keys past 2^16', async () => {
+    const memory = await open();
+    await memory.addConversation(chat);
+    await memory.close();
+    const { rows } = await readBothWays();
+    const facts = rows.facts as FactColumns;
+    const builder = new WholeFactsBuilder();
+    for (let at = 0; at < facts.size; at++) builder.copy(facts, at, facts.belongsKeys[at] as number, facts.involvesKeys[at] as number);
+    const whole = builder.finish();
+    const chunks = new Map(rows.chunks.map((chunk) => [chunk.id, chunk]));
+    whole.belongsKeys[0] = (whole.keys[0] as number) - 7;
+    whole.keys[1] = 3_000_000_000;
+    whole.belongsKeys[1] = 3_000_070_000;
+    whole.involvesKeys[1] = 2_999_999_990;
+    whole.involvesKeys[2] = -1;
+    const read = readFactImage(factImageBytes(whole) as Uint8Array, chunks) as FactColumns;
+    expect(Array.from(read.keys)).toEqual(Array.from(whole.keys));
+    expect(Array.from(read.belongsKeys)).toEqual(Array.from(whole.belongsKeys));
+    expect(Array.from(read.involvesKeys)).toEqual(Array.from(whole.involvesKeys));
+    expect([...read.ids]).toEqual(whole.ids);
+    // A key a u32 cannot hold: no image.
+    whole.keys[3] = 2 ** 32;
+    expect(factImageBytes(whole)).toBeNull();
+  });
+
   it('a damaged image is not read: the open reads the rows and builds the same graph', async () => {
     const memory = await open();
     await memory.addConversation(chat);
@@ -188,10 +213,11 @@ describe('the fact image', () => {
     expect(readFactImage(new Uint8Array(0), chunks)).toBeNull();
     // A fact of a chunk the memory lacks.
     expect(readFactImage(good, new Map([...chunks].slice(1)))).toBeNull();
-    // A stretch past its turn's end: its first fact's end, in the last column of u32s, the image's last bytes.
-    const endsAt = good.length - (rows.facts as FactColumns).size * 4;
+    // A stretch past its turn's end: its first fact's end, in the last column (its width the head's last), set to its width's largest value.
+    const endWidth = good[12 + 8] as number;
+    const endsAt = good.length - Math.ceil(((rows.facts as FactColumns).size * endWidth) / 4) * 4;
     const past = good.slice();
-    new DataView(past.buffer).setUint32(endsAt, 1_000_000, true);
+    past.fill(0xff, endsAt, endsAt + endWidth);
     expect(readFactImage(past, chunks)).toBeNull();
     // Written into the store at its revision: the open reads the rows, and is the same.
     db.prepare('UPDATE derived SET data = ? WHERE name = ? AND page = ?').run(past, FACT_IMAGE, row.page);

@@ -17,9 +17,15 @@ export const FACT_IMAGE = 'facts';
 /** Version of the layout; bytes of another are not read (the open reads the rows). */
 const FACT_IMAGE_FORMAT = 1;
 
-/** The numbers a fact image holds for each fact, a column of u32s each, in this order. */
+/** The numbers a fact image holds for each fact, a column each, in this order. */
 const COLUMNS = ['chunk', 'facet', 'entity', 'key', 'belongsKey', 'involvesKey', 'turn', 'start', 'end'] as const;
-type Columns = { [name in (typeof COLUMNS)[number]]: Uint32Array };
+type ColumnName = (typeof COLUMNS)[number];
+type Columns = Record<ColumnName, ArrayLike<number>>;
+
+/** A value for each column, `make` of its name and place. */
+function eachColumn<T>(make: (name: ColumnName, at: number) => T): Record<ColumnName, T> {
+  return Object.fromEntries(COLUMNS.map((name, at) => [name, make(name, at)])) as Record<ColumnName, T>;
+}
 
 /** Whether this machine's typed arrays are little-endian, as the layout's columns are. */
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -27,17 +33,25 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 /** Every number a column holds is below this (the largest u32, 2^32 − 1). */
 const U32_END = 2 ** 32 - 1;
 
-/** Bytes of the layout's head: three u32s (the format, the facts' count, the bytes of the lists' JSON). */
-const HEAD_BYTES = 12;
+/** Bytes of the layout's head: three u32s (the format, the facts' count, the bytes of the lists' JSON), then each column's width in bytes, to a multiple of four. */
+const HEAD_BYTES = alignedToFour(12 + COLUMNS.length);
+
+/** A column's values in the fewest bytes that hold its largest (1, 2 or 4 a value). */
+const WIDTHS = [
+  { bytes: 1, end: 2 ** 8, view: Uint8Array },
+  { bytes: 2, end: 2 ** 16, view: Uint16Array },
+  { bytes: 4, end: U32_END, view: Uint32Array },
+] as const;
 
 /**
  * `facts` as bytes for `readFactImage`, or null where a number does not fit the layout (a key
  * past 2^32 − 2, a big-endian machine). After the head: the facts' ids, the chunks', Facets' and
- * Entities' ids and the facts' times as one JSON text; then, from a multiple of four,
- * their numbers (`COLUMNS`) a column at a time as u32s, so that a reader takes each whole: its
- * chunk, Facet and Entity by their place in those lists (the Entity one up, 0 for none), its key
- * and edges' keys (one up, 0 for no edge), its turn and the stretch of its text. The facts keep
- * their order.
+ * Entities' ids and the facts' times as one JSON text; then, each from a multiple of four, their
+ * numbers (`COLUMNS`) a column at a time in the width the head gives, so that a reader takes each
+ * whole: its chunk, Facet and Entity by their place in those lists (the Entity one up, 0 for
+ * none), its key, its edges' keys as their distance from it (zigzag, one up; 0 for no edge: an
+ * edge is made just after its node, so most take a byte), its turn and the stretch of its text.
+ * The facts keep their order.
  */
 export function factImageBytes(facts: WholeFacts): Uint8Array | null {
   if (!LITTLE_ENDIAN) return null;
@@ -45,13 +59,12 @@ export function factImageBytes(facts: WholeFacts): Uint8Array | null {
   const facets = new Places();
   const entities = new Places();
   const count = facts.ids.length;
-  const numbers = new Uint32Array(count * COLUMNS.length);
-  const column = columnsOf(numbers, count);
+  const column = eachColumn(() => new Uint32Array(count));
   for (let ordinal = 0; ordinal < count; ordinal++) {
     const entityId = facts.entityIds[ordinal] as string | null;
     const key = facts.keys[ordinal] as number;
-    const belongsKey = (facts.belongsKeys[ordinal] as number) + 1;
-    const involvesKey = (facts.involvesKeys[ordinal] as number) + 1;
+    const belongsKey = edgeKeyFrom(key, facts.belongsKeys[ordinal] as number);
+    const involvesKey = edgeKeyFrom(key, facts.involvesKeys[ordinal] as number);
     if (key >= U32_END || belongsKey >= U32_END || involvesKey >= U32_END) return null;
     column.chunk[ordinal] = chunks.of(facts.chunkIds[ordinal] as string);
     column.facet[ordinal] = facets.of(facts.facetIds[ordinal] as string);
@@ -66,12 +79,38 @@ export function factImageBytes(facts: WholeFacts): Uint8Array | null {
   const times = [...facts.times].map(([ordinal, [timeText, time]]) => [ordinal, timeText, time]);
   // Parsed from JSON, each id is a string of its own (a slice of one long text keeps the text, and reads slower).
   const lists = new TextEncoder().encode(JSON.stringify([facts.ids, chunks.list, facets.list, entities.list, times]));
-  const numbersAt = alignedToFour(HEAD_BYTES + lists.length);
-  const out = new Uint8Array(numbersAt + numbers.byteLength);
-  new Uint32Array(out.buffer, 0, HEAD_BYTES / 4).set([FACT_IMAGE_FORMAT, count, lists.length]);
+  const widths = COLUMNS.map((name) => widthOf(column[name]));
+  let at = alignedToFour(HEAD_BYTES + lists.length);
+  const starts = widths.map((width) => (at += alignedToFour(count * width.bytes)) - alignedToFour(count * width.bytes));
+  const out = new Uint8Array(at);
+  new Uint32Array(out.buffer, 0, 3).set([FACT_IMAGE_FORMAT, count, lists.length]);
+  out.set(widths.map((width) => width.bytes), 12);
   out.set(lists, HEAD_BYTES);
-  out.set(new Uint8Array(numbers.buffer), numbersAt);
+  COLUMNS.forEach((name, i) => new (widths[i] as Width).view(out.buffer, starts[i], count).set(column[name]));
   return out;
+}
+
+type Width = (typeof WIDTHS)[number];
+
+/** The fewest bytes a value that hold every value of `values`. */
+function widthOf(values: Uint32Array): Width {
+  let largest = 0;
+  for (const value of values) if (value > largest) largest = value;
+  return WIDTHS.find((width) => largest < width.end) as Width;
+}
+
+/** An edge's key (−1: no edge) as stored beside its node's key `key`: 0 for none, else its distance zigzagged, one up. */
+function edgeKeyFrom(key: number, edgeKey: number): number {
+  if (edgeKey < 0) return 0;
+  const distance = edgeKey - key;
+  return (distance >= 0 ? 2 * distance : -2 * distance - 1) + 1;
+}
+
+/** The edge's key `edgeKeyFrom` stored beside node key `key` (−1: no edge). */
+function edgeKeyOf(key: number, stored: number): number {
+  if (stored === 0) return -1;
+  const zigzag = stored - 1;
+  return key + (zigzag % 2 === 0 ? zigzag / 2 : -(zigzag + 1) / 2);
 }
 
 function alignedToFour(at: number): number {
@@ -85,19 +124,22 @@ function alignedToFour(at: number): number {
  */
 export function readFactImage(bytes: Uint8Array, chunks: ReadonlyMap<string, Chunk>): FactColumns | null {
   if (!LITTLE_ENDIAN || bytes.length < HEAD_BYTES) return null;
-  const head = new DataView(bytes.buffer, bytes.byteOffset, HEAD_BYTES);
-  const [format, count, listsBytes] = [0, 4, 8].map((at) => head.getUint32(at, true)) as [number, number, number];
-  const numbersAt = alignedToFour(HEAD_BYTES + listsBytes);
-  if (format !== FACT_IMAGE_FORMAT || bytes.length !== numbersAt + count * COLUMNS.length * 4) return null;
+  // From a copy where the bytes do not start at a multiple of four in memory: the columns are read in place.
+  const image = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+  const [format, count, listsBytes] = new Uint32Array(image.buffer, image.byteOffset, 3) as unknown as [number, number, number];
+  const widths = [...image.subarray(12, 12 + COLUMNS.length)].map((bytesEach) => WIDTHS.find((width) => width.bytes === bytesEach));
+  let at = alignedToFour(HEAD_BYTES + listsBytes);
+  if (format !== FACT_IMAGE_FORMAT || widths.some((width) => width === undefined)) return null;
+  const starts = (widths as Width[]).map((width) => (at += alignedToFour(count * width.bytes)) - alignedToFour(count * width.bytes));
+  if (image.length !== at) return null;
   let lists: unknown;
   try {
-    lists = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(HEAD_BYTES, HEAD_BYTES + listsBytes)));
+    lists = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(image.subarray(HEAD_BYTES, HEAD_BYTES + listsBytes)));
   } catch {
     return null;
   }
-  // Read in place where the numbers start at a multiple of four in memory, else from a copy.
-  const numbers = (bytes.byteOffset + numbersAt) % 4 === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset + numbersAt, count * COLUMNS.length) : new Uint32Array(bytes.slice(numbersAt).buffer);
-  return checkedFacts(lists, count, columnsOf(numbers, count), chunks);
+  const column = eachColumn((_, i) => new (widths[i] as Width).view(image.buffer as ArrayBuffer, image.byteOffset + (starts[i] as number), count));
+  return checkedFacts(lists, count, column, chunks);
 }
 
 /** The `count` facts of an image's lists and numbers, each checked against its chunk as a stored row is; null where one fails. */
@@ -132,32 +174,26 @@ function checkedFacts(lists: unknown, count: number, column: Columns, chunks: Re
     facetIdOf.push(facetId);
     entityIdOf.push(entityId);
   }
-  const keys = (stored: Uint32Array, step: number, none: Uint32Array | null = null) => {
+  const edgeKeys = (stored: ArrayLike<number>, none: ArrayLike<number> | null = null) => {
     const out = new Float64Array(count);
     // An involves_entity key of a fact with no Entity (`none` 0) stands for no edge, as a row's reads.
-    for (let i = 0; i < count; i++) out[i] = none !== null && none[i] === 0 ? -1 : (stored[i] as number) + step;
+    for (let i = 0; i < count; i++) out[i] = none !== null && none[i] === 0 ? -1 : edgeKeyOf(column.key[i] as number, stored[i] as number);
     return out;
   };
-  // Copied: the image's bytes are not kept. Each is below 2^31 (at most a turn's length).
-  const ints = (stored: Uint32Array) => new Int32Array(stored.buffer, stored.byteOffset, count).slice();
   return FactColumns.whole({
     ids,
     chunkIds: chunkIdOf,
     facetIds: facetIdOf,
     entityIds: entityIdOf,
-    keys: keys(column.key, 0),
-    belongsKeys: keys(column.belongsKey, -1),
-    involvesKeys: keys(column.involvesKey, -1, column.entity),
-    turns: ints(column.turn),
-    starts: ints(column.start),
-    ends: ints(column.end),
+    keys: Float64Array.from(column.key),
+    belongsKeys: edgeKeys(column.belongsKey),
+    involvesKeys: edgeKeys(column.involvesKey, column.entity),
+    // Each below 2^31: at most a turn's length.
+    turns: Int32Array.from(column.turn),
+    starts: Int32Array.from(column.start),
+    ends: Int32Array.from(column.end),
     times,
   });
-}
-
-/** The columns of `numbers`, `count` facts' each, in `COLUMNS` order. */
-function columnsOf(numbers: Uint32Array, count: number): Columns {
-  return Object.fromEntries(COLUMNS.map((name, i) => [name, numbers.subarray(i * count, (i + 1) * count)])) as Columns;
 }
 
 function isStringList(value: unknown): value is string[] {

@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Conversation } from '../src/ingest/conversation.ts';
 import { Memory } from '../src/memory.ts';
 import { stateFrom, type PartitionHost } from '../src/memory/partition.ts';
@@ -12,7 +9,8 @@ import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import type { GraphStore, WorkingSnapshot } from '../src/store/types.ts';
 import type { MemorySnapshot } from '../src/graph/types.ts';
 import { graphView } from '../e2e/support/graph-view.ts';
-import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
+import { longTurnSession } from './helpers/conversation.ts';
+import { sqliteFolder } from './helpers/sqlite-folder.ts';
 
 /**
  * An open of a SQL store reads a partition's FacetPoints as columns (graph/fact-columns.ts) and
@@ -21,40 +19,11 @@ import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
  * and adds, and the same refusals of a damaged store.
  */
 
-let runtime: TestRuntime;
-let dir = '';
-const stores: GraphStore[] = [];
-beforeAll(async () => {
-  runtime = await testRuntime();
-});
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'prism-fact-columns-'));
-});
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((store) => store.close()));
-  await rm(dir, { recursive: true, force: true });
-});
+const { runtime, path, sqlite } = sqliteFolder('prism-fact-columns-');
 
 /** A conversation of long turns, so that several of them are cut into many facts. */
-const chat: Conversation = {
-  id: 'chat',
-  sessions: Array.from({ length: 4 }, (_, s) => ({
-    id: `s${s}`,
-    dateText: `${10 + s} May 2024`,
-    time: `2024-05-${10 + s}T09:00:00`,
-    turns: [
-      { dialogId: `D${s}:1`, speaker: 'User', text: `I adopted a cat named Biscuit in week ${s}. She sleeps on the red sofa. My sister Ana visits on Sundays and brings plums.` },
-      { dialogId: `D${s}:2`, speaker: 'Assistant', text: `Biscuit sounds lovely. Cats like warm places; a heated bed helps in winter. Ana could bring catnip as well. Week ${s} was busy for you.` },
-      { dialogId: `D${s}:3`, speaker: 'User', text: `Last Tuesday I ran ${5 + s} kilometres by the river with Tom.` },
-    ],
-  })),
-};
+const chat: Conversation = { id: 'chat', sessions: [0, 1, 2, 3].map(longTurnSession) };
 
-async function sqlite(name = 'memory.sqlite'): Promise<GraphStore> {
-  const store = await openSqliteStore(join(dir, name));
-  stores.push(store);
-  return store;
-}
 
 /**
  * `chat` added to a SQLite file of its own, closed (a memory closes its store), and its revision
@@ -62,10 +31,10 @@ async function sqlite(name = 'memory.sqlite'): Promise<GraphStore> {
  * test/fact-image.test.ts reads).
  */
 async function ingested(): Promise<void> {
-  const memory = await Memory.open({ store: await openSqliteStore(join(dir, 'memory.sqlite')), embedder: runtime.embedder, createIndex: runtime.createIndex });
+  const memory = await Memory.open({ store: await openSqliteStore(path()), embedder: runtime().embedder, createIndex: runtime().createIndex });
   await memory.addConversation(chat);
   await memory.close();
-  const db = new Database(join(dir, 'memory.sqlite'));
+  const db = new Database(path());
   bumpRevision(db);
   db.close();
 }
@@ -76,7 +45,7 @@ function bumpRevision(db: Database.Database): void {
 }
 
 function host(store: GraphStore): PartitionHost {
-  return { store, embedder: runtime.embedder, createIndex: runtime.createIndex };
+  return { store, embedder: runtime().embedder, createIndex: runtime().createIndex };
 }
 
 /** The graph as a reader sees it, and every node in `nodes` order as JSON (key order included). */
@@ -101,8 +70,8 @@ describe('facts held as columns', () => {
 
   it('searches as a memory of nodes does, and after a delete and an add as a fresh open of what they wrote', async () => {
     await ingested();
-    const columns = await Memory.open({ store: await sqlite(), embedder: runtime.embedder, createIndex: runtime.createIndex });
-    const nodes = await Memory.open({ store: new MemoryStore(), embedder: runtime.embedder, createIndex: runtime.createIndex });
+    const columns = await Memory.open({ store: await sqlite(), embedder: runtime().embedder, createIndex: runtime().createIndex });
+    const nodes = await Memory.open({ store: new MemoryStore(), embedder: runtime().embedder, createIndex: runtime().createIndex });
     await nodes.import(await columns.export());
     const asSeen = async (memory: Memory) => {
       const searches = [];
@@ -116,7 +85,7 @@ describe('facts held as columns', () => {
     expect(await asSeen(columns)).toEqual(await asSeen(nodes));
     await nodes.close();
     const reopened = async () => {
-      const fresh = await Memory.open({ store: await sqlite(), embedder: runtime.embedder, createIndex: runtime.createIndex });
+      const fresh = await Memory.open({ store: await sqlite(), embedder: runtime().embedder, createIndex: runtime().createIndex });
       const seenThere = await asSeen(fresh);
       await fresh.close();
       return seenThere;
@@ -131,7 +100,7 @@ describe('facts held as columns', () => {
 
   it('reads every fact as a node where one is not in the plain form, and the graph is the same', async () => {
     await ingested();
-    const db = new Database(join(dir, 'memory.sqlite'));
+    const db = new Database(path());
     const row = db.prepare("SELECT id, json FROM nodes WHERE id LIKE 'fp:%' LIMIT 1").get() as { id: string; json: string };
     // Its content written out rather than as a stretch of its turn: a form graph building does not write.
     const values = JSON.parse(row.json) as unknown[];
@@ -148,7 +117,7 @@ describe('facts held as columns', () => {
 
   it('refuses a fact held as columns whose key another node holds, as it refuses a node', async () => {
     await ingested();
-    const db = new Database(join(dir, 'memory.sqlite'));
+    const db = new Database(path());
     const episode = JSON.parse((db.prepare("SELECT json FROM nodes WHERE id LIKE 'ep:%' LIMIT 1").get() as { json: string }).json) as unknown[];
     const row = db.prepare("SELECT id, json FROM nodes WHERE id LIKE 'fp:%' LIMIT 1").get() as { id: string; json: string };
     const values = JSON.parse(row.json) as unknown[];
@@ -157,6 +126,6 @@ describe('facts held as columns', () => {
     db.close();
     const reopened = await sqlite();
     expect((await reopened.loadWorkingSet?.(DEFAULT_PARTITION))?.facts).toBeDefined();
-    await expect(Memory.open({ store: reopened, embedder: runtime.embedder, createIndex: runtime.createIndex })).rejects.toMatchObject({ code: 'CORRUPT_CHECKPOINT', message: expect.stringMatching(/node ep:\S+ and node fp:\S+ share key/) });
+    await expect(Memory.open({ store: reopened, embedder: runtime().embedder, createIndex: runtime().createIndex })).rejects.toMatchObject({ code: 'CORRUPT_CHECKPOINT', message: expect.stringMatching(/node ep:\S+ and node fp:\S+ share key/) });
   });
 });

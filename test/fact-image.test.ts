@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WholeFactsBuilder, type FactColumns } from '../src/graph/fact-columns.ts';
 import type { MemorySnapshot } from '../src/graph/types.ts';
 import type { Conversation } from '../src/ingest/conversation.ts';
@@ -13,7 +10,8 @@ import { FACT_IMAGE, factImageBytes, readFactImage } from '../src/store/fact-ima
 import { openSqliteStore } from '../src/store/sqlite.node.ts';
 import type { GraphStore, WorkingSnapshot } from '../src/store/types.ts';
 import { graphView } from '../e2e/support/graph-view.ts';
-import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
+import { longTurnSession } from './helpers/conversation.ts';
+import { sqliteFolder } from './helpers/sqlite-folder.ts';
 
 /**
  * A SQL store keeps a memory's facts as one value of derived state (store/fact-image.ts), saved by
@@ -22,45 +20,12 @@ import { testRuntime, type TestRuntime } from './helpers/runtime.ts';
  * be what the rows read, fact by fact; an image of another revision, or a damaged one, is not read.
  */
 
-let runtime: TestRuntime;
-let dir = '';
-const stores: GraphStore[] = [];
-beforeAll(async () => {
-  runtime = await testRuntime();
-});
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'prism-fact-image-'));
-});
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((store) => store.close()));
-  await rm(dir, { recursive: true, force: true });
-});
+const { runtime, path, sqlite } = sqliteFolder('prism-fact-image-');
 
-/** Sessions of long turns, several of them cut into many facts, one with a time expression. */
-function session(s: number): Conversation['sessions'][number] {
-  return {
-    id: `s${s}`,
-    dateText: `${10 + s} May 2024`,
-    time: `2024-05-${10 + s}T09:00:00`,
-    turns: [
-      { dialogId: `D${s}:1`, speaker: 'User', text: `I adopted a cat named Biscuit in week ${s}. She sleeps on the red sofa. My sister Ana visits on Sundays and brings plums.` },
-      { dialogId: `D${s}:2`, speaker: 'Assistant', text: `Biscuit sounds lovely. Cats like warm places; a heated bed helps in winter. Ana could bring catnip as well. Week ${s} was busy for you.` },
-      { dialogId: `D${s}:3`, speaker: 'User', text: `Last Tuesday I ran ${5 + s} kilometres by the river with Tom, and yesterday I swam.` },
-    ],
-  };
-}
-const chat: Conversation = { id: 'chat', sessions: [0, 1, 2].map(session) };
-
-const path = () => join(dir, 'memory.sqlite');
-
-async function sqlite(): Promise<GraphStore> {
-  const store = await openSqliteStore(path());
-  stores.push(store);
-  return store;
-}
+const chat: Conversation = { id: 'chat', sessions: [0, 1, 2].map(longTurnSession) };
 
 async function open(): Promise<Memory> {
-  return Memory.open({ store: await openSqliteStore(path()), embedder: runtime.embedder, createIndex: runtime.createIndex });
+  return Memory.open({ store: await openSqliteStore(path()), embedder: runtime().embedder, createIndex: runtime().createIndex });
 }
 
 /** Every fact of `facts` as its fields, by id. */
@@ -90,7 +55,7 @@ async function readBothWays(): Promise<{ image: WorkingSnapshot; rows: WorkingSn
 
 function seen(snapshot: MemorySnapshot | WorkingSnapshot, store: GraphStore) {
   const now = { name: DEFAULT_PARTITION, revision: () => 0, meta: () => snapshot.meta };
-  const state = stateFrom(snapshot, { store, embedder: runtime.embedder, createIndex: runtime.createIndex }, now);
+  const state = stateFrom(snapshot, { store, embedder: runtime().embedder, createIndex: runtime().createIndex }, now);
   return { view: graphView(state), nodes: [...state.graph.nodes.values()].map((node) => JSON.stringify(node)) };
 }
 
@@ -122,11 +87,11 @@ describe('the fact image', () => {
 
   it('holds the facts later writes put, woke and left, and searches read the same with it and without', async () => {
     const first = await open();
-    await first.addConversation({ id: 'chat', sessions: [session(0)] });
+    await first.addConversation({ id: 'chat', sessions: [longTurnSession(0)] });
     await first.close();
     // An open that reads the image, then adds: its image holds facts read as columns and facts put as nodes.
     const second = await open();
-    await second.addConversation({ id: 'chat', sessions: [session(1), session(2)] });
+    await second.addConversation({ id: 'chat', sessions: [longTurnSession(1), longTurnSession(2)] });
     await second.add([{ role: 'user', content: 'My cat Biscuit turned three today and got a new red collar.' }], { sessionId: 'chat/s3', date: '2024-05-20' });
     await second.close();
     const { image, rows } = await readBothWays();
@@ -159,7 +124,7 @@ describe('the fact image', () => {
 
   it('is not read at another revision: another writer added since', async () => {
     const memory = await open();
-    await memory.addConversation({ id: 'chat', sessions: [session(0)] });
+    await memory.addConversation({ id: 'chat', sessions: [longTurnSession(0)] });
     await memory.close();
     const reader = await open();
     const writer = await open();

@@ -124,17 +124,10 @@ export class FactColumns {
   }
 
   private resize(capacity: number): void {
-    const kept = <A extends Float64Array | Int32Array | Uint8Array>(from: ArrayLike<number>, to: A): A => {
-      to.set((from as A).subarray(0, this.count));
-      return to;
-    };
-    this.keys = kept(this.keys, new Float64Array(capacity));
-    this.belongsKeys = kept(this.belongsKeys, new Float64Array(capacity));
-    this.involvesKeys = kept(this.involvesKeys, new Float64Array(capacity));
-    this.turns = kept(this.turns, new Int32Array(capacity));
-    this.starts = kept(this.starts, new Int32Array(capacity));
-    this.ends = kept(this.ends, new Int32Array(capacity));
-    this.timed = kept(this.timed, new Uint8Array(capacity));
+    resizeNumbers(this, this.count, capacity);
+    const timed = new Uint8Array(capacity);
+    timed.set(this.timed.subarray(0, this.count));
+    this.timed = timed;
     this.capacity = capacity;
   }
 
@@ -192,19 +185,32 @@ export class WholeFactsBuilder {
   }
 
   private grow(capacity: number): void {
-    const { facts } = this;
-    const count = facts.ids.length;
-    const kept = <A extends Float64Array | Int32Array>(from: A, to: A): A => {
-      to.set(from.subarray(0, Math.min(count, capacity)));
-      return to;
-    };
-    facts.keys = kept(facts.keys, new Float64Array(capacity));
-    facts.belongsKeys = kept(facts.belongsKeys, new Float64Array(capacity));
-    facts.involvesKeys = kept(facts.involvesKeys, new Float64Array(capacity));
-    facts.turns = kept(facts.turns, new Int32Array(capacity));
-    facts.starts = kept(facts.starts, new Int32Array(capacity));
-    facts.ends = kept(facts.ends, new Int32Array(capacity));
+    resizeNumbers(this.facts, this.facts.ids.length, capacity);
   }
+}
+
+/** The number columns facts are kept in (`FactColumns`, `WholeFacts`). */
+interface NumberColumns {
+  keys: ArrayLike<number>;
+  belongsKeys: ArrayLike<number>;
+  involvesKeys: ArrayLike<number>;
+  turns: ArrayLike<number>;
+  starts: ArrayLike<number>;
+  ends: ArrayLike<number>;
+}
+
+/** Moves the number columns of `facts` (typed arrays) into arrays of `capacity`, their first `count` values kept. */
+function resizeNumbers(facts: NumberColumns, count: number, capacity: number): void {
+  const kept = <A extends Float64Array | Int32Array>(from: ArrayLike<number>, to: A): A => {
+    to.set((from as A).subarray(0, Math.min(count, capacity)));
+    return to;
+  };
+  facts.keys = kept(facts.keys, new Float64Array(capacity));
+  facts.belongsKeys = kept(facts.belongsKeys, new Float64Array(capacity));
+  facts.involvesKeys = kept(facts.involvesKeys, new Float64Array(capacity));
+  facts.turns = kept(facts.turns, new Int32Array(capacity));
+  facts.starts = kept(facts.starts, new Int32Array(capacity));
+  facts.ends = kept(facts.ends, new Int32Array(capacity));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
-import { columnFact, FACT_ID_PREFIX, FactColumns, factNode, WholeFactsBuilder, type WholeFacts } from './fact-columns.ts';
+import { columnFact, FACT_ID_PREFIX, factNode, WholeFactsBuilder, type FactColumns, type WholeFacts } from './fact-columns.ts';
 import { VectorTable } from './vector-table.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type EpisodeFact, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
 

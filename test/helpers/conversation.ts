@@ -25,3 +25,20 @@ export const conversation: Conversation = {
     },
   ],
 };
+
+/**
+ * Session `s` of a chat of long turns, several of them cut into many facts, one with a time
+ * expression ("Last Tuesday", "yesterday"): what the fact columns and the fact image are tested on.
+ */
+export function longTurnSession(s: number): Conversation['sessions'][number] {
+  return {
+    id: `s${s}`,
+    dateText: `${10 + s} May 2024`,
+    time: `2024-05-${10 + s}T09:00:00`,
+    turns: [
+      { dialogId: `D${s}:1`, speaker: 'User', text: `I adopted a cat named Biscuit in week ${s}. She sleeps on the red sofa. My sister Ana visits on Sundays and brings plums.` },
+      { dialogId: `D${s}:2`, speaker: 'Assistant', text: `Biscuit sounds lovely. Cats like warm places; a heated bed helps in winter. Ana could bring catnip as well. Week ${s} was busy for you.` },
+      { dialogId: `D${s}:3`, speaker: 'User', text: `Last Tuesday I ran ${5 + s} kilometres by the river with Tom, and yesterday I swam.` },
+    ],
+  };
+}

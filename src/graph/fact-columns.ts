@@ -61,19 +61,18 @@ export class FactColumns {
     const columns = new FactColumns(facts);
     const { ids, chunkIds } = facts;
     let chunkId = '';
-    let prefix = '';
+    let prefix: string | null = null;
     let places: number[] = [];
     for (let ordinal = 0; ordinal < ids.length; ordinal++) {
       const id = ids[ordinal] as string;
+      // A chunk's facts come together: its prefix and places are found once for them.
       if (chunkIds[ordinal] !== chunkId) {
         chunkId = chunkIds[ordinal] as string;
-        prefix = chunkId.slice(0, CHUNK_PREFIX);
-        const known = columns.byChunk.get(prefix);
-        if (!known) columns.byChunk.set(prefix, (places = []));
-        else places = known;
+        prefix = chunkPrefixOf(chunkId);
+        places = prefix === null ? [] : columns.placesOf(prefix);
       }
       // The id's number at its place, once: an id canonical for its chunk names one place.
-      const number = isCanonicalFactIdOf(id, chunkId) ? factNumberOf(id) : Number.NaN;
+      const number = prefix !== null && isCanonicalFactIdWith(id, prefix) ? factNumberOf(id) : Number.NaN;
       if (Number.isNaN(number) || places[number] !== undefined) return null;
       places[number] = ordinal;
     }
@@ -111,11 +110,15 @@ export class FactColumns {
       this.times.set(ordinal, [timeText, time]);
       this.timed[ordinal] = 1;
     }
-    const prefix = chunkId.slice(0, CHUNK_PREFIX);
+    this.placesOf(chunkId.slice(0, CHUNK_PREFIX))[factNumberOf(id)] = ordinal;
+    return ordinal;
+  }
+
+  /** The places of the facts of the chunk whose ids start `prefix`, by the number each id ends in. */
+  private placesOf(prefix: string): number[] {
     let places = this.byChunk.get(prefix);
     if (!places) this.byChunk.set(prefix, (places = []));
-    places[factNumberOf(id)] = ordinal;
-    return ordinal;
+    return places;
   }
 
   /** Gives back the room appended facts did not take: once the last is added. */
@@ -244,7 +247,18 @@ function isCanonicalFactId(id: string): boolean {
 
 /** Whether `id` is the canonical id of a fact of chunk `chunkId`. */
 export function isCanonicalFactIdOf(id: string, chunkId: string): boolean {
-  return isCanonicalFactId(id) && id.startsWith(chunkId.slice(0, CHUNK_PREFIX), FACT_ID_PREFIX.length) && chunkId.length >= CHUNK_PREFIX;
+  const prefix = chunkPrefixOf(chunkId);
+  return prefix !== null && isCanonicalFactIdWith(id, prefix);
+}
+
+/** The characters of `chunkId` its facts' ids name it by; null where it is too short to have canonical facts. */
+function chunkPrefixOf(chunkId: string): string | null {
+  return chunkId.length >= CHUNK_PREFIX ? chunkId.slice(0, CHUNK_PREFIX) : null;
+}
+
+/** Whether `id` is the canonical id of a fact of the chunk whose prefix is `prefix` (`chunkPrefixOf`). */
+function isCanonicalFactIdWith(id: string, prefix: string): boolean {
+  return isCanonicalFactId(id) && id.startsWith(prefix, FACT_ID_PREFIX.length);
 }
 
 /** The shortest canonical fact id: `fp:`, the chunk prefix, `:` and a digit. */

@@ -856,9 +856,7 @@ export class MemoryGraph {
     const facts = this.facts as ColumnFacts;
     const made = facts.made.get(ordinal);
     if (made !== undefined) return made;
-    const chunkId = facts.columns.chunkIds[ordinal] as string;
-    const chunk = this.chunkById.get(chunkId);
-    if (chunk === undefined) throw new Error(`fact ${facts.columns.ids[ordinal]} is of chunk ${chunkId}, which the graph does not hold`);
+    const chunk = this.chunkOfFact(ordinal);
     const node = factNode(facts.columns, ordinal, chunk, this.episodeIdOfChunk(chunk.id), facts.columns.facetIds[ordinal] as string, facts.columns.entityIds[ordinal] as string | null);
     facts.remember(ordinal, node);
     return node;
@@ -867,9 +865,15 @@ export class MemoryGraph {
   /** The fact of `ordinal` held as columns as `facetPointsOf` reads it, its node not made (`ColumnFact`). */
   private columnFactAt(ordinal: number): EpisodeFact {
     const { columns } = this.facts as ColumnFacts;
+    return columnFact(columns, ordinal, this.chunkOfFact(ordinal), columns.facetIds[ordinal] as string);
+  }
+
+  /** The chunk of the fact of `ordinal` held as columns (an open's check saw that the graph holds it). */
+  private chunkOfFact(ordinal: number): Chunk {
+    const { columns } = this.facts as ColumnFacts;
     const chunk = this.chunkById.get(columns.chunkIds[ordinal] as string);
     if (chunk === undefined) throw new Error(`fact ${columns.ids[ordinal]} is of chunk ${columns.chunkIds[ordinal]}, which the graph does not hold`);
-    return columnFact(columns, ordinal, chunk, columns.facetIds[ordinal] as string);
+    return chunk;
   }
 
   /** The graph's own string for the id of chunk `chunkId`'s Episode, the one the chunk's facts name. */
@@ -980,10 +984,9 @@ export class MemoryGraph {
     const columns = this.facts?.columns;
     for (const listed of this.listed()) {
       if (typeof listed === 'number') {
-        const from = columns as FactColumns;
-        const key = from.keys[listed] as number;
-        const involvesKey = from.entityIds[listed] === null ? -1 : (this.derivedKeys.getByNodeKey('involves_entity', key) ?? -1);
-        out.copy(from, listed, this.derivedKeys.getByNodeKey('belongs_to', key) ?? -1, involvesKey);
+        // A fact with no Entity keeps no involves_entity key (`putFactEdges` files none).
+        const key = (columns as FactColumns).keys[listed] as number;
+        out.copy(columns as FactColumns, listed, this.derivedKeys.getByNodeKey('belongs_to', key) ?? -1, this.derivedKeys.getByNodeKey('involves_entity', key) ?? -1);
       } else if (listed.layer === 'facetPoint') {
         const own = asColumns(listed);
         if (own === null) return null;

@@ -8,7 +8,7 @@ import { isPlainEnd, isStretchOf, isStringOrNull, ReadSharing } from './record-c
  * rows (~0.8 s of a 5 s open) to fill the same columns (`FactColumns`) this holds. It is the
  * columns as the records would read at the revision it was saved at, in record-codec's plain keyed
  * form; a store reads it in place of the fact rows only at that revision (`SqlStore`), and every
- * fact it holds is checked against its chunk as a row's is (`addCheckedFact`'s checks).
+ * fact it holds is checked against its chunk as a row's is (record-codec's `addPlainFact`).
  */
 
 /** The name the fact image is saved under in a store's derived state. */

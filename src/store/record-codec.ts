@@ -461,46 +461,14 @@ export function addPlainFact(columns: FactColumns, json: string, rowKey: string,
   if (!Array.isArray(values) || (values.length !== FACT_VALUES && values.length !== FACT_VALUES + 1) || values[4] !== null) return false;
   const [, , key, chunkId, , facetId, stretch, entityId, timeText, time, turnAt, offsets] = values as unknown[];
   if (!Number.isSafeInteger(key) || (key as number) < 0 || !isOffsets(stretch)) return false;
-  const edgeKeys = foldedKeys(key as number, offsets);
-  if (edgeKeys === null) return false;
-  const fact: PlainFact = { id: rowKey, key: key as number, chunkId, facetId, entityId, turn: turnAt, start: stretch[0], end: stretch[1], timeText, time, belongsKey: edgeKeys[0], involvesKey: edgeKeys[1] };
-  return addCheckedFact(columns, fact, chunks, sharing);
-}
-
-/**
- * A FacetPoint's values in record-codec's plain keyed form, as a reader found them (a stored
- * row's, a fact image's): its key and edges' keys counts (−1: no edge), the rest to be checked.
- */
-export interface PlainFact {
-  id: string;
-  key: number;
-  chunkId: unknown;
-  facetId: unknown;
-  entityId: unknown;
-  /** Its turn's index in its chunk, and the stretch of that turn's text its content quotes. */
-  turn: unknown;
-  start: number;
-  end: number;
-  timeText: unknown;
-  time: unknown;
-  belongsKey: number;
-  involvesKey: number;
-}
-
-/**
- * Adds `fact` to `columns` when it is one graph building wrote: its id canonical for its chunk
- * (`fp:<chunk prefix>:<n>`), its content a stretch of a turn of its chunk (of `chunks`), its
- * dialog ids that turn's alone. False, nothing added, for any other.
- */
-export function addCheckedFact(columns: FactColumns, fact: PlainFact, chunks: ReadonlyMap<string, Chunk>, sharing: ReadSharing): boolean {
-  const { id, chunkId, facetId, entityId, timeText, time, turn: turnAt, start, end } = fact;
-  if (typeof chunkId !== 'string' || !isCanonicalFactIdOf(id, chunkId)) return false;
+  if (typeof chunkId !== 'string' || !isCanonicalFactIdOf(rowKey, chunkId)) return false;
   if (!isPlainEnd(facetId) || (entityId !== null && !isPlainEnd(entityId)) || !isStringOrNull(timeText) || !isStringOrNull(time)) return false;
+  const edgeKeys = foldedKeys(key as number, offsets);
   const chunk = chunks.get(chunkId);
-  if (chunk === undefined || !isStretchOf(sharing.stretchLengths(chunk), turnAt, start, end)) return false;
+  if (edgeKeys === null || chunk === undefined || !isStretchOf(sharing.stretchLengths(chunk), turnAt, stretch[0], stretch[1])) return false;
   // An involves_entity key of a fact with no Entity stands for no edge, as `StoredRecordsReader` reads it.
-  const involves = entityId === null ? -1 : fact.involvesKey;
-  columns.add(id, fact.key, chunk.id, sharing.id('facetId', facetId), entityId === null ? null : sharing.id('entityId', entityId), turnAt as number, start, end, timeText, time, fact.belongsKey, involves);
+  const involves = entityId === null ? -1 : edgeKeys[1];
+  columns.add(rowKey, key as number, chunk.id, sharing.id('facetId', facetId), entityId === null ? null : sharing.id('entityId', entityId), turnAt as number, stretch[0], stretch[1], timeText, time, edgeKeys[0], involves);
   return true;
 }
 

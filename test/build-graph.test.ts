@@ -239,9 +239,10 @@ describe('MemoryGraph turn indexes', () => {
 
   it('keep the held dialog ids and the turns per session as chunks come, are replaced and go', () => {
     const graph = new MemoryGraph({ nodes: [], edges: [], chunks: [chunk('a', 's1', ['s1:1', 's1:2'])], vectors: new Map() });
+    const everyId = ['s1:1', 's1:2', 's1:3', 'shared', 's2:1'];
     const check = () => {
       const want = gathered(graph);
-      expect(new Set(graph.dialogIds())).toEqual(want.ids);
+      expect(everyId.filter((id) => graph.dialogIds().has(id))).toEqual(everyId.filter((id) => want.ids.has(id)));
       expect(graph.turnsInSession('s1')).toBe(want.s1);
     };
     check();

@@ -301,8 +301,10 @@ describe('records in key order', () => {
     const dense = Array.from({ length: 5_000 }, (_, i) => 3 * i + 1);
     const sparse = Array.from({ length: 50 }, (_, i) => i * 1_000_003);
     const repeated = [...dense.slice(0, 100), 7, 7, 10, 10];
-    const odd = [...dense.slice(0, 100), 2.5, -1, Number.NaN, 2 ** 60];
-    for (const keys of [dense, sparse, repeated, odd, [], [0]]) {
+    // Each 16-bit digit's edges, and the largest key a radix pass takes.
+    const digits = [0, 65_535, 65_536, 65_537, 2 ** 32 - 1, 2 ** 16 * 7 + 3, 2 ** 16 * 7 + 2, 131_071];
+    const odd = [...dense.slice(0, 100), 2.5, -1, Number.NaN, 2 ** 60, 2 ** 32];
+    for (const keys of [dense, sparse, repeated, digits, odd, [], [0]]) {
       for (const seed of [1, 2]) {
         const records = shuffled(keys, seed);
         expect(inKeyOrder(records)).toStrictEqual(byComparator(records));

@@ -27,7 +27,7 @@ cd "$root"
 emcc wasm/usearch_binding.cpp \
   -o wasm/usearch.mjs \
   -I "node_modules/usearch/include" \
-  -std=c++17 -O3 -msimd128 -DNDEBUG ${PRISM_EMCC_EXTRA:-} \
+  -std=c++17 -O3 -msimd128 -mbulk-memory -DNDEBUG ${PRISM_EMCC_EXTRA:-} \
   -DUSEARCH_USE_NUMKONG=0 -DUSEARCH_USE_OPENMP=0 \
   -ffile-prefix-map="$root"=. \
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createUsearchModule \

@@ -115,7 +115,6 @@ export class MemoryGraph {
    * the add with the scope (~10 ms a call at 10,000 messages).
    */
   private readonly dialogIdCounts = new Map<string, number>();
-  private readonly heldDialogIds = new Set<string>();
   private readonly turnsBySession = new Map<string, number>();
   /** How many stored turns each speaker has: every search asks which speakers its query names, and walking every Episode for them cost ~4 ms a search at 30K messages. */
   private readonly turnsBySpeaker = new Map<string, number>();
@@ -215,9 +214,9 @@ export class MemoryGraph {
     }
   }
 
-  /** The dialog ids of the turns the graph's chunks hold. Read-only: the set is the graph's own, kept as chunks come and go. */
-  dialogIds(): ReadonlySet<string> {
-    return this.heldDialogIds;
+  /** The dialog ids of the turns the graph's chunks hold, to ask of (the graph's own count of each, kept as chunks come and go). */
+  dialogIds(): Pick<ReadonlySet<string>, 'has'> {
+    return this.dialogIdCounts;
   }
 
   /** The speakers of the graph's chunks' turns, in the order they first spoke. */
@@ -253,13 +252,8 @@ export class MemoryGraph {
       if (spoken === 0) this.turnsBySpeaker.delete(speaker);
       else this.turnsBySpeaker.set(speaker, spoken);
       const count = (this.dialogIdCounts.get(dialogId) ?? 0) + step;
-      if (count === 0) {
-        this.dialogIdCounts.delete(dialogId);
-        this.heldDialogIds.delete(dialogId);
-      } else {
-        this.dialogIdCounts.set(dialogId, count);
-        this.heldDialogIds.add(dialogId);
-      }
+      if (count === 0) this.dialogIdCounts.delete(dialogId);
+      else this.dialogIdCounts.set(dialogId, count);
     }
   }
 

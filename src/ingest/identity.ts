@@ -38,7 +38,7 @@ export interface IdentityPlan {
 export function planMessageTurns(
   messages: readonly NormalisedMessage[],
   sessionId: string,
-  held: ReadonlySet<string>,
+  held: Pick<ReadonlySet<string>, 'has'>,
   turnsBefore: number,
   limits: Pick<InputLimits, 'passageChars'>,
 ): IdentityPlan {
@@ -86,7 +86,7 @@ export function planMessageTurns(
  * (another writer stored it, or generated the same id), or a message skipped as stored is no
  * longer there (another writer deleted it).
  */
-export function planConflict(turns: readonly ChunkTurn[], skipped: readonly SkippedMessage[], held: ReadonlySet<string>): string | null {
+export function planConflict(turns: readonly ChunkTurn[], skipped: readonly SkippedMessage[], held: Pick<ReadonlySet<string>, 'has'>): string | null {
   const clash = turns.find((turn) => held.has(turn.dialogId));
   if (clash) return `message id ${JSON.stringify(clash.dialogId)} was stored by another writer`;
   const gone = skipped.find((s) => s.reason === 'already-stored' && !held.has(s.matched));

@@ -36,8 +36,8 @@ import { reply, startOpenAiServer, type OpenAiTestServer } from './helpers/opena
 
 const DIM = 384;
 /** One weighing per excerpt, as a unit asking for one excerpt makes. */
-const excerptTurn = (turn: ChunkTurn, score: (sentence: string) => number, cap: number): Excerpt => new SentenceWeighing(turn, score).excerpt(cap);
-const excerptWithin = (turn: ChunkTurn, score: (sentence: string) => number, cap: number): Excerpt | null => new SentenceWeighing(turn, score).within(cap);
+const excerptTurn = (turn: ChunkTurn, score: (sentence: string) => number, cap: number): Excerpt => new SentenceWeighing(turn, () => score).excerpt(cap);
+const excerptWithin = (turn: ChunkTurn, score: (sentence: string) => number, cap: number): Excerpt | null => new SentenceWeighing(turn, () => score).within(cap);
 
 /** A unit vector with the given components (by dimension), zero elsewhere. */
 function vec(parts: Record<number, number>): Float32Array {
@@ -1245,7 +1245,7 @@ describe('zero-LLM precision, units and packing', () => {
       const score = (s: string) => ((s.length + s.charCodeAt(0)) * 7919 + round * 31) % 101;
       for (const cap of [8, 14, 30, 400]) {
         // One weighing, as a unit keeps: the bound first, then the excerpt, then a smaller one.
-        const weighing = new SentenceWeighing(turn, score);
+        const weighing = new SentenceWeighing(turn, () => score);
         const least = weighing.leastTokens(cap);
         const excerpt = weighing.excerpt(cap);
         expect(least).toBeLessThanOrEqual(excerpt.tokens);
@@ -1259,9 +1259,58 @@ describe('zero-LLM precision, units and packing', () => {
     // Exactly the head and the best sentence: the others score under half the best, so the
     // excerpt is those two and the gaps' marks.
     const turn = { dialogId: 'D1:1', speaker: 'Ana', text: 'Alpha one is here. Gamma three. Delta four is long enough.' };
-    const weighing = new SentenceWeighing(turn, (s) => (s === 'Gamma three.' ? 1 : 0.1));
+    const weighing = new SentenceWeighing(turn, () => (s) => (s === 'Gamma three.' ? 1 : 0.1));
     expect(weighing.leastTokens(400)).toBe(o200kCount('(D1:1) Ana:') + o200kCount(' Gamma three.'));
     expect(weighing.excerpt(400).text).toBe('(D1:1) Ana: … Gamma three. …');
+  });
+
+  it('bounds an excerpt by its head alone where that is over the room left (leastTokens with a room), its sentences not weighed', () => {
+    const sentences = ['Alpha one.', 'We paid $1,234.50 for it!', '"Quoted," she said.', 'Émile était là.', 'Why?!', 'A much longer sentence that goes on about many different things at once.'];
+    let seed = 5;
+    const random = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    let headOnly = 0;
+    for (let round = 0; round < 100; round++) {
+      const text = Array.from({ length: 1 + random(6) }, () => sentences[random(sentences.length)] ?? '').join(' ');
+      const turn = { dialogId: `D${round}:1`, speaker: 'Ana', text };
+      const head = o200kCount(`(D${round}:1) Ana:`);
+      for (const cap of [8, 30, 400]) {
+        for (const room of [0, head - 1, head, head + 1, head + 40]) {
+          let scored = 0;
+          const weighing = new SentenceWeighing(turn, () => (scored++, (s) => s.length % 7));
+          const least = weighing.leastTokens(cap, room);
+          const exact = new SentenceWeighing(turn, () => (s) => s.length % 7).leastTokens(cap);
+          // The bound with a room decides as the exact one does: both within the room or both over it.
+          expect(least <= room).toBe(exact <= room);
+          if (least !== exact) {
+            expect(least).toBe(head + 1);
+            expect(scored).toBe(0);
+            headOnly++;
+            // And nothing of the turn fits that room.
+            expect(weighing.within(room)).toBeNull();
+            expect(weighing.excerpt(cap).tokens).toBeGreaterThan(room);
+          }
+        }
+      }
+    }
+    expect(headOnly).toBeGreaterThan(100);
+    // A sentence with more bytes than the cap leaves beside the head may be the cut line's: weighed as before.
+    const turn = { dialogId: 'D1:1', speaker: 'Ana', text: `Short. ${'Long words here '.repeat(20)}end.` };
+    let scored = 0;
+    expect(new SentenceWeighing(turn, () => (scored++, (s) => s.length)).leastTokens(30, 0)).toBe(0);
+    expect(scored).toBe(1);
+  });
+
+  it('asks no unit its least tokens where its new header alone leaves no room', () => {
+    const unit = (id: string, header: string, text: string, score: number): ContextUnit => ({ id, header, text: `(${id}) Ana: ${text}`, dialogIds: [id], score, time: null });
+    const first = unit('D1:1', '[s1 · 1 May, 2023]', 'I painted a lake at sunrise last week, and it took all morning.', 3);
+    const other = unit('D2:1', '[s2 · 9 June, 2023, a long header of its own]', 'Nice!', 2);
+    const same = unit('D1:2', '[s1 · 1 May, 2023]', 'Yes.', 1);
+    const budget = countTokens(first.header) + 1 + countTokens(first.text) + 1 + countTokens(same.text) + 1 + 2;
+    const asked: string[] = [];
+    const packed = packContext([first, other, same], budget, { of: (u) => countTokens(u.text), least: (u) => (asked.push(u.id), countTokens(u.text)) });
+    expect(packed.units.map((u) => u.id)).toEqual(['D1:1', 'D1:2']);
+    expect(packContext([first, other, same], budget).units.map((u) => u.id)).toEqual(['D1:1', 'D1:2']);
+    expect(asked).toEqual(['D1:1', 'D1:2']);
   });
 
   it('excerpts within a cap only with whole sentences (excerptWithin): none when the best one does not fit', () => {

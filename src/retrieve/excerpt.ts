@@ -1,5 +1,6 @@
 import type { ChunkTurn } from '../graph/types.ts';
 import { turnLineHead } from '../graph/chunk-text.ts';
+import { utf8Length } from '../util/ascii.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { splitSentences } from '../util/sentences.ts';
 import { countingPartsApart, countTokens, isSpacedPart, spacedParts } from '../util/tokens.ts';
@@ -20,7 +21,7 @@ export interface Excerpt {
 
 /**
  * A turn longer than a cap (a pasted document, a long monologue) would never fit a tight budget
- * whole, so it is offered as an excerpt: its sentences, best first by `sentenceScore`, written
+ * whole, so it is offered as an excerpt: its sentences, best first by their score, written
  * back in their original order with "…" marking what was left out, as many as fit and score at
  * least half as well as the best. One weighing serves every excerpt packing asks of a turn for
  * one query: the sentences are scored once, and each is counted when an excerpt first needs it.
@@ -31,18 +32,22 @@ export class SentenceWeighing {
   private readonly head: string;
   /** Counted apart (the default counter), a candidate's tokens are its parts' counts summed (`countSpaced`). */
   private readonly apart: boolean;
+  /** UTF-8 bytes of the longest sentence piece (`piece`), or a little more: its tokens at most. */
+  private readonly longestPiece: number;
   /** Tokens of each piece, counted when first needed. */
   private readonly counts: number[] = [];
   private ranked: ReadonlyArray<{ i: number; score: number }> | undefined;
 
   constructor(
     turn: ChunkTurn,
-    private readonly sentenceScore: (sentence: string) => number,
+    /** Makes the score of a sentence: called when the sentences are first ranked, which a turn packing passes by need not be. */
+    private readonly scoring: () => (sentence: string) => number,
   ) {
     const split = splitOf(turn);
     this.sentences = split.sentences;
     this.head = split.head;
     this.apart = split.spaced && countingPartsApart();
+    this.longestPiece = split.longestPiece;
   }
 
   /** The excerpt within `maxTokens`; a best sentence longer than that alone is cut at it. */
@@ -64,17 +69,26 @@ export class SentenceWeighing {
    * Tokens `excerpt(maxTokens)` has at least, counting only the head and the best sentence:
    * every excerpt of whole sentences holds both, and the other parts count for something or
    * nothing. When the two alone are over the cap the excerpt is the cut line, which this does
-   * not bound: 0. With another counter (parts not counted apart) also 0.
+   * not bound: 0. With another counter (parts not counted apart) also 0. Once the head alone is
+   * over `room`, any bound over it may be given instead (the head and one token).
    */
-  leastTokens(maxTokens: number): number {
-    const best = this.order()[0];
-    if (!this.apart || best === undefined) return 0;
-    const least = this.countOf(0) + this.countOf(2 + best.i);
+  leastTokens(maxTokens: number, room = Infinity): number {
+    if (!this.apart || this.sentences.length === 0) return 0;
+    const head = this.countOf(0);
+    // Past `room` on the head alone, where no sentence can take the two over the cap (a piece has
+    // a token at least, and byte-level BPE no more tokens than UTF-8 bytes): the sentences are
+    // not weighed. Packing asks this of every long turn it reads on past a nearly full budget.
+    if (head + 1 > room && this.longestPiece <= maxTokens - head) return head + 1;
+    const best = this.order()[0] as { i: number };
+    const least = head + this.countOf(2 + best.i);
     return least <= maxTokens ? least : 0;
   }
 
   private order(): ReadonlyArray<{ i: number; score: number }> {
-    this.ranked ??= this.sentences.map((sentence, i) => ({ i, score: this.sentenceScore(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
+    if (this.ranked === undefined) {
+      const score = this.scoring();
+      this.ranked = this.sentences.map((sentence, i) => ({ i, score: score(sentence) })).sort((a, b) => b.score - a.score || a.i - b.i);
+    }
     return this.ranked;
   }
 
@@ -142,6 +156,8 @@ interface SplitTurn {
   spaced: boolean;
   /** Characters the split holds, for the cache's bound. */
   chars: number;
+  /** `utf8Length` of the longest sentence with the space before it. */
+  longestPiece: number;
 }
 
 /**
@@ -157,7 +173,8 @@ function splitOf(turn: ChunkTurn): SplitTurn {
   if (known) return known;
   const sentences = splitSentences(turn.text);
   const head = turnLineHead(turn).trimEnd();
-  const split: SplitTurn = { sentences, head, spaced: spacedParts([head, ELLIPSIS]) && sentences.every(isSpacedPart), chars: turn.text.length };
+  const longestPiece = sentences.reduce((longest, sentence) => Math.max(longest, 1 + utf8Length(sentence)), 0);
+  const split: SplitTurn = { sentences, head, spaced: spacedParts([head, ELLIPSIS]) && sentences.every(isSpacedPart), chars: turn.text.length, longestPiece };
   splitTurns.set(turn, split);
   return split;
 }

@@ -35,9 +35,10 @@ export interface UnitTokens<U extends ContextUnit> {
   of: (unit: U) => number;
   /**
    * Tokens a unit's text has at least, when that is cheaper to know than `of`: a unit whose
-   * least does not fit is not counted. Never more than `of`; by default `of` itself.
+   * least is over `room`, the tokens left for it, is not counted. Never more than `of`; once a
+   * bound over `room` is known it may be given instead. By default `of` itself.
    */
-  least?: (unit: U) => number;
+  least?: (unit: U, room: number) => number;
 }
 
 /**
@@ -62,11 +63,14 @@ export function packContext<U extends ContextUnit>(
     if (budget - used < MIN_UNIT_TOKENS) break;
     const headerCost = headersUsed.has(unit.header) ? 0 : countTokens(unit.header) + 1;
     let taken: U | null = unit;
+    // The tokens a unit may take under its header: none where a new header alone is over (a
+    // long turn met there is then neither counted nor weighed: on chat, most of those packing
+    // reads on past a full budget are in sessions not yet in the context).
+    const room = budget - used - headerCost - 1;
     // What cannot fit at its least is not counted: it takes the same way as one counted over.
-    const fitsAtLeast = counting.least === undefined || used + headerCost + counting.least(unit) + 1 <= budget;
+    const fitsAtLeast = room >= 0 && (counting.least === undefined || counting.least(unit, room) <= room);
     let cost = fitsAtLeast ? headerCost + counting.of(unit) + 1 : Infinity;
     if (used + cost > budget) {
-      const room = budget - used - headerCost - 1;
       taken = fit && room >= MIN_UNIT_TOKENS ? fit(unit, room) : null;
       if (taken === null) continue;
       cost = headerCost + counting.of(taken) + 1;

@@ -7,7 +7,7 @@ import { fallsOn } from './dates.ts';
 import { SentenceWeighing, type Excerpt } from './excerpt.ts';
 import { sharedTermCount } from './lexical.ts';
 import { countKeptTokens, countTokens } from '../util/tokens.ts';
-import { isAscii } from '../util/ascii.ts';
+import { utf8Length } from '../util/ascii.ts';
 import { LruCache } from '../util/lru-cache.ts';
 import { vectorDot, vectorPairDot } from '../graph/vector-table.ts';
 import type { ContextUnit } from './pack.ts';
@@ -175,11 +175,12 @@ export function unitTokens(unit: RetrievedUnit): number {
  * Tokens a unit's text has at least: the packer's way past a long turn whose excerpt cannot fit
  * what is left of the budget without making the excerpt. Once the budget is nearly full, packing
  * reads on through the ranking for units small enough, and most long turns it meets there
- * would be weighed sentence by sentence only to be skipped (on LongMemEval chat, tens a query).
- * Exact for any other unit.
+ * would be weighed sentence by sentence only to be skipped (on LongMemEval chat, tens a query);
+ * where its line's head alone is over `room`, the tokens left for it, not even its best sentence
+ * is looked for. Exact for any other unit.
  */
-export function unitLeastTokens(unit: RetrievedUnit): number {
-  return unit instanceof TurnUnit ? unit.leastTokens() : unitTokens(unit);
+export function unitLeastTokens(unit: RetrievedUnit, room: number): number {
+  return unit instanceof TurnUnit ? unit.leastTokens(room) : unitTokens(unit);
 }
 
 /** What the turn units of one Episode share: their Episode's fields, and what weighing their sentences reads. */
@@ -221,7 +222,7 @@ class TurnUnit implements RetrievedUnit {
   /** Tokens of the excerpt the unit became (`capAt`). */
   #excerptTokens: number | undefined;
   /** For a turn `capAt` may cut: the least tokens its text can have. */
-  #least: (() => number) | undefined;
+  #least: ((room: number) => number) | undefined;
 
   constructor(turn: ChunkTurn, line: string, id: string, score: number, points: readonly number[], episode: EpisodeOfUnits) {
     this.text = line;
@@ -248,15 +249,16 @@ class TurnUnit implements RetrievedUnit {
       return { text: excerpt.text, kind: 'excerpt' };
     });
     // Before it is resolved, an excerpt's least tokens (see `unitLeastTokens`).
-    this.#least = () => (resolved() || !long() ? this.tokens() : this.#weigh().leastTokens(maxTokens));
+    this.#least = (room) => (resolved() || !long() ? this.tokens() : this.#weigh().leastTokens(maxTokens, room));
   }
 
   tokens(): number {
     return this.kind === 'turn' ? countKeptTokens(this.text, this.#turn.lineTokens) : (this.#excerptTokens ?? countTokens(this.text));
   }
 
-  leastTokens(): number {
-    return this.#least?.() ?? this.tokens();
+  /** `unitLeastTokens`: any bound over `room` may be given once one is known. */
+  leastTokens(room: number): number {
+    return this.#least?.(room) ?? this.tokens();
   }
 
   /** Its best sentences within `maxTokens` (`SentenceWeighing.within`); null when packing fits no remainder. */
@@ -265,7 +267,9 @@ class TurnUnit implements RetrievedUnit {
   }
 
   #weigh(): SentenceWeighing {
-    this.#weighing ??= new SentenceWeighing(this.#turn, sentenceScore(this.#episode.facts(), this.#points, this.#episode.queryTerms));
+    // The Episode's fact cosines are read only once sentences are ranked: on the meaning route
+    // they are worked out for an Episode when first needed, and a turn packing passes by needs none.
+    this.#weighing ??= new SentenceWeighing(this.#turn, () => sentenceScore(this.#episode.facts(), this.#points, this.#episode.queryTerms));
     return this.#weighing;
   }
 }
@@ -429,16 +433,6 @@ function turnLineBytes(turn: ChunkTurn): number {
   return utf8Length(turnLineHead(turn)) + utf8Length(turn.text);
 }
 
-/** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */
-function utf8Length(text: string): number {
-  if (isAscii(text)) return text.length;
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : 3;
-  }
-  return bytes;
-}
 
 /**
  * How well one sentence of a long turn answers the query: the cosine of the turn's FacetPoint

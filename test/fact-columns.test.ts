@@ -11,6 +11,8 @@ import type { MemorySnapshot } from '../src/graph/types.ts';
 import { graphView } from '../e2e/support/graph-view.ts';
 import { longTurnSession } from './helpers/conversation.ts';
 import { sqliteFolder } from './helpers/sqlite-folder.ts';
+import { FactColumns } from '../src/graph/fact-columns.ts';
+import { checkMemoryStructure } from '../src/store/validate-snapshot.ts';
 
 /**
  * An open of a SQL store reads a partition's FacetPoints as columns (graph/fact-columns.ts) and
@@ -113,6 +115,22 @@ describe('facts held as columns', () => {
     expect(working.nodes.find((node) => node.id === row.id)).toMatchObject({ layer: 'facetPoint', content: 'User: written out' });
     const whole = (await reopened.load(DEFAULT_PARTITION)) as MemorySnapshot;
     expect(seen(working, reopened)).toEqual(seen(whole, reopened));
+  });
+
+  it('holds each fact id once, and refuses a node or edge whose id is a fact held as columns', () => {
+    const chunkId = 'ab'.repeat(32);
+    const factId = `fp:${chunkId.slice(0, 12)}:3`;
+    const columns = FactColumns.empty();
+    expect(columns.add(factId, 5, chunkId, 'fc:x', null, 0, 0, 1, null, null, -1, -1)).toBe(0);
+    expect(columns.add(factId, 6, chunkId, 'fc:x', null, 0, 0, 1, null, null, -1, -1)).toBe(-1);
+    expect(columns.size).toBe(1);
+    const meta = { schemaVersion: 1, embedderId: 'test', dim: 4, nextKey: 10, chunkCount: 0, settings: {} };
+    const entity = { id: factId, key: 1, layer: 'entity', name: 'Ana', entityType: 'person', chunkIds: [] };
+    const edge = { id: factId, key: 2, type: 'temporal', from: 'a', to: 'b', chunkId, description: null, confidence: null };
+    const checked = (memory: { nodes: unknown[]; edges: unknown[] }) => () => checkMemoryStructure({ meta, chunks: [], vectors: [], hashes: [], facts: columns, ...memory }, (message) => { throw new Error(message); });
+    expect(checked({ nodes: [entity], edges: [] })).toThrow(`node id ${factId} occurs twice`);
+    expect(checked({ nodes: [], edges: [edge] })).toThrow(`node or edge id ${factId} occurs twice`);
+    expect(checked({ nodes: [{ ...entity, id: 'entity:ana' }], edges: [] })).not.toThrow();
   });
 
   it('refuses a fact held as columns whose key another node holds, as it refuses a node', async () => {

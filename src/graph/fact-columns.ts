@@ -91,8 +91,15 @@ export class FactColumns {
     return columns;
   }
 
-  /** Appends a fact whose `id` is canonical for `chunkId` (`isCanonicalFactIdOf`); its position (ordinal). */
+  /**
+   * Appends a fact whose `id` is canonical for `chunkId` (`isCanonicalFactIdOf`); its position
+   * (ordinal), or −1, appending nothing, where a fact of that id is held already: the columns'
+   * ids are unique, which an open's check relies on instead of claiming each.
+   */
   add(id: string, key: number, chunkId: string, facetId: string, entityId: string | null, turn: number, start: number, end: number, timeText: string | null, time: string | null, belongsKey: number, involvesKey: number): number {
+    const places = this.placesOf(chunkId.slice(0, CHUNK_PREFIX));
+    const number = factNumberOf(id);
+    if (places[number] !== undefined) return -1;
     const ordinal = this.count++;
     if (ordinal === this.capacity) this.resize(Math.max(1024, this.capacity * 2));
     this.ids.push(id);
@@ -110,7 +117,7 @@ export class FactColumns {
       this.times.set(ordinal, [timeText, time]);
       this.timed[ordinal] = 1;
     }
-    this.placesOf(chunkId.slice(0, CHUNK_PREFIX))[factNumberOf(id)] = ordinal;
+    places[number] = ordinal;
     return ordinal;
   }
 

@@ -452,7 +452,8 @@ const FACT_VALUES = NODE_KEYS.facetPoint.length;
  * building wrote, in the keyed form (record-codec's header): its id canonical for its chunk
  * (`fp:<chunk prefix>:<n>`), its Episode its chunk's, its content a stretch of a turn of its
  * chunk, its dialog ids that turn's alone, and any folded edge's key a count. False, nothing
- * added, for any other record: `decodeNode` reads it, and validation judges it as ever. What is
+ * added, for any other record, and for one whose id the columns hold already: `decodeNode` reads
+ * it, and validation judges it as ever. What is
  * added reads back (`MemoryGraph`'s fact nodes) equal to what `decodeNode` makes of it.
  */
 export function addPlainFact(columns: FactColumns, json: string, rowKey: string, chunks: ReadonlyMap<string, Chunk>, sharing: ReadSharing): boolean {
@@ -468,8 +469,7 @@ export function addPlainFact(columns: FactColumns, json: string, rowKey: string,
   if (edgeKeys === null || chunk === undefined || !isStretchOf(sharing.stretchLengths(chunk), turnAt, stretch[0], stretch[1])) return false;
   // An involves_entity key of a fact with no Entity stands for no edge, as `StoredRecordsReader` reads it.
   const involves = entityId === null ? -1 : edgeKeys[1];
-  columns.add(rowKey, key as number, chunk.id, sharing.id('facetId', facetId), entityId === null ? null : sharing.id('entityId', entityId), turnAt as number, stretch[0], stretch[1], timeText, time, edgeKeys[0], involves);
-  return true;
+  return columns.add(rowKey, key as number, chunk.id, sharing.id('facetId', facetId), entityId === null ? null : sharing.id('entityId', entityId), turnAt as number, stretch[0], stretch[1], timeText, time, edgeKeys[0], involves) >= 0;
 }
 
 /** Whether `start` to `end` is a stretch of the text of turn `turn`, of `lengths` (`ReadSharing.stretchLengths`). */

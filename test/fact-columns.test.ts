@@ -82,6 +82,8 @@ describe('facts held as columns', () => {
         searches.push({ context: result.context, units: result.units.map((unit) => unit.id) });
       }
       const { graph } = await memory.inspect();
+      // The Episodes listed apart (kept as they come) are those the nodes list, in that order.
+      expect(graph.nodesOfLayer('episode').map((node) => node.id)).toEqual([...graph.nodes.values()].filter((node) => node.layer === 'episode').map((node) => node.id));
       return { searches, nodes: [...graph.nodes.values()].map((node) => JSON.stringify(node)), edges: [...graph.edges.keys()].sort() };
     };
     expect(await asSeen(columns)).toEqual(await asSeen(nodes));

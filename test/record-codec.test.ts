@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkText, speakerLead, turnTheme } from '../src/graph/chunk-text.ts';
+import { ChunkTextJoiner, chunkText, speakerLead, turnLineHead, turnTheme } from '../src/graph/chunk-text.ts';
 import { derivedEdgesOf } from '../src/graph/derived-edges.ts';
 import { edgeId, episodeIdOf, type Chunk, type EntityNode, type EpisodeNode, type FacetNode, type FacetPointNode, type GraphEdge, type GraphNode } from '../src/graph/types.ts';
 import { decodeChunk, decodeChunkRow, decodeEdge, decodeNode, encodeChunk, encodeChunkRow, encodeEdge, encodeNode, ReadSharing, withoutFoldedEdge } from '../src/store/record-codec.ts';
@@ -265,6 +265,32 @@ describe('a stored chunk', () => {
     expect(decodeChunkRow(encodeChunkRow(handMade).json, null)).toEqual(handMade);
     // A row without a text column is a record `encodeChunk` wrote.
     expect(decodeChunkRow(encodeChunk(whole('[Session 1]', turns)), null)).toEqual(whole('[Session 1]', turns));
+  });
+
+  it('as SQL rows read many at a time (ChunkTextJoiner), reads back each whole: its text and turns as one by one', () => {
+    // Plain chunks and chunks with a character past Latin-1, many of each, in batches of ~2M characters of turns.
+    const plain = Array.from({ length: 300 }, (_, i) => whole(`[Session ${i}]`, [{ dialogId: `D${i}:1`, speaker: 'Ana', text: `plain ${i} `.repeat(1000) }, { dialogId: `D${i}:2`, speaker: 'Bo', text: 'ok' }]));
+    const wide = Array.from({ length: 40 }, (_, i) => whole(`[Session w${i}]`, i % 2 === 0 ? turns : [{ dialogId: `W${i}:1`, speaker: 'Zoë’s', text: `curly ’ ${i} `.repeat(500) }]));
+    const chunks = plain.flatMap((chunk, i) => (i % 8 === 0 ? [chunk, wide[i / 8] as Chunk] : [chunk]));
+    const joiner = new ChunkTextJoiner();
+    const read = chunks.map((chunk) => {
+      const row = encodeChunkRow(chunk);
+      return decodeChunkRow(row.json, row.text, joiner.join);
+    });
+    // Some chunks are joined as their batch fills, the rest by the flush.
+    expect(read.some((chunk) => typeof chunk.text === 'string')).toBe(true);
+    expect(read.some((chunk) => chunk.text === null)).toBe(true);
+    joiner.flush();
+    expect(read).toEqual(chunks);
+    for (const chunk of read) {
+      expect(chunk.text).toBe(chunkText(chunk.header, chunk.turns));
+      let at = chunk.header.length;
+      for (const turn of chunk.turns) {
+        at += 1 + turnLineHead(turn).length;
+        expect(chunk.text.slice(at, at + turn.text.length)).toBe(turn.text);
+        at += turn.text.length;
+      }
+    }
   });
 
   it('as a SQL row whose turns’ lengths do not cut its text whole, reads with no text, for validation to reject', () => {

@@ -12,22 +12,7 @@ export function turnLineHead(turn: Pick<ChunkTurn, 'dialogId' | 'speaker'>): str
 
 /** A chunk's canonical text: its header, then one line per turn (`Chunk.text`; its SHA-256 is the chunk id). */
 export function chunkText(header: string, turns: readonly ChunkTurn[]): string {
-  return joinedText(header, turns).text;
-}
-
-/** `chunkText`, and where each turn's text starts in it (known as the lines are joined). */
-function joinedText(header: string, turns: readonly ChunkTurn[]): { text: string; offsets: number[] } {
-  const lines = [header];
-  const offsets: number[] = [];
-  let at = header.length;
-  for (const turn of turns) {
-    const head = turnLineHead(turn);
-    lines.push(`${head}${turn.text}`);
-    at += 1 + head.length;
-    offsets.push(at);
-    at += turn.text.length;
-  }
-  return { text: lines.join('\n'), offsets };
+  return [header, ...turns.map(turnLine)].join('\n');
 }
 
 /** A turn's theme, as the local extractor names a turn's Facet: its speaker and its text on one line, capped at 160 characters. */
@@ -134,17 +119,106 @@ export function shareTurnTexts(chunk: Chunk): void {
   if (!sharedChunks.has(chunk)) pointTurnsInto(chunk, turnTextOffsets(chunk));
 }
 
+/** A chunk read without its text (a store keeps `text` null where it is the canonical join), its turns holding string texts. */
+export type UnjoinedChunk = Omit<Chunk, 'text'> & { text: string | null };
+
 /**
- * Gives a chunk read without its text (a store keeps `text` null where it is the canonical join)
- * that text, and points each turn's text into it as `shareTurnTexts` would. The offsets are
- * known as the text is joined, so nothing is compared: at 100K messages of chat that second pass
- * over every session's text was ~0.3 s of an open. `turns` must hold string texts.
+ * Gives a chunk read without its text that text, and points each turn's text into it as
+ * `shareTurnTexts` would. The offsets are known as the text is joined, so nothing is compared: at
+ * 100K messages of chat that second pass over every session's text was ~0.3 s of an open.
  */
-export function joinChunkText(chunk: Omit<Chunk, 'text'> & { text: string | null }): asserts chunk is Chunk {
-  const { text, offsets } = joinedText(chunk.header, chunk.turns);
-  chunk.text = text;
-  pointTurnsInto(chunk as Chunk, offsets);
+export function joinChunkText(chunk: UnjoinedChunk): asserts chunk is Chunk {
+  joinChunkTexts([chunk]);
 }
+
+/**
+ * `joinChunkText` of several chunks at once: their texts are slices of one string, laid end to
+ * end. A session's text (~12 KB of chat) is made where the engine makes young objects, and at an
+ * open every one survives, each copied by the collector from there into the old generation (at
+ * 100K messages ~128 MB, copied twice); a string of a few megabytes is made in the old generation
+ * at once. A chunk deleted later keeps its stretch of that string in memory while another chunk
+ * of its batch lives (its text is gone from the store; nothing reads it).
+ */
+export function joinChunkTexts(chunks: readonly UnjoinedChunk[]): void {
+  const pieces: string[] = [];
+  const ends: number[] = [];
+  const offsets: number[][] = [];
+  let at = 0;
+  for (const chunk of chunks) {
+    pieces.push(chunk.header);
+    at += chunk.header.length;
+    const starts: number[] = [];
+    for (const turn of chunk.turns) {
+      const lead = `\n${turnLineHead(turn)}`;
+      pieces.push(lead, turn.text);
+      at += lead.length;
+      starts.push(at);
+      at += turn.text.length;
+    }
+    ends.push(at);
+    offsets.push(starts);
+  }
+  const joined = pieces.join('');
+  chunks.forEach((chunk, i) => {
+    chunk.text = joined.slice(i === 0 ? 0 : ends[i - 1], ends[i]);
+    const starts = offsets[i] as number[];
+    // From the joined string itself (a slice of a slice is made of the string under both).
+    chunk.turns.forEach((turn, k) => {
+      const start = starts[k] as number;
+      turn.text = joined.slice(start, start + turn.text.length);
+    });
+    sharedChunks.add(chunk as Chunk);
+  });
+}
+
+/**
+ * Chunks decoded one by one whose texts are joined a batch at a time (`joinChunkTexts`), once
+ * their turns hold about `JOINED_CHARS` characters, and by `flush` at the end of a read: until
+ * then a chunk has no text. The strings the turns were read as are dropped a batch at a time,
+ * while they are still young.
+ */
+export class ChunkTextJoiner {
+  /**
+   * Two batches: of chunks whose text is all Latin-1, and of the others. An engine keeps a string
+   * with one character past Latin-1 at two bytes a character, all of it: one curly quote or emoji
+   * would double a batch of plain text (at 100K messages of chat, +84 MB of heap in one batch).
+   */
+  private readonly batches = [new TextBatch(), new TextBatch()];
+
+  /** Joins `chunk` with the batch it falls in. */
+  readonly join = (chunk: UnjoinedChunk): void => {
+    const batch = this.batches[isLatin1(chunk) ? 0 : 1] as TextBatch;
+    batch.chunks.push(chunk);
+    for (const turn of chunk.turns) batch.chars += turn.text.length;
+    if (batch.chars >= JOINED_CHARS) batch.flush();
+  };
+
+  /** Joins the chunks not joined yet. */
+  flush(): void {
+    for (const batch of this.batches) batch.flush();
+  }
+}
+
+class TextBatch {
+  chunks: UnjoinedChunk[] = [];
+  chars = 0;
+
+  flush(): void {
+    joinChunkTexts(this.chunks);
+    this.chunks = [];
+    this.chars = 0;
+  }
+}
+
+const PAST_LATIN_1 = /[^\x00-\xff]/;
+
+/** Whether every character of the chunk's text (its header and turns' lines) is Latin-1. */
+function isLatin1(chunk: UnjoinedChunk): boolean {
+  return !PAST_LATIN_1.test(chunk.header) && chunk.turns.every((turn) => !PAST_LATIN_1.test(turn.text) && !PAST_LATIN_1.test(turn.speaker) && !PAST_LATIN_1.test(turn.dialogId));
+}
+
+/** Characters of turn text a batch of joined chunk texts holds at least: ~2 MB of chat, made in the old generation whole. */
+const JOINED_CHARS = 1 << 21;
 
 /** Points turn `i`'s text at `offsets[i]` in the chunk's text (none where `offsets` is null), and marks the chunk shared. */
 function pointTurnsInto(chunk: Chunk, offsets: readonly number[] | null): void {
@@ -155,5 +229,5 @@ function pointTurnsInto(chunk: Chunk, offsets: readonly number[] | null): void {
   sharedChunks.add(chunk);
 }
 
-/** Chunks whose turn texts `shareTurnTexts` or `joinChunkText` has pointed into their text (a chunk's text and turns are never changed in place). */
+/** Chunks whose turn texts `shareTurnTexts` or `joinChunkTexts` has pointed into their text (a chunk's text and turns are never changed in place). */
 const sharedChunks = new WeakSet<Chunk>();

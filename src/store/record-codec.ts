@@ -1,4 +1,4 @@
-import { chunkText, joinChunkText, shareTurnTexts, speakerLead, turnTheme } from '../graph/chunk-text.ts';
+import { chunkText, joinChunkText, shareTurnTexts, speakerLead, turnTheme, type UnjoinedChunk } from '../graph/chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedTarget, EDGE_KEYS, hasKeysInOrder, isDerivedFrom, type NodeEdgeKeys } from '../graph/derived-edges.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type ChunkTurn, type EdgeType, type GraphEdge, type GraphNode, type Layer } from '../graph/types.ts';
 import { isCanonicalFactIdOf, type FactColumns } from '../graph/fact-columns.ts';
@@ -570,8 +570,10 @@ export function encodeChunkRow(chunk: Chunk): ChunkRow {
  * A chunk as `encodeChunkRow` stored it (or `encodeChunk`, `text` null). A record whose turns'
  * lengths do not cut `text` into them whole is read with no text at all, the chunk's and its
  * turns', for validation to reject (a node rebuilt from such a turn reads an empty stretch).
+ * `join` gives a whole one its text: at once by default; a read of many joins them a batch at a
+ * time (`ChunkTextJoiner`), and such a chunk has no text until its batch is joined.
  */
-export function decodeChunkRow(json: string, text: string | null): Chunk {
+export function decodeChunkRow(json: string, text: string | null, join: (chunk: UnjoinedChunk) => void = joinChunkText): Chunk {
   if (text === null) return decodeChunk(json);
   const chunk = JSON.parse(json) as Omit<Chunk, 'text' | 'turns'> & { text: unknown; turns: unknown };
   const turns = wholeTurns(chunk.turns);
@@ -582,7 +584,7 @@ export function decodeChunkRow(json: string, text: string | null): Chunk {
       turn.text = text.slice(at, at + length);
       at += length;
     }
-    joinChunkText(chunk as Omit<Chunk, 'text'> & { text: null });
+    join(chunk as UnjoinedChunk);
     return chunk as unknown as Chunk;
   }
   for (const turn of turns ?? []) turn.text = '';

@@ -193,7 +193,7 @@ export class ChunkTextJoiner {
     if (batch.chars >= JOINED_CHARS) batch.flush();
   };
 
-  /** Joins the chunks not joined yet. */
+  /** Joins the chunks not joined yet (none: nothing to do). */
   flush(): void {
     for (const batch of this.batches) batch.flush();
   }
@@ -204,6 +204,7 @@ class TextBatch {
   chars = 0;
 
   flush(): void {
+    if (this.chunks.length === 0) return;
     joinChunkTexts(this.chunks);
     this.chunks = [];
     this.chars = 0;

@@ -8,6 +8,7 @@ import { DERIVED_OWNER, KeyFolder, KeyRing } from './idb-keys.ts';
 import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts';
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunkRow, decodeEdge, decodeNode, encodeChunkRow, encodeEdge } from './record-codec.ts';
+import { ChunkTextJoiner, type UnjoinedChunk } from '../graph/chunk-text.ts';
 import { allStoredEdges, recordReads, planRecords, StoredRecordsReader, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, withLaterVectors, type DerivedState, type GraphStore, type LaterVectors, type ListedVectorGroup, type WorkingSnapshot, type WriteBatch } from './types.ts';
@@ -231,10 +232,10 @@ function chunkValue(chunk: Chunk): Uint8Array<ArrayBuffer> {
   return value;
 }
 
-/** The chunk of a value `chunkValue` wrote, or one written before v12. */
-function chunkOfValue(plain: Uint8Array): Chunk {
+/** The chunk of a value `chunkValue` wrote, or one written before v12; `join` gives it its text (`decodeChunkRow`). */
+function chunkOfValue(plain: Uint8Array, join?: (chunk: UnjoinedChunk) => void): Chunk {
   const end = plain.indexOf(0);
-  return end < 0 ? decodeChunkRow(decoder.decode(plain), null) : decodeChunkRow(decoder.decode(plain.subarray(0, end)), decoder.decode(plain.subarray(end + 1)));
+  return end < 0 ? decodeChunkRow(decoder.decode(plain), null) : decodeChunkRow(decoder.decode(plain.subarray(0, end)), decoder.decode(plain.subarray(end + 1)), join);
 }
 
 /**
@@ -708,6 +709,9 @@ export class IndexedDbStore implements GraphStore {
       // The records are decoded as their parts come, while the stores behind them are read:
       // Entity pages and chunks first, which the nodes' decoding reads, then nodes, then edges.
       const chunks = new Map<string, Chunk>();
+      // Their texts joined a batch at a time (`ChunkTextJoiner`), the last batch before the first
+      // node is decoded: every chunk is decoded by then, and a node's decoding reads its turns.
+      const texts = new ChunkTextJoiner();
       const pages = new Map<string, string[]>();
       const records = new StoredRecordsReader(chunks, pages, form === 'working');
       let opened = null as PartitionMeta | null;
@@ -770,12 +774,18 @@ export class IndexedDbStore implements GraphStore {
             pages.set(page.id, list);
           },
           chunks: (plain) => {
-            const chunk = chunkOfValue(plain);
+            const chunk = chunkOfValue(plain, texts.join);
             chunks.set(chunk.id, chunk);
           },
           // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
-          nodes: (plain, record) => records.addNodes([[record.id, text(plain)]]),
-          nodeGroups: (plain, group) => records.addNodes(rowsOfGroup('nodeGroups', group, plain)),
+          nodes: (plain, record) => {
+            texts.flush();
+            records.addNodes([[record.id, text(plain)]]);
+          },
+          nodeGroups: (plain, group) => {
+            texts.flush();
+            records.addNodes(rowsOfGroup('nodeGroups', group, plain));
+          },
           edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
           ...(relationsLater ? {} : { edgeGroups: addEdgeGroup }),
           // A working set's vector groups are kept as they come (`listed`), its single vectors go
@@ -809,6 +819,8 @@ export class IndexedDbStore implements GraphStore {
         return reading.done;
       }
       const { meta } = opened;
+      // A partition of chunks and no nodes has its last texts joined here.
+      texts.flush();
       const loaded = records.finish();
       // As a SQL store's working set: `relations` holds every relation edge.
       const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;

@@ -1,4 +1,5 @@
 import type { Chunk, ChunkTurn } from './types.ts';
+import { isLatin1 } from '../util/ascii.ts';
 
 /** One line per turn, with its dialog id so packed context can be scored against gold evidence. */
 export function turnLine(turn: ChunkTurn): string {
@@ -187,7 +188,7 @@ export class ChunkTextJoiner {
 
   /** Joins `chunk` with the batch it falls in. */
   readonly join = (chunk: UnjoinedChunk): void => {
-    const batch = this.batches[isLatin1(chunk) ? 0 : 1] as TextBatch;
+    const batch = this.batches[isLatin1Chunk(chunk) ? 0 : 1] as TextBatch;
     batch.chunks.push(chunk);
     for (const turn of chunk.turns) batch.chars += turn.text.length;
     if (batch.chars >= JOINED_CHARS) batch.flush();
@@ -211,11 +212,9 @@ class TextBatch {
   }
 }
 
-const PAST_LATIN_1 = /[^\x00-\xff]/;
-
 /** Whether every character of the chunk's text (its header and turns' lines) is Latin-1. */
-function isLatin1(chunk: UnjoinedChunk): boolean {
-  return !PAST_LATIN_1.test(chunk.header) && chunk.turns.every((turn) => !PAST_LATIN_1.test(turn.text) && !PAST_LATIN_1.test(turn.speaker) && !PAST_LATIN_1.test(turn.dialogId));
+function isLatin1Chunk(chunk: UnjoinedChunk): boolean {
+  return isLatin1(chunk.header) && chunk.turns.every((turn) => isLatin1(turn.text) && isLatin1(turn.speaker) && isLatin1(turn.dialogId));
 }
 
 /** Characters of turn text a batch of joined chunk texts holds at least: ~2 MB of chat, made in the old generation whole. */

@@ -201,7 +201,7 @@ function putFacts(graph: MemoryGraph, facts: FactColumns): void {
     const edgeKeys = type === 'belongs_to' ? facts.belongsKeys : facts.involvesKeys;
     const ordinals: number[] = [];
     const keys: number[] = [];
-    for (let ordinal = 0; ordinal < edgeKeys.length; ordinal++) {
+    for (let ordinal = 0; ordinal < facts.size; ordinal++) {
       const key = edgeKeys[ordinal] as number;
       if (key < 0) continue;
       ordinals.push(ordinal);
@@ -278,16 +278,24 @@ export function inKeyOrder<T extends { key: number }>(records: readonly T[]): T[
  * such integers (none a checked memory holds) are sorted by comparison.
  */
 function keyOrder(keys: ArrayLike<number>): Int32Array {
+  // A pass counts into 65,536 buckets: for a few records (a write's relation edges) comparing is cheaper.
+  if (keys.length < RADIX_FROM) return comparedOrder(keys);
   // Indexed loops here and below: each runs over every record of an open once, and an iterator's
   // step left garbage for the collector before the loop was optimized.
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as number;
-    if (!Number.isInteger(key) || key < 0 || key > 0xffff_ffff) {
-      return Int32Array.from(Array.from({ length: keys.length }, (_, j) => j).sort((a, b) => (keys[a] as number) - (keys[b] as number)));
-    }
+    if (!Number.isInteger(key) || key < 0 || key > 0xffff_ffff) return comparedOrder(keys);
   }
   const byLow = radixPass(keys, null, 0);
   return radixPass(keys, byLow, 16);
+}
+
+/** Records a key order is made of by radix passes from; below it, by comparison. */
+const RADIX_FROM = 4096;
+
+/** `keyOrder` by a comparator sort (stable, as the radix passes are). */
+function comparedOrder(keys: ArrayLike<number>): Int32Array {
+  return Int32Array.from(Array.from({ length: keys.length }, (_, i) => i).sort((a, b) => (keys[a] as number) - (keys[b] as number)));
 }
 
 /** The positions `from` lists (all, in order, where null) stably ordered by bits `shift`…`shift + 15` of their keys. */

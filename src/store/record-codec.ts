@@ -453,8 +453,8 @@ const FACT_VALUES = NODE_KEYS.facetPoint.length;
  * (`fp:<chunk prefix>:<n>`), its Episode its chunk's, its content a stretch of a turn of its
  * chunk, its dialog ids that turn's alone, and any folded edge's key a count. False, nothing
  * added, for any other record, and for one whose id the columns hold already: `decodeNode` reads
- * it, and validation judges it as ever. What is
- * added reads back (`MemoryGraph`'s fact nodes) equal to what `decodeNode` makes of it.
+ * it, and validation judges it as ever. What is added reads back (`MemoryGraph`'s fact nodes)
+ * equal to what `decodeNode` makes of it.
  */
 export function addPlainFact(columns: FactColumns, json: string, rowKey: string, chunks: ReadonlyMap<string, Chunk>, sharing: ReadSharing): boolean {
   if (!json.startsWith(PLAIN_FACT_HEAD)) return false;

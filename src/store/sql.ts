@@ -7,7 +7,7 @@ import { ownedRows } from './relation-rows.ts';
 import { changesDimension, compareIds, sortById, validateBatch } from './snapshot.ts';
 import { dropsDerived, type DerivedState, type GraphStore, type StemVectorGroup, type StoredRelationEdges, type WorkingSnapshot, type WriteBatch } from './types.ts';
 import { VectorTable } from '../graph/vector-table.ts';
-import { ChunkTextJoiner } from '../graph/chunk-text.ts';
+import { ChunkTextJoiner, type UnjoinedChunk } from '../graph/chunk-text.ts';
 import { concatBytes } from '../util/bytes.ts';
 import type { FactColumns } from '../graph/fact-columns.ts';
 import { FACT_IMAGE, readFactImage } from './fact-image.ts';
@@ -341,9 +341,9 @@ function groupKeysOf(value: SqlValue | undefined, count: number): number[] | nul
 }
 
 /** A chunk row (`json`, `text`) as committed. */
-function chunkOfRow(row: SqlRow): Chunk {
-  const joined = row['text'] ?? null;
-  return decodeChunkRow(text(row, 'json'), joined === null ? null : textOf(joined, 'text'));
+/** The chunk of a row's `json` and `text` columns; `join` gives it its text (`decodeChunkRow`). */
+function chunkOfRow(json: SqlValue | undefined, joined: SqlValue | undefined, join?: (chunk: UnjoinedChunk) => void): Chunk {
+  return decodeChunkRow(textOf(json, 'json'), joined === null || joined === undefined ? null : textOf(joined, 'text'), join);
 }
 
 function text(row: SqlRow, column: string): string {
@@ -580,7 +580,7 @@ export class SqlStore implements GraphStore {
     const joiner = new ChunkTextJoiner();
     const chunks: Chunk[] = [];
     for (const [json, joined] of this.driver.each('SELECT json, text FROM chunks WHERE partition = ?', [partition])) {
-      chunks.push(decodeChunkRow(textOf(json, 'json'), joined === null || joined === undefined ? null : textOf(joined, 'text'), joiner.join));
+      chunks.push(chunkOfRow(json, joined, joiner.join));
     }
     joiner.flush();
     return chunks;
@@ -778,7 +778,7 @@ export class SqlStore implements GraphStore {
     const storedChunks = new Map<string, Chunk>();
     for (const id of reads.chunkIds) {
       const row = driver.all('SELECT json, text FROM chunks WHERE partition = ? AND id = ?', [partition, id])[0];
-      if (row) storedChunks.set(id, chunkOfRow(row));
+      if (row) storedChunks.set(id, chunkOfRow(row['json'], row['text']));
     }
     return planRecords(batch, storedNodes, storedChunks, this.writtenLists.of(partition));
   }

@@ -1,4 +1,5 @@
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
+const PAST_LATIN_1 = /[^\x00-\xff]/;
 
 /**
  * Whether every character of `text` is ASCII: such text lowercases, splits and counts UTF-8 bytes
@@ -7,6 +8,11 @@ const ASCII_ONLY = /^[\x00-\x7f]*$/;
  */
 export function isAscii(text: string): boolean {
   return ASCII_ONLY.test(text);
+}
+
+/** Whether every character of `text` is Latin-1 (below U+0100): what an engine can keep at one byte a character. */
+export function isLatin1(text: string): boolean {
+  return !PAST_LATIN_1.test(text);
 }
 
 /** UTF-8 bytes, or a little more: each surrogate counts 3 (a pair is 4 bytes; a lone one becomes U+FFFD, 3). */

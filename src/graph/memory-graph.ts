@@ -110,12 +110,13 @@ export class MemoryGraph {
   /** Chunks by id; changed through `putChunk` and `deleteChunk` only, which keep the turn indexes below. */
   readonly chunks: ReadonlyMap<string, Chunk> = this.chunkById;
   /**
-   * How many stored turns hold each dialog id, the ids as a set, and the turns per session:
-   * every add plans message ids against them, and gathering them from every chunk per add grew
-   * the add with the scope (~10 ms a call at 10,000 messages).
+   * How many stored turns hold each dialog id, and the turns per session: every add plans message
+   * ids against them, and gathering them from every chunk per add grew the add with the scope
+   * (~10 ms a call at 10,000 messages). Made by the first add that asks (`turnCounts`), then kept
+   * as chunks come and go: a search asks neither, and at 100K messages an open counted ~110K
+   * turns into them.
    */
-  private readonly dialogIdCounts = new Map<string, number>();
-  private readonly turnsBySession = new Map<string, number>();
+  private counted: TurnCounts | null = null;
   /** How many stored turns each speaker has: every search asks which speakers its query names, and walking every Episode for them cost ~4 ms a search at 30K messages. */
   private readonly turnsBySpeaker = new Map<string, number>();
   readonly vectors: Map<string, Float32Array>;
@@ -218,7 +219,7 @@ export class MemoryGraph {
 
   /** The dialog ids of the turns the graph's chunks hold, to ask of (the graph's own count of each, kept as chunks come and go). */
   dialogIds(): Pick<ReadonlySet<string>, 'has'> {
-    return this.dialogIdCounts;
+    return this.turnCounts().dialogIds;
   }
 
   /** The speakers of the graph's chunks' turns, in the order they first spoke. */
@@ -242,21 +243,21 @@ export class MemoryGraph {
 
   /** How many turns the graph's chunks hold in session `sessionId`. */
   turnsInSession(sessionId: string): number {
-    return this.turnsBySession.get(sessionId) ?? 0;
+    return this.turnCounts().sessions.get(sessionId) ?? 0;
+  }
+
+  /** The turn counts by dialog id and by session (`counted`), made from every chunk when first asked. */
+  private turnCounts(): TurnCounts {
+    if (this.counted === null) {
+      this.counted = { dialogIds: new Map(), sessions: new Map() };
+      for (const chunk of this.chunkById.values()) countChunkTurns(this.counted, chunk, 1);
+    }
+    return this.counted;
   }
 
   private countTurns(chunk: Chunk, step: 1 | -1): void {
-    const sessionTurns = (this.turnsBySession.get(chunk.sessionId) ?? 0) + step * chunk.turns.length;
-    if (sessionTurns === 0) this.turnsBySession.delete(chunk.sessionId);
-    else this.turnsBySession.set(chunk.sessionId, sessionTurns);
-    for (const { dialogId, speaker } of chunk.turns) {
-      const spoken = (this.turnsBySpeaker.get(speaker) ?? 0) + step;
-      if (spoken === 0) this.turnsBySpeaker.delete(speaker);
-      else this.turnsBySpeaker.set(speaker, spoken);
-      const count = (this.dialogIdCounts.get(dialogId) ?? 0) + step;
-      if (count === 0) this.dialogIdCounts.delete(dialogId);
-      else this.dialogIdCounts.set(dialogId, count);
-    }
+    for (const { speaker } of chunk.turns) addCount(this.turnsBySpeaker, speaker, step);
+    if (this.counted !== null) countChunkTurns(this.counted, chunk, step);
   }
 
   /** Puts `node` in place of any node of its id; true when the graph held none (an open puts ~464K nodes at 100K messages, and asking first was a second lookup of each). */
@@ -462,22 +463,21 @@ export class MemoryGraph {
   putDerivedEdges(type: DerivedEdgeType, from: readonly GraphNode[], keys: readonly number[]): void {
     this.forgetPoints();
     const fresh = this.derivedKeys.size(type) === 0 && this.heldOfDerivedTypes === 0;
-    let runTarget: string | null = null;
-    let run: string[] = [];
-    for (let i = 0; i < keys.length; i++) {
-      const node = from[i] as GraphNode;
-      const to = derivedTarget(node, type);
-      if (to === null) throw new Error(`node ${node.id} derives no ${type} edge`);
-      if (!fresh) {
-        this.keepDerived(type, node, to, keys[i] as number);
-        continue;
+    const runs = new SourceRuns(this.derivedSources[type]);
+    try {
+      for (let i = 0; i < keys.length; i++) {
+        const node = from[i] as GraphNode;
+        const to = derivedTarget(node, type);
+        if (to === null) throw new Error(`node ${node.id} derives no ${type} edge`);
+        if (!fresh) {
+          this.keepDerived(type, node, to, keys[i] as number);
+          continue;
+        }
+        runs.add(to, node.id);
+        this.derivedKeys.set(type, node, keys[i] as number);
       }
-      // Nodes with one target come in runs (a Facet's facts, an Episode's Facets): its list is looked up once a run.
-      if (to !== runTarget) {
-        runTarget = to;
-        run = this.sourcesOf(type, to);
-      }
-      this.fileDerived(type, node, keys[i] as number, run);
+    } finally {
+      runs.flush();
     }
   }
 
@@ -485,21 +485,13 @@ export class MemoryGraph {
   private keepDerived(type: DerivedEdgeType, from: GraphNode, to: string, key: number, id?: string): void {
     if (this.heldOfDerivedTypes > 0) this.dropHeld(id ?? edgeId(type, from.id, to));
     if (this.derivedKeys.has(type, from)) this.derivedKeys.set(type, from, key);
-    else this.fileDerived(type, from, key, this.sourcesOf(type, to));
-  }
-
-  /** Files the derived edge `type` from node `from` (which keeps none of the type) under `key`: its key, and `from` among its target's `sources` (`sourcesOf`). */
-  private fileDerived(type: DerivedEdgeType, from: GraphNode, key: number, sources: string[]): void {
-    sources.push(from.id);
-    this.derivedKeys.set(type, from, key);
-  }
-
-  /** The graph's own list of the ids of the nodes with a derived `type` edge to `to`, made when there is none. */
-  private sourcesOf(type: DerivedEdgeType, to: string): string[] {
-    const sources = this.derivedSources[type];
-    let list = sources.get(to);
-    if (!list) sources.set(to, (list = []));
-    return list;
+    else {
+      const sources = this.derivedSources[type];
+      const list = sources.get(to);
+      if (list) list.push(from.id);
+      else sources.set(to, [from.id]);
+      this.derivedKeys.set(type, from, key);
+    }
   }
 
   /** Whether `edge` is one the store keeps for the graph while it leaves its relation edges there: one of a relation type with no vector. */
@@ -915,20 +907,16 @@ export class MemoryGraph {
     const keys = type === 'belongs_to' ? columns.belongsKeys : columns.involvesKeys;
     const targets = type === 'belongs_to' ? columns.facetIds : columns.entityIds;
     this.forgetPoints();
-    let runTarget: string | null = null;
-    let run: string[] = [];
+    const runs = new SourceRuns(this.derivedSources[type]);
     for (let i = 0; i < ordinals.length; i++) {
       const ordinal = ordinals[i] as number;
       const key = keys[ordinal] as number;
       const to = targets[ordinal] as string | null;
       if (key < 0 || to === null) continue;
-      if (to !== runTarget) {
-        runTarget = to;
-        run = this.sourcesOf(type, to);
-      }
-      run.push(columns.ids[ordinal] as string);
+      runs.add(to, columns.ids[ordinal] as string);
       this.derivedKeys.setByNodeKey(type, columns.keys[ordinal] as number, key);
     }
+    runs.flush();
   }
 
   /**
@@ -1137,6 +1125,57 @@ const MADE_FACTS = 1 << 16;
 
 /** Episodes whose FacetPoints `facetPointsOf` keeps listed: a search scores those of a few hundred. */
 const POINTS_KEPT = 8192;
+
+/** How many stored turns hold each dialog id, and how many each session has. */
+interface TurnCounts {
+  dialogIds: Map<string, number>;
+  sessions: Map<string, number>;
+}
+
+/** Counts `chunk`'s turns into `counts` (`step` −1: out of them). */
+function countChunkTurns(counts: TurnCounts, chunk: Chunk, step: 1 | -1): void {
+  addCount(counts.sessions, chunk.sessionId, step * chunk.turns.length);
+  for (const { dialogId } of chunk.turns) addCount(counts.dialogIds, dialogId, step);
+}
+
+/** Adds `step` to `key`'s count, which leaves the map at 0. */
+function addCount(counts: Map<string, number>, key: string, step: number): void {
+  const count = (counts.get(key) ?? 0) + step;
+  if (count === 0) counts.delete(key);
+  else counts.set(key, count);
+}
+
+/**
+ * Files the ids of the nodes deriving edges of one type into their targets' lists (the graph's
+ * `derivedSources`) a run at a time: an open's nodes of one target come together (a Facet's
+ * facts, an Episode's Facets). A target with no list yet gets one made at its run's length, where
+ * an array grown a push at a time holds room for 17 at least (V8 grows one to 1.5× + 16): at 100K
+ * messages of chat the ~130K Facets' and Entities' lists held ~35 MB of heap for ~10 MB of ids.
+ * `flush` files the last run.
+ */
+class SourceRuns {
+  private target: string | null = null;
+  private readonly run: string[] = [];
+
+  constructor(private readonly sources: Map<string, string[]>) {}
+
+  add(to: string, from: string): void {
+    if (to !== this.target) {
+      this.flush();
+      this.target = to;
+    }
+    this.run.push(from);
+  }
+
+  flush(): void {
+    if (this.target === null) return;
+    const list = this.sources.get(this.target);
+    if (list === undefined) this.sources.set(this.target, this.run.slice());
+    else for (const id of this.run) list.push(id);
+    this.run.length = 0;
+    this.target = null;
+  }
+}
 
 /** The facts a graph holds as columns (`MemoryGraph.putFactColumns`): which are still held so, and the nodes lately made of them. */
 class ColumnFacts {

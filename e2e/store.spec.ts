@@ -171,27 +171,6 @@ test('relation edges that the edge groups hold alone are left unread by the open
   expect(result.statsAfterOtherWriter).toBe(true);
 });
 
-test('a memory saves its fact image as it closes after a write; an open at its revision reads the facts from it, fact for fact as their records read, and searches alike; one that holds fewer facts than the records, or is damaged, is not read', async ({ page }) => {
-  test.setTimeout(120_000);
-  const result = await page.evaluate(() => window.storeHarness.factImage('e2e-fact-image'));
-  expect(result).toEqual({
-    savedAtRevision: true,
-    imageRead: 'read',
-    noFactNodeFromImage: true,
-    rowsRead: 'missing',
-    facts: expect.any(Number),
-    imageSameAsRows: true,
-    sameSearches: true,
-    fewerSaved: true,
-    fewerRead: 'missing',
-    fewerSameAsRows: true,
-    damagedSaved: true,
-    damagedRead: 'missing',
-    damagedSameAsRows: true,
-  });
-  expect(result['facts']).toBeGreaterThan(10);
-});
-
 test('checkpoint bytes exported from IndexedDB import into a MemoryStore unchanged', async ({ page }) => {
   await page.evaluate(() => window.storeHarness.write('e2e-export'));
   const moved = await page.evaluate(() => window.storeHarness.exportToMemory('e2e-export'));

@@ -12,7 +12,6 @@ import type { GraphStore, WorkingSnapshot } from '../src/store/types.ts';
 import { graphView } from '../e2e/support/graph-view.ts';
 import { longTurnSession } from './helpers/conversation.ts';
 import { sqliteFolder } from './helpers/sqlite-folder.ts';
-import { factRows } from './helpers/fact-rows.ts';
 
 /**
  * A SQL store keeps a memory's facts as one value of derived state (store/fact-image.ts), saved by
@@ -27,6 +26,16 @@ const chat: Conversation = { id: 'chat', sessions: [0, 1, 2].map(longTurnSession
 
 async function open(): Promise<Memory> {
   return Memory.open({ store: await openSqliteStore(path()), embedder: runtime().embedder, createIndex: runtime().createIndex });
+}
+
+/** Every fact of `facts` as its fields, by id. */
+function factsOf(facts: FactColumns | undefined) {
+  const out: unknown[] = [];
+  for (let at = 0; at < (facts?.size ?? 0); at++) {
+    const f = facts as FactColumns;
+    out.push([f.ids[at], f.keys[at], f.chunkIds[at], f.facetIds[at], f.entityIds[at], f.turns[at], f.starts[at], f.ends[at], f.belongsKeys[at], f.involvesKeys[at], ...f.timesOf(at)]);
+  }
+  return out.sort((a, b) => String((a as string[])[0]).localeCompare(String((b as string[])[0])));
 }
 
 /** The working set a store reads now, with its image, and as its rows read (the image deleted, in a copy's stead: the revision stays). */
@@ -69,8 +78,8 @@ describe('the fact image', () => {
     expect(rows.factImage).toBe('missing');
     expect(rows.facts?.size).toBeGreaterThan(20);
     expect(image.nodes.some((node) => node.layer === 'facetPoint')).toBe(false);
-    expect(factRows(image.facts)).toEqual(factRows(rows.facts));
-    expect(factRows(image.facts).some((fact) => (fact as unknown[])[10] !== null || (fact as unknown[])[11] !== null)).toBe(true);
+    expect(factsOf(image.facts)).toEqual(factsOf(rows.facts));
+    expect(factsOf(image.facts).some((fact) => (fact as unknown[])[10] !== null || (fact as unknown[])[11] !== null)).toBe(true);
     const store = await sqlite();
     const whole = (await store.load(DEFAULT_PARTITION)) as MemorySnapshot;
     expect(seen(image, store)).toEqual(seen(whole, store));
@@ -87,7 +96,7 @@ describe('the fact image', () => {
     await second.close();
     const { image, rows } = await readBothWays();
     expect(image.factImage).toBe('read');
-    expect(factRows(image.facts)).toEqual(factRows(rows.facts));
+    expect(factsOf(image.facts)).toEqual(factsOf(rows.facts));
     const withImage = await open();
     const withIt = await searches(withImage);
     await withImage.close();
@@ -110,7 +119,7 @@ describe('the fact image', () => {
     await again.close();
     const { image, rows } = await readBothWays();
     expect(image.factImage).toBe('read');
-    expect(factRows(image.facts)).toEqual(factRows(rows.facts));
+    expect(factsOf(image.facts)).toEqual(factsOf(rows.facts));
   });
 
   it('is not read at another revision: another writer added since', async () => {
@@ -127,7 +136,7 @@ describe('the fact image', () => {
     await reader.close();
     await writer.close();
     const { image, rows } = await readBothWays();
-    expect(factRows(image.facts)).toEqual(factRows(rows.facts));
+    expect(factsOf(image.facts)).toEqual(factsOf(rows.facts));
   });
 
   it('keeps every number whatever the width its column needs: edge keys before and far after their node, keys past 2^16', async () => {
@@ -164,7 +173,7 @@ describe('the fact image', () => {
     const good = new Uint8Array(row.data);
     const { rows } = await readBothWays();
     const chunks = new Map(rows.chunks.map((chunk) => [chunk.id, chunk]));
-    expect(factRows(readFactImage(good, chunks) ?? undefined)).toEqual(factRows(rows.facts));
+    expect(factsOf(readFactImage(good, chunks) ?? undefined)).toEqual(factsOf(rows.facts));
     expect(readFactImage(good.subarray(0, good.length - 9), chunks)).toBeNull();
     expect(readFactImage(new Uint8Array(0), chunks)).toBeNull();
     // A fact of a chunk the memory lacks.

@@ -26,9 +26,6 @@ import type { PartitionHost } from '../../src/memory/partition.ts';
 import { loadUsearchWasm } from '../../src/vector/usearch-wasm.ts';
 import usearchWasmUrl from '../../wasm/usearch.wasm?url';
 import { hashEmbedder } from '../../test/helpers/hash-embedder.ts';
-import { factRows } from '../../test/helpers/fact-rows.ts';
-import { WholeFactsBuilder, type FactColumns } from '../../src/graph/fact-columns.ts';
-import { factImageBytes } from '../../src/store/fact-image.ts';
 import { relationsAsOpenedSteps, type RelationsAsOpenedSteps } from '../support/graph-view.ts';
 
 /** A PrismError as plain data, to cross from the page to the test. */
@@ -709,75 +706,6 @@ const storeHarness = {
     const statsAfterOtherWriter = JSON.stringify(await reader.stats()) === JSON.stringify(await writer.stats());
     await Promise.all([reader.close(), writer.close()]);
     return { ...found, searched, statsAfterOtherWriter };
-  },
-
-  /**
-   * The fact image (store/fact-image.ts) on IndexedDB: a memory saves it as it closes after a
-   * write; a working set read at its revision takes the facts from it, not from their records,
-   * fact for fact what the records read, and searches find the same; an image holding fewer facts
-   * than the records (read again without it) and a damaged one are not read.
-   */
-  async factImage(name: string): Promise<Record<string, unknown>> {
-    const usearch = await loadUsearchWasm(new URL(usearchWasmUrl, location.href));
-    await withStore(name, (store) => store.clear());
-    const open = async () => Memory.open({ store: await IndexedDbStore.open({ name }), embedder: hashEmbedder(), createIndex: (dim) => usearch.createIndex({ dim }), llm: null });
-    const session = (i: number) => [
-      { role: 'user' as const, content: `My sister Maya moved to Lisbon in year ${2020 + i} and opened bakery number ${i}. She bakes rye bread on Mondays, and on Fridays she sells plum cakes to the neighbours.` },
-      { role: 'assistant' as const, content: `Lovely: Maya's bakery ${i} in Lisbon sounds wonderful. Rye bread takes patience; plum cakes in autumn are a treat. Does she use the old family recipe from Porto?` },
-      { role: 'user' as const, content: `Yes, the recipe came from our grandmother Inês, who ran a café in Porto until ${1990 + i}.` },
-    ];
-    const queries = ['Where did Maya move?', 'Who ran a café in Porto?', 'What does Maya bake on Mondays?'];
-    const searches = async (): Promise<string> => {
-      const memory = await open();
-      const found = [];
-      for (const query of queries) found.push((await memory.search(query, { budget: 256 })).context);
-      await memory.close();
-      return JSON.stringify(found);
-    };
-    const writer = await open();
-    for (let i = 0; i < 4; i++) await writer.add(session(i), { sessionId: `s${i}`, date: `2024-0${i + 1}-01` });
-    await writer.close();
-    const nodeRows = (read: WorkingSnapshot) => read.nodes.map((node) => JSON.stringify(node)).sort();
-    /** Deletes the partition's fact image record, leaving its revision. */
-    const dropImage = async (): Promise<void> => {
-      const raw = await openDB(name);
-      const [token] = await raw.getAllKeys('meta');
-      await raw.delete('derived', [token as IDBValidKey, 'facts']);
-      raw.close();
-    };
-    return withStore(name, async (store) => {
-      const saved = await store.loadDerived(P, 'facts');
-      const revision = await store.revision(P);
-      const image = (await store.loadWorkingSet(P)) as WorkingSnapshot;
-      const searchedWithImage = await searches();
-      await dropImage();
-      const rows = (await store.loadWorkingSet(P)) as WorkingSnapshot;
-      const searchedFromRows = await searches();
-      // One fact fewer than the records hold, saved at the revision: read, it leaves the records of every fact undecoded but one.
-      const fewer = new WholeFactsBuilder();
-      const all = rows.facts as FactColumns;
-      for (let at = 0; at < all.size - 1; at++) fewer.copy(all, at, all.belongsKeys[at] as number, all.involvesKeys[at] as number);
-      const fewerSaved = await store.saveDerived(P, 'facts', revision, factImageBytes(fewer.finish()) as Uint8Array);
-      const withFewer = (await store.loadWorkingSet(P)) as WorkingSnapshot;
-      const damagedSaved = await store.saveDerived(P, 'facts', revision, Uint8Array.from({ length: 4096 }, (_, i) => (i * 31) % 256));
-      const withDamaged = (await store.loadWorkingSet(P)) as WorkingSnapshot;
-      const sameAsRows = (read: WorkingSnapshot) => JSON.stringify(factRows(read.facts)) === JSON.stringify(factRows(rows.facts)) && JSON.stringify(nodeRows(read)) === JSON.stringify(nodeRows(rows));
-      return {
-        savedAtRevision: saved?.revision === revision,
-        imageRead: image.factImage,
-        noFactNodeFromImage: !image.nodes.some((node) => node.layer === 'facetPoint'),
-        rowsRead: rows.factImage,
-        facts: rows.facts?.size ?? 0,
-        imageSameAsRows: sameAsRows(image),
-        sameSearches: searchedWithImage === searchedFromRows && searchedWithImage.includes('Lisbon'),
-        fewerSaved,
-        fewerRead: withFewer.factImage,
-        fewerSameAsRows: sameAsRows(withFewer),
-        damagedSaved,
-        damagedRead: withDamaged.factImage,
-        damagedSameAsRows: sameAsRows(withDamaged),
-      };
-    });
   },
 
   /** Exports the IndexedDB memory and imports the bytes into a MemoryStore. */

@@ -9,8 +9,6 @@ import { DEFAULT_LOCK_TIMEOUT_MS, KeyedMutex, lockTimeoutError } from './lock.ts
 import { changesDimension, compareIds, snapshotAsBatch, sortById, validateBatch } from './snapshot.ts';
 import { decodeChunkRow, decodeEdge, decodeNode, encodeChunkRow, encodeEdge } from './record-codec.ts';
 import { ChunkTextJoiner, type UnjoinedChunk } from '../graph/chunk-text.ts';
-import { FACT_ID_PREFIX, type FactColumns } from '../graph/fact-columns.ts';
-import { FACT_IMAGE, readFactImage } from './fact-image.ts';
 import { allStoredEdges, recordReads, planRecords, StoredRecordsReader, WrittenLists, type RecordPlan, type StoredRow } from './record-plan.ts';
 import { relationsAsOpened } from './relation-rows.ts';
 import { dropsDerived, withLaterVectors, type DerivedState, type GraphStore, type LaterVectors, type ListedVectorGroup, type WorkingSnapshot, type WriteBatch } from './types.ts';
@@ -371,9 +369,6 @@ function domErrorName(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'name' in err ? String(err.name) : undefined;
 }
 
-/** What a working set's read with the fact image gives where the image holds another count of facts than the records it left undecoded: read again without it. */
-const READ_AGAIN = Symbol('read again without the fact image');
-
 function storeError(err: unknown, action: string): PrismError {
   if (err instanceof PrismError) return err;
   // DOMExceptions often come with an empty message; the name is then the whole story.
@@ -462,7 +457,6 @@ export class IndexedDbStore implements GraphStore {
 
   /** Vectors are kept as the SQL stores keep them; values of any precision read by their length, so f32 values written before stay readable. */
   readonly vectorPrecision: VectorPrecision = DEFAULT_VECTOR_PRECISION;
-  readonly readsFactImage = true;
 
   private constructor(
     private readonly db: IDBPDatabase<PrismDb>,
@@ -658,7 +652,7 @@ export class IndexedDbStore implements GraphStore {
   }
 
   async load(partition: string): Promise<MemorySnapshot | null> {
-    const memory = await this.read(partition, 'whole', false);
+    const memory = await this.read(partition, 'whole');
     if (memory === null) return null;
     const { folded: _folded, relations: _relations, ...snapshot } = memory;
     return { ...snapshot, edges: sortById(allStoredEdges(memory)) };
@@ -673,8 +667,7 @@ export class IndexedDbStore implements GraphStore {
    * are first read.
    */
   async loadWorkingSet(partition: string): Promise<WorkingSnapshot | null> {
-    const read = await this.read(partition, 'working', true);
-    return read === READ_AGAIN ? this.read(partition, 'working', false) : read;
+    return this.read(partition, 'working');
   }
 
   /**
@@ -684,24 +677,15 @@ export class IndexedDbStore implements GraphStore {
    * they are read last, ~0.25 s of a cold open at 30K messages of chat that the page's thread
    * spent waiting, and the open checks and builds the graph meanwhile. The key lock is held until
    * the vectors are read, and taken again to read the relation edges it left unread.
-   *
-   * A working set read with `factImage` reads the partition's fact image (store/fact-image.ts)
-   * where one was saved at the revision it reads, in place of the facts' records: those are left
-   * undecoded as their groups come (at 30K messages of chat, parsing ~95K of them was ~0.2 s of a
-   * cold open). Where the image does not read whole against the chunks, nothing is skipped; where
-   * it holds another count of facts than the records left undecoded, the read is `READ_AGAIN`, to
-   * be read again without it.
    */
-  private read(partition: string, form: 'whole' | 'working', factImage: false): Promise<WorkingSnapshot | null>;
-  private read(partition: string, form: 'working', factImage: true): Promise<WorkingSnapshot | null | typeof READ_AGAIN>;
-  private read(partition: string, form: 'whole' | 'working', factImage: boolean): Promise<WorkingSnapshot | null | typeof READ_AGAIN> {
+  private read(partition: string, form: 'whole' | 'working'): Promise<WorkingSnapshot | null> {
     const what = `loading ${this.name}`;
     const asStoreError = (err: unknown): never => {
       throw storeError(err, what);
     };
-    let handOver!: (snapshot: WorkingSnapshot | null | typeof READ_AGAIN) => void;
+    let handOver!: (snapshot: WorkingSnapshot | null) => void;
     let fail!: (err: unknown) => void;
-    const handedOver = new Promise<WorkingSnapshot | null | typeof READ_AGAIN>((resolve, reject) => {
+    const handedOver = new Promise<WorkingSnapshot | null>((resolve, reject) => {
       handOver = resolve;
       fail = reject;
     });
@@ -731,25 +715,6 @@ export class IndexedDbStore implements GraphStore {
       const pages = new Map<string, string[]>();
       const records = new StoredRecordsReader(chunks, pages, form === 'working');
       let opened = null as PartitionMeta | null;
-      // The fact image, where one of the revision read was saved; its facts once the first node is
-      // decoded (every chunk is by then), null where it does not read: then no record is skipped.
-      let image: DerivedState | null = null;
-      let imageFacts: FactColumns | null | undefined;
-      let factsSkipped = 0;
-      const beforeNodes = (): void => {
-        texts.flush();
-        if (imageFacts !== undefined) return;
-        imageFacts = image === null ? null : readFactImage(image.bytes, chunks);
-        image = null;
-        if (imageFacts !== null) records.takeFactImage(imageFacts);
-      };
-      /** The node rows to decode: a fact's left where the image holds the facts (counted, to match the image's). */
-      const nodeRows = (rows: StoredRow[]): StoredRow[] => {
-        if (!imageFacts) return rows;
-        const kept = rows.filter(([id]) => !id.startsWith(FACT_ID_PREFIX));
-        factsSkipped += rows.length - kept.length;
-        return kept;
-      };
       const table = new VectorTable();
       const vectorRows: Array<[string, Uint8Array]> = [];
       const addVector = (id: string, bytes: Uint8Array): void => {
@@ -800,7 +765,7 @@ export class IndexedDbStore implements GraphStore {
       };
       const reading = this.keys.bulkRead(
         ring,
-        { database, version, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token], ...(factImage ? [['derived', [token, FACT_IMAGE]] as [string, IDBValidKey]] : [])], keysOf: ['hashes'], packed: [...PACKED_STORES] },
+        { database, version, lower: [token], upper: [token, []], gets: [['meta', token], ['revisions', token]], keysOf: ['hashes'], packed: [...PACKED_STORES] },
         {
           // Keys sort by Entity id, then page number: each Entity's pages come in order.
           entityPages: (plain, page) => {
@@ -814,12 +779,12 @@ export class IndexedDbStore implements GraphStore {
           },
           // Each record with its key's id: a record keeps out of its JSON what the key names (record-codec's keyed form).
           nodes: (plain, record) => {
-            beforeNodes();
-            records.addNodes(nodeRows([[record.id, text(plain)]]));
+            texts.flush();
+            records.addNodes([[record.id, text(plain)]]);
           },
           nodeGroups: (plain, group) => {
-            beforeNodes();
-            records.addNodes(nodeRows(rowsOfGroup('nodeGroups', group, plain)));
+            texts.flush();
+            records.addNodes(rowsOfGroup('nodeGroups', group, plain));
           },
           edges: (plain, record) => addEdgeRows([[record.id, text(plain)]]),
           ...(relationsLater ? {} : { edgeGroups: addEdgeGroup }),
@@ -840,10 +805,8 @@ export class IndexedDbStore implements GraphStore {
         },
         (values) => this.ringFor(ringOf(token), values),
         // The meta first, whose dimension the vectors are read at.
-        async ([sealed, revision, derived]) => {
+        async ([sealed]) => {
           opened = sealed === undefined ? null : await this.openMeta(token, sealed as Sealed);
-          const saved = derived === undefined ? null : await this.openDerived(token, derived as SealedDerived);
-          image = saved !== null && saved.revision === revision ? saved : null;
         },
       );
       const revision = reading.got.then(([revision]) => revision as number | undefined);
@@ -857,12 +820,7 @@ export class IndexedDbStore implements GraphStore {
       }
       const { meta } = opened;
       // A partition of chunks and no nodes has its last texts joined here.
-      beforeNodes();
-      if (imageFacts && factsSkipped !== imageFacts.size) {
-        // Read whole before the key lock is let go, so that the read again starts afresh.
-        await reading.done;
-        return handOver(READ_AGAIN);
-      }
+      texts.flush();
       const loaded = records.finish();
       // As a SQL store's working set: `relations` holds every relation edge.
       const left = form === 'working' ? relationsAsOpened(relations, openRevision ?? 0) : null;
@@ -908,7 +866,6 @@ export class IndexedDbStore implements GraphStore {
         vectors: new VectorTable(),
         hashes: new Set(hashes),
         ...(left ? { relations: left } : {}),
-        ...(form === 'working' ? { factImage: imageFacts ? ('read' as const) : ('missing' as const) } : {}),
       };
       if (form === 'whole') return handOver(withLaterVectors(snapshot, await vectorsRead()));
       const vectorsLater = vectorsRead().catch(asStoreError);
@@ -1362,21 +1319,18 @@ export class IndexedDbStore implements GraphStore {
       return await this.withKeys('shared', async () => {
         const token = (await this.liveTokens()).get(partition);
         const value = token === undefined ? undefined : await this.usable('reading derived state').get('derived', [token, name]);
-        return token === undefined || value === undefined ? null : this.openDerived(token, value);
+        if (token === undefined || value === undefined) return null;
+        const ring = await this.ringFor(ringOf(token), [value]);
+        try {
+          return { revision: value.revision, bytes: await this.keys.unseal(ring, value.keyId, value.sealed) };
+        } catch (err) {
+          // Damaged or sealed under a key gone: derived state is rebuilt from the records, never needed.
+          if (err instanceof PrismError && err.code === 'CORRUPT_CHECKPOINT') return null;
+          throw err;
+        }
       });
     } catch (err) {
       throw storeError(err, `reading derived state of ${this.name}`);
-    }
-  }
-
-  /** Derived state as read from its record, unsealed; null where it is damaged or sealed under a key gone (derived state is rebuilt from the records, never needed). */
-  private async openDerived(token: Token, value: SealedDerived): Promise<DerivedState | null> {
-    const ring = await this.ringFor(ringOf(token), [value]);
-    try {
-      return { revision: value.revision, bytes: await this.keys.unseal(ring, value.keyId, value.sealed) };
-    } catch (err) {
-      if (err instanceof PrismError && err.code === 'CORRUPT_CHECKPOINT') return null;
-      throw err;
     }
   }
 

@@ -246,16 +246,6 @@ export class StoredRecordsReader {
     this.facts = factColumns instanceof FactColumns ? factColumns : factColumns ? FactColumns.empty() : null;
   }
 
-  /**
-   * Reads the FacetPoints as `facts`, a fact image's columns, from now on: before any node row,
-   * and where the rows to come hold none (IndexedDB's read learns whether an image reads only
-   * once every chunk is decoded, after the reader was made).
-   */
-  takeFactImage(facts: FactColumns): void {
-    if (this.nodes.length > 0 || this.facts === null || this.facts.size > 0) throw new Error('a fact image is taken before any node row, by a reader of facts as columns');
-    this.facts = facts;
-  }
-
   addNodes(rows: Iterable<StoredRow>): void {
     for (const [rowKey, json] of rows) {
       if (this.facts !== null && addPlainFact(this.facts, json, rowKey, this.chunks, this.sharing)) continue;

@@ -1,5 +1,6 @@
 import { shareTurnTexts } from './chunk-text.ts';
 import { DERIVED_EDGE_TYPES, derivedEdge, derivedTarget, isDerivedEdgeType, isDerivedFrom, isRelationEdgeId, keptDerivedEdge, DerivedEdgeKeys, type DerivedEdgeType } from './derived-edges.ts';
+import { RecordsByKey } from './records-by-key.ts';
 import { columnFact, FACT_ID_PREFIX, factNode, WholeFactsBuilder, type FactColumns, type WholeFacts } from './fact-columns.ts';
 import { VectorTable } from './vector-table.ts';
 import { EDGE_TYPES, edgeId, episodeIdOf, type Chunk, type EdgeType, type EntityMention, type EntityNode, type EpisodeNode, type EpisodeFact, type FacetPointNode, type GraphEdge, type GraphNode, type Layer, type MemorySnapshot } from './types.ts';
@@ -121,12 +122,12 @@ export class MemoryGraph {
   private readonly turnsBySpeaker = new Map<string, number>();
   readonly vectors: Map<string, Float32Array>;
   /**
-   * Nodes and held edges by key: derived edges have no vector, so no index asks for theirs. An
-   * array by key, not a map: keys are small integers given out in order (an open puts them in key
+   * Nodes and held edges by key: derived edges have no vector, so no index asks for theirs. A
+   * table by key, not a map: keys are small integers given out in order (an open puts them in key
    * order), and setting ~744K of them in a map was ~0.2 s of an open at 100K messages. A fact held
    * as columns is its ordinal there.
    */
-  private readonly byKey: Array<GraphNode | GraphEdge | number | undefined> = [];
+  private readonly byKey = new RecordsByKey<GraphNode | GraphEdge>();
   /** How many nodes each layer holds. */
   private readonly layerCounts = new Map<Layer, number>();
   /**
@@ -292,7 +293,7 @@ export class MemoryGraph {
     if (previous?.layer === 'episode') this.unchain(previous);
     if (node.layer === 'episode') this.episodeChain.splice(searchChain(this.episodeChain, node, false), 0, node);
     this.heldNodes.set(node.id, node);
-    this.byKey[node.key] = node;
+    this.byKey.set(node.key, node);
     if (previous?.layer !== node.layer) {
       if (previous) this.unlist(previous);
       this.countLayer(node.layer, 1);
@@ -313,7 +314,7 @@ export class MemoryGraph {
     this.heldNodes.delete(id);
     this.listedAt.delete(id);
     this.facts?.woken.delete(id);
-    this.byKey[node.key] = undefined;
+    this.byKey.delete(node.key);
     this.unlist(node);
     if (node.layer === 'entity' && this.entitiesByName.get(node.name.toLowerCase()) === id) this.entitiesByName.delete(node.name.toLowerCase());
   }
@@ -531,7 +532,7 @@ export class MemoryGraph {
     // Its vector stays in its index under the key it was lent by.
     if (previous && previous.key !== edge.key && this.vectors instanceof VectorTable) this.vectors.rekeyLent(edge.id, previous.key);
     this.heldEdges.set(edge.id, edge);
-    this.byKey[edge.key] = edge;
+    this.byKey.set(edge.key, edge);
     this.heldOfDerivedTypes += Number(isDerivedEdgeType(edge.type)) - Number(previous !== undefined && isDerivedEdgeType(previous.type));
   }
 
@@ -563,7 +564,7 @@ export class MemoryGraph {
     const edge = this.heldEdges.get(id);
     if (!edge) return false;
     this.heldEdges.delete(id);
-    this.byKey[edge.key] = undefined;
+    this.byKey.delete(edge.key);
     if (isDerivedEdgeType(edge.type)) this.heldOfDerivedTypes--;
     this.unlinkTyped(edge);
     return true;
@@ -748,13 +749,13 @@ export class MemoryGraph {
 
   /** Node or edge id behind an index key. */
   idForKey(key: number): string | undefined {
-    const held = this.byKey[key];
+    const held = this.byKey.get(key);
     return typeof held === 'number' ? this.facts?.columns.ids[held] : held?.id;
   }
 
   /** The node or held edge behind an index key. */
   recordForKey(key: number): GraphNode | GraphEdge | undefined {
-    const held = this.byKey[key];
+    const held = this.byKey.get(key);
     return typeof held === 'number' ? this.factNodeAt(held) : held;
   }
 
@@ -764,14 +765,14 @@ export class MemoryGraph {
    * what an open checks a stored vector's key against (memory/keyed-vectors.ts).
    */
   currentIdOfKey(key: number): string | undefined {
-    const held = this.byKey[key];
+    const held = this.byKey.get(key);
     if (typeof held === 'number') return this.facts?.columns.ids[held];
     return held !== undefined && held.key === key ? held.id : undefined;
   }
 
   /** The layer of the node, or the type of the held edge, under key `key` (see `currentIdOfKey`). */
   kindOfKey(key: number): Layer | EdgeType | undefined {
-    const held = this.byKey[key];
+    const held = this.byKey.get(key);
     if (typeof held === 'number') return 'facetPoint';
     return held === undefined ? undefined : 'layer' in held ? held.layer : held.type;
   }
@@ -835,7 +836,7 @@ export class MemoryGraph {
     const node = this.factNodeAt(ordinal);
     facts.sleepNoMore(ordinal);
     this.heldNodes.set(node.id, node);
-    this.byKey[node.key] = node;
+    this.byKey.set(node.key, node);
     return node;
   }
 
@@ -889,7 +890,7 @@ export class MemoryGraph {
       facetIds[ordinal] = this.nodeId(facetIds[ordinal] as string, this.lastShared.facet);
       const entityId = entityIds[ordinal] as string | null;
       if (entityId !== null) entityIds[ordinal] = this.nodeId(entityId, this.lastShared.entity);
-      this.byKey[columns.keys[ordinal] as number] = ordinal;
+      this.byKey.set(columns.keys[ordinal] as number, ordinal);
     }
     this.facts = new ColumnFacts(columns, inKeyOrder);
     this.countLayer('facetPoint', columns.size);

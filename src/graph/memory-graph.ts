@@ -487,10 +487,7 @@ export class MemoryGraph {
     if (this.heldOfDerivedTypes > 0) this.dropHeld(id ?? edgeId(type, from.id, to));
     if (this.derivedKeys.has(type, from)) this.derivedKeys.set(type, from, key);
     else {
-      const sources = this.derivedSources[type];
-      const list = sources.get(to);
-      if (list) list.push(from.id);
-      else sources.set(to, [from.id]);
+      fileSources(this.derivedSources[type], to, [from.id]);
       this.derivedKeys.set(type, from, key);
     }
   }
@@ -1170,12 +1167,17 @@ class SourceRuns {
 
   flush(): void {
     if (this.target === null) return;
-    const list = this.sources.get(this.target);
-    if (list === undefined) this.sources.set(this.target, this.run.slice());
-    else for (const id of this.run) list.push(id);
+    fileSources(this.sources, this.target, this.run);
     this.run.length = 0;
     this.target = null;
   }
+}
+
+/** Files `ids` among the sources of `to` in `sources` (the graph's `derivedSources` of a type): a target's first list is made at their length. */
+function fileSources(sources: Map<string, string[]>, to: string, ids: readonly string[]): void {
+  const list = sources.get(to);
+  if (list === undefined) sources.set(to, ids.slice());
+  else for (const id of ids) list.push(id);
 }
 
 /** The facts a graph holds as columns (`MemoryGraph.putFactColumns`): which are still held so, and the nodes lately made of them. */

@@ -340,7 +340,6 @@ function groupKeysOf(value: SqlValue | undefined, count: number): number[] | nul
   return keys && decodeGroupKeys(keys, count);
 }
 
-/** A chunk row (`json`, `text`) as committed. */
 /** The chunk of a row's `json` and `text` columns; `join` gives it its text (`decodeChunkRow`). */
 function chunkOfRow(json: SqlValue | undefined, joined: SqlValue | undefined, join?: (chunk: UnjoinedChunk) => void): Chunk {
   return decodeChunkRow(textOf(json, 'json'), joined === null || joined === undefined ? null : textOf(joined, 'text'), join);

@@ -35,7 +35,7 @@ export class IntsByKey {
   }
 
   set(key: number, value: number): void {
-    const fits = Number.isInteger(value) && value >= 0 && value <= MAX_SLOT_NUMBER;
+    const fits = fitsSlot(value);
     if (this.slot(key) > 0) {
       if (fits) {
         this.table[key] = value + 1;
@@ -81,10 +81,15 @@ export class IntsByKey {
     next.set(this.table);
     this.table = next;
     for (const [beyondKey, value] of this.beyond) {
-      if (beyondKey >= next.length || !Number.isInteger(beyondKey) || beyondKey < 0 || !Number.isInteger(value) || value < 0 || value > MAX_SLOT_NUMBER) continue;
+      if (!Number.isSafeInteger(beyondKey) || beyondKey < 0 || beyondKey >= next.length || !fitsSlot(value)) continue;
       next[beyondKey] = value + 1;
       this.beyond.delete(beyondKey);
     }
     return true;
   }
+}
+
+/** Whether a slot holds `value`: an integer from 0 to `MAX_SLOT_NUMBER`. */
+function fitsSlot(value: number): boolean {
+  return Number.isInteger(value) && value >= 0 && value <= MAX_SLOT_NUMBER;
 }
